@@ -1,0 +1,66 @@
+/**
+ * Domain errors with stable codes. `inference/error-dialect.ts` is the one place that maps a code
+ * to an HTTP status and to the caller's dialect.
+ */
+export type GatewayErrorCode =
+  | 'invalid_request'
+  | 'model_not_found'
+  | 'queue_full'
+  | 'queue_timeout'
+  | 'request_timeout'
+  | 'requeue_exhausted'
+  | 'provider_disabled'
+  | 'provider_not_found'
+  | 'provider_deleted'
+  | 'drain_timeout'
+  | 'worker_error'
+  | 'worker_disconnected'
+  | 'stream_too_large'
+  | 'client_too_slow'
+  | 'payload_too_large'
+  | 'server_shutdown'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'internal_error';
+
+export interface GatewayErrorDetails {
+  retryAfterMs?: number;
+  policyLabel?: string;
+  param?: string;
+}
+
+export class GatewayError extends Error {
+  constructor(
+    readonly code: GatewayErrorCode,
+    message: string,
+    readonly details: GatewayErrorDetails = {},
+  ) {
+    super(message);
+    this.name = 'GatewayError';
+  }
+}
+
+/** Stable, sanitized client messages for each code (no internal names). */
+export const Errors = {
+  invalidRequest: (message: string, param?: string) => new GatewayError('invalid_request', message, { param }),
+  modelNotFound: (model: string) => new GatewayError('model_not_found', `Model '${model}' not found`),
+  queueFull: (retryAfterMs: number) =>
+    new GatewayError('queue_full', 'Service temporarily at capacity, please retry', {
+      retryAfterMs,
+      policyLabel: 'queue_full_reject',
+    }),
+  queueTimeout: () => new GatewayError('queue_timeout', 'No worker became available within the queue timeout'),
+  requestTimeout: () => new GatewayError('request_timeout', 'The request timed out'),
+  requeueExhausted: () => new GatewayError('requeue_exhausted', 'Request could not be completed: requeue attempts exhausted'),
+  providerDisabled: () => new GatewayError('provider_disabled', 'Provider is currently disabled'),
+  providerNotFound: () => new GatewayError('provider_not_found', 'Provider not found'),
+  providerDeleted: () => new GatewayError('provider_deleted', 'Provider was removed while the request was pending'),
+  drainTimeout: () => new GatewayError('drain_timeout', 'Worker shut down before the request completed'),
+  workerError: () => new GatewayError('worker_error', 'The worker failed to process the request'),
+  workerDisconnected: () => new GatewayError('worker_disconnected', 'The worker disconnected during the response'),
+  streamTooLarge: () => new GatewayError('stream_too_large', 'The response stream exceeded the maximum size'),
+  clientTooSlow: () => new GatewayError('client_too_slow', 'The client did not read the response fast enough'),
+  payloadTooLarge: (limit: number) => new GatewayError('payload_too_large', `Request body exceeds ${limit} bytes`),
+  serverShutdown: () => new GatewayError('server_shutdown', 'The gateway is shutting down'),
+} as const;

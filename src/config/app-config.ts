@@ -1,0 +1,55 @@
+/** Typed configuration, built once at boot by `loadConfig` (see docs/configuration.md). */
+
+export interface ProviderConfig {
+  name: string;
+  /** Plain secret from env/YAML; hashed before it is stored. */
+  secret?: string;
+  /** Pre-hashed secret (`scrypt$…`), so YAML files need not hold plain secrets. */
+  secretHash?: string;
+  enabled: boolean;
+  maxQueueLen: number;
+  queueTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxModelsPerWorker: number;
+  /** Models the operator declares for this provider even while no worker serves them. */
+  models: string[];
+}
+
+export interface AuthLimiterConfig {
+  maxFailures: number;
+  windowMs: number;
+  blockMs: number;
+  trustedProxies: string[];
+}
+
+export interface AppConfig {
+  listenHost: string;
+  listenPort: number;
+  providers: ProviderConfig[];
+  defaultProviderName: string;
+  heartbeatIntervalMs: number;
+  heartbeatTimeoutMs: number;
+  registerTimeoutMs: number;
+  adminToken?: string;
+  databaseUrl: string;
+  configFile?: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  maxBodyBytes: number;
+  maxStreamBytes: number;
+  maxRequeues: number;
+  cancelGraceMs: number;
+  /** Bytes a slow client may have buffered before its worker's socket is paused. */
+  clientHighWaterBytes: number;
+  /** How long a stream may stay backpressured before it is ended as too slow. */
+  slowClientTimeoutMs: number;
+  rejectLegacyWorkers: boolean;
+  modelsRefreshIntervalMs: number;
+  shutdownDrainTimeoutMs: number;
+  authLimiter: AuthLimiterConfig;
+  heartbeatFlushIntervalMs: number;
+  staleSweepIntervalMs: number;
+  workerRecordRetentionMs: number;
+  /** Worker records seen within this window still make their models "known" (404 vs queue). */
+  recentWorkerWindowMs: number;
+  instanceId: string;
+}

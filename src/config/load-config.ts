@@ -1,0 +1,277 @@
+import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { parse as parseYaml } from 'yaml';
+import { AppConfig, ProviderConfig } from './app-config';
+
+/** Raised once with every bad key, so an operator fixes them all in one go. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration: ${problems.join('; ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+type Yaml = Record<string, unknown>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** Collects problems while reading values from env (wins) and the YAML file. */
+class Reader {
+  readonly problems: string[] = [];
+  constructor(
+    private readonly env: Env,
+    private readonly file: Yaml,
+  ) {}
+
+  private raw(envKey: string, yamlKey?: string): { value: unknown; source: string } | undefined {
+    const fromEnv = this.env[envKey];
+    if (fromEnv !== undefined && fromEnv !== '') return { value: fromEnv, source: envKey };
+    if (yamlKey && this.file[yamlKey] !== undefined && this.file[yamlKey] !== null) {
+      return { value: this.file[yamlKey], source: `${yamlKey} (config file)` };
+    }
+    return undefined;
+  }
+
+  string(envKey: string, yamlKey: string | undefined, fallback: string): string;
+  string(envKey: string, yamlKey?: string): string | undefined;
+  string(envKey: string, yamlKey?: string, fallback?: string): string | undefined {
+    const r = this.raw(envKey, yamlKey);
+    if (!r) return fallback;
+    if (typeof r.value !== 'string' && typeof r.value !== 'number') {
+      this.problems.push(`${r.source} must be a string`);
+      return fallback;
+    }
+    return String(r.value);
+  }
+
+  number(envKey: string, yamlKey: string | undefined, fallback: number, opts: NumberOpts = {}): number {
+    const r = this.raw(envKey, yamlKey);
+    if (!r) return fallback;
+    return checkNumber(r.value, r.source, fallback, opts, this.problems);
+  }
+
+  /** Seconds (fractions allowed) → milliseconds. */
+  seconds(envKey: string, yamlKey: string | undefined, fallbackSecs: number, opts: NumberOpts = {}): number {
+    return Math.round(this.number(envKey, yamlKey, fallbackSecs, opts) * 1000);
+  }
+
+  bool(envKey: string, yamlKey: string | undefined, fallback: boolean): boolean {
+    const r = this.raw(envKey, yamlKey);
+    if (!r) return fallback;
+    if (typeof r.value === 'boolean') return r.value;
+    const s = String(r.value).toLowerCase();
+    if (['1', 'true', 'yes', 'on'].includes(s)) return true;
+    if (['0', 'false', 'no', 'off'].includes(s)) return false;
+    this.problems.push(`${r.source} must be true or false, got "${String(r.value)}"`);
+    return fallback;
+  }
+}
+
+interface NumberOpts {
+  min?: number;
+  /** Strictly greater than this. */
+  above?: number;
+  integer?: boolean;
+}
+
+function checkNumber(value: unknown, source: string, fallback: number, opts: NumberOpts, problems: string[]): number {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+  const bad =
+    !Number.isFinite(n) ||
+    (opts.integer && !Number.isInteger(n)) ||
+    (opts.min !== undefined && n < opts.min) ||
+    (opts.above !== undefined && n <= opts.above);
+  if (bad) {
+    const rule = [
+      opts.integer ? 'an integer' : 'a number',
+      opts.min !== undefined ? `>= ${opts.min}` : '',
+      opts.above !== undefined ? `> ${opts.above}` : '',
+    ]
+      .filter(Boolean)
+      .join(' ');
+    problems.push(`${source} must be ${rule}, got "${String(value)}"`);
+    return fallback;
+  }
+  return n;
+}
+
+function parseListenAddr(value: string, problems: string[]): { host: string; port: number } {
+  const m = /^(\[[^\]]+\]|[^:]*):(\d{1,5})$/.exec(value.trim());
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) {
+    problems.push(`LISTEN_ADDR must be host:port, got "${value}"`);
+    return { host: '127.0.0.1', port: 8080 };
+  }
+  const host = m[1].replace(/^\[|\]$/g, '') || '0.0.0.0';
+  return { host, port };
+}
+
+function readConfigFile(path: string, problems: string[]): Yaml {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    problems.push(`CONFIG_FILE "${path}" cannot be read: ${(e as Error).message}`);
+    return {};
+  }
+  try {
+    const parsed: unknown = parseYaml(text);
+    if (parsed === null || parsed === undefined) return {};
+    if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+      problems.push(`CONFIG_FILE "${path}" must hold a YAML mapping`);
+      return {};
+    }
+    return parsed as Yaml;
+  } catch (e) {
+    problems.push(`CONFIG_FILE "${path}" is not valid YAML: ${(e as Error).message}`);
+    return {};
+  }
+}
+
+interface ProviderDefaults {
+  maxQueueLen: number;
+  queueTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxModelsPerWorker: number;
+}
+
+function readProviders(file: Yaml, defaults: ProviderDefaults, problems: string[]): ProviderConfig[] {
+  const list = file.providers;
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) {
+    problems.push('providers (config file) must be a list');
+    return [];
+  }
+  const out: ProviderConfig[] = [];
+  list.forEach((entry, i) => {
+    const at = `providers[${i}]`;
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry)) {
+      problems.push(`${at} must be a mapping`);
+      return;
+    }
+    const p = entry as Yaml;
+    const name = typeof p.name === 'string' ? p.name : '';
+    if (!PROVIDER_NAME.test(name)) problems.push(`${at}.name must match ${PROVIDER_NAME.source}`);
+    const secret = typeof p.secret === 'string' && p.secret !== '' ? p.secret : undefined;
+    const secretHash = typeof p.secret_hash === 'string' && p.secret_hash !== '' ? p.secret_hash : undefined;
+    if (secretHash && !secretHash.startsWith('scrypt$')) problems.push(`${at}.secret_hash must be a scrypt$… hash`);
+    const num = (key: string, fallback: number, opts: NumberOpts) =>
+      p[key] === undefined || p[key] === null ? fallback : checkNumber(p[key], `${at}.${key}`, fallback, opts, problems);
+    const models = p.models === undefined || p.models === null ? [] : p.models;
+    if (!Array.isArray(models) || !models.every((m) => typeof m === 'string')) {
+      problems.push(`${at}.models must be a list of strings`);
+    }
+    if (p.enabled !== undefined && typeof p.enabled !== 'boolean') problems.push(`${at}.enabled must be true or false`);
+    out.push({
+      name,
+      secret,
+      secretHash,
+      enabled: p.enabled !== false,
+      maxQueueLen: num('max_queue_len', defaults.maxQueueLen, { min: 0, integer: true }),
+      queueTimeoutMs: Math.round(num('queue_timeout_secs', defaults.queueTimeoutMs / 1000, { above: 0 }) * 1000),
+      requestTimeoutMs: Math.round(num('request_timeout_secs', defaults.requestTimeoutMs / 1000, { above: 0 }) * 1000),
+      maxModelsPerWorker: num('max_models', defaults.maxModelsPerWorker, { min: 1, integer: true }),
+      models: Array.isArray(models) ? models.filter((m): m is string => typeof m === 'string').map((m) => m.trim()).filter(Boolean) : [],
+    });
+  });
+  const seen = new Set<string>();
+  for (const p of out) {
+    if (seen.has(p.name)) problems.push(`providers: "${p.name}" is declared twice`);
+    seen.add(p.name);
+  }
+  return out;
+}
+
+/**
+ * Builds the configuration from environment variables and the optional YAML file named by
+ * CONFIG_FILE. Environment variables override the file. Throws ConfigError naming every bad key.
+ */
+export function loadConfig(env: Env = process.env): AppConfig {
+  const problems: string[] = [];
+  const configFile = env.CONFIG_FILE || undefined;
+  const file = configFile ? readConfigFile(configFile, problems) : {};
+  const server = (file.server && typeof file.server === 'object' ? file.server : {}) as Yaml;
+  const r = new Reader(env, { ...file, ...server });
+
+  const listen = parseListenAddr(r.string('LISTEN_ADDR', 'listen_addr', '127.0.0.1:8080'), problems);
+  const logLevel = r.string('LOG_LEVEL', 'log_level', 'info').toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+
+  const defaults: ProviderDefaults = {
+    maxQueueLen: r.number('MAX_QUEUE_LEN', 'max_queue_len', 100, { min: 0, integer: true }),
+    queueTimeoutMs: r.seconds('QUEUE_TIMEOUT_SECS', 'queue_timeout_secs', 30, { above: 0 }),
+    requestTimeoutMs: r.seconds('REQUEST_TIMEOUT_SECS', 'request_timeout_secs', 300, { above: 0 }),
+    maxModelsPerWorker: r.number('MAX_MODELS_PER_WORKER', 'max_models_per_worker', 256, { min: 1, integer: true }),
+  };
+
+  const providers = readProviders(file, defaults, problems);
+  const defaultProviderName = r.string('PROVIDER_NAME', 'provider_name', 'local');
+  if (!PROVIDER_NAME.test(defaultProviderName)) {
+    problems.push(`PROVIDER_NAME must match ${PROVIDER_NAME.source}, got "${defaultProviderName}"`);
+  }
+  const workerSecret = env.WORKER_SECRET || undefined;
+  const existing = providers.find((p) => p.name === defaultProviderName);
+  if (existing) {
+    // WORKER_SECRET overrides the file's secret for the default provider.
+    if (workerSecret) {
+      existing.secret = workerSecret;
+      existing.secretHash = undefined;
+    }
+  } else if (workerSecret || providers.length === 0) {
+    providers.unshift({ name: defaultProviderName, secret: workerSecret, enabled: true, models: [], ...defaults });
+  }
+
+  const heartbeatIntervalMs = r.seconds('HEARTBEAT_INTERVAL_SECS', 'heartbeat_interval_secs', 15, { above: 0 });
+  const heartbeatTimeoutMs = r.seconds('HEARTBEAT_TIMEOUT_SECS', 'heartbeat_timeout_secs', 45, { above: 0 });
+
+  const config: AppConfig = {
+    listenHost: listen.host,
+    listenPort: listen.port,
+    providers,
+    defaultProviderName,
+    heartbeatIntervalMs,
+    heartbeatTimeoutMs,
+    registerTimeoutMs: r.seconds('REGISTER_TIMEOUT_SECS', 'register_timeout_secs', 10, { above: 0 }),
+    adminToken: env.ADMIN_TOKEN || env.MODELRELAY_ADMIN_TOKEN || undefined,
+    databaseUrl: r.string('DATABASE_URL', 'database_url', 'sqlite:./data/switchboard.db'),
+    configFile,
+    logLevel: logLevel as AppConfig['logLevel'],
+    maxBodyBytes: r.number('MAX_BODY_BYTES', 'max_body_bytes', 10 * 1024 * 1024, { min: 1, integer: true }),
+    maxStreamBytes: r.number('MAX_STREAM_BYTES', 'max_stream_bytes', 256 * 1024 * 1024, { min: 1, integer: true }),
+    maxRequeues: r.number('MAX_REQUEUES', 'max_requeues', 3, { min: 0, integer: true }),
+    cancelGraceMs: r.seconds('CANCEL_GRACE_SECS', 'cancel_grace_secs', 10, { min: 0 }),
+    clientHighWaterBytes: r.number('CLIENT_HIGH_WATER_BYTES', 'client_high_water_bytes', 1024 * 1024, { min: 1, integer: true }),
+    slowClientTimeoutMs: r.seconds('SLOW_CLIENT_TIMEOUT_SECS', 'slow_client_timeout_secs', 30, { above: 0 }),
+    rejectLegacyWorkers: r.bool('REJECT_LEGACY_WORKERS', 'reject_legacy_workers', false),
+    modelsRefreshIntervalMs: r.seconds('MODELS_REFRESH_INTERVAL_SECS', 'models_refresh_interval_secs', 0, { min: 0 }),
+    shutdownDrainTimeoutMs: r.seconds('SHUTDOWN_DRAIN_TIMEOUT_SECS', 'shutdown_drain_timeout_secs', 30, { min: 0 }),
+    authLimiter: {
+      maxFailures: r.number('AUTH_FAILURE_LIMIT', 'auth_failure_limit', 5, { min: 1, integer: true }),
+      windowMs: r.seconds('AUTH_FAILURE_WINDOW_SECS', 'auth_failure_window_secs', 60, { above: 0 }),
+      blockMs: r.seconds('AUTH_BLOCK_SECS', 'auth_block_secs', 60, { above: 0 }),
+      trustedProxies: (r.string('TRUSTED_PROXIES', 'trusted_proxies', '') ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    },
+    heartbeatFlushIntervalMs: r.seconds('HEARTBEAT_FLUSH_INTERVAL_SECS', 'heartbeat_flush_interval_secs', 5, { above: 0 }),
+    staleSweepIntervalMs: r.seconds('STALE_SWEEP_INTERVAL_SECS', 'stale_sweep_interval_secs', 60, { above: 0 }),
+    workerRecordRetentionMs: r.seconds('WORKER_RECORD_RETENTION_SECS', 'worker_record_retention_secs', 7 * 24 * 3600, { above: 0 }),
+    recentWorkerWindowMs: r.seconds('RECENT_WORKER_WINDOW_SECS', 'recent_worker_window_secs', 300, { min: 0 }),
+    instanceId: r.string('INSTANCE_ID', 'instance_id', `gw-${randomUUID().slice(0, 8)}`),
+  };
+
+  if (heartbeatTimeoutMs <= heartbeatIntervalMs && !problems.some((p) => p.startsWith('HEARTBEAT'))) {
+    problems.push('HEARTBEAT_TIMEOUT_SECS must be greater than HEARTBEAT_INTERVAL_SECS');
+  }
+  if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/)/.test(config.databaseUrl)) {
+    problems.push(`DATABASE_URL must start with sqlite:, postgres:// or postgresql://, got "${config.databaseUrl.replace(/\/\/[^@]*@/, '//***@')}"`);
+  }
+  problems.push(...r.problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

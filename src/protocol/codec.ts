@@ -1,0 +1,231 @@
+import {
+  CANCEL_REASONS,
+  CancelReason,
+  ModelCapabilities,
+  ServerToWorkerMessage,
+  TokenCounts,
+  WorkerToServerMessage,
+} from './messages';
+
+/** A frame that does not follow the wire format. */
+export class ProtocolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProtocolError';
+  }
+}
+
+type Json = Record<string, unknown>;
+
+function fail(type: string, field: string, expected: string): never {
+  throw new ProtocolError(`${type}.${field}: expected ${expected}`);
+}
+
+function str(o: Json, type: string, field: string): string {
+  const v = o[field];
+  if (typeof v !== 'string') fail(type, field, 'string');
+  return v;
+}
+
+function optStr(o: Json, type: string, field: string): string | undefined {
+  const v = o[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') fail(type, field, 'string');
+  return v;
+}
+
+function uint(o: Json, type: string, field: string): number {
+  const v = o[field];
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) fail(type, field, 'non-negative integer');
+  return v;
+}
+
+function optUint(o: Json, type: string, field: string): number | undefined {
+  const v = o[field];
+  if (v === undefined || v === null) return undefined;
+  return uint(o, type, field);
+}
+
+function bool(o: Json, type: string, field: string): boolean {
+  const v = o[field];
+  if (typeof v !== 'boolean') fail(type, field, 'boolean');
+  return v;
+}
+
+function strArray(o: Json, type: string, field: string): string[] {
+  const v = o[field];
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) fail(type, field, 'array of strings');
+  return v as string[];
+}
+
+function optStrArray(o: Json, type: string, field: string): string[] | undefined {
+  const v = o[field];
+  if (v === undefined || v === null) return undefined;
+  return strArray(o, type, field);
+}
+
+function optStrMap(o: Json, type: string, field: string): Record<string, string> | undefined {
+  const v = o[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) fail(type, field, 'object of strings');
+  const out: Record<string, string> = {};
+  for (const [k, val] of Object.entries(v as Json)) {
+    if (typeof val !== 'string') fail(type, `${field}.${k}`, 'string');
+    out[k] = val;
+  }
+  return out;
+}
+
+function optTokenCounts(o: Json, type: string): TokenCounts | undefined {
+  const v = o.token_counts;
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) fail(type, 'token_counts', 'object');
+  const t = v as Json;
+  const counts: TokenCounts = {};
+  const p = optUint(t, type, 'prompt_tokens');
+  const c = optUint(t, type, 'completion_tokens');
+  const total = optUint(t, type, 'total_tokens');
+  if (p !== undefined) counts.prompt_tokens = p;
+  if (c !== undefined) counts.completion_tokens = c;
+  if (total !== undefined) counts.total_tokens = total;
+  return counts;
+}
+
+/** Capabilities are a hint: malformed entries are ignored rather than rejected. */
+function optCapabilities(o: Json): Record<string, ModelCapabilities> | undefined {
+  const v = o.capabilities;
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  const out: Record<string, ModelCapabilities> = {};
+  for (const [model, raw] of Object.entries(v as Json)) {
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) continue;
+    const c = raw as Json;
+    const caps: ModelCapabilities = {};
+    if (typeof c.vision === 'boolean') caps.vision = c.vision;
+    if (typeof c.tools === 'boolean') caps.tools = c.tools;
+    if (typeof c.json_mode === 'boolean') caps.json_mode = c.json_mode;
+    if (typeof c.context_length === 'number' && Number.isInteger(c.context_length) && c.context_length > 0) {
+      caps.context_length = c.context_length;
+    }
+    out[model] = caps;
+  }
+  return out;
+}
+
+function parseObject(text: string): Json {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ProtocolError('frame is not valid JSON');
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ProtocolError('frame is not a JSON object');
+  }
+  if (typeof (value as Json).type !== 'string') throw new ProtocolError('frame has no string "type"');
+  return value as Json;
+}
+
+/** Parses and validates one worker → server frame. Unknown extra fields are ignored. */
+export function parseWorkerMessage(text: string): WorkerToServerMessage {
+  const o = parseObject(text);
+  const type = o.type as string;
+  switch (type) {
+    case 'register':
+      return {
+        type,
+        worker_name: str(o, type, 'worker_name'),
+        models: strArray(o, type, 'models'),
+        max_concurrent: uint(o, type, 'max_concurrent'),
+        protocol_version: optStr(o, type, 'protocol_version'),
+        current_load: optUint(o, type, 'current_load'),
+        capabilities: optCapabilities(o),
+      };
+    case 'models_update':
+      return {
+        type,
+        models: strArray(o, type, 'models'),
+        current_load: optUint(o, type, 'current_load') ?? 0,
+        capabilities: optCapabilities(o),
+      };
+    case 'response_chunk':
+      return { type, request_id: str(o, type, 'request_id'), chunk: str(o, type, 'chunk') };
+    case 'response_complete': {
+      const status = uint(o, type, 'status_code');
+      if (status < 100 || status > 599) fail(type, 'status_code', 'HTTP status 100-599');
+      return {
+        type,
+        request_id: str(o, type, 'request_id'),
+        status_code: status,
+        headers: optStrMap(o, type, 'headers'),
+        body: optStr(o, type, 'body'),
+        token_counts: optTokenCounts(o, type),
+      };
+    }
+    case 'pong':
+      return {
+        type,
+        current_load: uint(o, type, 'current_load'),
+        timestamp_unix_ms: optUint(o, type, 'timestamp_unix_ms'),
+      };
+    case 'error':
+      return {
+        type,
+        request_id: optStr(o, type, 'request_id'),
+        code: str(o, type, 'code'),
+        message: str(o, type, 'message'),
+      };
+    default:
+      throw new ProtocolError(`unknown message type "${type}"`);
+  }
+}
+
+/** Parses and validates one server → worker frame (used by the worker daemon). */
+export function parseServerMessage(text: string): ServerToWorkerMessage {
+  const o = parseObject(text);
+  const type = o.type as string;
+  switch (type) {
+    case 'register_ack':
+      return {
+        type,
+        worker_id: str(o, type, 'worker_id'),
+        models: strArray(o, type, 'models'),
+        warnings: optStrArray(o, type, 'warnings'),
+        protocol_version: optStr(o, type, 'protocol_version'),
+      };
+    case 'request':
+      return {
+        type,
+        request_id: str(o, type, 'request_id'),
+        model: str(o, type, 'model'),
+        endpoint_path: str(o, type, 'endpoint_path'),
+        is_streaming: bool(o, type, 'is_streaming'),
+        body: str(o, type, 'body'),
+        headers: optStrMap(o, type, 'headers'),
+      };
+    case 'cancel': {
+      const reason = str(o, type, 'reason');
+      if (!(CANCEL_REASONS as readonly string[]).includes(reason)) fail(type, 'reason', 'a cancel reason');
+      return { type, request_id: str(o, type, 'request_id'), reason: reason as CancelReason };
+    }
+    case 'ping':
+      return { type, timestamp_unix_ms: optUint(o, type, 'timestamp_unix_ms') };
+    case 'graceful_shutdown':
+      return {
+        type,
+        reason: optStr(o, type, 'reason'),
+        drain_timeout_secs: optUint(o, type, 'drain_timeout_secs'),
+      };
+    case 'models_refresh':
+      return { type, reason: optStr(o, type, 'reason') };
+    default:
+      throw new ProtocolError(`unknown message type "${type}"`);
+  }
+}
+
+/**
+ * Serializes a frame. Optional fields left `undefined` are dropped by JSON.stringify;
+ * empty `headers`/`warnings` must be left undefined by the caller (see builders).
+ */
+export function encodeMessage(message: ServerToWorkerMessage | WorkerToServerMessage): string {
+  return JSON.stringify(message);
+}

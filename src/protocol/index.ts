@@ -1,0 +1,3 @@
+export * from './messages';
+export * from './codec';
+export * from './http-headers';

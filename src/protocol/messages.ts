@@ -1,0 +1,152 @@
+/**
+ * Worker wire protocol `2026-04-bridge-v1` (see docs/protocol.md).
+ * Field names are snake_case on the wire because deployed workers depend on them.
+ * Optional fields are omitted when absent, never sent as null.
+ */
+
+export const PROTOCOL_VERSION = '2026-04-bridge-v1';
+
+export const CANCEL_REASONS = [
+  'client_disconnect',
+  'timeout',
+  'graceful_shutdown',
+  'worker_disconnect',
+  'requeue_exhausted',
+  'server_shutdown',
+] as const;
+export type CancelReason = (typeof CANCEL_REASONS)[number];
+
+export interface TokenCounts {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+}
+
+/** Optional per-model capability hints a worker may advertise (Switchboard extension). */
+export interface ModelCapabilities {
+  vision?: boolean;
+  tools?: boolean;
+  json_mode?: boolean;
+  context_length?: number;
+}
+
+// ---- worker → server ----
+
+export interface RegisterMessage {
+  type: 'register';
+  worker_name: string;
+  models: string[];
+  max_concurrent: number;
+  protocol_version?: string;
+  current_load?: number;
+  capabilities?: Record<string, ModelCapabilities>;
+}
+
+export interface ModelsUpdateMessage {
+  type: 'models_update';
+  models: string[];
+  current_load: number;
+  capabilities?: Record<string, ModelCapabilities>;
+}
+
+export interface ResponseChunkMessage {
+  type: 'response_chunk';
+  request_id: string;
+  chunk: string;
+}
+
+export interface ResponseCompleteMessage {
+  type: 'response_complete';
+  request_id: string;
+  status_code: number;
+  headers?: Record<string, string>;
+  body?: string;
+  token_counts?: TokenCounts;
+}
+
+export interface PongMessage {
+  type: 'pong';
+  current_load: number;
+  timestamp_unix_ms?: number;
+}
+
+export interface WorkerErrorMessage {
+  type: 'error';
+  request_id?: string;
+  code: string;
+  message: string;
+}
+
+export type WorkerToServerMessage =
+  | RegisterMessage
+  | ModelsUpdateMessage
+  | ResponseChunkMessage
+  | ResponseCompleteMessage
+  | PongMessage
+  | WorkerErrorMessage;
+
+// ---- server → worker ----
+
+export interface RegisterAckMessage {
+  type: 'register_ack';
+  worker_id: string;
+  models: string[];
+  warnings?: string[];
+  protocol_version?: string;
+}
+
+export interface RequestMessage {
+  type: 'request';
+  request_id: string;
+  model: string;
+  endpoint_path: string;
+  is_streaming: boolean;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+export interface CancelMessage {
+  type: 'cancel';
+  request_id: string;
+  reason: CancelReason;
+}
+
+export interface PingMessage {
+  type: 'ping';
+  timestamp_unix_ms?: number;
+}
+
+export interface GracefulShutdownMessage {
+  type: 'graceful_shutdown';
+  reason?: string;
+  drain_timeout_secs?: number;
+}
+
+export interface ModelsRefreshMessage {
+  type: 'models_refresh';
+  reason?: string;
+}
+
+export type ServerToWorkerMessage =
+  | RegisterAckMessage
+  | RequestMessage
+  | CancelMessage
+  | PingMessage
+  | GracefulShutdownMessage
+  | ModelsRefreshMessage;
+
+/** WebSocket close codes and reasons; the exact strings are part of the contract. */
+export const CloseCodes = {
+  NORMAL: 1000,
+  PROTOCOL_ERROR: 1002,
+  POLICY_VIOLATION: 1008,
+} as const;
+
+export const CloseReasons = {
+  AUTH_FAILED: 'worker authentication failed',
+  AUTH_RATE_LIMITED: 'worker authentication temporarily rate limited',
+  PROTOCOL_ERROR: 'worker registration protocol error',
+  DRAIN_COMPLETE: 'graceful shutdown complete',
+  DRAIN_TIMED_OUT: 'graceful shutdown timed out',
+  HEARTBEAT_TIMEOUT: 'worker heartbeat timed out',
+} as const;

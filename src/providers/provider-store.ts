@@ -1,0 +1,20 @@
+/** A provider as persisted. Secrets are only ever stored as scrypt hashes. */
+export interface ProviderRecord {
+  name: string;
+  secretHash: string | null;
+  enabled: boolean;
+  maxQueueLen: number;
+  queueTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxModelsPerWorker: number;
+  models: string[];
+  /** `config` rows are rewritten from env/YAML at every boot; `admin` rows are created through the API. */
+  source: 'config' | 'admin';
+}
+
+/** Persistence port for providers; the TypeORM implementation lives in provider-store.typeorm.ts. */
+export abstract class ProviderStore {
+  abstract loadAll(): Promise<ProviderRecord[]>;
+  abstract save(record: ProviderRecord): Promise<void>;
+  abstract delete(name: string): Promise<void>;
+}

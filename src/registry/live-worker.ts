@@ -1,0 +1,72 @@
+import { ModelCapabilities, ServerToWorkerMessage } from '../protocol';
+
+/** The transport side of a worker as the relay sees it (implemented by worker-link). */
+export interface WorkerChannel {
+  send(message: ServerToWorkerMessage): void;
+  close(code: number, reason: string): void;
+  /** Stop/resume reading frames from this worker (backpressure from a slow client). */
+  pause(): void;
+  resume(): void;
+}
+
+/** In-memory state of one connected, registered worker. Mutated only by the relay. */
+export class LiveWorker {
+  models: Set<string>;
+  wildcard: boolean;
+  capabilities: Record<string, ModelCapabilities>;
+  /** Requests this worker is working on, by request id. */
+  readonly assigned = new Map<string, unknown>();
+  /** Cancelled requests whose slot is kept until the worker completes them or reports lower load. */
+  readonly held = new Map<string, () => void>();
+  /** Load the worker reported that the gateway does not account for (work from a previous session). */
+  externalLoad = 0;
+  draining = false;
+  /** Monotonic sequence of the last assignment, for round-robin among equally loaded workers. */
+  lastAssignedSeq = 0;
+  lastSeenAt: number;
+  /** Exponentially weighted time-to-first-byte, for latency-aware routing. */
+  avgLatencyMs = 0;
+  /** Streams currently paused on this worker because their client is slow. */
+  readonly pausedBy = new Set<string>();
+
+  constructor(
+    readonly id: string,
+    readonly provider: string,
+    readonly name: string,
+    models: string[],
+    readonly maxConcurrent: number,
+    readonly remoteAddress: string,
+    readonly connectedAt: number,
+    readonly channel: WorkerChannel,
+    capabilities: Record<string, ModelCapabilities> = {},
+  ) {
+    this.lastSeenAt = connectedAt;
+    this.capabilities = capabilities;
+    this.models = new Set();
+    this.wildcard = false;
+    this.setModels(models);
+  }
+
+  setModels(models: string[]): void {
+    this.models = new Set(models.filter((m) => m !== '*'));
+    this.wildcard = models.includes('*');
+  }
+
+  supports(model: string): boolean {
+    return this.wildcard || this.models.has(model);
+  }
+
+  /** Slots in use: assigned requests, held (cancelled) slots and unaccounted reported load. */
+  get load(): number {
+    return this.assigned.size + this.held.size + this.externalLoad;
+  }
+
+  get freeSlots(): number {
+    return this.draining ? 0 : Math.max(0, this.maxConcurrent - this.load);
+  }
+
+  /** Model list in first-seen order, `*` included, as acknowledged. */
+  advertisedModels(): string[] {
+    return this.wildcard ? [...this.models, '*'] : [...this.models];
+  }
+}
