@@ -1,0 +1,675 @@
+import { EventEmitter } from 'node:events';
+import WebSocket from 'ws';
+import {
+  CancelMessage,
+  GracefulShutdownMessage,
+  ModelCapabilities,
+  PROTOCOL_VERSION,
+  RegisterAckMessage,
+  RequestMessage,
+  ServerToWorkerMessage,
+  WorkerToServerMessage,
+  encodeMessage,
+  parseServerMessage,
+} from '../protocol';
+import { BackendClient } from './backend-client';
+import { Backoff } from './backoff';
+import { WorkerConfig, connectUrl } from './config';
+import { Logger, silentLogger } from './logger';
+import { CompleteParts, ErrorCodes, ResponseSink, runBackendRequest } from './request-runner';
+
+export interface WorkerDaemonOptions {
+  logger?: Logger;
+  /** A session that lasted this long resets the reconnect backoff. Default 30 s. */
+  stableSessionMs?: number;
+  /** Time limit for the backend's GET /v1/models. Default 5 s. */
+  modelsTimeoutMs?: number;
+  /** Extra wait after a graceful_shutdown deadline before the worker closes the link itself. Default 5 s. */
+  drainGraceMs?: number;
+  userAgent?: string;
+  random?: () => number;
+}
+
+export type DaemonState = 'idle' | 'connecting' | 'connected' | 'waiting_to_reconnect' | 'stopping' | 'stopped';
+
+export interface DaemonStatus {
+  state: DaemonState;
+  /** Gateway asked this worker to drain (graceful_shutdown) on the current connection. */
+  draining: boolean;
+  /** Requests assigned by the gateway and not yet answered (running + queued locally). */
+  currentLoad: number;
+  runningRequests: number;
+  queuedRequests: number;
+  models: string[];
+  workerId?: string;
+}
+
+export interface DisconnectInfo {
+  code: number;
+  reason: string;
+}
+
+export interface DaemonEvents {
+  connected: [];
+  registered: [ack: RegisterAckMessage];
+  disconnected: [info: DisconnectInfo];
+  reconnect_scheduled: [info: { delayMs: number; attempt: number }];
+  draining: [info: { source: 'gateway' | 'signal'; reason?: string }];
+  exit: [code: number];
+}
+
+/** Frames bigger than this waiting in the socket buffer pause the backend stream. */
+const SEND_HIGH_WATER_BYTES = 1 << 20;
+
+const DRAINING_BODY = JSON.stringify({
+  error: {
+    message: 'This worker is shutting down and accepts no new requests.',
+    type: 'service_unavailable',
+    code: 'worker_draining',
+  },
+});
+const AT_CAPACITY_BODY = JSON.stringify({
+  error: {
+    message: 'This worker is at its max_concurrency and its local queue is full.',
+    type: 'service_unavailable',
+    code: 'worker_at_capacity',
+  },
+});
+
+/** One WebSocket connection and the timers that belong to it. */
+class Session {
+  openedAt?: number;
+  closed = false;
+  draining = false;
+  workerId?: string;
+  idleTimer?: NodeJS.Timeout;
+  pollTimer?: NodeJS.Timeout;
+  drainTimer?: NodeJS.Timeout;
+  closeTimer?: NodeJS.Timeout;
+
+  constructor(readonly ws: WebSocket) {}
+
+  get open(): boolean {
+    return !this.closed && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  clearTimers(): void {
+    for (const t of [this.idleTimer, this.pollTimer, this.drainTimer, this.closeTimer]) if (t) clearTimeout(t);
+  }
+}
+
+/** One request the gateway assigned to this worker. */
+interface Task {
+  request: RequestMessage;
+  session: Session;
+  controller: AbortController;
+  state: 'queued' | 'running';
+  /** The gateway got its final answer (complete, error or 499); nothing more is sent for it. */
+  settled: boolean;
+}
+
+/**
+ * The worker: dials the gateway, registers, relays requests to the backend and keeps the link
+ * alive (heartbeat watchdog, reconnect with backoff) until `stop()` or a drain with exitOnDrain.
+ */
+export class WorkerDaemon extends EventEmitter<DaemonEvents> {
+  private state: DaemonState = 'idle';
+  private session?: Session;
+  private readonly tasks = new Map<string, Task>();
+  private readonly queue: Task[] = [];
+  private running = 0;
+  private models: string[];
+  private readonly backend: BackendClient;
+  private readonly backoff: Backoff;
+  private readonly log: Logger;
+  private reconnectTimer?: NodeJS.Timeout;
+  private stopTimer?: NodeJS.Timeout;
+  private stopping = false;
+  /** Aborted on stop: interrupts a models lookup that is holding up a connect. */
+  private readonly lifecycle = new AbortController();
+  private resolveExit!: (code: number) => void;
+  private readonly exited = new Promise<number>((resolve) => (this.resolveExit = resolve));
+  private readonly stableSessionMs: number;
+  private readonly modelsTimeoutMs: number;
+  private readonly drainGraceMs: number;
+
+  constructor(
+    private readonly config: WorkerConfig,
+    options: WorkerDaemonOptions = {},
+  ) {
+    super();
+    this.log = options.logger ?? silentLogger;
+    this.models = config.discoverModels ? [] : [...config.models];
+    this.backend = new BackendClient(config.backendUrl, {
+      apiKey: config.backendApiKey,
+      userAgent: options.userAgent ?? 'switchboard-worker',
+    });
+    this.backoff = new Backoff({ minMs: config.reconnectMinMs, maxMs: config.reconnectMaxMs, random: options.random });
+    this.stableSessionMs = options.stableSessionMs ?? 30_000;
+    this.modelsTimeoutMs = options.modelsTimeoutMs ?? 5_000;
+    this.drainGraceMs = options.drainGraceMs ?? 5_000;
+  }
+
+  get status(): DaemonStatus {
+    return {
+      state: this.state,
+      draining: this.session?.draining ?? false,
+      currentLoad: this.currentLoad(),
+      runningRequests: this.running,
+      queuedRequests: this.queue.length,
+      models: [...this.models],
+      workerId: this.session?.workerId,
+    };
+  }
+
+  /** Resolves with the process exit code once the daemon has stopped for good. */
+  waitForExit(): Promise<number> {
+    return this.exited;
+  }
+
+  start(): void {
+    if (this.state !== 'idle') return;
+    this.log.info('worker starting', {
+      gateway: connectUrl(this.config),
+      backend: this.config.backendUrl,
+      worker_name: this.config.workerName,
+      models: this.config.discoverModels ? '* (from backend)' : this.config.models,
+      max_concurrency: this.config.maxConcurrency,
+    });
+    void this.connect();
+  }
+
+  /**
+   * Graceful stop (SIGTERM): take no new work, let in-flight requests finish within the drain
+   * timeout, abort the rest (each reported with an `error` frame), close 1000. A second call
+   * skips the wait. Resolves with the exit code.
+   */
+  stop(): Promise<number> {
+    if (this.state === 'stopped') return this.exited;
+    if (this.stopping) {
+      this.log.warn('second stop request: aborting in-flight requests now');
+      this.abortAllForShutdown();
+      return this.exited;
+    }
+    this.stopping = true;
+    this.lifecycle.abort();
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const session = this.session;
+    if (!session || !session.open) {
+      if (session && !session.closed) session.ws.terminate();
+      else this.finish(0);
+      return this.exited;
+    }
+    this.state = 'stopping';
+    const inFlight = this.currentLoad();
+    this.log.info('stopping: no new requests; finishing in-flight ones', {
+      in_flight: inFlight,
+      deadline_secs: this.config.drainTimeoutMs / 1000,
+    });
+    this.emit('draining', { source: 'signal' });
+    // An empty model list makes the gateway route nothing more here while we finish.
+    this.send(session, { type: 'models_update', models: [], current_load: inFlight });
+    if (inFlight === 0) {
+      this.closeForStop();
+    } else {
+      this.stopTimer = setTimeout(() => this.abortAllForShutdown(), this.config.drainTimeoutMs);
+    }
+    return this.exited;
+  }
+
+  // ---- connection lifecycle -----------------------------------------------------------------
+
+  private async connect(): Promise<void> {
+    if (this.stopping) return this.finish(0);
+    this.state = 'connecting';
+    const models = await this.modelsForRegister();
+    if (this.stopping) return this.finish(0);
+
+    const url = connectUrl(this.config);
+    this.log.debug('connecting', { url });
+    const ws = new WebSocket(url, {
+      headers: { 'x-worker-secret': this.config.workerSecret, 'user-agent': 'switchboard-worker' },
+      handshakeTimeout: 10_000,
+    });
+    const session = new Session(ws);
+    this.session = session;
+
+    ws.on('open', () => this.onOpen(session, models));
+    ws.on('message', (data, isBinary) => this.onFrame(session, data as Buffer, isBinary));
+    ws.on('ping', () => this.armIdleTimer(session));
+    ws.on('pong', () => this.armIdleTimer(session));
+    ws.on('error', (err) => this.onSocketError(err));
+    ws.on('close', (code, reason) => this.onClose(session, code, reason.toString('utf8')));
+  }
+
+  private onOpen(session: Session, models: string[]): void {
+    session.openedAt = Date.now();
+    this.state = this.stopping ? 'stopping' : 'connected';
+    this.send(session, {
+      type: 'register',
+      worker_name: this.config.workerName,
+      models,
+      max_concurrent: this.config.maxConcurrency,
+      protocol_version: PROTOCOL_VERSION,
+      current_load: this.currentLoad(),
+      capabilities: this.capabilitiesFor(models),
+    });
+    this.log.info('connected to gateway; registered', { models, max_concurrent: this.config.maxConcurrency });
+    this.armIdleTimer(session);
+    if (this.config.discoverModels && this.config.modelsPollIntervalMs > 0) this.schedulePoll(session);
+    this.emit('connected');
+  }
+
+  private onSocketError(err: Error): void {
+    const hint = /Unexpected server response: (404|400|426)/.test(err.message)
+      ? 'is PROXY_URL the Switchboard gateway (it must serve /v1/worker/connect)?'
+      : undefined;
+    this.log.warn('gateway connection error', { error: err.message, hint });
+  }
+
+  private onClose(session: Session, code: number, reason: string): void {
+    if (session.closed) return;
+    session.closed = true;
+    session.clearTimers();
+    if (this.session === session) this.session = undefined;
+    this.dropTasksOf(session);
+
+    const lastedMs = session.openedAt ? Date.now() - session.openedAt : 0;
+    if (lastedMs >= this.stableSessionMs) this.backoff.reset();
+    this.logClose(code, reason, session);
+    this.emit('disconnected', { code, reason });
+
+    if (this.stopping) return this.finish(0);
+    if (session.draining && this.config.exitOnDrain) {
+      this.log.info('drained by the gateway; exiting (--exit-on-drain)');
+      return this.finish(0);
+    }
+    this.scheduleReconnect();
+  }
+
+  private logClose(code: number, reason: string, session: Session): void {
+    const fields = { code, reason: reason || undefined };
+    if (code === 1008) {
+      this.log.error('gateway rejected this worker; check WORKER_SECRET and --provider', fields);
+    } else if (code === 1002) {
+      this.log.error('gateway reported a protocol error (version mismatch or bad frame)', fields);
+    } else if (code === 1000 || session.draining || this.stopping) {
+      this.log.info('gateway connection closed', fields);
+    } else {
+      this.log.warn('gateway connection lost', fields);
+    }
+  }
+
+  private scheduleReconnect(): void {
+    const attempt = this.backoff.attempts + 1;
+    const delayMs = this.backoff.next();
+    this.state = 'waiting_to_reconnect';
+    this.log.info('reconnecting after backoff', { delay_ms: delayMs, attempt });
+    this.emit('reconnect_scheduled', { delayMs, attempt });
+    this.reconnectTimer = setTimeout(() => void this.connect(), delayMs);
+  }
+
+  private finish(code: number): void {
+    if (this.state === 'stopped') return;
+    this.state = 'stopped';
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    if (this.stopTimer) clearTimeout(this.stopTimer);
+    this.session?.clearTimers();
+    this.backend.close();
+    this.log.info('worker stopped', { exit_code: code });
+    this.emit('exit', code);
+    this.resolveExit(code);
+  }
+
+  /** No frame (or WebSocket ping) for 3 heartbeat intervals: the link is dead even if TCP says otherwise. */
+  private armIdleTimer(session: Session): void {
+    if (session.closed) return;
+    if (session.idleTimer) clearTimeout(session.idleTimer);
+    const limitMs = this.config.heartbeatIntervalMs * 3;
+    session.idleTimer = setTimeout(() => {
+      this.log.warn('nothing heard from the gateway; reconnecting', { silent_for_ms: limitMs });
+      session.ws.terminate();
+    }, limitMs);
+  }
+
+  private send(session: Session, message: WorkerToServerMessage, onWritten?: () => void): boolean {
+    if (!session.open) return false;
+    session.ws.send(encodeMessage(message), onWritten ? () => onWritten() : undefined);
+    return true;
+  }
+
+  // ---- server frames ------------------------------------------------------------------------
+
+  private onFrame(session: Session, data: Buffer, isBinary: boolean): void {
+    if (session.closed) return;
+    this.armIdleTimer(session);
+    let message: ServerToWorkerMessage;
+    try {
+      if (isBinary) throw new Error('binary frame');
+      message = parseServerMessage(data.toString('utf8'));
+    } catch (err) {
+      // The frame may carry prompts and client credentials: log its size, never its content.
+      this.log.error('unparseable frame from the gateway; reconnecting', {
+        error: (err as Error).message,
+        frame_bytes: data.length,
+      });
+      session.ws.close(1002, 'unparseable server frame');
+      this.closeWatchdog(session);
+      return;
+    }
+    switch (message.type) {
+      case 'register_ack':
+        return this.onRegisterAck(session, message);
+      case 'request':
+        return this.onRequest(session, message);
+      case 'cancel':
+        return this.onCancel(message);
+      case 'ping':
+        this.send(session, { type: 'pong', current_load: this.currentLoad(), timestamp_unix_ms: message.timestamp_unix_ms });
+        return;
+      case 'graceful_shutdown':
+        return this.onGracefulShutdown(session, message);
+      case 'models_refresh':
+        void this.onModelsRefresh(session, message.reason);
+        return;
+    }
+  }
+
+  private onRegisterAck(session: Session, ack: RegisterAckMessage): void {
+    session.workerId = ack.worker_id;
+    this.log.info('registration acknowledged', { worker_id: ack.worker_id, models: ack.models });
+    for (const warning of ack.warnings ?? []) this.log.warn('gateway registration warning', { warning });
+    this.emit('registered', ack);
+  }
+
+  private onGracefulShutdown(session: Session, message: GracefulShutdownMessage): void {
+    if (session.draining) return;
+    session.draining = true;
+    this.log.warn('gateway asked this worker to drain', {
+      reason: message.reason,
+      drain_timeout_secs: message.drain_timeout_secs,
+      in_flight: this.currentLoad(),
+      then: this.config.exitOnDrain ? 'exit' : 'reconnect',
+    });
+    this.emit('draining', { source: 'gateway', reason: message.reason });
+    // The gateway closes the link once we are idle or its deadline passes; this is only a fallback.
+    const deadlineMs = (message.drain_timeout_secs ? message.drain_timeout_secs * 1000 : this.config.drainTimeoutMs) + this.drainGraceMs;
+    session.drainTimer = setTimeout(() => {
+      if (!session.open) return;
+      this.log.warn('gateway did not close the link after its drain deadline; closing it', { in_flight: this.currentLoad() });
+      session.ws.close(1000, 'drain deadline passed');
+      this.closeWatchdog(session);
+    }, deadlineMs);
+  }
+
+  // ---- requests -----------------------------------------------------------------------------
+
+  private currentLoad(): number {
+    let load = 0;
+    for (const t of this.tasks.values()) if (!t.settled) load++;
+    return load;
+  }
+
+  private onRequest(session: Session, request: RequestMessage): void {
+    const id = request.request_id;
+    if (this.tasks.has(id)) {
+      this.log.warn('gateway sent a request id that is already in flight; ignoring the duplicate', { request_id: id });
+      return;
+    }
+    if (this.stopping || session.draining) {
+      this.log.info('refusing request while draining', { request_id: id });
+      this.sendComplete(session, id, { status_code: 503, headers: { 'content-type': 'application/json' }, body: DRAINING_BODY });
+      return;
+    }
+    if (!request.endpoint_path.startsWith('/') || request.endpoint_path.startsWith('//')) {
+      this.sendComplete(session, id, {
+        status_code: 400,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ error: { message: 'endpoint_path must be an absolute path', type: 'invalid_request_error' } }),
+      });
+      return;
+    }
+    const task: Task = { request, session, controller: new AbortController(), state: 'queued', settled: false };
+    if (this.running < this.config.maxConcurrency) {
+      this.tasks.set(id, task);
+      this.startTask(task);
+    } else if (this.queue.length < this.config.maxConcurrency) {
+      // The gateway tracks our slots, so this only happens around cancels and reconnects.
+      this.log.info('gateway assigned more than max_concurrency; queued locally', { request_id: id, queued: this.queue.length + 1 });
+      this.tasks.set(id, task);
+      this.queue.push(task);
+    } else {
+      this.log.warn('local queue full; answering 503', { request_id: id });
+      this.sendComplete(session, id, { status_code: 503, headers: { 'content-type': 'application/json' }, body: AT_CAPACITY_BODY });
+    }
+  }
+
+  private startTask(task: Task): void {
+    task.state = 'running';
+    this.running++;
+    const { request } = task;
+    const startedAt = Date.now();
+    this.log.debug('relaying request to backend', {
+      request_id: request.request_id,
+      model: request.model,
+      path: request.endpoint_path,
+      streaming: request.is_streaming,
+    });
+    void runBackendRequest(this.backend, request, task.controller.signal, this.sinkFor(task, startedAt)).finally(() => {
+      this.running--;
+      if (this.tasks.get(request.request_id) === task) this.tasks.delete(request.request_id);
+      this.startQueued();
+      this.stopIfIdle();
+    });
+  }
+
+  private startQueued(): void {
+    while (this.running < this.config.maxConcurrency && this.queue.length > 0) {
+      const next = this.queue.shift() as Task;
+      if (!next.settled) this.startTask(next);
+    }
+  }
+
+  private sinkFor(task: Task, startedAt: number): ResponseSink {
+    const { session } = task;
+    const id = task.request.request_id;
+    let chunks = 0;
+    return {
+      chunk: (text) => {
+        if (task.settled || !session.open) return;
+        chunks++;
+        const frame: WorkerToServerMessage = { type: 'response_chunk', request_id: id, chunk: text };
+        if (session.ws.bufferedAmount < SEND_HIGH_WATER_BYTES) {
+          this.send(session, frame);
+          return;
+        }
+        // The gateway reads slower than the backend writes: wait until this frame is on the wire.
+        return new Promise<void>((resolve) => {
+          if (!this.send(session, frame, resolve)) resolve();
+        });
+      },
+      complete: (parts) => {
+        if (task.settled) return;
+        task.settled = true;
+        this.sendComplete(session, id, parts);
+        this.log.info('request completed', {
+          request_id: id,
+          model: task.request.model,
+          status: parts.status_code,
+          streaming: task.request.is_streaming,
+          chunks: task.request.is_streaming ? chunks : undefined,
+          token_counts: parts.token_counts,
+          duration_ms: Date.now() - startedAt,
+        });
+      },
+      fail: (code, message) => {
+        if (task.settled) return;
+        task.settled = true;
+        this.send(session, { type: 'error', request_id: id, code, message });
+        this.log.warn('request failed', { request_id: id, model: task.request.model, code, error: message });
+      },
+    };
+  }
+
+  private sendComplete(session: Session, requestId: string, parts: CompleteParts): void {
+    this.send(session, {
+      type: 'response_complete',
+      request_id: requestId,
+      status_code: parts.status_code,
+      headers: parts.headers && Object.keys(parts.headers).length > 0 ? parts.headers : undefined,
+      body: parts.body ? parts.body : undefined,
+      token_counts: parts.token_counts,
+    });
+  }
+
+  private onCancel(message: CancelMessage): void {
+    const task = this.tasks.get(message.request_id);
+    if (!task || task.settled) {
+      this.log.debug('cancel for a request that is not in flight', { request_id: message.request_id });
+      return;
+    }
+    task.settled = true;
+    if (task.state === 'queued') {
+      this.queue.splice(this.queue.indexOf(task), 1);
+      this.tasks.delete(message.request_id);
+    } else {
+      task.controller.abort();
+    }
+    // 499 (client closed request) tells the gateway the slot is free now.
+    this.sendComplete(task.session, message.request_id, { status_code: 499 });
+    this.log.info('request cancelled by the gateway', { request_id: message.request_id, reason: message.reason });
+    this.stopIfIdle();
+  }
+
+  /** The link is gone: nobody can receive these answers, so stop spending GPU time on them. */
+  private dropTasksOf(session: Session): void {
+    for (const [id, task] of this.tasks) {
+      if (task.session !== session) continue;
+      if (!task.settled) this.log.warn('connection lost with a request in flight; aborting it', { request_id: id });
+      task.settled = true;
+      task.controller.abort();
+      if (task.state === 'queued') this.tasks.delete(id);
+    }
+    for (let i = this.queue.length - 1; i >= 0; i--) if (this.queue[i].session === session) this.queue.splice(i, 1);
+  }
+
+  // ---- shutdown -----------------------------------------------------------------------------
+
+  private stopIfIdle(): void {
+    if (this.stopping && this.state === 'stopping' && this.currentLoad() === 0) this.closeForStop();
+  }
+
+  private abortAllForShutdown(): void {
+    const session = this.session;
+    for (const [id, task] of this.tasks) {
+      if (task.settled) continue;
+      task.settled = true;
+      task.controller.abort();
+      if (session) {
+        this.send(session, {
+          type: 'error',
+          request_id: id,
+          code: ErrorCodes.WORKER_SHUTTING_DOWN,
+          message: 'worker stopped before the request finished',
+        });
+      }
+      this.log.warn('aborted in-flight request at shutdown deadline', { request_id: id });
+    }
+    this.queue.length = 0;
+    this.closeForStop();
+  }
+
+  private closeForStop(): void {
+    if (this.stopTimer) clearTimeout(this.stopTimer);
+    const session = this.session;
+    if (!session || session.closed) return this.finish(0);
+    if (session.ws.readyState === WebSocket.OPEN) {
+      session.ws.close(1000, 'worker shutting down');
+      this.closeWatchdog(session);
+    } else {
+      session.ws.terminate();
+    }
+  }
+
+  /** A close handshake the peer never answers must not keep us waiting for ws's 30 s default. */
+  private closeWatchdog(session: Session): void {
+    if (session.closeTimer) return;
+    session.closeTimer = setTimeout(() => session.ws.terminate(), 3_000);
+  }
+
+  // ---- models -------------------------------------------------------------------------------
+
+  private capabilitiesFor(models: string[]): Record<string, ModelCapabilities> | undefined {
+    let out: Record<string, ModelCapabilities> | undefined;
+    for (const m of models) {
+      const caps = this.config.capabilities[m];
+      if (caps) (out ??= {})[m] = caps;
+    }
+    return out;
+  }
+
+  /** Backend model ids, or undefined (logged) if the backend cannot say. */
+  private async fetchBackendModels(): Promise<string[] | undefined> {
+    const signal = AbortSignal.any([this.lifecycle.signal, AbortSignal.timeout(this.modelsTimeoutMs)]);
+    try {
+      return await this.backend.listModels(signal);
+    } catch (err) {
+      if (this.lifecycle.signal.aborted) return undefined;
+      this.log.warn('backend model list unavailable; keeping the last known list', {
+        error: (err as Error).message,
+        models: this.models,
+      });
+      return undefined;
+    }
+  }
+
+  private async modelsForRegister(): Promise<string[]> {
+    if (!this.config.discoverModels) return this.models;
+    const found = await this.fetchBackendModels();
+    if (found) this.models = found;
+    if (this.models.length === 0) {
+      this.log.warn('registering without models: the backend lists none yet', {
+        retry: this.config.modelsPollIntervalMs > 0 ? `every ${this.config.modelsPollIntervalMs / 1000}s` : 'on models_refresh',
+      });
+    }
+    return this.models;
+  }
+
+  private async onModelsRefresh(session: Session, reason?: string): Promise<void> {
+    this.log.info('gateway asked for the model list', { reason });
+    if (this.config.discoverModels) {
+      const found = await this.fetchBackendModels();
+      if (found) this.models = found;
+    }
+    this.sendModelsUpdate(session);
+  }
+
+  private sendModelsUpdate(session: Session): void {
+    if (this.stopping) return; // the shutdown's empty list must stand
+    this.send(session, {
+      type: 'models_update',
+      models: this.models,
+      current_load: this.currentLoad(),
+      capabilities: this.capabilitiesFor(this.models),
+    });
+  }
+
+  private schedulePoll(session: Session): void {
+    session.pollTimer = setTimeout(async () => {
+      if (!session.open) return;
+      if (!session.draining && !this.stopping) {
+        const found = await this.fetchBackendModels();
+        if (found && session.open && !sameList(found, this.models)) {
+          this.log.info('backend model list changed', { before: this.models, after: found });
+          this.models = found;
+          this.sendModelsUpdate(session);
+        }
+      }
+      if (session.open) this.schedulePoll(session);
+    }, this.config.modelsPollIntervalMs);
+  }
+}
+
+function sameList(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
