@@ -1,23 +1,159 @@
 import { Injectable } from '@nestjs/common';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export type SlotState = 'busy' | 'free' | 'held';
 export type TokenKind = 'prompt' | 'completion';
 
+const PREFIX = 'switchboard_';
+
+/** Whole requests and first bytes: LLM generations run from milliseconds to several minutes. */
+const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600];
+const FIRST_BYTE_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300];
+const QUEUE_WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
 /**
  * The relay's view of metrics: one method per event, so call sites stay one line and the
- * Prometheus details (names, labels, buckets) live here. Implemented in observability/.
+ * Prometheus details (names, labels, buckets) live here.
+ *
+ * Metrics are registered in the given registry (the app's own, see createMetricsRegistry);
+ * `new MetricsService()` gets a private registry, which keeps unit tests independent.
  */
 @Injectable()
 export class MetricsService {
-  requestFinished(_l: { provider: string; model: string; endpoint: string; status: number }, _durationSec: number): void {}
-  timeToFirstByte(_provider: string, _model: string, _seconds: number): void {}
-  setQueueDepth(_provider: string, _depth: number): void {}
-  queueWait(_provider: string, _seconds: number): void {}
-  setWorkersConnected(_provider: string, _count: number): void {}
-  setWorkerSlots(_provider: string, _state: SlotState, _count: number): void {}
-  tokens(_provider: string, _model: string, _tenant: string, _kind: TokenKind, _count: number): void {}
-  requeue(_provider: string): void {}
-  cancellation(_reason: string): void {}
-  rejection(_code: string): void {}
-  workerAuthFailure(_reason: string): void {}
+  private readonly requests: Counter<'provider' | 'model' | 'endpoint' | 'status'>;
+  private readonly requestDuration: Histogram<'provider' | 'model'>;
+  private readonly firstByte: Histogram<'provider' | 'model'>;
+  private readonly queueDepth: Gauge<'provider'>;
+  private readonly queueWaitSeconds: Histogram<'provider'>;
+  private readonly workersConnected: Gauge<'provider'>;
+  private readonly workerSlots: Gauge<'provider' | 'state'>;
+  private readonly tokensTotal: Counter<'provider' | 'model' | 'tenant' | 'kind'>;
+  private readonly requeues: Counter<'provider'>;
+  private readonly cancellations: Counter<'reason'>;
+  private readonly rejections: Counter<'code'>;
+  private readonly workerAuthFailures: Counter<'reason'>;
+
+  constructor(readonly registry: Registry = new Registry()) {
+    const registers = [registry];
+    this.requests = new Counter({
+      name: `${PREFIX}requests_total`,
+      help: 'Client requests finished, by provider, model, endpoint and HTTP status.',
+      labelNames: ['provider', 'model', 'endpoint', 'status'],
+      registers,
+    });
+    this.requestDuration = new Histogram({
+      name: `${PREFIX}request_duration_seconds`,
+      help: 'Time from request arrival to the last byte sent to the client.',
+      labelNames: ['provider', 'model'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.firstByte = new Histogram({
+      name: `${PREFIX}time_to_first_byte_seconds`,
+      help: 'Time from request arrival to the first response byte (first token when streaming).',
+      labelNames: ['provider', 'model'],
+      buckets: FIRST_BYTE_BUCKETS,
+      registers,
+    });
+    this.queueDepth = new Gauge({
+      name: `${PREFIX}queue_depth`,
+      help: 'Requests waiting in the provider queue for a free worker slot.',
+      labelNames: ['provider'],
+      registers,
+    });
+    this.queueWaitSeconds = new Histogram({
+      name: `${PREFIX}queue_wait_seconds`,
+      help: 'Time a request waited in the provider queue before it was dispatched.',
+      labelNames: ['provider'],
+      buckets: QUEUE_WAIT_BUCKETS,
+      registers,
+    });
+    this.workersConnected = new Gauge({
+      name: `${PREFIX}workers_connected`,
+      help: 'Workers with a registered WebSocket connection.',
+      labelNames: ['provider'],
+      registers,
+    });
+    this.workerSlots = new Gauge({
+      name: `${PREFIX}worker_slots`,
+      help: 'Worker concurrency slots by state (busy, free, held).',
+      labelNames: ['provider', 'state'],
+      registers,
+    });
+    this.tokensTotal = new Counter({
+      name: `${PREFIX}tokens_total`,
+      help: 'Tokens reported by workers, by provider, model, tenant and kind (prompt, completion).',
+      labelNames: ['provider', 'model', 'tenant', 'kind'],
+      registers,
+    });
+    this.requeues = new Counter({
+      name: `${PREFIX}requeues_total`,
+      help: 'Requests put back in the queue to be retried on another worker.',
+      labelNames: ['provider'],
+      registers,
+    });
+    this.cancellations = new Counter({
+      name: `${PREFIX}cancellations_total`,
+      help: 'Requests cancelled, by reason (client disconnect, timeout, shutdown, ...).',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.rejections = new Counter({
+      name: `${PREFIX}rejections_total`,
+      help: 'Requests refused before dispatch, by error code.',
+      labelNames: ['code'],
+      registers,
+    });
+    this.workerAuthFailures = new Counter({
+      name: `${PREFIX}worker_auth_failures_total`,
+      help: 'Worker connections refused during the handshake, by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
+  }
+
+  requestFinished(l: { provider: string; model: string; endpoint: string; status: number }, durationSec: number): void {
+    this.requests.inc({ provider: l.provider, model: l.model, endpoint: l.endpoint, status: String(l.status) });
+    this.requestDuration.observe({ provider: l.provider, model: l.model }, durationSec);
+  }
+
+  timeToFirstByte(provider: string, model: string, seconds: number): void {
+    this.firstByte.observe({ provider, model }, seconds);
+  }
+
+  setQueueDepth(provider: string, depth: number): void {
+    this.queueDepth.set({ provider }, depth);
+  }
+
+  queueWait(provider: string, seconds: number): void {
+    this.queueWaitSeconds.observe({ provider }, seconds);
+  }
+
+  setWorkersConnected(provider: string, count: number): void {
+    this.workersConnected.set({ provider }, count);
+  }
+
+  setWorkerSlots(provider: string, state: SlotState, count: number): void {
+    this.workerSlots.set({ provider, state }, count);
+  }
+
+  tokens(provider: string, model: string, tenant: string, kind: TokenKind, count: number): void {
+    if (count > 0) this.tokensTotal.inc({ provider, model, tenant, kind }, count);
+  }
+
+  requeue(provider: string): void {
+    this.requeues.inc({ provider });
+  }
+
+  cancellation(reason: string): void {
+    this.cancellations.inc({ reason });
+  }
+
+  rejection(code: string): void {
+    this.rejections.inc({ code });
+  }
+
+  workerAuthFailure(reason: string): void {
+    this.workerAuthFailures.inc({ reason });
+  }
 }

@@ -1,0 +1,108 @@
+import { Registry } from 'prom-client';
+import { MetricFamily, parsePrometheusText, SWITCHBOARD_FAMILIES } from '../../test/observability/prometheus-text';
+import { createMetricsRegistry } from './metrics-registry';
+import { MetricsService } from './metrics.service';
+
+async function scrape(registry: Registry): Promise<Map<string, MetricFamily>> {
+  return parsePrometheusText(await registry.metrics());
+}
+
+function valueOf(f: MetricFamily | undefined, sampleName: string, labels: Record<string, string>): number | undefined {
+  return f?.samples.find(
+    (s) => s.name === sampleName && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  )?.value;
+}
+
+describe('MetricsService', () => {
+  it('declares every switchboard_* family with its type, in parseable exposition format', async () => {
+    const metrics = new MetricsService(createMetricsRegistry());
+    const families = await scrape(metrics.registry);
+    for (const [name, type] of Object.entries(SWITCHBOARD_FAMILIES)) {
+      expect({ name, type: families.get(name)?.type }).toEqual({ name, type });
+      expect(families.get(name)?.help).toBeTruthy();
+    }
+  });
+
+  it('includes the default process metrics in the per-app registry', async () => {
+    const families = await scrape(createMetricsRegistry());
+    expect(families.get('process_cpu_user_seconds_total')?.type).toBe('counter');
+    expect(families.get('nodejs_heap_size_used_bytes')?.type).toBe('gauge');
+    expect(families.get('nodejs_eventloop_lag_seconds')?.type).toBe('gauge');
+  });
+
+  it('can be created repeatedly in one process (one registry per app)', async () => {
+    const first = new MetricsService(createMetricsRegistry());
+    const second = new MetricsService(createMetricsRegistry());
+    expect(() => new MetricsService()).not.toThrow();
+    first.requeue('gpu');
+    const a = await scrape(first.registry);
+    const b = await scrape(second.registry);
+    expect(valueOf(a.get('switchboard_requeues_total'), 'switchboard_requeues_total', { provider: 'gpu' })).toBe(1);
+    expect(valueOf(b.get('switchboard_requeues_total'), 'switchboard_requeues_total', { provider: 'gpu' })).toBeUndefined();
+  });
+
+  it('records each relay event in the exposition', async () => {
+    const m = new MetricsService();
+    m.requestFinished({ provider: 'gpu', model: 'llama', endpoint: '/v1/chat/completions', status: 200 }, 2.5);
+    m.requestFinished({ provider: 'gpu', model: 'llama', endpoint: '/v1/chat/completions', status: 200 }, 400);
+    m.timeToFirstByte('gpu', 'llama', 0.3);
+    m.setQueueDepth('gpu', 4);
+    m.queueWait('gpu', 0.02);
+    m.setWorkersConnected('gpu', 2);
+    m.setWorkerSlots('gpu', 'busy', 3);
+    m.setWorkerSlots('gpu', 'free', 1);
+    m.tokens('gpu', 'llama', 'acme', 'prompt', 12);
+    m.tokens('gpu', 'llama', 'acme', 'completion', 30);
+    m.tokens('gpu', 'llama', 'acme', 'completion', 5);
+    m.requeue('gpu');
+    m.cancellation('client_disconnect');
+    m.rejection('QUEUE_FULL');
+    m.rejection('QUEUE_FULL');
+    m.workerAuthFailure('bad_secret');
+
+    const f = await scrape(m.registry);
+    const gpu = { provider: 'gpu' };
+    const route = { ...gpu, model: 'llama' };
+    expect(valueOf(f.get('switchboard_requests_total'), 'switchboard_requests_total', { ...route, endpoint: '/v1/chat/completions', status: '200' })).toBe(2);
+    const duration = f.get('switchboard_request_duration_seconds');
+    expect(valueOf(duration, 'switchboard_request_duration_seconds_count', route)).toBe(2);
+    expect(valueOf(duration, 'switchboard_request_duration_seconds_sum', route)).toBe(402.5);
+    expect(valueOf(duration, 'switchboard_request_duration_seconds_bucket', { ...route, le: '5' })).toBe(1);
+    expect(valueOf(duration, 'switchboard_request_duration_seconds_bucket', { ...route, le: '600' })).toBe(2);
+    expect(valueOf(f.get('switchboard_time_to_first_byte_seconds'), 'switchboard_time_to_first_byte_seconds_bucket', { ...route, le: '0.5' })).toBe(1);
+    expect(valueOf(f.get('switchboard_queue_depth'), 'switchboard_queue_depth', gpu)).toBe(4);
+    expect(valueOf(f.get('switchboard_queue_wait_seconds'), 'switchboard_queue_wait_seconds_count', gpu)).toBe(1);
+    expect(valueOf(f.get('switchboard_workers_connected'), 'switchboard_workers_connected', gpu)).toBe(2);
+    expect(valueOf(f.get('switchboard_worker_slots'), 'switchboard_worker_slots', { ...gpu, state: 'busy' })).toBe(3);
+    expect(valueOf(f.get('switchboard_worker_slots'), 'switchboard_worker_slots', { ...gpu, state: 'free' })).toBe(1);
+    expect(valueOf(f.get('switchboard_tokens_total'), 'switchboard_tokens_total', { ...route, tenant: 'acme', kind: 'prompt' })).toBe(12);
+    expect(valueOf(f.get('switchboard_tokens_total'), 'switchboard_tokens_total', { ...route, tenant: 'acme', kind: 'completion' })).toBe(35);
+    expect(valueOf(f.get('switchboard_requeues_total'), 'switchboard_requeues_total', gpu)).toBe(1);
+    expect(valueOf(f.get('switchboard_cancellations_total'), 'switchboard_cancellations_total', { reason: 'client_disconnect' })).toBe(1);
+    expect(valueOf(f.get('switchboard_rejections_total'), 'switchboard_rejections_total', { code: 'QUEUE_FULL' })).toBe(2);
+    expect(valueOf(f.get('switchboard_worker_auth_failures_total'), 'switchboard_worker_auth_failures_total', { reason: 'bad_secret' })).toBe(1);
+  });
+
+  it('gauges follow the latest value, down to zero', async () => {
+    const m = new MetricsService();
+    m.setQueueDepth('gpu', 7);
+    m.setQueueDepth('gpu', 0);
+    const f = await scrape(m.registry);
+    expect(valueOf(f.get('switchboard_queue_depth'), 'switchboard_queue_depth', { provider: 'gpu' })).toBe(0);
+  });
+});
+
+describe('parsePrometheusText', () => {
+  it('rejects malformed exposition', () => {
+    expect(() => parsePrometheusText('# TYPE x counter\nx{a="1" 3\n')).toThrow(/line 2/);
+    expect(() => parsePrometheusText('# TYPE x counter\nx abc\n')).toThrow(/bad value/);
+    expect(() => parsePrometheusText('# TYPE h histogram\nh_bucket{le="1"} 1\nh_count 1\n')).toThrow(/\+Inf/);
+    expect(() => parsePrometheusText('x 1')).toThrow(/newline/);
+  });
+
+  it('reads label escapes and special values', () => {
+    const f = parsePrometheusText('# TYPE g gauge\ng{a="q\\"uote\\\\",b="x"} +Inf\ng NaN 1700000000000\n');
+    expect(f.get('g')!.samples[0]).toEqual({ name: 'g', labels: { a: 'q"uote\\', b: 'x' }, value: Infinity });
+    expect(f.get('g')!.samples[1].value).toBeNaN();
+  });
+});
