@@ -64,3 +64,48 @@ export const Errors = {
   payloadTooLarge: (limit: number) => new GatewayError('payload_too_large', `Request body exceeds ${limit} bytes`),
   serverShutdown: () => new GatewayError('server_shutdown', 'The gateway is shutting down'),
 } as const;
+
+const STATUS: Record<GatewayErrorCode, number> = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  model_not_found: 404,
+  provider_not_found: 404,
+  not_found: 404,
+  payload_too_large: 413,
+  queue_full: 429,
+  internal_error: 500,
+  worker_error: 502,
+  worker_disconnected: 502,
+  stream_too_large: 502,
+  client_too_slow: 499,
+  requeue_exhausted: 503,
+  provider_disabled: 503,
+  provider_deleted: 503,
+  drain_timeout: 503,
+  server_shutdown: 503,
+  queue_timeout: 504,
+  request_timeout: 504,
+};
+
+/** The HTTP status for an error code (the only such mapping). */
+export function statusOf(code: GatewayErrorCode): number {
+  return STATUS[code];
+}
+
+const NOT_RETRIABLE = new Set<GatewayErrorCode>([
+  'invalid_request',
+  'unauthorized',
+  'forbidden',
+  'model_not_found',
+  'provider_not_found',
+  'not_found',
+  'payload_too_large',
+  'stream_too_large',
+  'client_too_slow',
+]);
+
+/** Whether retrying the same request later can succeed. */
+export function isRetriable(code: GatewayErrorCode): boolean {
+  return !NOT_RETRIABLE.has(code);
+}

@@ -1,4 +1,7 @@
 import { ModelCapabilities, ServerToWorkerMessage } from '../protocol';
+import { TimerHandle } from '../common/clock';
+
+const RETIRED_IDS_KEPT = 1024;
 
 /** The transport side of a worker as the relay sees it (implemented by worker-link). */
 export interface WorkerChannel {
@@ -13,6 +16,8 @@ export interface WorkerChannel {
 export class LiveWorker {
   models: Set<string>;
   wildcard: boolean;
+  /** Accepted models in first-seen order, `*` included. */
+  private modelList: string[] = [];
   capabilities: Record<string, ModelCapabilities>;
   /** Requests this worker is working on, by request id. */
   readonly assigned = new Map<string, unknown>();
@@ -28,6 +33,9 @@ export class LiveWorker {
   avgLatencyMs = 0;
   /** Streams currently paused on this worker because their client is slow. */
   readonly pausedBy = new Set<string>();
+  /** Ids of requests this worker finished recently: late frames for them are dropped, not fatal. */
+  readonly retired = new Set<string>();
+  drainTimer: TimerHandle | undefined;
 
   constructor(
     readonly id: string,
@@ -48,6 +56,7 @@ export class LiveWorker {
   }
 
   setModels(models: string[]): void {
+    this.modelList = models;
     this.models = new Set(models.filter((m) => m !== '*'));
     this.wildcard = models.includes('*');
   }
@@ -65,8 +74,14 @@ export class LiveWorker {
     return this.draining ? 0 : Math.max(0, this.maxConcurrent - this.load);
   }
 
+  /** Remembers a finished request id (bounded), so a late chunk or completion is not a protocol error. */
+  retire(requestId: string): void {
+    this.retired.add(requestId);
+    if (this.retired.size > RETIRED_IDS_KEPT) this.retired.delete(this.retired.values().next().value as string);
+  }
+
   /** Model list in first-seen order, `*` included, as acknowledged. */
   advertisedModels(): string[] {
-    return this.wildcard ? [...this.models, '*'] : [...this.models];
+    return this.modelList;
   }
 }

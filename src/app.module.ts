@@ -1,0 +1,36 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { AppConfig, ConfigModule } from './config';
+import { DatabaseModule } from './database/database.module';
+import { ObservabilityModule } from './observability/observability.module';
+import { ProvidersModule } from './providers/providers.module';
+import { RegistryModule } from './registry/registry.module';
+import { AuthModule } from './auth/auth.module';
+import { QueueModule } from './queue/queue.module';
+import { DispatchModule } from './dispatch/dispatch.module';
+import { WorkerLinkModule } from './worker-link/worker-link.module';
+import { InferenceModule } from './inference/inference.module';
+import { ControlPlaneModule } from './control-plane/control-plane.module';
+import { HealthModule } from './observability/health.module';
+
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        ObservabilityModule,
+        DatabaseModule.forRoot(config),
+        ProvidersModule,
+        RegistryModule,
+        AuthModule,
+        QueueModule,
+        DispatchModule,
+        WorkerLinkModule,
+        InferenceModule,
+        ControlPlaneModule,
+        HealthModule,
+      ],
+    };
+  }
+}

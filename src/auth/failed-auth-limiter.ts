@@ -1,0 +1,119 @@
+import { isIP } from 'node:net';
+import { AuthLimiterConfig } from '../config';
+import { Clock, TimerHandle } from '../common/clock';
+
+interface Entry {
+  windowStart: number;
+  failures: number;
+  blockedUntil: number;
+}
+
+/** Bound on tracked clients, so a flood of spoofed addresses cannot grow memory without limit. */
+const MAX_ENTRIES = 100_000;
+
+/**
+ * Per-client failed worker-authentication limiter: `maxFailures` failures within `windowMs`
+ * block the client for `blockMs`. Entries expire on their own (lazy check plus a periodic sweep).
+ */
+export class FailedAuthLimiter {
+  private readonly entries = new Map<string, Entry>();
+  private readonly trusted: Set<string>;
+  private sweepTimer: TimerHandle | undefined;
+
+  constructor(
+    private readonly config: AuthLimiterConfig,
+    private readonly clock: Clock,
+  ) {
+    this.trusted = new Set(config.trustedProxies.map(normalizeAddress));
+    this.sweepTimer = clock.setInterval(() => this.sweep(), Math.max(config.windowMs, config.blockMs));
+  }
+
+  stop(): void {
+    if (this.sweepTimer) this.clock.clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
+  }
+
+  /**
+   * The client a connection speaks for: the socket peer, or — only when the peer is a configured
+   * trusted proxy — the nearest untrusted address in X-Forwarded-For / Forwarded.
+   */
+  clientKey(peerAddress: string | undefined, headers: Record<string, string | string[] | undefined>): string {
+    const peer = normalizeAddress(peerAddress ?? 'unknown');
+    if (!this.trusted.has(peer)) return peer;
+    const chain = forwardedChain(headers);
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const hop = normalizeAddress(chain[i]);
+      if (!this.trusted.has(hop)) return hop;
+    }
+    return peer;
+  }
+
+  isBlocked(key: string): boolean {
+    const e = this.live(key);
+    return !!e && e.blockedUntil > this.clock.now();
+  }
+
+  recordFailure(key: string): void {
+    const now = this.clock.now();
+    let e = this.live(key);
+    if (!e) {
+      if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
+      e = { windowStart: now, failures: 0, blockedUntil: 0 };
+      this.entries.set(key, e);
+    }
+    if (now - e.windowStart >= this.config.windowMs) {
+      e.windowStart = now;
+      e.failures = 0;
+    }
+    e.failures++;
+    if (e.failures >= this.config.maxFailures) e.blockedUntil = now + this.config.blockMs;
+  }
+
+  /** Number of tracked clients (for tests and diagnostics). */
+  size(): number {
+    return this.entries.size;
+  }
+
+  private live(key: string): Entry | undefined {
+    const e = this.entries.get(key);
+    if (e && this.expired(e, this.clock.now())) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return e;
+  }
+
+  private expired(e: Entry, now: number): boolean {
+    return e.blockedUntil <= now && now - e.windowStart >= this.config.windowMs;
+  }
+
+  private sweep(): void {
+    const now = this.clock.now();
+    for (const [key, e] of this.entries) if (this.expired(e, now)) this.entries.delete(key);
+  }
+}
+
+function normalizeAddress(address: string): string {
+  let a = address.trim().replace(/^"|"$/g, '');
+  if (a.startsWith('[')) a = a.slice(1, a.indexOf(']') > 0 ? a.indexOf(']') : undefined); // [v6]:port
+  else if (isIP(a) === 0 && /^[\d.]+:\d+$/.test(a)) a = a.slice(0, a.lastIndexOf(':')); // v4:port
+  if (a.startsWith('::ffff:') && isIP(a.slice(7)) === 4) a = a.slice(7);
+  return a.toLowerCase();
+}
+
+function headerValue(v: string | string[] | undefined): string {
+  return Array.isArray(v) ? v.join(',') : (v ?? '');
+}
+
+/** Addresses from X-Forwarded-For, else from Forwarded `for=` parameters, in order. */
+function forwardedChain(headers: Record<string, string | string[] | undefined>): string[] {
+  const xff = headerValue(headers['x-forwarded-for']);
+  if (xff) return xff.split(',').map((s) => s.trim()).filter(Boolean);
+  const fwd = headerValue(headers['forwarded']);
+  const out: string[] = [];
+  for (const element of fwd.split(',')) {
+    const m = /(?:^|;)\s*for=("[^"]*"|[^;,\s]*)/i.exec(element);
+    if (m && m[1]) out.push(m[1]);
+  }
+  return out;
+}

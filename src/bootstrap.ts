@@ -1,0 +1,32 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { AppConfig } from './config';
+import { AppModule } from './app.module';
+import { registerCorrelationId } from './observability/correlation-id';
+import { WorkerWsAdapter } from './worker-link/worker-ws.adapter';
+import { createLogger } from './observability/logger';
+
+/**
+ * Builds and starts the gateway on config.listenHost:config.listenPort (port 0 = any free port).
+ * Shared by `main.ts` and the integration tests, so both get identical wiring.
+ */
+export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({ bodyLimit: config.maxBodyBytes, logger: false });
+  const fastify = adapter.getInstance();
+  // Inference bodies are forwarded to workers unmodified, so every body is kept as the raw string;
+  // handlers parse what they need and answer malformed JSON in the caller's dialect.
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  registerCorrelationId(fastify);
+
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
+    logger: createLogger(config.logLevel),
+    abortOnError: false,
+    bodyParser: false,
+  });
+  app.useWebSocketAdapter(new WorkerWsAdapter(app));
+  app.enableShutdownHooks();
+  await app.listen(config.listenPort, config.listenHost);
+  return app;
+}

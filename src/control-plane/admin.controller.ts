@@ -1,0 +1,123 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config';
+import { GatewayError } from '../common/gateway-error';
+import { AdminGuard } from '../auth/admin.guard';
+import { Dispatcher } from '../dispatch/dispatcher.service';
+import { Provider, ProviderInput, ProvidersService } from '../providers/providers.service';
+import { RequestQueues } from '../queue/request-queues.service';
+import { LiveWorker } from '../registry/live-worker';
+import { WorkerRegistry } from '../registry/worker-registry.service';
+import { CreateProviderDto, UpdateProviderDto } from './dto/provider.dto';
+import { DrainWorkerDto } from './dto/drain-worker.dto';
+import { JsonBodyPipe } from './json-body.pipe';
+
+/** Operator API (bearer ADMIN_TOKEN): providers, workers, drain, model refresh. */
+@Controller('admin')
+@UseGuards(AdminGuard)
+export class AdminController {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly providers: ProvidersService,
+    private readonly registry: WorkerRegistry,
+    private readonly queues: RequestQueues,
+    private readonly dispatcher: Dispatcher,
+  ) {}
+
+  @Get('providers')
+  listProviders() {
+    return { data: this.providers.list().map((p) => this.describeProvider(p)) };
+  }
+
+  @Post('providers')
+  @HttpCode(201)
+  async createProvider(@Body(new JsonBodyPipe(CreateProviderDto)) dto: CreateProviderDto) {
+    if (this.providers.get(dto.name)) throw new GatewayError('invalid_request', `Provider '${dto.name}' already exists`, { param: 'name' });
+    return this.describeProvider(await this.providers.create({ name: dto.name, ...toInput(dto) }));
+  }
+
+  @Patch('providers/:name')
+  async updateProvider(@Param('name') name: string, @Body(new JsonBodyPipe(UpdateProviderDto)) dto: UpdateProviderDto) {
+    const p = await this.providers.update(name, toInput(dto));
+    if (!p) throw new GatewayError('provider_not_found', `Provider '${name}' not found`);
+    return this.describeProvider(p);
+  }
+
+  /** Fails the provider's queued and in-flight requests (`provider_deleted`) and closes its workers. */
+  @Delete('providers/:name')
+  async deleteProvider(@Param('name') name: string) {
+    if (!(await this.providers.remove(name))) throw new GatewayError('provider_not_found', `Provider '${name}' not found`);
+    return { deleted: name };
+  }
+
+  @Get('workers')
+  listWorkers() {
+    return { data: [...this.registry.all()].map(describeWorker) };
+  }
+
+  @Post('workers/:id/drain')
+  @HttpCode(202)
+  drainWorker(@Param('id') id: string, @Body(new JsonBodyPipe(DrainWorkerDto)) dto: DrainWorkerDto) {
+    const worker = this.workerOr404(id);
+    const timeoutMs = Math.round((dto.timeout_secs ?? this.config.shutdownDrainTimeoutMs / 1000) * 1000);
+    this.dispatcher.drainWorker(worker, timeoutMs, dto.reason ?? 'admin');
+    return describeWorker(worker);
+  }
+
+  @Post('workers/:id/refresh-models')
+  @HttpCode(202)
+  refreshModels(@Param('id') id: string) {
+    const worker = this.workerOr404(id);
+    worker.channel.send({ type: 'models_refresh', reason: 'admin' });
+    return describeWorker(worker);
+  }
+
+  private workerOr404(id: string): LiveWorker {
+    const worker = this.registry.get(id);
+    if (!worker) throw new GatewayError('not_found', `Worker '${id}' not found`);
+    return worker;
+  }
+
+  private describeProvider(p: Provider) {
+    return {
+      name: p.name,
+      enabled: p.enabled,
+      source: p.source,
+      has_secret: p.secretHash !== null,
+      max_queue_len: p.maxQueueLen,
+      queue_timeout_secs: p.queueTimeoutMs / 1000,
+      request_timeout_secs: p.requestTimeoutMs / 1000,
+      max_models: p.maxModelsPerWorker,
+      models: [...p.declaredModels],
+      workers_connected: this.registry.ofProvider(p.name).size,
+      queue_depth: this.queues.depth(p.name),
+    };
+  }
+}
+
+function toInput(dto: UpdateProviderDto): Omit<ProviderInput, 'name'> {
+  return {
+    secret: dto.secret,
+    enabled: dto.enabled,
+    maxQueueLen: dto.max_queue_len,
+    queueTimeoutMs: dto.queue_timeout_secs === undefined ? undefined : Math.round(dto.queue_timeout_secs * 1000),
+    requestTimeoutMs: dto.request_timeout_secs === undefined ? undefined : Math.round(dto.request_timeout_secs * 1000),
+    maxModelsPerWorker: dto.max_models,
+    models: dto.models,
+  };
+}
+
+function describeWorker(w: LiveWorker) {
+  return {
+    id: w.id,
+    name: w.name,
+    provider: w.provider,
+    models: w.advertisedModels(),
+    max_concurrent: w.maxConcurrent,
+    in_flight: w.assigned.size,
+    held_slots: w.held.size,
+    load: w.load,
+    draining: w.draining,
+    connected_at: new Date(w.connectedAt).toISOString(),
+    last_seen_at: new Date(w.lastSeenAt).toISOString(),
+  };
+}

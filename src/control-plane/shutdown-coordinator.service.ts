@@ -1,0 +1,29 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config';
+import { Dispatcher } from '../dispatch/dispatcher.service';
+import { LifecycleState } from '../observability/lifecycle-state';
+
+/**
+ * SIGTERM/SIGINT (Nest shutdown hooks): turn unready first, then drain every worker within the
+ * configured deadline while the HTTP server still answers in-flight requests.
+ */
+@Injectable()
+export class ShutdownCoordinator implements OnModuleDestroy, BeforeApplicationShutdown {
+  private readonly log = new Logger('Shutdown');
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly lifecycle: LifecycleState,
+    private readonly dispatcher: Dispatcher,
+  ) {}
+
+  onModuleDestroy(): void {
+    this.lifecycle.beginShutdown();
+  }
+
+  async beforeApplicationShutdown(signal?: string): Promise<void> {
+    this.log.log(`shutting down${signal ? ` on ${signal}` : ''}: draining workers (deadline ${this.config.shutdownDrainTimeoutMs} ms)`);
+    await this.dispatcher.shutdown(this.config.shutdownDrainTimeoutMs);
+    this.log.log('drain finished');
+  }
+}

@@ -1,0 +1,512 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config';
+import { CLOCK, Clock } from '../common/clock';
+import { Errors, GatewayError, statusOf } from '../common/gateway-error';
+import { CancelReason, CloseCodes, CloseReasons, forwardableHeaders, ResponseCompleteMessage } from '../protocol';
+import { LiveWorker } from '../registry/live-worker';
+import { WorkerRegistry } from '../registry/worker-registry.service';
+import { WorkerRecords } from '../registry/worker-records.port';
+import { Provider, ProvidersService } from '../providers/providers.service';
+import { RequestQueues } from '../queue/request-queues.service';
+import { selectWorker } from '../routing/select-worker';
+import { MetricsService } from '../observability/metrics.service';
+import { LifecycleState } from '../observability/lifecycle-state';
+import { RelayRequest } from './relay-request';
+
+/** What a frame handler learns: `unknown` means the worker spoke about a request it never had. */
+export type FrameVerdict = 'ok' | 'unknown';
+
+/** HTTP status recorded for requests whose client left before an answer. */
+const CLIENT_CLOSED = 499;
+
+/**
+ * A request's life: reserve a worker slot or queue → send → collect chunks/completion →
+ * complete, cancel, requeue or fail. All state is in memory; nothing here awaits.
+ */
+@Injectable()
+export class Dispatcher {
+  private readonly log = new Logger('Dispatcher');
+  private assignSeq = 0;
+  private shutdownWaiters: Array<() => void> = [];
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly providers: ProvidersService,
+    private readonly registry: WorkerRegistry,
+    private readonly queues: RequestQueues<RelayRequest>,
+    private readonly records: WorkerRecords,
+    private readonly metrics: MetricsService,
+    private readonly lifecycle: LifecycleState,
+  ) {
+    providers.onDeleted((p) => this.onProviderDeleted(p));
+  }
+
+  // ---------------------------------------------------------------- client side
+
+  /** Accepts a client request; the sink receives exactly one terminal outcome. */
+  submit(req: RelayRequest): void {
+    const now = this.clock.now();
+    req.receivedAt = now;
+    if (this.lifecycle.isShuttingDown) return this.reject(req, Errors.serverShutdown());
+    const provider = this.resolveProvider(req.model);
+    if (provider instanceof GatewayError) return this.reject(req, provider);
+    req.provider = provider;
+    req.deadline = now + provider.requestTimeoutMs;
+    if (this.tryAssign(req)) return;
+    this.enqueue(req, false);
+  }
+
+  /** The client's connection closed before its response finished. */
+  clientGone(req: RelayRequest): void {
+    switch (req.phase) {
+      case 'queued':
+        if (!req.provider) return;
+        this.queues.of(req.provider.name).remove(req);
+        this.metrics.setQueueDepth(req.provider.name, this.queues.depth(req.provider.name));
+        this.metrics.cancellation('client_disconnect');
+        this.settle(req, CLIENT_CLOSED);
+        return;
+      case 'assigned':
+      case 'streaming':
+        this.metrics.cancellation('client_disconnect');
+        this.cancelOnWorker(req, 'client_disconnect');
+        this.settle(req, CLIENT_CLOSED);
+        return;
+      case 'finished':
+        return;
+    }
+  }
+
+  /**
+   * Picks the provider a model belongs to. Providers with a live worker for the model win;
+   * a model only disabled providers know answers `provider_disabled`, an unknown one 404.
+   */
+  private resolveProvider(model: string): Provider | GatewayError {
+    let known: Provider | undefined;
+    let disabledKnows = false;
+    for (const p of this.providers.list()) {
+      const live = this.registry.servesModel(p.name, model);
+      if (!live && !p.declaredModels.has(model) && !this.records.recentlyKnowsModel(p.name, model)) continue;
+      if (!p.enabled) {
+        disabledKnows = true;
+        continue;
+      }
+      if (live) return p;
+      known ??= p;
+    }
+    if (known) return known;
+    return disabledKnows ? Errors.providerDisabled() : Errors.modelNotFound(model);
+  }
+
+  /** Reserves a slot on the best worker of any enabled provider serving the model. */
+  private tryAssign(req: RelayRequest): boolean {
+    let best: LiveWorker | undefined;
+    for (const p of this.providers.list()) {
+      if (!p.enabled) continue;
+      const candidate = selectWorker(this.registry.ofProvider(p.name), req.model);
+      if (candidate && (!best || candidate.load < best.load)) best = candidate;
+    }
+    if (!best) return false;
+    this.assign(req, best);
+    return true;
+  }
+
+  private enqueue(req: RelayRequest, front: boolean): void {
+    const p = req.provider;
+    const queue = this.queues.of(p.name);
+    if (!front && queue.length >= p.maxQueueLen) {
+      return this.reject(req, Errors.queueFull(1000));
+    }
+    const now = this.clock.now();
+    if (front) queue.pushFront(req);
+    else queue.push(req);
+    req.phase = 'queued';
+    req.queuedAt = now;
+    // A requeued request waits at most one more queue timeout, never past its lifetime.
+    const waitUntil = Math.min(req.deadline, now + p.queueTimeoutMs);
+    req.timer = this.clock.setTimeout(() => this.onQueueTimeout(req), Math.max(0, waitUntil - now));
+    this.metrics.setQueueDepth(p.name, queue.length);
+  }
+
+  private onQueueTimeout(req: RelayRequest): void {
+    if (req.phase !== 'queued') return;
+    this.queues.of(req.provider.name).remove(req);
+    this.metrics.setQueueDepth(req.provider.name, this.queues.depth(req.provider.name));
+    const lifetimeOver = this.clock.now() >= req.deadline;
+    this.metrics.cancellation('timeout');
+    this.fail(req, lifetimeOver ? Errors.requestTimeout() : Errors.queueTimeout());
+  }
+
+  private assign(req: RelayRequest, worker: LiveWorker): void {
+    const now = this.clock.now();
+    this.clearTimer(req);
+    if (req.queuedAt) {
+      this.metrics.queueWait(req.provider.name, (now - req.queuedAt) / 1000);
+      req.queuedAt = 0;
+    }
+    req.phase = 'assigned';
+    req.worker = worker;
+    worker.assigned.set(req.id, req);
+    worker.lastAssignedSeq = ++this.assignSeq;
+    req.timer = this.clock.setTimeout(() => this.onRequestTimeout(req), Math.max(0, req.deadline - now));
+    worker.channel.send({
+      type: 'request',
+      request_id: req.id,
+      model: req.model,
+      endpoint_path: req.endpointPath,
+      is_streaming: req.isStreaming,
+      body: req.body,
+      headers: req.headers,
+    });
+    this.updateSlotGauges(worker.provider);
+  }
+
+  private onRequestTimeout(req: RelayRequest): void {
+    if (req.phase !== 'assigned' && req.phase !== 'streaming') return;
+    this.metrics.cancellation('timeout');
+    this.cancelOnWorker(req, 'timeout');
+    this.fail(req, Errors.requestTimeout());
+  }
+
+  /**
+   * Sends exactly one `cancel` and keeps the slot held: the worker is still busy until it
+   * completes the request, reports a lower load, or the grace period ends.
+   */
+  private cancelOnWorker(req: RelayRequest, reason: CancelReason): void {
+    const worker = req.worker;
+    if (!worker || !worker.assigned.delete(req.id)) return;
+    worker.channel.send({ type: 'cancel', request_id: req.id, reason });
+    const timer = this.clock.setTimeout(() => this.releaseHeld(worker, req.id), this.config.cancelGraceMs);
+    worker.held.set(req.id, () => this.clock.clearTimeout(timer));
+    this.relieve(req);
+    this.updateSlotGauges(worker.provider);
+  }
+
+  private releaseHeld(worker: LiveWorker, requestId: string): void {
+    const cancelTimer = worker.held.get(requestId);
+    if (!cancelTimer) return;
+    cancelTimer();
+    worker.held.delete(requestId);
+    worker.retire(requestId);
+    this.afterSlotFreed(worker);
+  }
+
+  // ---------------------------------------------------------------- worker side
+
+  attachWorker(worker: LiveWorker): void {
+    this.registry.add(worker);
+    this.records.recordConnected({
+      id: worker.id,
+      provider: worker.provider,
+      name: worker.name,
+      models: worker.advertisedModels(),
+      maxConcurrent: worker.maxConcurrent,
+      remoteAddress: worker.remoteAddress,
+      connectedAt: worker.connectedAt,
+    });
+    this.metrics.setWorkersConnected(worker.provider, this.registry.ofProvider(worker.provider).size);
+    this.pullWork(worker);
+  }
+
+  /** The worker's connection is gone: requeue what can be requeued, fail the rest. */
+  detachWorker(worker: LiveWorker): void {
+    if (!this.registry.remove(worker)) return;
+    const now = this.clock.now();
+    this.records.recordDisconnected(worker.id, now);
+    if (worker.drainTimer) this.clock.clearTimeout(worker.drainTimer);
+    for (const cancelTimer of worker.held.values()) cancelTimer();
+    worker.held.clear();
+    const orphans = [...worker.assigned.values()] as RelayRequest[];
+    worker.assigned.clear();
+    for (const req of orphans) this.rescue(req);
+    this.metrics.setWorkersConnected(worker.provider, this.registry.ofProvider(worker.provider).size);
+    this.updateSlotGauges(worker.provider);
+    if (this.lifecycle.isShuttingDown && this.registry.count() === 0) this.notifyShutdownWaiters();
+  }
+
+  private rescue(req: RelayRequest): void {
+    this.clearTimer(req);
+    this.relieve(req);
+    req.worker = undefined;
+    if (req.sink.clientGone) return this.settle(req, CLIENT_CLOSED);
+    if (req.started) return this.fail(req, Errors.workerDisconnected());
+    if (req.requeues >= this.config.maxRequeues) return this.fail(req, Errors.requeueExhausted());
+    req.requeues++;
+    req.bufferedBody = undefined;
+    this.metrics.requeue(req.provider.name);
+    if (this.lifecycle.isShuttingDown) return this.fail(req, Errors.serverShutdown());
+    if (!this.tryAssign(req)) this.enqueue(req, true);
+  }
+
+  onChunk(worker: LiveWorker, requestId: string, chunk: string): FrameVerdict {
+    const req = worker.assigned.get(requestId) as RelayRequest | undefined;
+    if (!req) return this.lateFrame(worker, requestId);
+    req.streamedBytes += Buffer.byteLength(chunk);
+    if (req.streamedBytes > this.config.maxStreamBytes) {
+      this.cancelOnWorker(req, 'client_disconnect');
+      this.fail(req, Errors.streamTooLarge());
+      return 'ok';
+    }
+    if (!req.isStreaming) {
+      (req.bufferedBody ??= []).push(chunk);
+      return 'ok';
+    }
+    if (req.phase !== 'streaming') {
+      req.phase = 'streaming';
+      this.metrics.timeToFirstByte(worker.provider, req.model, (this.clock.now() - req.receivedAt) / 1000);
+      req.sink.startStream();
+    }
+    if (!req.sink.writeChunk(chunk)) this.backpressure(req, worker);
+    return 'ok';
+  }
+
+  onComplete(worker: LiveWorker, msg: ResponseCompleteMessage): FrameVerdict {
+    const req = worker.assigned.get(msg.request_id) as RelayRequest | undefined;
+    if (!req) {
+      if (worker.held.has(msg.request_id)) {
+        this.releaseHeld(worker, msg.request_id);
+        return 'ok';
+      }
+      return this.lateFrame(worker, msg.request_id);
+    }
+    this.release(worker, req);
+    if (msg.token_counts) this.countTokens(req, msg.token_counts);
+    if (req.phase === 'streaming') {
+      this.settle(req, 200);
+      req.sink.endStream();
+    } else {
+      if (req.phase === 'assigned') {
+        this.metrics.timeToFirstByte(worker.provider, req.model, (this.clock.now() - req.receivedAt) / 1000);
+      }
+      this.settle(req, msg.status_code);
+      const body = msg.body ?? req.bufferedBody?.join('') ?? '';
+      req.sink.sendComplete(msg.status_code, responseHeaders(msg.headers), body);
+    }
+    this.afterSlotFreed(worker);
+    return 'ok';
+  }
+
+  onWorkerError(worker: LiveWorker, requestId: string, code: string): void {
+    const req = worker.assigned.get(requestId) as RelayRequest | undefined;
+    if (!req) {
+      if (worker.held.has(requestId)) this.releaseHeld(worker, requestId);
+      return;
+    }
+    this.log.warn(`worker ${worker.id} reported error "${code}" for request ${requestId}`);
+    this.release(worker, req);
+    this.fail(req, Errors.workerError());
+    this.afterSlotFreed(worker);
+  }
+
+  /** `pong` carries the worker's own count of active requests. */
+  onPong(worker: LiveWorker, currentLoad: number): void {
+    // A lower load than we account for means cancelled requests have ended on the worker.
+    for (const id of worker.held.keys()) {
+      if (worker.assigned.size + worker.held.size <= currentLoad) break;
+      const cancelTimer = worker.held.get(id)!;
+      cancelTimer();
+      worker.held.delete(id);
+      worker.retire(id);
+    }
+    worker.externalLoad = Math.max(0, currentLoad - worker.assigned.size - worker.held.size);
+    this.afterSlotFreed(worker);
+  }
+
+  onModelsChanged(worker: LiveWorker): void {
+    this.records.recordModels(worker.id, worker.advertisedModels());
+    this.pullWork(worker);
+  }
+
+  /** Asks a worker to finish its work and leave; at the deadline its remaining work fails. */
+  drainWorker(worker: LiveWorker, timeoutMs: number, reason: string): void {
+    if (worker.draining || this.registry.get(worker.id) !== worker) return;
+    worker.draining = true;
+    worker.channel.send({
+      type: 'graceful_shutdown',
+      reason,
+      drain_timeout_secs: Math.max(1, Math.ceil(timeoutMs / 1000)),
+    });
+    this.updateSlotGauges(worker.provider);
+    if (worker.assigned.size === 0) {
+      worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_COMPLETE);
+      return;
+    }
+    worker.drainTimer = this.clock.setTimeout(() => {
+      worker.drainTimer = undefined;
+      for (const req of [...worker.assigned.values()] as RelayRequest[]) {
+        this.cancelOnWorker(req, 'graceful_shutdown');
+        this.fail(req, Errors.drainTimeout());
+      }
+      worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_TIMED_OUT);
+    }, timeoutMs);
+  }
+
+  /**
+   * Gateway shutdown: refuse new work, answer queued requests, drain every worker, and resolve
+   * once all workers are gone (or the drain deadline has passed).
+   */
+  async shutdown(timeoutMs: number): Promise<void> {
+    this.lifecycle.beginShutdown();
+    for (const p of this.providers.list()) {
+      for (const req of this.queues.discard(p.name)) {
+        this.clearTimer(req);
+        this.fail(req, Errors.serverShutdown());
+      }
+      this.metrics.setQueueDepth(p.name, 0);
+    }
+    if (this.registry.count() === 0) return;
+    const allGone = new Promise<void>((resolve) => this.shutdownWaiters.push(resolve));
+    for (const w of [...this.registry.all()]) this.drainWorker(w, timeoutMs, 'server_shutdown');
+    // Workers that never acknowledge the close still must not hold the process.
+    const grace = new Promise<void>((resolve) => this.clock.setTimeout(resolve, timeoutMs + 1000));
+    await Promise.race([allGone, grace]);
+  }
+
+  private notifyShutdownWaiters(): void {
+    const waiters = this.shutdownWaiters;
+    this.shutdownWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private onProviderDeleted(provider: Provider): void {
+    for (const req of this.queues.discard(provider.name)) {
+      this.clearTimer(req);
+      this.fail(req, Errors.providerDeleted());
+    }
+    this.metrics.setQueueDepth(provider.name, 0);
+    for (const worker of [...this.registry.ofProvider(provider.name)]) {
+      worker.draining = true;
+      for (const req of [...worker.assigned.values()] as RelayRequest[]) {
+        this.cancelOnWorker(req, 'graceful_shutdown');
+        this.fail(req, Errors.providerDeleted());
+      }
+      worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_COMPLETE);
+    }
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private lateFrame(worker: LiveWorker, requestId: string): FrameVerdict {
+    return worker.held.has(requestId) || worker.retired.has(requestId) ? 'ok' : 'unknown';
+  }
+
+  /** Frees the request's slot on its worker (the request itself is settled by the caller). */
+  private release(worker: LiveWorker, req: RelayRequest): void {
+    worker.assigned.delete(req.id);
+    worker.retire(req.id);
+    this.relieve(req);
+  }
+
+  private afterSlotFreed(worker: LiveWorker): void {
+    if (worker.draining) {
+      if (worker.assigned.size === 0 && worker.drainTimer) {
+        this.clock.clearTimeout(worker.drainTimer);
+        worker.drainTimer = undefined;
+        worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_COMPLETE);
+      }
+      this.updateSlotGauges(worker.provider);
+      return;
+    }
+    this.pullWork(worker);
+    this.updateSlotGauges(worker.provider);
+  }
+
+  /** Gives a worker with free slots the oldest queued requests it can serve. */
+  private pullWork(worker: LiveWorker): void {
+    if (worker.draining || this.registry.get(worker.id) !== worker) return;
+    const queue = this.queues.of(worker.provider);
+    if (queue.length === 0) return;
+    while (worker.freeSlots > 0) {
+      const req = queue.takeFirst((r) => worker.supports(r.model));
+      if (!req) break;
+      this.assign(req, worker);
+    }
+    this.metrics.setQueueDepth(worker.provider, queue.length);
+  }
+
+  /**
+   * The client cannot take more: stop reading this worker's socket (bounded memory) until the
+   * client drains; a client that stays full past the slow-client timeout is cut off.
+   */
+  private backpressure(req: RelayRequest, worker: LiveWorker): void {
+    if (worker.pausedBy.has(req.id)) return;
+    worker.pausedBy.add(req.id);
+    if (worker.pausedBy.size === 1) worker.channel.pause();
+    req.sink.onDrain(() => this.relieve(req));
+    req.slowClientTimer = this.clock.setTimeout(() => {
+      if (req.phase !== 'streaming') return;
+      this.metrics.cancellation('client_too_slow');
+      this.cancelOnWorker(req, 'client_disconnect');
+      this.fail(req, Errors.clientTooSlow());
+    }, this.config.slowClientTimeoutMs);
+  }
+
+  private relieve(req: RelayRequest): void {
+    if (req.slowClientTimer) {
+      this.clock.clearTimeout(req.slowClientTimer);
+      req.slowClientTimer = undefined;
+    }
+    const worker = req.worker;
+    if (worker && worker.pausedBy.delete(req.id) && worker.pausedBy.size === 0) worker.channel.resume();
+  }
+
+  private countTokens(req: RelayRequest, counts: NonNullable<RelayRequest['tokenCounts']>): void {
+    req.tokenCounts = counts;
+    const provider = req.provider.name;
+    if (counts.prompt_tokens) this.metrics.tokens(provider, req.model, req.tenant, 'prompt', counts.prompt_tokens);
+    if (counts.completion_tokens) {
+      this.metrics.tokens(provider, req.model, req.tenant, 'completion', counts.completion_tokens);
+    }
+  }
+
+  private reject(req: RelayRequest, error: GatewayError): void {
+    this.metrics.rejection(error.code);
+    this.fail(req, error);
+  }
+
+  private fail(req: RelayRequest, error: GatewayError): void {
+    if (req.phase === 'finished') return;
+    this.settle(req, statusOf(error.code));
+    if (!req.sink.clientGone) req.sink.fail(error);
+  }
+
+  /** Marks the request finished exactly once and records it. */
+  private settle(req: RelayRequest, status: number): void {
+    this.clearTimer(req);
+    this.relieve(req);
+    req.phase = 'finished';
+    this.metrics.requestFinished(
+      { provider: req.provider?.name ?? 'none', model: req.model, endpoint: req.endpointPath, status },
+      (this.clock.now() - req.receivedAt) / 1000,
+    );
+  }
+
+  private clearTimer(req: RelayRequest): void {
+    if (req.timer) {
+      this.clock.clearTimeout(req.timer);
+      req.timer = undefined;
+    }
+  }
+
+  private updateSlotGauges(provider: string): void {
+    let busy = 0;
+    let held = 0;
+    let free = 0;
+    for (const w of this.registry.ofProvider(provider)) {
+      busy += w.assigned.size;
+      held += w.held.size;
+      free += w.freeSlots;
+    }
+    this.metrics.setWorkerSlots(provider, 'busy', busy);
+    this.metrics.setWorkerSlots(provider, 'held', held);
+    this.metrics.setWorkerSlots(provider, 'free', free);
+  }
+}
+
+/** Worker response headers minus hop-by-hop ones and our own correlation header. */
+function responseHeaders(headers: Record<string, string> | undefined): Record<string, string> {
+  const out = headers ? (forwardableHeaders(headers) ?? {}) : {};
+  delete out['x-correlation-id'];
+  return out;
+}

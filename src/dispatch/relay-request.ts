@@ -1,0 +1,87 @@
+import { GatewayError } from '../common/gateway-error';
+import { TimerHandle } from '../common/clock';
+import { TokenCounts } from '../protocol';
+import { LiveWorker } from '../registry/live-worker';
+import { Provider } from '../providers/providers.service';
+
+/**
+ * The HTTP side of a request, as the dispatcher drives it. Implemented by inference/ for
+ * Fastify responses; every method is called at most in the order start → chunk* → end, or
+ * complete, or fail — exactly one terminal call.
+ */
+export interface ResponseSink {
+  /** The client went away (socket closed before the response finished). */
+  readonly clientGone: boolean;
+  /** Begins a streamed (SSE) response; called before the first chunk. */
+  startStream(): void;
+  /** Writes one chunk as received; false when the client's socket buffer is full. */
+  writeChunk(chunk: string): boolean;
+  /** Called once when a previously full client buffer has drained. */
+  onDrain(listener: () => void): void;
+  /** Ends a started stream normally. */
+  endStream(): void;
+  /** Sends a whole response (non-streaming, or a stream that failed before its first chunk). */
+  sendComplete(status: number, headers: Record<string, string>, body: string): void;
+  /** Ends with an error: an HTTP error before the stream started, an SSE error event after. */
+  fail(error: GatewayError): void;
+}
+
+export type RequestPhase = 'queued' | 'assigned' | 'streaming' | 'finished';
+
+export interface RelayRequestInit {
+  id: string;
+  model: string;
+  endpointPath: string;
+  isStreaming: boolean;
+  body: string;
+  headers: Record<string, string> | undefined;
+  correlationId: string;
+  tenant: string;
+  sink: ResponseSink;
+}
+
+/** One client request across its life: queue → worker → response, with requeues. */
+export class RelayRequest {
+  readonly id: string;
+  readonly model: string;
+  readonly endpointPath: string;
+  readonly isStreaming: boolean;
+  readonly body: string;
+  readonly headers: Record<string, string> | undefined;
+  readonly correlationId: string;
+  readonly tenant: string;
+  readonly sink: ResponseSink;
+
+  provider!: Provider;
+  phase: RequestPhase = 'queued';
+  worker: LiveWorker | undefined;
+  receivedAt = 0;
+  /** Absolute end of the request's lifetime (REQUEST_TIMEOUT), never extended by requeues. */
+  deadline = 0;
+  /** When this request entered the queue most recently (for queue-wait metrics). */
+  queuedAt = 0;
+  requeues = 0;
+  streamedBytes = 0;
+  /** Chunks a worker sent for a non-streaming request, used when its completion has no body. */
+  bufferedBody: string[] | undefined;
+  timer: TimerHandle | undefined;
+  slowClientTimer: TimerHandle | undefined;
+  tokenCounts: TokenCounts | undefined;
+
+  constructor(init: RelayRequestInit) {
+    this.id = init.id;
+    this.model = init.model;
+    this.endpointPath = init.endpointPath;
+    this.isStreaming = init.isStreaming;
+    this.body = init.body;
+    this.headers = init.headers;
+    this.correlationId = init.correlationId;
+    this.tenant = init.tenant;
+    this.sink = init.sink;
+  }
+
+  /** True once any byte of the response has been sent to the client. */
+  get started(): boolean {
+    return this.phase === 'streaming';
+  }
+}

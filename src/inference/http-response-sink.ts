@@ -1,0 +1,82 @@
+import type { ServerResponse } from 'node:http';
+import { GatewayError, statusOf } from '../common/gateway-error';
+import { ResponseSink } from '../dispatch/relay-request';
+import { CORRELATION_HEADER } from '../observability/correlation-id';
+import { Dialect, errorBody, errorHeaders, sseErrorEvent } from './error-dialect';
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+};
+
+/**
+ * Writes a relayed response onto a raw Node response (the Fastify reply is hijacked, so SSE
+ * chunks go out as written, byte-for-byte, with the socket's own backpressure).
+ */
+export class HttpResponseSink implements ResponseSink {
+  clientGone = false;
+  private ended = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly correlationId: string,
+    private readonly dialect: Dialect,
+  ) {}
+
+  /** Calls `onGone` once if the client disconnects before the response is complete. */
+  watchClient(onGone: () => void): void {
+    this.res.on('close', () => {
+      if (this.ended) return;
+      this.clientGone = true;
+      onGone();
+    });
+  }
+
+  startStream(): void {
+    this.res.writeHead(200, { ...SSE_HEADERS, [CORRELATION_HEADER]: this.correlationId });
+  }
+
+  writeChunk(chunk: string): boolean {
+    return this.res.write(chunk);
+  }
+
+  onDrain(listener: () => void): void {
+    this.res.once('drain', listener);
+  }
+
+  endStream(): void {
+    this.ended = true;
+    this.res.end();
+  }
+
+  sendComplete(status: number, headers: Record<string, string>, body: string): void {
+    this.ended = true;
+    const base = { [CORRELATION_HEADER]: this.correlationId, 'content-length': String(Buffer.byteLength(body)) };
+    if (body && !headers['content-type']) headers['content-type'] = 'application/json';
+    try {
+      this.res.writeHead(status, { ...headers, ...base });
+    } catch {
+      // A header value from the backend Node refuses to send: keep the body, drop its headers.
+      this.res.writeHead(status, { 'content-type': headers['content-type'] ?? 'application/json', ...base });
+    }
+    this.res.end(body);
+  }
+
+  fail(error: GatewayError): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.res.headersSent) {
+      this.res.end(sseErrorEvent(this.dialect, error));
+      return;
+    }
+    const body = JSON.stringify(errorBody(this.dialect, error));
+    this.res.writeHead(statusOf(error.code), {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+      [CORRELATION_HEADER]: this.correlationId,
+      ...errorHeaders(error),
+    });
+    this.res.end(body);
+  }
+}

@@ -1,0 +1,53 @@
+import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { WorkerRegistry } from '../registry/worker-registry.service';
+import { InferenceService } from './inference.service';
+
+/** OpenAI- and Anthropic-compatible endpoints. Thin: everything happens in InferenceService. */
+@Controller('v1')
+export class InferenceController {
+  constructor(
+    private readonly inference: InferenceService,
+    private readonly registry: WorkerRegistry,
+  ) {}
+
+  @Post('chat/completions')
+  chatCompletions(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+    this.inference.relay(req, reply, '/v1/chat/completions', { streamable: true });
+  }
+
+  @Post('completions')
+  completions(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+    this.inference.relay(req, reply, '/v1/completions', { streamable: true });
+  }
+
+  @Post('responses')
+  responses(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+    this.inference.relay(req, reply, '/v1/responses', { streamable: true });
+  }
+
+  @Post('embeddings')
+  embeddings(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+    this.inference.relay(req, reply, '/v1/embeddings', { streamable: false });
+  }
+
+  @Post('messages')
+  messages(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+    this.inference.relay(req, reply, '/v1/messages', { streamable: true });
+  }
+
+  /** Models of connected, non-draining workers; the `*` wildcard is never listed. */
+  @Get('models')
+  @HttpCode(200)
+  models(): { object: 'list'; data: Array<{ id: string; object: 'model'; created: number; owned_by: string }> } {
+    return {
+      object: 'list',
+      data: this.registry.listModels().map((m) => ({
+        id: m.id,
+        object: 'model',
+        created: Math.floor(m.createdAt / 1000),
+        owned_by: m.provider,
+      })),
+    };
+  }
+}

@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError } from '../common/gateway-error';
+import { forwardableHeaders } from '../protocol';
+import { Dispatcher } from '../dispatch/dispatcher.service';
+import { RelayRequest } from '../dispatch/relay-request';
+import { CORRELATION_HEADER } from '../observability/correlation-id';
+import { dialectOf } from './error-dialect';
+import { HttpResponseSink } from './http-response-sink';
+import { parseInferenceBody } from './parse-inference-body';
+
+export interface EndpointOptions {
+  /** Endpoints that never stream (embeddings) ignore the body's `stream` flag. */
+  streamable: boolean;
+}
+
+/** Turns an OpenAI/Anthropic HTTP request into a RelayRequest and hands it to the dispatcher. */
+@Injectable()
+export class InferenceService {
+  constructor(private readonly dispatcher: Dispatcher) {}
+
+  relay(req: FastifyRequest, reply: FastifyReply, endpointPath: string, options: EndpointOptions): void {
+    reply.hijack();
+    const dialect = dialectOf(endpointPath);
+    const sink = new HttpResponseSink(reply.raw, req.correlationId, dialect);
+    const envelope = parseInferenceBody(req.body);
+    if (envelope instanceof GatewayError) return sink.fail(envelope);
+
+    const headers = forwardableHeaders(req.headers) ?? {};
+    headers[CORRELATION_HEADER] = req.correlationId;
+    const tenantHeader = req.headers['x-tenant-id'];
+    const request = new RelayRequest({
+      id: `r-${randomUUID()}`,
+      model: envelope.model,
+      endpointPath,
+      isStreaming: options.streamable && envelope.stream,
+      body: req.body as string,
+      headers,
+      correlationId: req.correlationId,
+      tenant: typeof tenantHeader === 'string' && tenantHeader ? tenantHeader : 'default',
+      sink,
+    });
+    sink.watchClient(() => this.dispatcher.clientGone(request));
+    this.dispatcher.submit(request);
+  }
+}

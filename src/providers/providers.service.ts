@@ -1,0 +1,198 @@
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { APP_CONFIG, AppConfig, ProviderConfig } from '../config';
+import { hashSecret, verifySecret } from '../auth/secret-hash';
+import { ProviderRecord, ProviderStore } from './provider-store';
+
+/** A virtual provider as the relay uses it: limits, enabled flag, declared models. */
+export interface Provider {
+  readonly name: string;
+  enabled: boolean;
+  maxQueueLen: number;
+  queueTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxModelsPerWorker: number;
+  declaredModels: Set<string>;
+  secretHash: string | null;
+  readonly source: 'config' | 'admin';
+}
+
+export type WorkerAuthResult = 'ok' | 'unknown_provider' | 'disabled' | 'bad_secret' | 'no_secret';
+
+export interface ProviderInput {
+  name: string;
+  secret?: string;
+  enabled?: boolean;
+  maxQueueLen?: number;
+  queueTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  maxModelsPerWorker?: number;
+  models?: string[];
+}
+
+type DeletedListener = (provider: Provider) => void;
+
+/**
+ * Providers from configuration (rewritten at every boot) and from the admin API (persisted),
+ * held in memory so lookups on the request path never touch the database.
+ */
+@Injectable()
+export class ProvidersService implements OnModuleInit {
+  private readonly log = new Logger('Providers');
+  private readonly providers = new Map<string, Provider>();
+  private readonly deletedListeners: DeletedListener[] = [];
+  /** Compared against when the provider is unknown, so timing does not reveal provider names. */
+  private dummyHash: Promise<string> | undefined;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly store: ProviderStore,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    const stored = await this.store.loadAll();
+    const storedByName = new Map(stored.map((r) => [r.name, r]));
+    const configured = new Set<string>();
+    for (const pc of this.config.providers) {
+      configured.add(pc.name);
+      const record = await this.recordFromConfig(pc, storedByName.get(pc.name));
+      await this.store.save(record);
+      this.providers.set(record.name, toProvider(record));
+      if (!record.secretHash) {
+        this.log.warn(`provider "${pc.name}" has no worker secret: no worker can connect to it (set WORKER_SECRET)`);
+      }
+    }
+    for (const record of stored) {
+      if (configured.has(record.name)) continue;
+      if (record.source === 'config') {
+        await this.store.delete(record.name); // removed from configuration since the last boot
+        continue;
+      }
+      this.providers.set(record.name, toProvider(record));
+    }
+  }
+
+  private async recordFromConfig(pc: ProviderConfig, previous: ProviderRecord | undefined): Promise<ProviderRecord> {
+    let secretHash = pc.secretHash ?? null;
+    if (pc.secret) {
+      // Re-use the stored hash when it still matches, so restarts do not churn salts.
+      const reuse = previous?.secretHash && (await verifySecret(pc.secret, previous.secretHash));
+      secretHash = reuse ? previous!.secretHash : await hashSecret(pc.secret);
+    }
+    return {
+      name: pc.name,
+      secretHash,
+      enabled: pc.enabled,
+      maxQueueLen: pc.maxQueueLen,
+      queueTimeoutMs: pc.queueTimeoutMs,
+      requestTimeoutMs: pc.requestTimeoutMs,
+      maxModelsPerWorker: pc.maxModelsPerWorker,
+      models: pc.models,
+      source: 'config',
+    };
+  }
+
+  get(name: string): Provider | undefined {
+    return this.providers.get(name);
+  }
+
+  list(): Provider[] {
+    return [...this.providers.values()];
+  }
+
+  async verifyWorkerSecret(name: string, secret: string | undefined): Promise<WorkerAuthResult> {
+    const provider = this.providers.get(name);
+    if (!provider || !provider.secretHash) {
+      await verifySecret(secret ?? '', await (this.dummyHash ??= hashSecret('switchboard-dummy')));
+      return provider ? 'bad_secret' : 'unknown_provider';
+    }
+    if (!secret) return 'no_secret';
+    const ok = await verifySecret(secret, provider.secretHash);
+    if (!ok) return 'bad_secret';
+    // Checked after the secret so a disabled provider answers exactly like a wrong secret.
+    return this.providers.get(name)?.enabled ? 'ok' : 'disabled';
+  }
+
+  async create(input: ProviderInput): Promise<Provider> {
+    if (this.providers.has(input.name)) throw new Error(`provider "${input.name}" already exists`);
+    const record: ProviderRecord = {
+      name: input.name,
+      secretHash: input.secret ? await hashSecret(input.secret) : null,
+      enabled: input.enabled ?? true,
+      maxQueueLen: input.maxQueueLen ?? this.defaults().maxQueueLen,
+      queueTimeoutMs: input.queueTimeoutMs ?? this.defaults().queueTimeoutMs,
+      requestTimeoutMs: input.requestTimeoutMs ?? this.defaults().requestTimeoutMs,
+      maxModelsPerWorker: input.maxModelsPerWorker ?? this.defaults().maxModelsPerWorker,
+      models: input.models ?? [],
+      source: 'admin',
+    };
+    await this.store.save(record);
+    const provider = toProvider(record);
+    this.providers.set(provider.name, provider);
+    return provider;
+  }
+
+  async update(name: string, patch: Omit<ProviderInput, 'name'>): Promise<Provider | undefined> {
+    const p = this.providers.get(name);
+    if (!p) return undefined;
+    if (patch.secret) p.secretHash = await hashSecret(patch.secret);
+    if (patch.enabled !== undefined) p.enabled = patch.enabled;
+    if (patch.maxQueueLen !== undefined) p.maxQueueLen = patch.maxQueueLen;
+    if (patch.queueTimeoutMs !== undefined) p.queueTimeoutMs = patch.queueTimeoutMs;
+    if (patch.requestTimeoutMs !== undefined) p.requestTimeoutMs = patch.requestTimeoutMs;
+    if (patch.maxModelsPerWorker !== undefined) p.maxModelsPerWorker = patch.maxModelsPerWorker;
+    if (patch.models !== undefined) p.declaredModels = new Set(patch.models);
+    await this.store.save(toRecord(p));
+    return p;
+  }
+
+  async remove(name: string): Promise<boolean> {
+    const p = this.providers.get(name);
+    if (!p) return false;
+    this.providers.delete(name);
+    for (const l of this.deletedListeners) l(p);
+    await this.store.delete(name);
+    return true;
+  }
+
+  onDeleted(listener: DeletedListener): void {
+    this.deletedListeners.push(listener);
+  }
+
+  private defaults() {
+    const d = this.config.providers.find((p) => p.name === this.config.defaultProviderName);
+    return {
+      maxQueueLen: d?.maxQueueLen ?? 100,
+      queueTimeoutMs: d?.queueTimeoutMs ?? 30_000,
+      requestTimeoutMs: d?.requestTimeoutMs ?? 300_000,
+      maxModelsPerWorker: d?.maxModelsPerWorker ?? 256,
+    };
+  }
+}
+
+function toProvider(r: ProviderRecord): Provider {
+  return {
+    name: r.name,
+    enabled: r.enabled,
+    maxQueueLen: r.maxQueueLen,
+    queueTimeoutMs: r.queueTimeoutMs,
+    requestTimeoutMs: r.requestTimeoutMs,
+    maxModelsPerWorker: r.maxModelsPerWorker,
+    declaredModels: new Set(r.models),
+    secretHash: r.secretHash,
+    source: r.source,
+  };
+}
+
+function toRecord(p: Provider): ProviderRecord {
+  return {
+    name: p.name,
+    secretHash: p.secretHash,
+    enabled: p.enabled,
+    maxQueueLen: p.maxQueueLen,
+    queueTimeoutMs: p.queueTimeoutMs,
+    requestTimeoutMs: p.requestTimeoutMs,
+    maxModelsPerWorker: p.maxModelsPerWorker,
+    models: [...p.declaredModels],
+    source: p.source,
+  };
+}

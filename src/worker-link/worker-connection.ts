@@ -1,0 +1,271 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { Logger } from '@nestjs/common';
+import type { WebSocket, RawData } from 'ws';
+import { AppConfig } from '../config';
+import { Clock, TimerHandle } from '../common/clock';
+import {
+  CloseCodes,
+  CloseReasons,
+  encodeMessage,
+  parseWorkerMessage,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  RegisterMessage,
+  ServerToWorkerMessage,
+  WorkerToServerMessage,
+} from '../protocol';
+import { FailedAuthLimiter } from '../auth/failed-auth-limiter';
+import { ProvidersService } from '../providers/providers.service';
+import { LiveWorker, WorkerChannel } from '../registry/live-worker';
+import { Dispatcher } from '../dispatch/dispatcher.service';
+import { MetricsService } from '../observability/metrics.service';
+import { sanitizeModels } from './sanitize-models';
+
+export interface WorkerLinkDeps {
+  config: AppConfig;
+  clock: Clock;
+  providers: ProvidersService;
+  limiter: FailedAuthLimiter;
+  dispatcher: Dispatcher;
+  metrics: MetricsService;
+}
+
+type State = 'authenticating' | 'awaiting_register' | 'registered' | 'closed';
+
+const log = new Logger('WorkerLink');
+
+/**
+ * One worker WebSocket: handshake authentication, registration, heartbeat and frame routing.
+ * Scheduling decisions belong to the Dispatcher; this class only translates frames.
+ */
+export class WorkerConnection implements WorkerChannel {
+  private state: State = 'authenticating';
+  private pending: RawData[] = [];
+  private worker: LiveWorker | undefined;
+  private registerTimer: TimerHandle | undefined;
+  private heartbeatTimer: TimerHandle | undefined;
+  private refreshTimer: TimerHandle | undefined;
+  private lastInboundAt: number;
+  private readonly clientKey: string;
+  private readonly providerName: string;
+  private readonly secret: string | undefined;
+
+  constructor(
+    private readonly socket: WebSocket,
+    request: IncomingMessage,
+    private readonly deps: WorkerLinkDeps,
+  ) {
+    this.lastInboundAt = deps.clock.now();
+    this.clientKey = deps.limiter.clientKey(request.socket.remoteAddress, request.headers);
+    const url = new URL(request.url ?? '/', 'ws://gateway');
+    this.providerName = url.searchParams.get('provider') || deps.config.defaultProviderName;
+    // The header wins whenever it is present, even when it is wrong (no silent fallback).
+    const header = request.headers['x-worker-secret'];
+    this.secret = header !== undefined ? (Array.isArray(header) ? header[0] : header) : (url.searchParams.get('worker_secret') ?? undefined);
+  }
+
+  start(): void {
+    this.socket.on('message', (data, isBinary) => this.onFrame(data, isBinary));
+    this.socket.on('close', () => this.teardown());
+    this.socket.on('error', (err) => log.warn(`worker socket error from ${this.clientKey}: ${err.message}`));
+    void this.authenticate();
+  }
+
+  // ---- WorkerChannel
+
+  send(message: ServerToWorkerMessage): void {
+    if (this.state === 'closed') return;
+    this.socket.send(encodeMessage(message));
+  }
+
+  close(code: number, reason: string): void {
+    if (this.state === 'closed') return;
+    this.teardown();
+    this.socket.close(code, reason);
+  }
+
+  pause(): void {
+    this.socket.pause();
+  }
+
+  resume(): void {
+    this.socket.resume();
+  }
+
+  // ---- handshake
+
+  private async authenticate(): Promise<void> {
+    const { limiter, providers, metrics } = this.deps;
+    if (limiter.isBlocked(this.clientKey)) {
+      metrics.workerAuthFailure('rate_limited');
+      log.warn(`worker authentication rate limited for ${this.clientKey}`);
+      this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_RATE_LIMITED);
+      return;
+    }
+    const result = await providers.verifyWorkerSecret(this.providerName, this.secret);
+    if (this.state === 'closed') return;
+    if (result !== 'ok') {
+      limiter.recordFailure(this.clientKey);
+      metrics.workerAuthFailure(result);
+      log.warn(`worker authentication failed for provider "${this.providerName}" from ${this.clientKey}: ${result}`);
+      this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_FAILED);
+      return;
+    }
+    this.state = 'awaiting_register';
+    this.registerTimer = this.deps.clock.setTimeout(
+      () => this.protocolError('no register frame within the registration timeout'),
+      this.deps.config.registerTimeoutMs,
+    );
+    const early = this.pending;
+    this.pending = [];
+    for (const data of early) this.onFrame(data, false);
+  }
+
+  private onFrame(data: RawData, isBinary: boolean): void {
+    if (this.state === 'closed') return;
+    this.lastInboundAt = this.deps.clock.now();
+    if (this.state === 'authenticating') {
+      if (this.pending.length < 16) this.pending.push(data);
+      else this.protocolError('too many frames before authentication completed');
+      return;
+    }
+    if (isBinary) return this.protocolError('binary frames are not part of the protocol');
+    let message: WorkerToServerMessage;
+    try {
+      message = parseWorkerMessage(data.toString());
+    } catch (e) {
+      return this.protocolError(e instanceof ProtocolError ? e.message : 'unreadable frame');
+    }
+    if (this.state === 'awaiting_register') return this.register(message);
+    this.route(message, this.worker!);
+  }
+
+  private register(message: WorkerToServerMessage): void {
+    if (message.type !== 'register') return this.protocolError(`first frame must be register, got ${message.type}`);
+    const version = message.protocol_version;
+    if (version === undefined ? this.deps.config.rejectLegacyWorkers : version !== PROTOCOL_VERSION) {
+      return this.protocolError(`unsupported protocol version ${version ?? '(none)'}`);
+    }
+    const provider = this.deps.providers.get(this.providerName);
+    if (!provider || !provider.enabled) {
+      this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_FAILED);
+      return;
+    }
+    const { models, warnings } = sanitizeModels(message.models, provider.maxModelsPerWorker);
+    const now = this.deps.clock.now();
+    const worker = new LiveWorker(
+      `w-${randomUUID()}`,
+      provider.name,
+      message.worker_name.trim() || 'unnamed',
+      models,
+      Math.max(1, message.max_concurrent),
+      this.clientKey,
+      now,
+      this,
+      message.capabilities,
+    );
+    worker.externalLoad = message.current_load ?? 0;
+    if (this.registerTimer) this.deps.clock.clearTimeout(this.registerTimer);
+    this.state = 'registered';
+    this.worker = worker;
+    this.send(registerAck(worker.id, models, message, warnings));
+    if (warnings.length) log.warn(`worker ${worker.id} (${worker.name}) registered with warnings: ${warnings.join('; ')}`);
+    log.log(`worker ${worker.id} (${worker.name}) registered for provider "${provider.name}" with ${models.length} model(s)`);
+    this.startHeartbeat();
+    this.deps.dispatcher.attachWorker(worker);
+  }
+
+  private route(message: WorkerToServerMessage, worker: LiveWorker): void {
+    const { dispatcher } = this.deps;
+    worker.lastSeenAt = this.lastInboundAt;
+    switch (message.type) {
+      case 'response_chunk':
+        if (dispatcher.onChunk(worker, message.request_id, message.chunk) === 'unknown') {
+          this.protocolError(`chunk for request ${message.request_id} this worker does not own`);
+        }
+        return;
+      case 'response_complete':
+        if (dispatcher.onComplete(worker, message) === 'unknown') {
+          this.protocolError(`completion for request ${message.request_id} this worker does not own`);
+        }
+        return;
+      case 'pong':
+        dispatcher.onPong(worker, message.current_load);
+        return;
+      case 'models_update': {
+        const provider = this.deps.providers.get(worker.provider);
+        const { models, warnings } = sanitizeModels(message.models, provider?.maxModelsPerWorker ?? 256);
+        if (warnings.length) log.warn(`worker ${worker.id} models_update: ${warnings.join('; ')}`);
+        worker.setModels(models);
+        if (message.capabilities) worker.capabilities = message.capabilities;
+        dispatcher.onPong(worker, message.current_load);
+        dispatcher.onModelsChanged(worker);
+        return;
+      }
+      case 'error':
+        if (message.request_id) dispatcher.onWorkerError(worker, message.request_id, message.code);
+        else log.warn(`worker ${worker.id} reported error ${message.code}: ${message.message}`);
+        return;
+      case 'register':
+        return this.protocolError('second register frame');
+    }
+  }
+
+  // ---- heartbeat
+
+  private startHeartbeat(): void {
+    const { clock, config } = this.deps;
+    // Pings go out on a fixed period whatever the traffic: deployed workers reconnect after
+    // hearing nothing for 90 s, even in the middle of a long stream.
+    this.heartbeatTimer = clock.setInterval(() => {
+      const now = clock.now();
+      const paused = (this.worker?.pausedBy.size ?? 0) > 0; // we stopped reading; silence is ours
+      if (paused) this.lastInboundAt = now;
+      if (now - this.lastInboundAt >= config.heartbeatTimeoutMs) {
+        log.warn(`worker ${this.worker?.id} heartbeat timed out`);
+        this.close(CloseCodes.NORMAL, CloseReasons.HEARTBEAT_TIMEOUT);
+        return;
+      }
+      this.send({ type: 'ping', timestamp_unix_ms: now });
+    }, config.heartbeatIntervalMs);
+    if (config.modelsRefreshIntervalMs > 0) {
+      this.refreshTimer = clock.setInterval(
+        () => this.send({ type: 'models_refresh', reason: 'periodic' }),
+        config.modelsRefreshIntervalMs,
+      );
+    }
+  }
+
+  // ---- teardown
+
+  private protocolError(detail: string): void {
+    log.warn(`worker protocol error from ${this.worker?.id ?? this.clientKey}: ${detail}`);
+    this.close(CloseCodes.PROTOCOL_ERROR, CloseReasons.PROTOCOL_ERROR);
+  }
+
+  /** Idempotent: stops timers and hands the worker's work back to the dispatcher. */
+  private teardown(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.pending = [];
+    const { clock } = this.deps;
+    if (this.registerTimer) clock.clearTimeout(this.registerTimer);
+    if (this.heartbeatTimer) clock.clearInterval(this.heartbeatTimer);
+    if (this.refreshTimer) clock.clearInterval(this.refreshTimer);
+    if (this.worker) {
+      this.socket.resume();
+      this.deps.dispatcher.detachWorker(this.worker);
+    }
+  }
+}
+
+function registerAck(workerId: string, models: string[], message: RegisterMessage, warnings: string[]): ServerToWorkerMessage {
+  return {
+    type: 'register_ack',
+    worker_id: workerId,
+    models,
+    warnings: warnings.length ? warnings : undefined,
+    protocol_version: message.protocol_version,
+  };
+}

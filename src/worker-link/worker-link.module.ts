@@ -1,0 +1,8 @@
+import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module';
+import { DispatchModule } from '../dispatch/dispatch.module';
+import { ProvidersModule } from '../providers/providers.module';
+import { WorkerGateway } from './worker.gateway';
+
+@Module({ imports: [AuthModule, DispatchModule, ProvidersModule], providers: [WorkerGateway] })
+export class WorkerLinkModule {}
