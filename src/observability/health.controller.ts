@@ -1,0 +1,72 @@
+import { Controller, Get, Inject, Optional, ServiceUnavailableException } from '@nestjs/common';
+import { HealthCheck, HealthCheckResult, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { appVersion } from './app-version';
+import { EMPTY_HEALTH_SNAPSHOT, HEALTH_SNAPSHOT, HealthSnapshot, ProviderHealth } from './health-snapshot';
+import { LifecycleHealthIndicator } from './lifecycle.health';
+import { LifecycleState } from './lifecycle-state';
+
+const DATABASE_PING_TIMEOUT_MS = 1500;
+
+export interface HealthSummary {
+  status: 'ok' | 'shutting_down';
+  version: string;
+  uptime_secs: number;
+  workers_connected: number;
+  queue_depth: number;
+  providers: ProviderHealth[];
+}
+
+@Controller('health')
+export class HealthController {
+  private readonly startedAt = Date.now();
+  private readonly snapshot: HealthSnapshot;
+
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly database: TypeOrmHealthIndicator,
+    private readonly lifecycleIndicator: LifecycleHealthIndicator,
+    private readonly lifecycle: LifecycleState,
+    @Optional() @Inject(HEALTH_SNAPSHOT) snapshot?: HealthSnapshot,
+  ) {
+    this.snapshot = snapshot ?? EMPTY_HEALTH_SNAPSHOT;
+  }
+
+  /** Liveness: answers while the event loop runs, also during a graceful drain. */
+  @Get('live')
+  live(): { status: 'ok' } {
+    return { status: 'ok' };
+  }
+
+  /** Readiness: the database answers and shutdown has not begun; 503 otherwise. */
+  @Get('ready')
+  @HealthCheck()
+  ready(): Promise<HealthCheckResult> {
+    // Refused up front during shutdown: terminus would log every probe of the drain as an error.
+    if (this.lifecycle.isShuttingDown) {
+      const lifecycle = this.lifecycleIndicator.acceptingTraffic('lifecycle');
+      throw new ServiceUnavailableException({ status: 'shutting_down', info: {}, error: lifecycle, details: lifecycle });
+    }
+    return this.health.check([
+      () => this.database.pingCheck('database', { timeout: DATABASE_PING_TIMEOUT_MS }),
+      () => this.lifecycleIndicator.acceptingTraffic('lifecycle'),
+    ]);
+  }
+
+  /** Operator summary: counts only, no secrets, no worker addresses. */
+  @Get()
+  summary(): HealthSummary {
+    return {
+      status: this.lifecycle.isShuttingDown ? 'shutting_down' : 'ok',
+      version: appVersion(),
+      uptime_secs: Math.floor((Date.now() - this.startedAt) / 1000),
+      workers_connected: this.snapshot.workersConnected(),
+      queue_depth: this.snapshot.queueDepth(),
+      providers: this.snapshot.providers().map((p) => ({
+        name: p.name,
+        enabled: p.enabled,
+        workers: p.workers,
+        queue_depth: p.queue_depth,
+      })),
+    };
+  }
+}

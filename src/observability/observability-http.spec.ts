@@ -1,0 +1,156 @@
+import { Writable } from 'node:stream';
+import { Injectable, Module, ModuleMetadata } from '@nestjs/common';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { parsePrometheusText, SWITCHBOARD_FAMILIES } from '../../test/observability/prometheus-text';
+import { registerAccessLog } from './access-log';
+import { registerCorrelationId } from './correlation-id';
+import { HEALTH_SNAPSHOT, HealthSnapshot } from './health-snapshot';
+import { HealthModule } from './health.module';
+import { LifecycleState } from './lifecycle-state';
+import { createLogger } from './logger';
+import { MetricsService } from './metrics.service';
+import { ObservabilityModule } from './observability.module';
+
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const sqliteInMemory = TypeOrmModule.forRoot({ type: 'better-sqlite3', database: ':memory:' });
+
+async function start(imports: ModuleMetadata['imports']): Promise<{ app: NestFastifyApplication; url: string }> {
+  const moduleRef = await Test.createTestingModule({ imports }).compile();
+  const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+  registerCorrelationId(app.getHttpAdapter().getInstance());
+  await app.listen(0, '127.0.0.1');
+  return { app, url: await app.getUrl() };
+}
+
+/** Minimal stand-in for the relay's snapshot; leaks a field the summary must not copy. */
+@Injectable()
+class FakeSnapshot implements HealthSnapshot {
+  workersConnected = () => 3;
+  queueDepth = () => 5;
+  providers = () => [{ name: 'gpu', enabled: true, workers: 3, queue_depth: 5, secret_hash: 'scrypt$leak', address: '10.0.0.7:5555' }];
+}
+@Module({ providers: [FakeSnapshot], exports: [FakeSnapshot] })
+class FakeRelayModule {}
+
+describe('observability over HTTP (Fastify)', () => {
+  const apps: NestFastifyApplication[] = [];
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+  });
+  const boot = async (imports: ModuleMetadata['imports']) => {
+    const started = await start(imports);
+    apps.push(started.app);
+    return started;
+  };
+
+  it('serves /metrics from each app\'s own registry, even with two apps in one process', async () => {
+    const one = await boot([sqliteInMemory, ObservabilityModule, HealthModule]);
+    const two = await boot([sqliteInMemory, ObservabilityModule, HealthModule]);
+    one.app.get(MetricsService).rejection('QUEUE_FULL');
+
+    for (const { url } of [one, two]) {
+      const res = await fetch(`${url}/metrics`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      const families = parsePrometheusText(await res.text());
+      for (const [name, type] of Object.entries(SWITCHBOARD_FAMILIES)) expect(families.get(name)?.type).toBe(type);
+      expect(families.get('process_resident_memory_bytes')?.type).toBe('gauge');
+    }
+    const rejectedOn = async (url: string) =>
+      parsePrometheusText(await (await fetch(`${url}/metrics`)).text()).get('switchboard_rejections_total')!.samples.length;
+    expect(await rejectedOn(one.url)).toBe(1);
+    expect(await rejectedOn(two.url)).toBe(0);
+  });
+
+  it('answers liveness, and readiness until shutdown begins', async () => {
+    const { app, url } = await boot([sqliteInMemory, ObservabilityModule, HealthModule]);
+    expect((await fetch(`${url}/health/live`)).status).toBe(200);
+
+    const ready = await fetch(`${url}/health/ready`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ok', details: { database: { status: 'up' }, lifecycle: { status: 'up' } } });
+
+    app.get(LifecycleState).beginShutdown();
+    const draining = await fetch(`${url}/health/ready`);
+    expect(draining.status).toBe(503);
+    expect(await draining.json()).toMatchObject({ status: 'shutting_down', error: { lifecycle: { status: 'down' } } });
+    expect((await fetch(`${url}/health/live`)).status).toBe(200);
+    expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: 'shutting_down' });
+  });
+
+  it('is not ready without a database connection', async () => {
+    const { url } = await boot([ObservabilityModule, HealthModule]);
+    const res = await fetch(`${url}/health/ready`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ status: 'error', error: { database: { status: 'down' } } });
+  });
+
+  it('summarises with zeros until the relay provides a snapshot', async () => {
+    const { url } = await boot([sqliteInMemory, ObservabilityModule, HealthModule]);
+    const body = await (await fetch(`${url}/health`)).json();
+    expect(body).toEqual({
+      status: 'ok',
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      uptime_secs: expect.any(Number),
+      workers_connected: 0,
+      queue_depth: 0,
+      providers: [],
+    });
+  });
+
+  it('summarises the relay snapshot given to HealthModule.withSnapshot, copying only public fields', async () => {
+    const health = HealthModule.withSnapshot({ imports: [FakeRelayModule], useExisting: FakeSnapshot });
+    const { url } = await boot([sqliteInMemory, ObservabilityModule, health]);
+    const res = await fetch(`${url}/health`);
+    const text = await res.text();
+    expect(JSON.parse(text)).toMatchObject({
+      workers_connected: 3,
+      queue_depth: 5,
+      providers: [{ name: 'gpu', enabled: true, workers: 3, queue_depth: 5 }],
+    });
+    expect(text).not.toMatch(/secret|scrypt|10\.0\.0\.7/);
+  });
+
+  it('picks up HEALTH_SNAPSHOT from a global provider without withSnapshot', async () => {
+    @Module({ providers: [{ provide: HEALTH_SNAPSHOT, useClass: FakeSnapshot }], exports: [HEALTH_SNAPSHOT] })
+    class GlobalRelay {}
+    const { url } = await boot([sqliteInMemory, ObservabilityModule, { module: GlobalRelay, global: true }, HealthModule]);
+    expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ workers_connected: 3 });
+  });
+
+  it('echoes X-Correlation-Id or mints a UUIDv4, on health, metrics and unknown routes', async () => {
+    const { url } = await boot([sqliteInMemory, ObservabilityModule, HealthModule]);
+    for (const path of ['/health', '/health/live', '/metrics', '/no-such-route']) {
+      const echoed = await fetch(`${url}${path}`, { headers: { 'x-correlation-id': 'abc-123' } });
+      expect(echoed.headers.get('x-correlation-id')).toBe('abc-123');
+      const minted = await fetch(`${url}${path}`);
+      expect(minted.headers.get('x-correlation-id')).toMatch(UUID_V4);
+    }
+  });
+
+  it('writes a debug access-log line with the correlation id and no query secrets', async () => {
+    let raw = '';
+    const logger = createLogger('debug', new Writable({ write: (c, _e, done) => ((raw += c.toString()), done()) }));
+    const moduleRef = await Test.createTestingModule({ imports: [sqliteInMemory, ObservabilityModule, HealthModule] }).compile();
+    const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+    apps.push(app);
+    registerCorrelationId(app.getHttpAdapter().getInstance());
+    registerAccessLog(app.getHttpAdapter().getInstance(), logger);
+    await app.listen(0, '127.0.0.1');
+
+    await fetch(`${await app.getUrl()}/health/live?worker_secret=hunter2&x=1`, { headers: { 'x-correlation-id': 'req-9' } });
+    const line = JSON.parse(raw.trim().split('\n').pop()!);
+    expect(line).toMatchObject({
+      level: 'debug',
+      context: 'AccessLog',
+      method: 'GET',
+      url: '/health/live?worker_secret=[redacted]&x=1',
+      status: 200,
+      correlation_id: 'req-9',
+    });
+    expect(typeof line.duration_ms).toBe('number');
+    expect(raw).not.toContain('hunter2');
+  });
+});
