@@ -1,4 +1,5 @@
-import { Controller, Get, Inject, Optional, ServiceUnavailableException } from '@nestjs/common';
+import { Controller, Get, Inject, Optional, Res, ServiceUnavailableException } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import { HealthCheck, HealthCheckResult, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { appVersion } from './app-version';
 import { EMPTY_HEALTH_SNAPSHOT, HEALTH_SNAPSHOT, HealthSnapshot, ProviderHealth } from './health-snapshot';
@@ -37,19 +38,30 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Readiness: the database answers and shutdown has not begun; 503 otherwise. */
+  /**
+   * Readiness: the database answers and shutdown has not begun; 503 otherwise. The 503 is written
+   * here rather than thrown, so a global exception filter (the inference dialect one) cannot turn
+   * it into a 500 or an OpenAI error body.
+   */
   @Get('ready')
   @HealthCheck()
-  ready(): Promise<HealthCheckResult> {
+  async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
     // Refused up front during shutdown: terminus would log every probe of the drain as an error.
     if (this.lifecycle.isShuttingDown) {
       const lifecycle = this.lifecycleIndicator.acceptingTraffic('lifecycle');
-      throw new ServiceUnavailableException({ status: 'shutting_down', info: {}, error: lifecycle, details: lifecycle });
+      reply.status(503);
+      return { status: 'shutting_down', info: {}, error: lifecycle, details: lifecycle };
     }
-    return this.health.check([
-      () => this.database.pingCheck('database', { timeout: DATABASE_PING_TIMEOUT_MS }),
-      () => this.lifecycleIndicator.acceptingTraffic('lifecycle'),
-    ]);
+    try {
+      return await this.health.check([
+        () => this.database.pingCheck('database', { timeout: DATABASE_PING_TIMEOUT_MS }),
+        () => this.lifecycleIndicator.acceptingTraffic('lifecycle'),
+      ]);
+    } catch (e) {
+      if (!(e instanceof ServiceUnavailableException)) throw e;
+      reply.status(503);
+      return e.getResponse() as HealthCheckResult;
+    }
   }
 
   /** Operator summary: counts only, no secrets, no worker addresses. */

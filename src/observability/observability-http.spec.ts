@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
-import { Injectable, Module, ModuleMetadata } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, Injectable, Module, ModuleMetadata } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -85,6 +86,27 @@ describe('observability over HTTP (Fastify)', () => {
     const res = await fetch(`${url}/health/ready`);
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ status: 'error', error: { database: { status: 'down' } } });
+  });
+
+  it('keeps readiness a 503 with the terminus body under a catch-all global exception filter', async () => {
+    @Catch()
+    class RewriteEverything implements ExceptionFilter {
+      catch(_e: unknown, host: ArgumentsHost) {
+        host.switchToHttp().getResponse().status(500).send({ error: 'rewritten' });
+      }
+    }
+    @Module({ providers: [{ provide: APP_FILTER, useClass: RewriteEverything }] })
+    class GlobalFilterModule {}
+    const { app, url } = await boot([sqliteInMemory, ObservabilityModule, HealthModule, GlobalFilterModule]);
+    app.get(LifecycleState).beginShutdown();
+    const res = await fetch(`${url}/health/ready`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ status: 'shutting_down' });
+
+    const { url: noDb } = await boot([ObservabilityModule, HealthModule, GlobalFilterModule]);
+    const down = await fetch(`${noDb}/health/ready`);
+    expect(down.status).toBe(503);
+    expect(await down.json()).toMatchObject({ status: 'error', error: { database: { status: 'down' } } });
   });
 
   it('summarises with zeros until the relay provides a snapshot', async () => {
