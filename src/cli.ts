@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+import { ConfigError, loadConfig } from './config';
+
+const USAGE = `usage: switchboard [command]
+
+commands:
+  serve               start the gateway (default)
+  worker [options]    start a worker daemon that dials into a gateway
+  migrate [--revert]  apply pending database migrations to DATABASE_URL, or revert the last one
+  help                show this text
+`;
+
+async function migrate(args: string[]): Promise<number> {
+  const unknown = args.filter((a) => a !== '--revert');
+  if (unknown.length > 0) {
+    process.stderr.write(`switchboard migrate: unknown option ${unknown[0]}\n${USAGE}`);
+    return 2;
+  }
+  let databaseUrl: string;
+  try {
+    databaseUrl = loadConfig().databaseUrl;
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`switchboard: ${e.message}\n`);
+    return 2;
+  }
+  // Loaded lazily so `serve` and `worker` do not pay for TypeORM at startup.
+  const { createDataSource } = await import('./database/data-source-options');
+  const { MigrationExecutor } = await import('typeorm');
+  const dataSource = createDataSource(databaseUrl);
+  await dataSource.initialize();
+  try {
+    if (args.includes('--revert')) {
+      const executed = await new MigrationExecutor(dataSource).getExecutedMigrations();
+      const last = executed.reduce<(typeof executed)[number] | undefined>((a, m) => (!a || m.timestamp > a.timestamp ? m : a), undefined);
+      if (!last) {
+        process.stdout.write('no migration to revert\n');
+      } else {
+        await dataSource.undoLastMigration({ transaction: 'each' });
+        process.stdout.write(`reverted ${last.name}\n`);
+      }
+    } else {
+      const applied = await dataSource.runMigrations({ transaction: 'each' });
+      for (const m of applied) process.stdout.write(`applied ${m.name}\n`);
+      if (applied.length === 0) process.stdout.write('database is up to date\n');
+    }
+  } finally {
+    await dataSource.destroy();
+  }
+  return 0;
+}
+
+async function run(argv: string[]): Promise<void> {
+  const [command = 'serve', ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      require('./main');
+      return;
+    case 'worker':
+      // The worker daemon reads its own options from process.argv.slice(2).
+      process.argv.splice(2, 1);
+      require('./worker/main');
+      return;
+    case 'migrate':
+      process.exitCode = await migrate(rest);
+      return;
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return;
+    default:
+      process.stderr.write(`switchboard: unknown command "${command}"\n${USAGE}`);
+      process.exitCode = 2;
+  }
+}
+
+run(process.argv.slice(2)).catch((e: unknown) => {
+  process.stderr.write(`switchboard: ${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});

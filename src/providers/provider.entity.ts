@@ -1,0 +1,40 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { epochMillis } from '../database/column-transformers';
+
+/** Row of `providers` (see migrations/ and docs/persistence.md). */
+@Entity('providers')
+export class ProviderEntity {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  name: string;
+
+  @Column({ name: 'secret_hash', type: 'varchar', length: 255, nullable: true })
+  secretHash: string | null;
+
+  @Column({ type: 'boolean' })
+  enabled: boolean;
+
+  @Column({ name: 'max_queue_len', type: 'integer' })
+  maxQueueLen: number;
+
+  @Column({ name: 'queue_timeout_ms', type: 'bigint', transformer: epochMillis })
+  queueTimeoutMs: number;
+
+  @Column({ name: 'request_timeout_ms', type: 'bigint', transformer: epochMillis })
+  requestTimeoutMs: number;
+
+  @Column({ name: 'max_models_per_worker', type: 'integer' })
+  maxModelsPerWorker: number;
+
+  /** JSON array of model names, stored as text. */
+  @Column({ type: 'simple-json' })
+  models: string[];
+
+  @Column({ type: 'varchar', length: 16 })
+  source: 'config' | 'admin';
+
+  @Column({ name: 'created_at', type: 'bigint', transformer: epochMillis })
+  createdAt: number;
+
+  @Column({ name: 'updated_at', type: 'bigint', transformer: epochMillis })
+  updatedAt: number;
+}

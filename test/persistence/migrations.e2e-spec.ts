@@ -1,0 +1,118 @@
+import { DataSource } from 'typeorm';
+import { createTestDatabase, TestDatabase } from './support/test-database';
+
+const TABLES = ['providers', 'worker_records', 'api_keys'];
+
+describe('migrations', () => {
+  let db: TestDatabase;
+  let ds: DataSource;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('migrations');
+    ds = await db.connect();
+  });
+
+  afterAll(async () => {
+    await db.dispose();
+  });
+
+  async function existingTables(): Promise<string[]> {
+    const qr = ds.createQueryRunner();
+    try {
+      const found: string[] = [];
+      for (const t of TABLES) if (await qr.hasTable(t)) found.push(t);
+      return found;
+    } finally {
+      await qr.release();
+    }
+  }
+
+  /** Columns of an index in definition order, read from the database's own catalog. */
+  async function indexColumns(index: string): Promise<string[]> {
+    if (db.kind === 'sqlite') {
+      const rows: Array<{ name: string }> = await ds.query(`PRAGMA index_info("${index}")`);
+      return rows.map((r) => r.name);
+    }
+    const rows: Array<{ indexdef: string }> = await ds.query('SELECT indexdef FROM pg_indexes WHERE indexname = $1 AND schemaname = current_schema()', [index]);
+    const columns = /\(([^)]*)\)/.exec(rows[0]?.indexdef ?? '')?.[1] ?? '';
+    return columns.split(',').map((c) => c.trim().replace(/"/g, ''));
+  }
+
+  it('are loaded from the top-level migrations folder', () => {
+    expect(ds.migrations.map((m) => m.name)).toContain('InitialSchema1763683200000');
+  });
+
+  it('up creates providers, worker_records and api_keys', async () => {
+    expect(await existingTables()).toEqual([]);
+    const applied = await ds.runMigrations();
+    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000']);
+    expect(await existingTables()).toEqual(TABLES);
+    if (db.kind === 'postgres') {
+      // Isolation: the tables landed in this run's schema, not in public.
+      const [{ schema }] = await ds.query('SELECT current_schema() AS schema');
+      expect(db.url).toContain(`schema=${schema}`);
+      const [{ n }] = await ds.query(
+        "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('providers', 'worker_records', 'api_keys')",
+      );
+      expect(n).toBe(3);
+    }
+  });
+
+  it('creates the columns the entities map', async () => {
+    const qr = ds.createQueryRunner();
+    try {
+      for (const entity of ds.entityMetadatas) {
+        const table = await qr.getTable(entity.tableName);
+        expect(table).toBeDefined();
+        const columns = table!.columns.map((c) => c.name).sort();
+        expect(columns).toEqual(entity.columns.map((c) => c.databaseName).sort());
+        const nullable = table!.columns.filter((c) => c.isNullable).map((c) => c.name).sort();
+        expect(nullable).toEqual(entity.columns.filter((c) => c.isNullable).map((c) => c.databaseName).sort());
+      }
+    } finally {
+      await qr.release();
+    }
+  });
+
+  it('indexes worker_records by (state, last_heartbeat_at) and provider, api_keys uniquely by key_hash', async () => {
+    const qr = ds.createQueryRunner();
+    try {
+      const workers = await qr.getTable('worker_records');
+      const byName = new Map(workers!.indices.map((i) => [i.name, i]));
+      // TypeORM's PostgreSQL introspection does not keep column order; indexColumns() checks it.
+      expect(byName.get('IDX_worker_records_state_heartbeat')?.columnNames.sort()).toEqual(['last_heartbeat_at', 'state']);
+      expect(await indexColumns('IDX_worker_records_state_heartbeat')).toEqual(['state', 'last_heartbeat_at']);
+      expect(byName.get('IDX_worker_records_provider')?.columnNames).toEqual(['provider']);
+      const keys = await qr.getTable('api_keys');
+      const unique = keys!.indices.find((i) => i.name === 'UQ_api_keys_key_hash');
+      expect(unique?.isUnique).toBe(true);
+      expect(unique?.columnNames).toEqual(['key_hash']);
+    } finally {
+      await qr.release();
+    }
+  });
+
+  it('rejects a second api key with the same hash', async () => {
+    const row = { name: 'k', prefix: 'sk-abc', tenant: 't', enabled: true, createdAt: 1, lastUsedAt: null, revokedAt: null };
+    const repo = ds.getRepository('ApiKeyEntity');
+    await repo.insert({ ...row, id: 'a', keyHash: 'h1' });
+    await expect(repo.insert({ ...row, id: 'b', keyHash: 'h1' })).rejects.toThrow();
+    await repo.clear();
+  });
+
+  it('running them again applies nothing', async () => {
+    expect(await ds.runMigrations()).toEqual([]);
+    expect(await ds.showMigrations()).toBe(false);
+  });
+
+  it('down drops the tables and forgets the migration', async () => {
+    await ds.undoLastMigration();
+    expect(await existingTables()).toEqual([]);
+    expect(await ds.showMigrations()).toBe(true);
+  });
+
+  it('up works again after down', async () => {
+    await ds.runMigrations();
+    expect(await existingTables()).toEqual(TABLES);
+  });
+});
