@@ -1,0 +1,184 @@
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startGateway, TestGateway, TEST_SECRET } from '../support/gateway';
+import { ScriptedWorker } from '../support/scripted-worker';
+
+function configFile(yaml: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'sb-cfg-')), 'switchboard.yaml');
+  writeFileSync(path, yaml);
+  return path;
+}
+
+describe('worker link: authentication', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({
+      CONFIG_FILE: configFile(`
+providers:
+  - name: off
+    secret: off-secret
+    enabled: false
+  - name: small
+    secret: small-secret
+    max_models: 2
+`),
+      AUTH_FAILURE_LIMIT: '1000',
+    });
+  });
+  afterAll(() => gw.close());
+
+  it('accepts the secret in the x-worker-secret header', async () => {
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] });
+    expect(ack.worker_id).toMatch(/^w-/);
+    worker.close();
+  });
+
+  it('accepts the legacy worker_secret query parameter', async () => {
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] }, { secretInQuery: TEST_SECRET });
+    expect(ack.type).toBe('register_ack');
+    worker.close();
+  });
+
+  it('ignores the query secret when a (wrong) header is present', async () => {
+    const worker = await ScriptedWorker.connect(gw.workerUrl, { secret: 'wrong', headers: {} });
+    // connect() puts the wrong secret in the header; add the right one to the query by hand
+    worker.close();
+    const url = new URL(gw.workerUrl);
+    url.searchParams.set('worker_secret', TEST_SECRET);
+    const w2 = await ScriptedWorker.connect(url.toString(), { secret: 'wrong' });
+    expect(await w2.closed).toEqual({ code: 1008, reason: 'worker authentication failed' });
+  });
+
+  it.each([
+    ['a wrong secret', { secret: 'nope' }],
+    ['no secret', { secret: null }],
+    ['an unknown provider', { provider: 'nobody' }],
+    ['a disabled provider', { provider: 'off', secret: 'off-secret' }],
+  ])('closes 1008 for %s', async (_label, options) => {
+    const worker = await ScriptedWorker.connect(gw.workerUrl, options as never);
+    expect(await worker.closed).toEqual({ code: 1008, reason: 'worker authentication failed' });
+  });
+
+  it('authenticates against the named provider', async () => {
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['x'] }, { provider: 'small', secret: 'small-secret' });
+    expect(ack.models).toEqual(['x']);
+    worker.close();
+  });
+
+  it('sanitizes models: trims, drops empties and duplicates in first-seen order, caps at the provider limit', async () => {
+    const { worker, ack } = await ScriptedWorker.register(
+      gw.workerUrl,
+      { models: [' b ', 'a', '', 'b', 'c', '  '] },
+      { provider: 'small', secret: 'small-secret' },
+    );
+    expect(ack.models).toEqual(['b', 'a']);
+    expect(ack.warnings).toEqual(
+      expect.arrayContaining([expect.stringMatching(/empty/), expect.stringMatching(/duplicate/), expect.stringMatching(/truncated/)]),
+    );
+    worker.close();
+  });
+
+  it('omits warnings when nothing was dropped and echoes the protocol version', async () => {
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] });
+    expect(ack).not.toHaveProperty('warnings');
+    expect(ack.protocol_version).toBe('2026-04-bridge-v1');
+    worker.close();
+  });
+
+  it('warns when a worker registers without routable models', async () => {
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['', ' '] });
+    expect(ack.models).toEqual([]);
+    expect(ack.warnings).toContain('worker registered without any routable models');
+    worker.close();
+  });
+
+  it('accepts a legacy worker without protocol_version and omits it from the ack', async () => {
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'], protocol_version: null });
+    expect(ack).not.toHaveProperty('protocol_version');
+    worker.close();
+  });
+
+  it('closes 1002 on a protocol version mismatch', async () => {
+    const worker = await ScriptedWorker.connect(gw.workerUrl);
+    worker.send({ type: 'register', worker_name: 'w', models: ['a'], max_concurrent: 1, protocol_version: '1999-01-old' });
+    expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
+  });
+
+  it.each([
+    ['a first frame that is not register', { type: 'pong', current_load: 0 }],
+    ['invalid JSON', '{not json'],
+    ['a register without models', { type: 'register', worker_name: 'w', max_concurrent: 1 }],
+  ])('closes 1002 on %s', async (_label, frame) => {
+    const worker = await ScriptedWorker.connect(gw.workerUrl);
+    worker.send(frame as never);
+    expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
+  });
+
+  it.each([
+    ['a second register', { type: 'register', worker_name: 'w', models: ['a'], max_concurrent: 1 }],
+    ['an unknown frame type', { type: 'telemetry', data: 1 }],
+    ['a chunk for a request it does not own', { type: 'response_chunk', request_id: 'r-nope', chunk: 'x' }],
+    ['bad JSON after registration', 'nope'],
+  ])('closes 1002 after registration on %s', async (_label, frame) => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] });
+    worker.send(frame as never);
+    expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
+  });
+
+  it('does not close the connection for a worker error frame', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] });
+    worker.send({ type: 'error', code: 'backend_down', message: 'oops' });
+    worker.send({ type: 'pong', current_load: 0 });
+    const res = await fetch(`${gw.url}/v1/models`);
+    expect((await res.json()).data.map((m: { id: string }) => m.id)).toContain('a');
+    expect(worker.closeState).toBeUndefined();
+    worker.close();
+  });
+});
+
+describe('worker link: timers and rate limiting', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({
+      HEARTBEAT_INTERVAL_SECS: '0.1',
+      HEARTBEAT_TIMEOUT_SECS: '0.4',
+      REGISTER_TIMEOUT_SECS: '0.3',
+      AUTH_FAILURE_LIMIT: '3',
+      AUTH_FAILURE_WINDOW_SECS: '60',
+      AUTH_BLOCK_SECS: '60',
+    });
+  });
+  afterAll(() => gw.close());
+
+  it('closes 1002 when no register arrives within the registration timeout', async () => {
+    const worker = await ScriptedWorker.connect(gw.workerUrl);
+    expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
+  });
+
+  it('pings on its interval and keeps a worker that answers', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] });
+    for (let i = 0; i < 6; i++) {
+      const ping = await worker.next('ping');
+      expect(typeof ping.timestamp_unix_ms).toBe('number');
+      worker.send({ type: 'pong', current_load: 0 });
+    }
+    expect(worker.closeState).toBeUndefined();
+    worker.close();
+  });
+
+  it('closes a silent worker 1000 "worker heartbeat timed out"', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] });
+    expect(await worker.closed).toEqual({ code: 1000, reason: 'worker heartbeat timed out' });
+    expect(worker.count('ping')).toBeGreaterThanOrEqual(2);
+  });
+
+  it('rate-limits a client after repeated failures, even with the right secret', async () => {
+    for (let i = 0; i < 3; i++) {
+      const bad = await ScriptedWorker.connect(gw.workerUrl, { secret: 'bad' });
+      expect((await bad.closed).reason).toBe('worker authentication failed');
+    }
+    const good = await ScriptedWorker.connect(gw.workerUrl);
+    expect(await good.closed).toEqual({ code: 1008, reason: 'worker authentication temporarily rate limited' });
+  });
+});
