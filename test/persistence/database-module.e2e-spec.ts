@@ -1,0 +1,110 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Logger } from '@nestjs/common';
+import { Test, TestingModule } from '@nestjs/testing';
+import { getRepositoryToken } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ApiKeyEntity } from '../../src/auth/api-key.entity';
+import { CLOCK } from '../../src/common/clock';
+import { AppConfig, ConfigModule } from '../../src/config';
+import { createDataSource } from '../../src/database/data-source-options';
+import { DatabaseModule } from '../../src/database/database.module';
+import { ProviderStore } from '../../src/providers/provider-store';
+import { TypeOrmProviderStore } from '../../src/providers/provider-store.typeorm';
+import { WorkerRecordEntity } from '../../src/registry/worker-record.entity';
+import { WorkerRecords } from '../../src/registry/worker-records.port';
+import { TypeOrmWorkerRecords } from '../../src/registry/worker-records.service';
+import { FakeClock } from '../support/fake-clock';
+import { createTestDatabase, TestDatabase, testConfig } from './support/test-database';
+
+describe('DatabaseModule', () => {
+  let db: TestDatabase;
+  let config: AppConfig;
+  let clock: FakeClock;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('module');
+    // On SQLite, a file in directories that do not exist yet (the default is ./data/switchboard.db).
+    const url = db.kind === 'sqlite' ? `sqlite:${join(dirname(db.url.slice('sqlite:'.length)), 'data', 'nested', 'switchboard.db')}` : db.url;
+    config = testConfig(url, { instanceId: 'gw-module' });
+    Logger.overrideLogger(['error']);
+  });
+
+  afterAll(async () => {
+    await db.dispose();
+    Logger.overrideLogger(['log', 'error', 'warn']);
+  });
+
+  beforeEach(() => {
+    clock = new FakeClock();
+  });
+
+  async function boot(): Promise<TestingModule> {
+    const moduleRef = await Test.createTestingModule({
+      imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot(config)],
+    })
+      .overrideProvider(CLOCK)
+      .useValue(clock)
+      .compile();
+    await moduleRef.init();
+    return moduleRef;
+  }
+
+  it('boots on an empty database, creating the SQLite directory and running the migrations', async () => {
+    const app = await boot();
+    try {
+      if (db.kind === 'sqlite') expect(existsSync(config.databaseUrl.slice('sqlite:'.length))).toBe(true);
+      const ds = app.get(DataSource);
+      expect(ds.isInitialized).toBe(true);
+      expect(await ds.showMigrations()).toBe(false); // nothing pending
+      const qr = ds.createQueryRunner();
+      try {
+        expect(await qr.hasTable('worker_records')).toBe(true);
+      } finally {
+        await qr.release();
+      }
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('provides the TypeORM stores behind the persistence ports, and repositories for every entity', async () => {
+    const app = await boot();
+    try {
+      expect(app.get(ProviderStore)).toBeInstanceOf(TypeOrmProviderStore);
+      expect(app.get(WorkerRecords)).toBe(app.get(TypeOrmWorkerRecords));
+      expect(app.get(getRepositoryToken(ApiKeyEntity))).toBeDefined();
+      expect(app.get(CLOCK)).toBe(clock);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('writes pending heartbeats on close, before the DataSource is destroyed', async () => {
+    const app = await boot();
+    const records = app.get(WorkerRecords);
+    const t0 = clock.now();
+    records.recordConnected({ id: 'w1', provider: 'local', name: 'gpu', models: ['m'], maxConcurrent: 1, remoteAddress: '10.0.0.1', connectedAt: t0 });
+    records.recordHeartbeat('w1', t0 + 1234);
+    await app.close();
+    expect(app.get(DataSource).isInitialized).toBe(false);
+
+    const check = await createDataSource(config.databaseUrl).initialize();
+    try {
+      const row = await check.getRepository(WorkerRecordEntity).findOneByOrFail({ id: 'w1' });
+      expect(row).toMatchObject({ state: 'online', lastHeartbeatAt: t0 + 1234, gatewayInstanceId: 'gw-module' });
+    } finally {
+      await check.destroy();
+    }
+  });
+
+  it('at the next boot of the same instance, marks the records it left online offline', async () => {
+    const app = await boot();
+    try {
+      const row = await app.get(DataSource).getRepository(WorkerRecordEntity).findOneByOrFail({ id: 'w1' });
+      expect(row).toMatchObject({ state: 'offline', disconnectedAt: row.lastHeartbeatAt });
+    } finally {
+      await app.close();
+    }
+  });
+});
