@@ -455,12 +455,18 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       path: request.endpoint_path,
       streaming: request.is_streaming,
     });
-    void runBackendRequest(this.backend, request, task.controller.signal, this.sinkFor(task, startedAt)).finally(() => {
-      this.running--;
-      if (this.tasks.get(request.request_id) === task) this.tasks.delete(request.request_id);
-      this.startQueued();
-      this.stopIfIdle();
-    });
+    void runBackendRequest(this.backend, request, task.controller.signal, this.sinkFor(task, startedAt))
+      .catch((err: unknown) => {
+        // A bug, not a backend failure: fail this request instead of the whole process.
+        this.log.error('request relay crashed', { request_id: request.request_id, error: err as Error });
+        this.sinkFor(task, startedAt).fail('worker_internal_error', 'the worker failed to relay this request');
+      })
+      .finally(() => {
+        this.running--;
+        if (this.tasks.get(request.request_id) === task) this.tasks.delete(request.request_id);
+        this.startQueued();
+        this.stopIfIdle();
+      });
   }
 
   private startQueued(): void {
