@@ -11,6 +11,7 @@ import { WorkerLinkModule } from './worker-link/worker-link.module';
 import { InferenceModule } from './inference/inference.module';
 import { ControlPlaneModule } from './control-plane/control-plane.module';
 import { HealthModule } from './observability/health.module';
+import { RelayHealthSnapshot } from './control-plane/relay-health-snapshot';
 
 @Module({})
 export class AppModule {
@@ -29,7 +30,10 @@ export class AppModule {
         WorkerLinkModule,
         InferenceModule,
         ControlPlaneModule,
-        HealthModule,
+        HealthModule.withSnapshot({
+          imports: [QueueModule, RegistryModule, ProvidersModule],
+          useClass: RelayHealthSnapshot,
+        }),
       ],
     };
   }

@@ -6,6 +6,7 @@ import { AppModule } from './app.module';
 import { registerCorrelationId } from './observability/correlation-id';
 import { WorkerWsAdapter } from './worker-link/worker-ws.adapter';
 import { createLogger } from './observability/logger';
+import { registerAccessLog } from './observability/access-log';
 
 /**
  * Builds and starts the gateway on config.listenHost:config.listenPort (port 0 = any free port).
@@ -18,10 +19,12 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   // handlers parse what they need and answer malformed JSON in the caller's dialect.
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  const logger = createLogger(config.logLevel);
   registerCorrelationId(fastify);
+  registerAccessLog(fastify, logger);
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
-    logger: createLogger(config.logLevel),
+    logger,
     abortOnError: false,
     bodyParser: false,
   });

@@ -117,10 +117,7 @@ describe('streaming relay', () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['s6'] });
     const spare = await ScriptedWorker.register(gw.workerUrl, { models: ['s6'] });
     const pending = fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat('s6', { stream: true })) });
-    const [first, second] = await Promise.race([
-      worker.next('request').then((r) => [worker, r] as const),
-      spare.worker.next('request').then((r) => [spare.worker, r] as const),
-    ]);
+    const { worker: first, frame: second } = await ScriptedWorker.firstOf([worker, spare.worker], 'request');
     first.chunk(second.request_id, sse(chatChunk('partial')));
     const res = await pending;
     const reader = res.body!.getReader();

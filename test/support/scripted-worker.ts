@@ -107,6 +107,25 @@ export class ScriptedWorker {
   }
   private readonly consumed = new Set<Frame>();
 
+  /** Whether an unconsumed frame of `type` has arrived. */
+  has(type: string): boolean {
+    return this.frames.some((f) => f.type === type && !this.consumed.has(f));
+  }
+
+  /**
+   * The first of several workers to receive a `type` frame, and that frame. Polls instead of
+   * racing `next()` calls, whose losing waiters would otherwise swallow later frames.
+   */
+  static async firstOf(workers: ScriptedWorker[], type: string, timeoutMs = 10000): Promise<{ worker: ScriptedWorker; frame: Frame }> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const worker = workers.find((w) => w.has(type));
+      if (worker) return { worker, frame: await worker.next(type) };
+      if (Date.now() > until) throw new Error(`no ${type} frame on any worker within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
   count(type: string): number {
     return this.frames.filter((f) => f.type === type).length;
   }

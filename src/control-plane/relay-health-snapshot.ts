@@ -1,0 +1,32 @@
+import { Injectable } from '@nestjs/common';
+import { HealthSnapshot, ProviderHealth } from '../observability/health-snapshot';
+import { ProvidersService } from '../providers/providers.service';
+import { RequestQueues } from '../queue/request-queues.service';
+import { WorkerRegistry } from '../registry/worker-registry.service';
+
+/** Feeds GET /health with relay counts: no secrets, no worker addresses. */
+@Injectable()
+export class RelayHealthSnapshot implements HealthSnapshot {
+  constructor(
+    private readonly registry: WorkerRegistry,
+    private readonly queues: RequestQueues,
+    private readonly providerService: ProvidersService,
+  ) {}
+
+  workersConnected(): number {
+    return this.registry.count();
+  }
+
+  queueDepth(): number {
+    return this.queues.totalDepth();
+  }
+
+  providers(): ProviderHealth[] {
+    return this.providerService.list().map((p) => ({
+      name: p.name,
+      enabled: p.enabled,
+      workers: this.registry.ofProvider(p.name).size,
+      queue_depth: this.queues.depth(p.name),
+    }));
+  }
+}
