@@ -1,0 +1,75 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from './load-config';
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('uses the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      listenHost: '127.0.0.1',
+      listenPort: 8080,
+      defaultProviderName: 'local',
+      heartbeatIntervalMs: 15000,
+      heartbeatTimeoutMs: 45000,
+      databaseUrl: 'sqlite:./data/switchboard.db',
+      logLevel: 'info',
+      adminToken: undefined,
+    });
+    expect(c.providers).toEqual([expect.objectContaining({ name: 'local', secret: undefined, maxQueueLen: 100, queueTimeoutMs: 30000, requestTimeoutMs: 300000 })]);
+  });
+
+  it('accepts fractional durations', () => {
+    const c = loadConfig({ QUEUE_TIMEOUT_SECS: '0.2', HEARTBEAT_INTERVAL_SECS: '0.05', HEARTBEAT_TIMEOUT_SECS: '0.15' });
+    expect(c.providers[0].queueTimeoutMs).toBe(200);
+    expect(c.heartbeatIntervalMs).toBe(50);
+  });
+
+  it('names every bad key at once', () => {
+    const problems = problemsOf({ MAX_QUEUE_LEN: '-3', LISTEN_ADDR: 'nope', LOG_LEVEL: 'loud', QUEUE_TIMEOUT_SECS: 'soon' });
+    expect(problems).toHaveLength(4);
+    expect(problems.join('\n')).toMatch(/MAX_QUEUE_LEN/);
+    expect(problems.join('\n')).toMatch(/LISTEN_ADDR/);
+    expect(problems.join('\n')).toMatch(/LOG_LEVEL/);
+    expect(problems.join('\n')).toMatch(/QUEUE_TIMEOUT_SECS/);
+  });
+
+  it('takes the admin token from MODELRELAY_ADMIN_TOKEN too', () => {
+    expect(loadConfig({ MODELRELAY_ADMIN_TOKEN: 't' }).adminToken).toBe('t');
+  });
+
+  it('reads providers from the YAML file and lets the environment override it', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'sb-')), 'c.yaml');
+    writeFileSync(path, 'max_queue_len: 7\nproviders:\n  - name: local\n    secret: from-file\n  - name: gpu\n    secret: s2\n    max_queue_len: 3\n    models: [llama]\n');
+    const c = loadConfig({ CONFIG_FILE: path, WORKER_SECRET: 'from-env', MAX_QUEUE_LEN: '9' });
+    expect(c.providers.map((p) => p.name)).toEqual(['local', 'gpu']);
+    expect(c.providers[0].secret).toBe('from-env');
+    expect(c.providers[0].maxQueueLen).toBe(9);
+    expect(c.providers[1]).toMatchObject({ maxQueueLen: 3, models: ['llama'] });
+  });
+
+  it('reports bad provider entries in the file', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'sb-')), 'c.yaml');
+    writeFileSync(path, 'providers:\n  - name: "bad name!"\n    max_queue_len: -1\n  - name: ok\n  - name: ok\n');
+    const problems = problemsOf({ CONFIG_FILE: path });
+    expect(problems.join('\n')).toMatch(/providers\[0\]\.name/);
+    expect(problems.join('\n')).toMatch(/providers\[0\]\.max_queue_len/);
+    expect(problems.join('\n')).toMatch(/declared twice/);
+  });
+
+  it('rejects an unreadable config file and an unknown database scheme', () => {
+    const problems = problemsOf({ CONFIG_FILE: '/nonexistent/switchboard.yaml', DATABASE_URL: 'mysql://x' });
+    expect(problems.join('\n')).toMatch(/CONFIG_FILE/);
+    expect(problems.join('\n')).toMatch(/DATABASE_URL/);
+  });
+});

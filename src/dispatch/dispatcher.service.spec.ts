@@ -1,0 +1,160 @@
+import { FakeClock } from '../../test/support/fake-clock';
+import { loadConfig } from '../config';
+import { GatewayError } from '../common/gateway-error';
+import { ServerToWorkerMessage } from '../protocol';
+import { ProviderRecord, ProviderStore } from '../providers/provider-store';
+import { ProvidersService } from '../providers/providers.service';
+import { RequestQueues } from '../queue/request-queues.service';
+import { LiveWorker, WorkerChannel } from '../registry/live-worker';
+import { WorkerRegistry } from '../registry/worker-registry.service';
+import { WorkerRecords } from '../registry/worker-records.port';
+import { MetricsService } from '../observability/metrics.service';
+import { LifecycleState } from '../observability/lifecycle-state';
+import { Dispatcher } from './dispatcher.service';
+import { RelayRequest, ResponseSink } from './relay-request';
+
+class MemoryStore extends ProviderStore {
+  async loadAll(): Promise<ProviderRecord[]> {
+    return [];
+  }
+  async save(): Promise<void> {}
+  async delete(): Promise<void> {}
+}
+
+class NoRecords extends WorkerRecords {
+  recordConnected() {}
+  recordModels() {}
+  recordHeartbeat() {}
+  recordDisconnected() {}
+  recentlyKnowsModel() {
+    return false;
+  }
+}
+
+class RecordingChannel implements WorkerChannel {
+  sent: ServerToWorkerMessage[] = [];
+  closedWith: [number, string] | undefined;
+  send(m: ServerToWorkerMessage) {
+    this.sent.push(m);
+  }
+  close(code: number, reason: string) {
+    this.closedWith = [code, reason];
+  }
+  pause() {}
+  resume() {}
+}
+
+class RecordingSink implements ResponseSink {
+  clientGone = false;
+  outcome: { status?: number; error?: GatewayError; chunks: string[]; ended?: boolean } = { chunks: [] };
+  startStream() {}
+  writeChunk(c: string) {
+    this.outcome.chunks.push(c);
+    return true;
+  }
+  onDrain() {}
+  endStream() {
+    this.outcome.ended = true;
+  }
+  sendComplete(status: number) {
+    this.outcome.status = status;
+  }
+  fail(error: GatewayError) {
+    this.outcome.error = error;
+  }
+}
+
+describe('Dispatcher (fake clock)', () => {
+  let clock: FakeClock;
+  let dispatcher: Dispatcher;
+  let registry: WorkerRegistry;
+  let workerSeq = 0;
+
+  beforeEach(async () => {
+    clock = new FakeClock();
+    const config = loadConfig({ QUEUE_TIMEOUT_SECS: '10', REQUEST_TIMEOUT_SECS: '60', CANCEL_GRACE_SECS: '5', PROVIDER_NAME: 'local' });
+    config.providers[0].models = ['m'];
+    const providers = new ProvidersService(config, new MemoryStore());
+    await providers.onModuleInit();
+    registry = new WorkerRegistry();
+    dispatcher = new Dispatcher(config, clock, providers, registry, new RequestQueues(), new NoRecords(), new MetricsService(), new LifecycleState());
+  });
+
+  function addWorker(maxConcurrent = 1): { worker: LiveWorker; channel: RecordingChannel } {
+    const channel = new RecordingChannel();
+    const worker = new LiveWorker(`w-${++workerSeq}`, 'local', 'w', ['m'], maxConcurrent, '127.0.0.1', clock.now(), channel);
+    dispatcher.attachWorker(worker);
+    return { worker, channel };
+  }
+
+  function submit(): { req: RelayRequest; sink: RecordingSink } {
+    const sink = new RecordingSink();
+    const req = new RelayRequest({
+      id: `r-${Math.random()}`,
+      model: 'm',
+      endpointPath: '/v1/chat/completions',
+      isStreaming: false,
+      body: '{}',
+      headers: undefined,
+      correlationId: 'c',
+      tenant: 'default',
+      sink,
+    });
+    dispatcher.submit(req);
+    return { req, sink };
+  }
+
+  it('times a queued request out with queue_timeout and never sends it to a worker', () => {
+    const { sink } = submit();
+    clock.advance(9_999);
+    expect(sink.outcome.error).toBeUndefined();
+    clock.advance(1);
+    expect(sink.outcome.error?.code).toBe('queue_timeout');
+    const { channel } = addWorker();
+    expect(channel.sent.filter((m) => m.type === 'request')).toHaveLength(0);
+  });
+
+  it('sends cancel{timeout} and fails request_timeout at the request deadline, holding the slot for the grace period', () => {
+    const { worker, channel } = addWorker();
+    const { req, sink } = submit();
+    clock.advance(60_000);
+    expect(sink.outcome.error?.code).toBe('request_timeout');
+    expect(channel.sent).toContainEqual({ type: 'cancel', request_id: req.id, reason: 'timeout' });
+    expect(worker.freeSlots).toBe(0);
+    const next = submit();
+    expect(channel.sent.filter((m) => m.type === 'request')).toHaveLength(1);
+    clock.advance(5_000);
+    expect(worker.freeSlots).toBe(0); // the queued request took the released slot at once
+    expect(channel.sent.filter((m) => m.type === 'request')).toHaveLength(2);
+    expect(next.sink.outcome.error).toBeUndefined();
+  });
+
+  it('keeps the original lifetime across requeues', () => {
+    const first = addWorker();
+    const { sink } = submit();
+    clock.advance(50_000);
+    dispatcher.detachWorker(first.worker); // requeued, 10 s of lifetime left
+    clock.advance(10_000);
+    expect(sink.outcome.error?.code).toBe('request_timeout');
+  });
+
+  it('fails with requeue_exhausted after the third requeue', () => {
+    const { sink } = submit();
+    for (let i = 0; i < 4; i++) {
+      const { worker } = addWorker();
+      expect(sink.outcome.error).toBeUndefined();
+      dispatcher.detachWorker(worker);
+    }
+    expect(sink.outcome.error?.code).toBe('requeue_exhausted');
+  });
+
+  it('closes a draining worker with "graceful shutdown timed out" at the deadline', () => {
+    const { worker, channel } = addWorker();
+    const { sink } = submit();
+    dispatcher.drainWorker(worker, 3_000, 'maintenance');
+    expect(channel.sent).toContainEqual({ type: 'graceful_shutdown', reason: 'maintenance', drain_timeout_secs: 3 });
+    clock.advance(3_000);
+    expect(sink.outcome.error?.code).toBe('drain_timeout');
+    expect(channel.closedWith).toEqual([1000, 'graceful shutdown timed out']);
+  });
+});

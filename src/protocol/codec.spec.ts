@@ -1,0 +1,38 @@
+import { encodeMessage, parseServerMessage, parseWorkerMessage, ProtocolError } from './codec';
+
+describe('worker protocol codec', () => {
+  it('parses a register frame and ignores unknown fields', () => {
+    const m = parseWorkerMessage('{"type":"register","worker_name":"w","models":["a"],"max_concurrent":0,"extra":1}');
+    expect(m).toMatchObject({ type: 'register', worker_name: 'w', models: ['a'], max_concurrent: 0 });
+  });
+
+  it('accepts null for optional fields', () => {
+    expect(parseWorkerMessage('{"type":"response_complete","request_id":"r","status_code":200,"headers":null,"body":null,"token_counts":null}')).toMatchObject({
+      type: 'response_complete',
+      headers: undefined,
+      body: undefined,
+    });
+  });
+
+  it.each([
+    ['invalid JSON', '{'],
+    ['a non-object', '[]'],
+    ['an unknown type', '{"type":"hello"}'],
+    ['a missing required field', '{"type":"response_chunk","request_id":"r"}'],
+    ['a negative load', '{"type":"pong","current_load":-1}'],
+    ['an out-of-range status', '{"type":"response_complete","request_id":"r","status_code":42}'],
+  ])('rejects %s', (_label, text) => {
+    expect(() => parseWorkerMessage(text)).toThrow(ProtocolError);
+  });
+
+  it('omits absent optional fields when encoding', () => {
+    const text = encodeMessage({ type: 'register_ack', worker_id: 'w-1', models: ['a'], warnings: undefined, protocol_version: undefined });
+    expect(text).toBe('{"type":"register_ack","worker_id":"w-1","models":["a"]}');
+  });
+
+  it('round-trips server frames for the worker daemon', () => {
+    const frame = { type: 'cancel', request_id: 'r-1', reason: 'timeout' } as const;
+    expect(parseServerMessage(encodeMessage(frame))).toEqual(frame);
+    expect(() => parseServerMessage('{"type":"cancel","request_id":"r","reason":"bored"}')).toThrow(ProtocolError);
+  });
+});
