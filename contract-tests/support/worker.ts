@@ -228,8 +228,11 @@ export class ScriptedWorker {
     this.send({ type: 'error', ...(requestId ? { request_id: requestId } : {}), code, message });
   }
 
-  /** Waits for the next not-yet-consumed frame matching `match` (received earlier or later). */
-  waitFor(match: (f: Frame) => boolean, what: string, timeoutMs = DEFAULT_WAIT_MS): Promise<Frame> {
+  /**
+   * Waits for the next not-yet-consumed frame matching `match` (received earlier or later).
+   * `cancel` (if given) is filled with a function that withdraws the wait without consuming.
+   */
+  waitFor(match: (f: Frame) => boolean, what: string, timeoutMs = DEFAULT_WAIT_MS, cancel?: { fn?: () => void }): Promise<Frame> {
     const early = this.frames.find((f) => !this.consumed.has(f) && match(f));
     if (early) {
       this.consumed.add(early);
@@ -239,6 +242,7 @@ export class ScriptedWorker {
       return Promise.reject(new Error(`${this.label}: connection closed (${describeClose(this.closeInfo)}) before ${what}; frames: ${this.summary()}`));
     }
     return new Promise<Frame>((resolve, reject) => {
+      if (cancel) cancel.fn = () => this.settleWaiter(w);
       const w: Waiter = {
         match,
         resolve,
@@ -303,6 +307,33 @@ export class ScriptedWorker {
       this.settleWaiter(w);
       w.reject(new Error(`${this.label}: connection closed (${describeClose(this.closeInfo!)}) while waiting for ${w.what}; frames: ${this.summary()}`));
     }
+  }
+}
+
+/**
+ * The first request (matching `match`) that reaches any of `workers`; the other workers' waits
+ * are withdrawn so they do not swallow a later request.
+ */
+export async function firstRequest(
+  workers: ScriptedWorker[],
+  match: (f: Frame) => boolean = () => true,
+  timeoutMs = DEFAULT_WAIT_MS,
+): Promise<{ worker: ScriptedWorker; frame: Frame }> {
+  const cancels = workers.map(() => ({} as { fn?: () => void }));
+  try {
+    return await new Promise((resolve, reject) => {
+      let failures = 0;
+      workers.forEach((w, i) =>
+        w.waitFor((f) => f.type === 'request' && match(f), 'a request', timeoutMs, cancels[i]).then(
+          (frame) => resolve({ worker: w, frame }),
+          (e) => {
+            if (++failures === workers.length) reject(e);
+          },
+        ),
+      );
+    });
+  } finally {
+    for (const c of cancels) c.fn?.();
   }
 }
 
