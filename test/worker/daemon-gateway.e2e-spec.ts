@@ -5,6 +5,7 @@ import { admin, eventually } from '../support/http';
 import { WorkerConfig, workerConfig } from '../../src/worker/config';
 import { WorkerDaemon } from '../../src/worker/daemon';
 import { FakeBackend } from './support/fake-backend';
+import { within } from './support/harness';
 
 /**
  * The whole chain as operators run it: SDK client → real gateway → real worker daemon → fake
@@ -152,7 +153,7 @@ describe('worker daemon against the real gateway', () => {
     await reader.read();
     const call = b.relayed[0];
     controller.abort();
-    await call.socketClosed;
+    await within(call.socketClosed, 'the backend socket to close');
     // The slot is free again: the next request is served by the same single-slot worker.
     const next = await openai().chat.completions.create({ model: 'llama3', messages: [{ role: 'user', content: 'again' }] });
     expect(next.choices[0].message.content).toBe(b.replyText);

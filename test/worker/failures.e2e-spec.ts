@@ -1,6 +1,6 @@
 import * as net from 'node:net';
 import { cutBytes, openAiChatSse } from './support/fake-backend';
-import { requestFrame, useWorkerHarness } from './support/harness';
+import { requestFrame, useWorkerHarness, within } from './support/harness';
 
 /** A loopback port with nothing listening on it. */
 async function closedPort(): Promise<number> {
@@ -26,8 +26,8 @@ describe('worker daemon: cancels and failures', () => {
 
     conn.send({ type: 'cancel', request_id: req.request_id, reason: 'client_disconnect' });
 
-    await backendCall.closedEarly;
-    await backendCall.socketClosed;
+    await within(backendCall.closedEarly, 'the backend socket to close');
+    await within(backendCall.socketClosed, 'the backend socket to close');
     const done = await conn.final(req.request_id);
     expect(done).toEqual({ type: 'response_complete', request_id: req.request_id, status_code: 499 });
     conn.send({ type: 'ping' });
@@ -42,7 +42,7 @@ describe('worker daemon: cancels and failures', () => {
     conn.send(req);
     const backendCall = await env.backend.waitForRelayed(1);
     conn.send({ type: 'cancel', request_id: req.request_id, reason: 'timeout' });
-    await backendCall.socketClosed;
+    await within(backendCall.socketClosed, 'the backend socket to close');
     expect((await conn.final(req.request_id)).status_code).toBe(499);
   });
 

@@ -1,4 +1,4 @@
-import { SECRET, requestFrame, useWorkerHarness } from './support/harness';
+import { SECRET, requestFrame, useWorkerHarness, within } from './support/harness';
 
 describe('worker daemon: models, drain, reconnect, heartbeat, shutdown', () => {
   const { env, startWorker } = useWorkerHarness();
@@ -136,7 +136,7 @@ describe('worker daemon: models, drain, reconnect, heartbeat, shutdown', () => {
       conn.send(requestFrame({ stream: true }));
       const call = await env.backend.waitForRelayed(1);
       conn.ws.terminate();
-      await call.socketClosed;
+      await within(call.socketClosed, 'the backend socket to close');
       const again = await env.gateway.connection(2);
       expect((await again.next('register')).current_load).toBe(0);
     });
@@ -170,7 +170,7 @@ describe('worker daemon: models, drain, reconnect, heartbeat, shutdown', () => {
       const exit = worker.daemon.stop();
       const failure = await conn.final(stuck.request_id);
       expect(failure).toEqual(expect.objectContaining({ type: 'error', code: 'worker_shutting_down' }));
-      await call.socketClosed;
+      await within(call.socketClosed, 'the backend socket to close');
       expect((await conn.closed).code).toBe(1000);
       expect(await exit).toBe(0);
     });

@@ -99,3 +99,12 @@ export function requestFrame(opts: {
     headers: opts.headers ?? { 'content-type': 'application/json', authorization: 'Bearer client-key-abc' },
   };
 }
+
+/** Awaits `promise`, failing with a readable message instead of the 30 s jest timeout. */
+export function within<T>(promise: Promise<T>, what: string, ms = 5_000): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
