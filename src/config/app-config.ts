@@ -38,8 +38,6 @@ export interface AppConfig {
   maxStreamBytes: number;
   maxRequeues: number;
   cancelGraceMs: number;
-  /** Bytes a slow client may have buffered before its worker's socket is paused. */
-  clientHighWaterBytes: number;
   /** How long a stream may stay backpressured before it is ended as too slow. */
   slowClientTimeoutMs: number;
   rejectLegacyWorkers: boolean;

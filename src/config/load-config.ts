@@ -244,7 +244,6 @@ export function loadConfig(env: Env = process.env): AppConfig {
     maxStreamBytes: r.number('MAX_STREAM_BYTES', 'max_stream_bytes', 256 * 1024 * 1024, { min: 1, integer: true }),
     maxRequeues: r.number('MAX_REQUEUES', 'max_requeues', 3, { min: 0, integer: true }),
     cancelGraceMs: r.seconds('CANCEL_GRACE_SECS', 'cancel_grace_secs', 10, { min: 0 }),
-    clientHighWaterBytes: r.number('CLIENT_HIGH_WATER_BYTES', 'client_high_water_bytes', 1024 * 1024, { min: 1, integer: true }),
     slowClientTimeoutMs: r.seconds('SLOW_CLIENT_TIMEOUT_SECS', 'slow_client_timeout_secs', 30, { above: 0 }),
     rejectLegacyWorkers: r.bool('REJECT_LEGACY_WORKERS', 'reject_legacy_workers', false),
     modelsRefreshIntervalMs: r.seconds('MODELS_REFRESH_INTERVAL_SECS', 'models_refresh_interval_secs', 0, { min: 0 }),
