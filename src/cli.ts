@@ -36,11 +36,11 @@ async function migrate(args: string[]): Promise<number> {
       if (!last) {
         process.stdout.write('no migration to revert\n');
       } else {
-        await dataSource.undoLastMigration({ transaction: 'each' });
+        await dataSource.undoLastMigration();
         process.stdout.write(`reverted ${last.name}\n`);
       }
     } else {
-      const applied = await dataSource.runMigrations({ transaction: 'each' });
+      const applied = await dataSource.runMigrations();
       for (const m of applied) process.stdout.write(`applied ${m.name}\n`);
       if (applied.length === 0) process.stdout.write('database is up to date\n');
     }

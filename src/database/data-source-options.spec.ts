@@ -34,7 +34,7 @@ describe('buildDataSourceOptions', () => {
   });
 
   it('never synchronizes, and leaves running migrations to the caller', () => {
-    expect(buildDataSourceOptions('sqlite::memory:')).toMatchObject({ synchronize: false, migrationsRun: false });
+    expect(buildDataSourceOptions('sqlite::memory:')).toMatchObject({ synchronize: false, migrationsRun: false, migrationsTransactionMode: 'each' });
   });
 
   it('rejects other URLs', () => {

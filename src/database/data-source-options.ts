@@ -36,6 +36,8 @@ export function buildDataSourceOptions(databaseUrl: string, extras: DataSourceEx
     migrations: [migrationsGlob()],
     synchronize: false,
     migrationsRun: false,
+    // One transaction per migration, so a failure leaves the earlier ones applied and recorded.
+    migrationsTransactionMode: 'each' as const,
     ...(extras.logger ? { logger: extras.logger, logging: true } : {}),
   };
 
