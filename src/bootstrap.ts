@@ -29,7 +29,6 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     bodyParser: false,
   });
   app.useWebSocketAdapter(new WorkerWsAdapter(app));
-  app.enableShutdownHooks();
   await app.listen(config.listenPort, config.listenHost);
   return app;
 }
