@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, Module } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { getRepositoryToken } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -16,6 +16,23 @@ import { WorkerRecords } from '../../src/registry/worker-records.port';
 import { TypeOrmWorkerRecords } from '../../src/registry/worker-records.service';
 import { FakeClock } from '../support/fake-clock';
 import { createTestDatabase, TestDatabase, testConfig } from './support/test-database';
+
+/** Stands in for a feature module that disconnects its workers while the application shuts down. */
+@Injectable()
+class DrainsWorkersOnShutdown implements BeforeApplicationShutdown {
+  constructor(private readonly records: WorkerRecords) {}
+  async beforeApplicationShutdown(): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    this.records.recordDisconnected('drained', 5_000);
+  }
+}
+
+@Module({ providers: [DrainsWorkersOnShutdown] })
+class DrainingModule {}
+
+function connection(id: string, connectedAt: number) {
+  return { id, provider: 'local', name: 'gpu', models: ['m'], maxConcurrent: 1, remoteAddress: '10.0.0.1', connectedAt };
+}
 
 describe('DatabaseModule', () => {
   let db: TestDatabase;
@@ -39,9 +56,9 @@ describe('DatabaseModule', () => {
     clock = new FakeClock();
   });
 
-  async function boot(): Promise<TestingModule> {
+  async function boot(...features: Array<new () => unknown>): Promise<TestingModule> {
     const moduleRef = await Test.createTestingModule({
-      imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot(config)],
+      imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot(config), ...features],
     })
       .overrideProvider(CLOCK)
       .useValue(clock)
@@ -84,7 +101,7 @@ describe('DatabaseModule', () => {
     const app = await boot();
     const records = app.get(WorkerRecords);
     const t0 = clock.now();
-    records.recordConnected({ id: 'w1', provider: 'local', name: 'gpu', models: ['m'], maxConcurrent: 1, remoteAddress: '10.0.0.1', connectedAt: t0 });
+    records.recordConnected(connection('w1', t0));
     records.recordHeartbeat('w1', t0 + 1234);
     await app.close();
     expect(app.get(DataSource).isInitialized).toBe(false);
@@ -98,13 +115,43 @@ describe('DatabaseModule', () => {
     }
   });
 
-  it('at the next boot of the same instance, marks the records it left online offline', async () => {
-    const app = await boot();
+  it('writes disconnects that other modules record during their own shutdown hooks', async () => {
+    const app = await boot(DrainingModule);
+    app.get(WorkerRecords).recordConnected(connection('drained', 1_000));
+    await app.close();
+
+    const check = await createDataSource(config.databaseUrl).initialize();
     try {
-      const row = await app.get(DataSource).getRepository(WorkerRecordEntity).findOneByOrFail({ id: 'w1' });
-      expect(row).toMatchObject({ state: 'offline', disconnectedAt: row.lastHeartbeatAt });
+      const row = await check.getRepository(WorkerRecordEntity).findOneByOrFail({ id: 'drained' });
+      expect(row).toMatchObject({ state: 'offline', disconnectedAt: 5_000 });
     } finally {
-      await app.close();
+      await check.destroy();
     }
   });
+
+  it('at the next boot of the same instance, marks the records it left online offline', async () => {
+    const first = await boot();
+    // A row as a killed process leaves it: online, heartbeat too recent for the stale sweep to act.
+    const lastHeartbeatAt = clock.now() - 10_000;
+    await first
+      .get(DataSource)
+      .getRepository(WorkerRecordEntity)
+      .insert({
+        ...connection('left-online', lastHeartbeatAt - 60_000),
+        gatewayInstanceId: 'gw-module',
+        lastHeartbeatAt,
+        disconnectedAt: null,
+        state: 'online',
+      });
+    await first.close();
+
+    const second = await boot();
+    try {
+      const row = await second.get(DataSource).getRepository(WorkerRecordEntity).findOneByOrFail({ id: 'left-online' });
+      expect(row).toMatchObject({ state: 'offline', disconnectedAt: lastHeartbeatAt });
+    } finally {
+      await second.close();
+    }
+  });
+
 });
