@@ -3,16 +3,19 @@ import { correlationIdOf } from './correlation-id';
 import type { AppLogger } from './logger';
 import { scrubSecretText } from './redaction';
 
-/** One debug line per finished response (SSE streams included, when they end). */
+/** One info line per finished request (SSE streams included, when they end); probes at debug. */
 export function registerAccessLog(fastify: FastifyInstance, logger: AppLogger): void {
   const log = logger.child({ context: 'AccessLog' }).pino;
   fastify.addHook('onResponse', (req, reply, done) => {
-    if (log.isLevelEnabled('debug')) {
-      log.debug(
+    // Probes and scrapes are frequent and uninteresting: they only show at debug level.
+    const level = req.url.startsWith('/health') || req.url.startsWith('/metrics') ? 'debug' : 'info';
+    if (log.isLevelEnabled(level)) {
+      log[level](
         {
           method: req.method,
           url: scrubSecretText(req.url),
-          status: reply.statusCode,
+          // Inference replies are hijacked and written on the raw response, so read its status.
+          status: reply.raw.statusCode,
           duration_ms: Math.round(reply.elapsedTime * 10) / 10,
           correlation_id: correlationIdOf(req),
         },

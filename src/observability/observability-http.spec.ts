@@ -175,4 +175,28 @@ describe('observability over HTTP (Fastify)', () => {
     expect(typeof line.duration_ms).toBe('number');
     expect(raw).not.toContain('hunter2');
   });
+
+  it('logs other requests at info with the status of a hijacked raw reply', async () => {
+    let raw = '';
+    const logger = createLogger('info', new Writable({ write: (c, _e, done) => ((raw += c.toString()), done()) }));
+    const moduleRef = await Test.createTestingModule({ imports: [sqliteInMemory, ObservabilityModule, HealthModule] }).compile();
+    const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+    apps.push(app);
+    const fastify = app.getHttpAdapter().getInstance();
+    registerCorrelationId(fastify);
+    registerAccessLog(fastify, logger);
+    fastify.get('/hijacked', (_req, reply) => {
+      reply.hijack();
+      reply.raw.writeHead(201, { 'content-type': 'text/plain' });
+      reply.raw.end('done');
+    });
+    await app.listen(0, '127.0.0.1');
+
+    await fetch(`${await app.getUrl()}/health/live`);
+    await fetch(`${await app.getUrl()}/hijacked`, { headers: { 'x-correlation-id': 'req-10' } });
+    await new Promise((r) => setTimeout(r, 50));
+    const lines = raw.trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(1); // the probe stays at debug
+    expect(lines[0]).toMatchObject({ level: 'info', url: '/hijacked', status: 201, correlation_id: 'req-10' });
+  });
 });
