@@ -293,7 +293,7 @@ export class Dispatcher {
       if (worker.held.has(requestId)) this.releaseHeld(worker, requestId);
       return;
     }
-    this.log.warn(`worker ${worker.id} reported error "${code}" for request ${requestId}`);
+    this.log.warn({ msg: 'worker reported an error', worker_id: worker.id, request_id: requestId, code, correlation_id: req.correlationId });
     this.release(worker, req);
     this.fail(req, Errors.workerError());
     this.afterSlotFreed(worker);
