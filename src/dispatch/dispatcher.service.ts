@@ -301,6 +301,7 @@ export class Dispatcher {
 
   /** `pong` carries the worker's own count of active requests. */
   onPong(worker: LiveWorker, currentLoad: number): void {
+    this.records.recordHeartbeat(worker.id, this.clock.now());
     // A lower load than we account for means cancelled requests have ended on the worker.
     for (const id of worker.held.keys()) {
       if (worker.assigned.size + worker.held.size <= currentLoad) break;
