@@ -105,6 +105,20 @@ describe('queueing', () => {
     expect(w.all('cancel')).toHaveLength(0);
   });
 
+  test('queue timeout while every worker is busy: 504 queue_timeout; the busy worker never receives the request', async () => {
+    const model = uniqueModel('busyq');
+    const p = await scope.provider({ models: [model], queue_timeout_secs: 0.5, request_timeout_secs: 20 }, 'busyq');
+    const w = await scope.worker({ models: [model], max_concurrent: 1 }, { provider: p.name, secret: p.secret });
+    const first = scope.post('/v1/chat/completions', chatBody(model, { marker: 'first' }));
+    const r1 = await w.nextRequest();
+    const res = await scope.post('/v1/chat/completions', chatBody(model, { marker: 'second' })).done;
+    expectOpenAiError(res, 504, 'queue_timeout');
+    w.respondJson(r1.request_id, { ok: true });
+    expect((await first.done).status).toBe(200);
+    expect(w.requests().map((r) => JSON.parse(r.body).marker)).toEqual(['first']);
+    expect(w.all('cancel')).toHaveLength(0);
+  });
+
   test('an unknown model answers 404 model_not_found ("Model \'x\' not found") instead of queueing', async () => {
     const model = uniqueModel('unknown');
     const res = await scope.post('/v1/chat/completions', chatBody(model)).done;

@@ -56,6 +56,25 @@ describe('worker disconnect', () => {
     expect((await x2.done).json()).toEqual({ seq: 2 });
   });
 
+  test('a requeued request keeps its original lifetime: it is not revived past its first deadline', async () => {
+    // request timeout 3 s from arrival; the first worker drops it at ~2 s; a second worker
+    // arrives at ~4 s, after the original deadline but before a reset one (~5 s) would pass.
+    const model = uniqueModel('lifetime');
+    const p = await scope.provider({ models: [model], request_timeout_secs: 3, queue_timeout_secs: 30 }, 'life');
+    const a = await scope.worker({ models: [model] }, { provider: p.name, secret: p.secret }, 'A');
+    const x = scope.post('/v1/chat/completions', chatBody(model));
+    await a.nextRequest();
+    await sleep(2_000);
+    a.terminate();
+    await sleep(2_000);
+    const b = await scope.worker({ models: [model] }, { provider: p.name, secret: p.secret }, 'B');
+    const res = await x.done;
+    expect(res.status).toBe(504);
+    expect(['request_timeout', 'queue_timeout']).toContain(res.json().error?.code);
+    await sleep(300);
+    expect(b.requests()).toHaveLength(0);
+  });
+
   test('disconnect after the first byte: the stream ends with one `event: error` (code worker_disconnected) and nothing after; no second answer', async () => {
     const model = uniqueModel('midstream');
     const a = await scope.worker({ models: [model] }, {}, 'A');
