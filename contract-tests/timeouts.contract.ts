@@ -3,7 +3,7 @@
  * in flight it sends cancel{timeout} to the worker and answers 504 request_timeout (an
  * established stream gets an SSE error instead); queue timeouts are covered in queueing.
  */
-import { parseSse, sseErrorCode } from './support/sse';
+import { parseSse, sseErrorCode, sseErrorPayload } from './support/sse';
 import { expectAnthropicError, expectOpenAiError } from './support/expect-error';
 import { useScope } from './support/scope';
 import { chatBody, messagesBody, uniqueModel } from './support/util';
@@ -54,6 +54,7 @@ describe('request timeout', () => {
     expect(events).toHaveLength(1);
     expect(events[0].event).toBe('error');
     expect(sseErrorCode(events[0].data)).toBe('request_timeout');
+    expect(typeof sseErrorPayload(events[0].data).retriable).toBe('boolean');
   });
 
   test('the worker slot of a timed-out request is released (the next request is served)', async () => {

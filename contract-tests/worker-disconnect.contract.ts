@@ -3,7 +3,7 @@
  * are requeued (finite: MAX_REQUEUES), a stream that already started ends with an SSE error
  * event instead of a second answer, and nothing hangs.
  */
-import { parseSse, sseErrorCode } from './support/sse';
+import { parseSse, sseErrorCode, sseErrorPayload } from './support/sse';
 import { expectAnthropicError, expectOpenAiError } from './support/expect-error';
 import { useScope } from './support/scope';
 import { target } from './support/target';
@@ -92,6 +92,7 @@ describe('worker disconnect', () => {
     expect(events).toHaveLength(1);
     expect(events[0].event).toBe('error');
     expect(sseErrorCode(events[0].data)).toBe('worker_disconnected');
+    expect(typeof sseErrorPayload(events[0].data).retriable).toBe('boolean');
     expect(res.text.endsWith('\n\n')).toBe(true);
     await sleep(500);
     expect(b.requests()).toHaveLength(0);

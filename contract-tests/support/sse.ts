@@ -27,8 +27,16 @@ export function parseSse(text: string): SseEvent[] {
   return events;
 }
 
-/** The error code carried by an SSE error payload, in either the minimal or a dialect envelope. */
-export function sseErrorCode(data: string): unknown {
+/**
+ * The error object of an SSE `error` event payload: the minimal `{code, retriable, ...}` form or
+ * the same fields inside a dialect envelope (`{"error":{...}}` / `{"type":"error","error":{...}}`).
+ */
+export function sseErrorPayload(data: string): { code?: unknown; retriable?: unknown; message?: unknown } {
   const parsed = JSON.parse(data);
-  return parsed?.code ?? parsed?.error?.code;
+  return parsed?.code !== undefined ? parsed : (parsed?.error ?? {});
+}
+
+/** The error code carried by an SSE error payload. */
+export function sseErrorCode(data: string): unknown {
+  return sseErrorPayload(data).code;
 }
