@@ -207,6 +207,7 @@ export class Dispatcher {
     });
     this.metrics.setWorkersConnected(worker.provider, this.registry.ofProvider(worker.provider).size);
     this.pullWork(worker);
+    this.updateSlotGauges(worker.provider);
   }
 
   /** The worker's connection is gone: requeue what can be requeued, fail the rest. */

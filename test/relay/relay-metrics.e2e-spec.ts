@@ -1,0 +1,48 @@
+import { startGateway, TestGateway } from '../support/gateway';
+import { ScriptedWorker } from '../support/scripted-worker';
+import { chat, eventually, post } from '../support/http';
+import { parsePrometheusText, Sample } from '../observability/prometheus-text';
+
+/** What an operator sees on /metrics after real traffic through the relay. */
+describe('relay metrics', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway();
+  });
+  afterAll(() => gw.close());
+
+  async function samples(family: string): Promise<Sample[]> {
+    const text = await (await fetch(`${gw.url}/metrics`)).text();
+    return parsePrometheusText(text).get(family)?.samples ?? [];
+  }
+  const value = (list: Sample[], labels: Record<string, string>, name?: string) =>
+    list.find((s) => (!name || s.name === name) && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+
+  it('counts requests, tokens, workers, rejections and auth failures', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['metered'], max_concurrent: 2 });
+    expect(value(await samples('switchboard_workers_connected'), { provider: 'local' })).toBe(1);
+    expect(value(await samples('switchboard_worker_slots'), { provider: 'local', state: 'free' })).toBe(2);
+
+    const pending = post(gw.url, '/v1/chat/completions', chat('metered'), { 'x-tenant-id': 'team-a' });
+    const req = await worker.next('request');
+    expect(value(await samples('switchboard_worker_slots'), { provider: 'local', state: 'busy' })).toBe(1);
+    worker.complete(req.request_id, { ok: true }, 200, { token_counts: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } });
+    expect((await pending).status).toBe(200);
+
+    const requests = await samples('switchboard_requests_total');
+    expect(value(requests, { provider: 'local', model: 'metered', endpoint: '/v1/chat/completions', status: '200' })).toBe(1);
+    const tokens = await samples('switchboard_tokens_total');
+    expect(value(tokens, { model: 'metered', tenant: 'team-a', kind: 'prompt' })).toBe(11);
+    expect(value(tokens, { model: 'metered', tenant: 'team-a', kind: 'completion' })).toBe(7);
+    expect(value(await samples('switchboard_request_duration_seconds'), { model: 'metered' }, 'switchboard_request_duration_seconds_count')).toBe(1);
+
+    expect((await post(gw.url, '/v1/chat/completions', chat('unknown-model'))).status).toBe(404);
+    expect(value(await samples('switchboard_rejections_total'), { code: 'model_not_found' })).toBe(1);
+
+    const intruder = await ScriptedWorker.connect(gw.workerUrl, { secret: 'wrong' });
+    await intruder.closed;
+    await eventually(async () => value(await samples('switchboard_worker_auth_failures_total'), { reason: 'bad_secret' }) === 1);
+    worker.close();
+    await eventually(async () => value(await samples('switchboard_workers_connected'), { provider: 'local' }) === 0);
+  });
+});
