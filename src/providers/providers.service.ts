@@ -3,18 +3,11 @@ import { APP_CONFIG, AppConfig, ProviderConfig } from '../config';
 import { hashSecret, verifySecret } from '../auth/secret-hash';
 import { ProviderRecord, ProviderStore } from './provider-store';
 
-/** A virtual provider as the relay uses it: limits, enabled flag, declared models. */
-export interface Provider {
-  readonly name: string;
-  enabled: boolean;
-  maxQueueLen: number;
-  queueTimeoutMs: number;
-  requestTimeoutMs: number;
-  maxModelsPerWorker: number;
+/** A virtual provider as the relay uses it: the stored record plus a fast model-membership set. */
+export type Provider = ProviderRecord & {
+  /** `models` as a set, for lookups on the request path. */
   declaredModels: Set<string>;
-  secretHash: string | null;
-  readonly source: 'config' | 'admin';
-}
+};
 
 export type WorkerAuthResult = 'ok' | 'unknown_provider' | 'disabled' | 'bad_secret' | 'no_secret';
 
@@ -140,7 +133,10 @@ export class ProvidersService implements OnModuleInit {
     if (patch.queueTimeoutMs !== undefined) p.queueTimeoutMs = patch.queueTimeoutMs;
     if (patch.requestTimeoutMs !== undefined) p.requestTimeoutMs = patch.requestTimeoutMs;
     if (patch.maxModelsPerWorker !== undefined) p.maxModelsPerWorker = patch.maxModelsPerWorker;
-    if (patch.models !== undefined) p.declaredModels = new Set(patch.models);
+    if (patch.models !== undefined) {
+      p.models = patch.models;
+      p.declaredModels = new Set(patch.models);
+    }
     await this.store.save(toRecord(p));
     return p;
   }
@@ -169,30 +165,10 @@ export class ProvidersService implements OnModuleInit {
   }
 }
 
-function toProvider(r: ProviderRecord): Provider {
-  return {
-    name: r.name,
-    enabled: r.enabled,
-    maxQueueLen: r.maxQueueLen,
-    queueTimeoutMs: r.queueTimeoutMs,
-    requestTimeoutMs: r.requestTimeoutMs,
-    maxModelsPerWorker: r.maxModelsPerWorker,
-    declaredModels: new Set(r.models),
-    secretHash: r.secretHash,
-    source: r.source,
-  };
+function toProvider(record: ProviderRecord): Provider {
+  return { ...record, declaredModels: new Set(record.models) };
 }
 
-function toRecord(p: Provider): ProviderRecord {
-  return {
-    name: p.name,
-    secretHash: p.secretHash,
-    enabled: p.enabled,
-    maxQueueLen: p.maxQueueLen,
-    queueTimeoutMs: p.queueTimeoutMs,
-    requestTimeoutMs: p.requestTimeoutMs,
-    maxModelsPerWorker: p.maxModelsPerWorker,
-    models: [...p.declaredModels],
-    source: p.source,
-  };
+function toRecord({ declaredModels: _derived, ...record }: Provider): ProviderRecord {
+  return record;
 }
