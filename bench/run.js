@@ -112,7 +112,7 @@ async function main() {
   const gatewayUrl = `http://127.0.0.1:${port}`;
   const children = [];
   const run = (script, argv, env) => {
-    const child = spawn(process.execPath, [script, ...argv], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, [...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), script, ...argv], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
     children.push(child);
     return child;
   };
