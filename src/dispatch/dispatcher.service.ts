@@ -506,9 +506,13 @@ export class Dispatcher {
   }
 }
 
-/** Worker response headers minus hop-by-hop ones and our own correlation header. */
+/**
+ * Worker response headers minus hop-by-hop ones and our own correlation header. The body travels
+ * as a decoded text string, so a `content-encoding` the backend used no longer describes it.
+ */
 function responseHeaders(headers: Record<string, string> | undefined): Record<string, string> {
   const out = headers ? (forwardableHeaders(headers) ?? {}) : {};
   delete out['x-correlation-id'];
+  delete out['content-encoding'];
   return out;
 }

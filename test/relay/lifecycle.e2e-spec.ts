@@ -101,10 +101,14 @@ describe('request lifecycle: routing, requeue, cancellation, drain', () => {
     expect(req.body).toBe(raw);
     expect(req.headers).toMatchObject({ authorization: 'Bearer sk-client', 'openai-organization': 'org-1', 'content-type': 'application/json', 'x-correlation-id': 'corr-h' });
     for (const h of ['host', 'content-length', 'connection', 'transfer-encoding']) expect(req.headers).not.toHaveProperty(h);
-    worker.complete(req.request_id, OK_BODY, 201, { headers: { 'content-type': 'application/json', 'x-from-backend': 'yes' } });
+    worker.complete(req.request_id, OK_BODY, 201, {
+      headers: { 'content-type': 'application/json', 'x-from-backend': 'yes', 'content-encoding': 'gzip', 'transfer-encoding': 'chunked' },
+    });
     const res = await pending;
     expect(res.status).toBe(201);
     expect(res.headers.get('x-from-backend')).toBe('yes');
+    expect(res.json).toEqual(OK_BODY); // the decoded body is not labelled gzip
+    expect(res.headers.get('content-encoding')).toBeNull();
     expect(res.headers.get('x-correlation-id')).toBe('corr-h');
     worker.close();
   });
