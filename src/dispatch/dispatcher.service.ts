@@ -276,6 +276,9 @@ export class Dispatcher {
     if (req.phase === 'streaming') {
       this.settle(req, 200);
       req.sink.endStream();
+    } else if (msg.status_code < 200) {
+      // An interim (1xx) status is not an answer: relaying it would leave the client waiting.
+      this.fail(req, Errors.workerError());
     } else {
       if (req.phase === 'assigned') {
         this.metrics.timeToFirstByte(worker.provider, req.model, (this.clock.now() - req.receivedAt) / 1000);

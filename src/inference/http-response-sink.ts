@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import { ServerResponse, validateHeaderName, validateHeaderValue } from 'node:http';
 import { GatewayError, statusOf } from '../common/gateway-error';
 import { ResponseSink } from '../dispatch/relay-request';
 import { CORRELATION_HEADER } from '../observability/correlation-id';
@@ -52,15 +52,16 @@ export class HttpResponseSink implements ResponseSink {
 
   sendComplete(status: number, headers: Record<string, string>, body: string): void {
     this.ended = true;
-    const base = { [CORRELATION_HEADER]: this.correlationId, 'content-length': String(Buffer.byteLength(body)) };
-    if (body && !headers['content-type']) headers['content-type'] = 'application/json';
-    try {
-      this.res.writeHead(status, { ...headers, ...base });
-    } catch {
-      // A header value from the backend Node refuses to send: keep the body, drop its headers.
-      this.res.writeHead(status, { 'content-type': headers['content-type'] ?? 'application/json', ...base });
+    const safe = sendableHeaders(headers);
+    // 204 and 304 responses carry no body; Node would drop it but keep a wrong content-length.
+    const bodiless = status === 204 || status === 304;
+    if (!bodiless) {
+      safe['content-length'] = String(Buffer.byteLength(body));
+      if (body && !safe['content-type']) safe['content-type'] = 'application/json';
     }
-    this.res.end(body);
+    safe[CORRELATION_HEADER] = this.correlationId;
+    this.res.writeHead(status, safe);
+    this.res.end(bodiless ? undefined : body);
   }
 
   fail(error: GatewayError): void {
@@ -79,4 +80,22 @@ export class HttpResponseSink implements ResponseSink {
     });
     this.res.end(body);
   }
+}
+
+/**
+ * Backend headers that Node can actually send: a name or value with control or non-Latin-1
+ * characters would make writeHead throw, so such headers are dropped rather than trusted.
+ */
+function sendableHeaders(headers: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of Object.keys(headers)) {
+    try {
+      validateHeaderName(name);
+      validateHeaderValue(name, headers[name]);
+      out[name] = headers[name];
+    } catch {
+      // dropped: not representable in HTTP/1.1
+    }
+  }
+  return out;
 }

@@ -138,7 +138,13 @@ export class WorkerConnection implements WorkerChannel {
       return this.protocolError(e instanceof ProtocolError ? e.message : 'unreadable frame');
     }
     if (this.state === 'awaiting_register') return this.register(message);
-    this.route(message, this.worker!);
+    try {
+      this.route(message, this.worker!);
+    } catch (e) {
+      // A frame must never take the gateway down with it: drop this worker, keep serving the rest.
+      log.error(`failed to handle a ${message.type} frame from worker ${this.worker?.id}: ${(e as Error).stack ?? e}`);
+      this.close(CloseCodes.PROTOCOL_ERROR, CloseReasons.PROTOCOL_ERROR);
+    }
   }
 
   private register(message: WorkerToServerMessage): void {

@@ -327,3 +327,49 @@ describe('gateway shutdown (SIGTERM path)', () => {
     await closing;
   });
 });
+
+describe('hostile or broken worker responses', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway();
+  });
+  afterAll(() => gw.close());
+
+  it('drops response headers Node cannot send instead of crashing, and keeps serving', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['evil-headers'] });
+    const pending = post(gw.url, '/v1/chat/completions', chat('evil-headers'));
+    const req = await worker.next('request');
+    worker.complete(req.request_id, OK_BODY, 200, {
+      headers: { 'content-type': 'application/json\r\nx-injected: 1', 'x-bad name': 'v', 'x-fine': 'ok', 'x-latin': 'caf\u0107' },
+    });
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual(OK_BODY);
+    expect(res.headers.get('x-fine')).toBe('ok');
+    expect(res.headers.get('x-injected')).toBeNull();
+    expect((await fetch(`${gw.url}/health/live`)).status).toBe(200);
+    worker.close();
+  });
+
+  it('answers 502 worker_error for an interim 1xx status instead of leaving the client waiting', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['interim'] });
+    const pending = post(gw.url, '/v1/chat/completions', chat('interim'));
+    const req = await worker.next('request');
+    worker.complete(req.request_id, '', 103);
+    const res = await pending;
+    expect(res.status).toBe(502);
+    expect(res.json.error.code).toBe('worker_error');
+    worker.close();
+  });
+
+  it('relays a 204 without a body or a stale content-length', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['empty'] });
+    const pending = post(gw.url, '/v1/chat/completions', chat('empty'));
+    const req = await worker.next('request');
+    worker.complete(req.request_id, 'ignored', 204, { headers: {} });
+    const res = await pending;
+    expect(res.status).toBe(204);
+    expect(res.text).toBe('');
+    worker.close();
+  });
+});
