@@ -481,8 +481,9 @@ export class Dispatcher {
     this.clearTimer(req);
     this.relieve(req);
     req.phase = 'finished';
+    // A request no provider took names a model nobody serves: its name is not worth a series.
     this.metrics.requestFinished(
-      { provider: req.provider?.name ?? 'none', model: req.model, endpoint: req.endpointPath, status },
+      { provider: req.provider?.name ?? 'none', model: req.provider ? req.model : '(unrouted)', endpoint: req.endpointPath, status },
       (this.clock.now() - req.receivedAt) / 1000,
     );
   }

@@ -1,5 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { LabelBudget } from './label-budget';
+
+const MAX_MODEL_LABELS = 500;
+const MAX_TENANT_LABELS = 200;
 
 export type SlotState = 'busy' | 'free' | 'held';
 export type TokenKind = 'prompt' | 'completion';
@@ -32,6 +36,9 @@ export class MetricsService {
   private readonly cancellations: Counter<'reason'>;
   private readonly rejections: Counter<'code'>;
   private readonly workerAuthFailures: Counter<'reason'>;
+  /** Client-chosen label values are capped (see LabelBudget). */
+  private readonly models = new LabelBudget(MAX_MODEL_LABELS);
+  private readonly tenants = new LabelBudget(MAX_TENANT_LABELS);
 
   constructor(readonly registry: Registry = new Registry()) {
     const registers = [registry];
@@ -113,12 +120,13 @@ export class MetricsService {
   }
 
   requestFinished(l: { provider: string; model: string; endpoint: string; status: number }, durationSec: number): void {
-    this.requests.inc({ provider: l.provider, model: l.model, endpoint: l.endpoint, status: String(l.status) });
-    this.requestDuration.observe({ provider: l.provider, model: l.model }, durationSec);
+    const model = this.models.label(l.model);
+    this.requests.inc({ provider: l.provider, model, endpoint: l.endpoint, status: String(l.status) });
+    this.requestDuration.observe({ provider: l.provider, model }, durationSec);
   }
 
   timeToFirstByte(provider: string, model: string, seconds: number): void {
-    this.firstByte.observe({ provider, model }, seconds);
+    this.firstByte.observe({ provider, model: this.models.label(model) }, seconds);
   }
 
   setQueueDepth(provider: string, depth: number): void {
@@ -138,7 +146,7 @@ export class MetricsService {
   }
 
   tokens(provider: string, model: string, tenant: string, kind: TokenKind, count: number): void {
-    if (count > 0) this.tokensTotal.inc({ provider, model, tenant, kind }, count);
+    if (count > 0) this.tokensTotal.inc({ provider, model: this.models.label(model), tenant: this.tenants.label(tenant), kind }, count);
   }
 
   requeue(provider: string): void {
