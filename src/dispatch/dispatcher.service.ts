@@ -112,14 +112,15 @@ export class Dispatcher {
     return true;
   }
 
-  private enqueue(req: RelayRequest, front: boolean): void {
+  /** Queues a request; requeued ones bypass the bound, they were already admitted. */
+  private enqueue(req: RelayRequest, requeued: boolean): void {
     const p = req.provider;
     const queue = this.queues.of(p.name);
-    if (!front && queue.length >= p.maxQueueLen) {
+    if (!requeued && queue.length >= p.maxQueueLen) {
       return this.reject(req, Errors.queueFull(1000));
     }
     const now = this.clock.now();
-    if (front) queue.pushFront(req);
+    if (requeued) queue.requeue(req);
     else queue.push(req);
     req.phase = 'queued';
     req.queuedAt = now;
@@ -218,7 +219,8 @@ export class Dispatcher {
     if (worker.drainTimer) this.clock.clearTimeout(worker.drainTimer);
     for (const cancelTimer of worker.held.values()) cancelTimer();
     worker.held.clear();
-    const orphans = [...worker.assigned.values()] as RelayRequest[];
+    // Oldest first, so the earliest arrival gets the first free slot elsewhere.
+    const orphans = ([...worker.assigned.values()] as RelayRequest[]).sort((a, b) => a.receivedAt - b.receivedAt);
     worker.assigned.clear();
     for (const req of orphans) this.rescue(req);
     this.metrics.setWorkersConnected(worker.provider, this.registry.ofProvider(worker.provider).size);

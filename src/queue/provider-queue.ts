@@ -1,12 +1,14 @@
 /** What the queue needs to know about a waiting request. */
 export interface Queueable {
   readonly model: string;
+  /** When the request first arrived; requeued requests keep their place by it. */
+  readonly receivedAt: number;
 }
 
 /**
  * Bounded FIFO of requests waiting for a worker of one provider. Workers take the oldest request
  * *they can serve*, so a request for a model nobody free serves does not block the others.
- * Requeued requests go to the front: they are older than anything that arrived since.
+ * Requeued requests go back in by arrival time, ahead of everything that arrived after them.
  */
 export class ProviderQueue<T extends Queueable> {
   private items: T[] = [];
@@ -19,8 +21,11 @@ export class ProviderQueue<T extends Queueable> {
     this.items.push(item);
   }
 
-  pushFront(item: T): void {
-    this.items.unshift(item);
+  /** Puts a requeued request back where its original arrival time places it. */
+  requeue(item: T): void {
+    const i = this.items.findIndex((other) => other.receivedAt > item.receivedAt);
+    if (i < 0) this.items.push(item);
+    else this.items.splice(i, 0, item);
   }
 
   remove(item: T): boolean {

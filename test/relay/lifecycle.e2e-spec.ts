@@ -373,3 +373,32 @@ describe('hostile or broken worker responses', () => {
     worker.close();
   });
 });
+
+describe('requeue order', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway();
+  });
+  afterAll(() => gw.close());
+
+  it('serves the requests of a dead worker in their original arrival order', async () => {
+    const doomed = await ScriptedWorker.register(gw.workerUrl, { models: ['order'], max_concurrent: 3 });
+    const pending: Array<Promise<unknown>> = [];
+    for (const n of [1, 2, 3]) {
+      pending.push(post(gw.url, '/v1/chat/completions', chat('order', { n })));
+      await doomed.worker.next('request');
+    }
+    doomed.worker.kill();
+    await doomed.worker.closed;
+    const next = await ScriptedWorker.register(gw.workerUrl, { models: ['order'], max_concurrent: 1 });
+    const served: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const req = await next.worker.next('request');
+      served.push(JSON.parse(req.body).n);
+      next.worker.complete(req.request_id, OK_BODY);
+    }
+    expect(served).toEqual([1, 2, 3]);
+    await Promise.all(pending);
+    next.worker.close();
+  });
+});
