@@ -419,17 +419,31 @@ export class Dispatcher {
     this.updateSlotGauges(worker.provider);
   }
 
-  /** Gives a worker with free slots the oldest queued requests it can serve. */
+  /**
+   * Gives a worker with free slots the oldest queued requests it can serve: its own provider's
+   * queue first, then other enabled providers' (requests are not bound to a provider, only
+   * queued at one).
+   */
   private pullWork(worker: LiveWorker): void {
     if (worker.draining || this.registry.get(worker.id) !== worker) return;
-    const queue = this.queues.of(worker.provider);
+    this.pullFrom(worker, worker.provider);
+    if (worker.freeSlots === 0 || this.queues.totalDepth() === 0) return;
+    for (const p of this.providers.list()) {
+      if (p.name === worker.provider || !p.enabled) continue;
+      this.pullFrom(worker, p.name);
+      if (worker.freeSlots === 0) return;
+    }
+  }
+
+  private pullFrom(worker: LiveWorker, provider: string): void {
+    const queue = this.queues.of(provider);
     if (queue.length === 0) return;
     while (worker.freeSlots > 0) {
       const req = queue.takeFirst((r) => worker.supports(r.model));
       if (!req) break;
       this.assign(req, worker);
     }
-    this.metrics.setQueueDepth(worker.provider, queue.length);
+    this.metrics.setQueueDepth(provider, queue.length);
   }
 
   /**

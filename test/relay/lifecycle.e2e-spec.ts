@@ -402,3 +402,33 @@ describe('requeue order', () => {
     next.worker.close();
   });
 });
+
+describe('several providers serving one model', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway();
+    const res = await admin(gw.url, 'POST', '/admin/providers', TEST_ADMIN_TOKEN, { name: 'second', secret: 'second-secret' });
+    expect(res.status).toBe(201);
+  });
+  afterAll(() => gw.close());
+
+  it('lets a worker of any provider take a queued request for its model', async () => {
+    const a = await ScriptedWorker.register(gw.workerUrl, { models: ['shared'] });
+    const b = await ScriptedWorker.register(gw.workerUrl, { models: ['shared'] }, { provider: 'second', secret: 'second-secret' });
+    const p1 = post(gw.url, '/v1/chat/completions', chat('shared', { n: 1 }));
+    const p2 = post(gw.url, '/v1/chat/completions', chat('shared', { n: 2 }));
+    const first = await a.worker.next('request');
+    const second = await b.worker.next('request');
+    const p3 = post(gw.url, '/v1/chat/completions', chat('shared', { n: 3 })); // queued: both busy
+    await sleep(50);
+    // Whichever queue it waits in, the first worker to free up serves it.
+    b.worker.complete(second.request_id, OK_BODY);
+    const third = await b.worker.next('request');
+    expect(JSON.parse(third.body).n).toBe(3);
+    b.worker.complete(third.request_id, OK_BODY);
+    a.worker.complete(first.request_id, OK_BODY);
+    expect((await Promise.all([p1, p2, p3])).map((r) => r.status)).toEqual([200, 200, 200]);
+    a.worker.close();
+    b.worker.close();
+  });
+});
