@@ -68,16 +68,19 @@ describe('Dispatcher (fake clock)', () => {
   let clock: FakeClock;
   let dispatcher: Dispatcher;
   let registry: WorkerRegistry;
+  let providers: ProvidersService;
+  let lifecycle: LifecycleState;
   let workerSeq = 0;
 
   beforeEach(async () => {
     clock = new FakeClock();
     const config = loadConfig({ QUEUE_TIMEOUT_SECS: '10', REQUEST_TIMEOUT_SECS: '60', CANCEL_GRACE_SECS: '5', PROVIDER_NAME: 'local' });
     config.providers[0].models = ['m'];
-    const providers = new ProvidersService(config, new MemoryStore());
+    providers = new ProvidersService(config, new MemoryStore());
     await providers.onModuleInit();
     registry = new WorkerRegistry();
-    dispatcher = new Dispatcher(config, clock, providers, registry, new RequestQueues(), new NoRecords(), new MetricsService(), new LifecycleState());
+    lifecycle = new LifecycleState();
+    dispatcher = new Dispatcher(config, clock, providers, registry, new RequestQueues(), new NoRecords(), new MetricsService(), lifecycle);
   });
 
   function addWorker(maxConcurrent = 1): { worker: LiveWorker; channel: RecordingChannel } {
@@ -156,5 +159,40 @@ describe('Dispatcher (fake clock)', () => {
     clock.advance(3_000);
     expect(sink.outcome.error?.code).toBe('drain_timeout');
     expect(channel.closedWith).toEqual([1000, 'graceful shutdown timed out']);
+  });
+
+  it('cancels with server_shutdown when the gateway drain deadline passes', async () => {
+    const { channel } = addWorker();
+    const { req, sink } = submit();
+    const done = dispatcher.shutdown(2_000);
+    clock.advance(2_000);
+    expect(sink.outcome.error?.code).toBe('drain_timeout');
+    expect(channel.sent).toContainEqual({ type: 'cancel', request_id: req.id, reason: 'server_shutdown' });
+    expect(channel.closedWith).toEqual([1000, 'graceful shutdown timed out']);
+    clock.advance(1_000);
+    await done;
+  });
+
+  it('drains a worker that registers after shutdown began instead of giving it work', () => {
+    lifecycle.beginShutdown();
+    const { channel } = addWorker();
+    expect(channel.sent[0]).toMatchObject({ type: 'graceful_shutdown', reason: 'server_shutdown' });
+    expect(channel.closedWith).toEqual([1000, 'graceful shutdown complete']);
+  });
+
+  it('fails a request whose provider was deleted when its worker (of another provider) vanishes', async () => {
+    addWorker(2); // provider "local": the request is queued/accounted there
+    submit(); // keeps the local worker busier than the other one
+    await providers.create({ name: 'other', models: ['m'] });
+    const channel = new RecordingChannel();
+    const other = new LiveWorker('w-other', 'other', 'w', ['m'], 1, '127.0.0.1', clock.now(), channel);
+    dispatcher.attachWorker(other);
+    const { req, sink } = submit();
+    expect(req.provider.name).toBe('local');
+    expect(req.worker).toBe(other);
+    await providers.remove('local');
+    expect(sink.outcome.error).toBeUndefined(); // running elsewhere, untouched by the deletion
+    dispatcher.detachWorker(other);
+    expect(sink.outcome.error?.code).toBe('provider_deleted');
   });
 });

@@ -207,6 +207,11 @@ export class Dispatcher {
       connectedAt: worker.connectedAt,
     });
     this.metrics.setWorkersConnected(worker.provider, this.registry.ofProvider(worker.provider).size);
+    if (this.lifecycle.isShuttingDown) {
+      // Registered after shutdown began: it gets no work and leaves like everyone else.
+      this.drainWorker(worker, this.config.shutdownDrainTimeoutMs, 'server_shutdown', 'server_shutdown');
+      return;
+    }
     this.pullWork(worker);
     this.updateSlotGauges(worker.provider);
   }
@@ -234,6 +239,7 @@ export class Dispatcher {
     req.worker = undefined;
     if (req.sink.clientGone) return this.settle(req, CLIENT_CLOSED);
     if (req.started) return this.fail(req, Errors.workerDisconnected());
+    if (this.providers.get(req.provider.name) !== req.provider) return this.fail(req, Errors.providerDeleted());
     if (req.requeues >= this.config.maxRequeues) return this.fail(req, Errors.requeueExhausted());
     req.requeues++;
     req.bufferedBody = undefined;
@@ -326,7 +332,7 @@ export class Dispatcher {
   }
 
   /** Asks a worker to finish its work and leave; at the deadline its remaining work fails. */
-  drainWorker(worker: LiveWorker, timeoutMs: number, reason: string): void {
+  drainWorker(worker: LiveWorker, timeoutMs: number, reason: string, cancelReason: CancelReason = 'graceful_shutdown'): void {
     if (worker.draining || this.registry.get(worker.id) !== worker) return;
     worker.draining = true;
     worker.channel.send({
@@ -342,7 +348,7 @@ export class Dispatcher {
     worker.drainTimer = this.clock.setTimeout(() => {
       worker.drainTimer = undefined;
       for (const req of [...worker.assigned.values()] as RelayRequest[]) {
-        this.cancelOnWorker(req, 'graceful_shutdown');
+        this.cancelOnWorker(req, cancelReason);
         this.fail(req, Errors.drainTimeout());
       }
       worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_TIMED_OUT);
@@ -364,7 +370,7 @@ export class Dispatcher {
     }
     if (this.registry.count() === 0) return;
     const allGone = new Promise<void>((resolve) => this.shutdownWaiters.push(resolve));
-    for (const w of [...this.registry.all()]) this.drainWorker(w, timeoutMs, 'server_shutdown');
+    for (const w of [...this.registry.all()]) this.drainWorker(w, timeoutMs, 'server_shutdown', 'server_shutdown');
     // Workers that never acknowledge the close still must not hold the process.
     const grace = new Promise<void>((resolve) => this.clock.setTimeout(resolve, timeoutMs + 1000));
     await Promise.race([allGone, grace]);

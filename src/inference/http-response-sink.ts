@@ -24,13 +24,21 @@ export class HttpResponseSink implements ResponseSink {
     private readonly dialect: Dialect,
   ) {}
 
-  /** Calls `onGone` once if the client disconnects before the response is complete. */
-  watchClient(onGone: () => void): void {
+  /**
+   * Calls `onGone` once if the client disconnects before the response is complete. Returns false
+   * when the client has already gone (its socket closed before the handler ran).
+   */
+  watchClient(onGone: () => void): boolean {
+    if (!this.res.socket || this.res.socket.destroyed) {
+      this.clientGone = true;
+      return false;
+    }
     this.res.on('close', () => {
       if (this.ended) return;
       this.clientGone = true;
       onGone();
     });
+    return true;
   }
 
   startStream(): void {

@@ -41,7 +41,7 @@ export class InferenceService {
       tenant: typeof tenantHeader === 'string' && tenantHeader ? tenantHeader : 'default',
       sink,
     });
-    sink.watchClient(() => this.dispatcher.clientGone(request));
+    if (!sink.watchClient(() => this.dispatcher.clientGone(request))) return;
     this.dispatcher.submit(request);
   }
 }

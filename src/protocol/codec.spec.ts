@@ -25,6 +25,10 @@ describe('worker protocol codec', () => {
     expect(() => parseWorkerMessage(text)).toThrow(ProtocolError);
   });
 
+  it('leaves current_load unset when a models_update omits it (no claim about load)', () => {
+    expect(parseWorkerMessage('{"type":"models_update","models":["a"]}')).toEqual({ type: 'models_update', models: ['a'], current_load: undefined, capabilities: undefined });
+  });
+
   it('omits absent optional fields when encoding', () => {
     const text = encodeMessage({ type: 'register_ack', worker_id: 'w-1', models: ['a'], warnings: undefined, protocol_version: undefined });
     expect(text).toBe('{"type":"register_ack","worker_id":"w-1","models":["a"]}');

@@ -144,7 +144,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
       return {
         type,
         models: strArray(o, type, 'models'),
-        current_load: optUint(o, type, 'current_load') ?? 0,
+        current_load: optUint(o, type, 'current_load'),
         capabilities: optCapabilities(o),
       };
     case 'response_chunk':

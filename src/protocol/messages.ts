@@ -45,7 +45,8 @@ export interface RegisterMessage {
 export interface ModelsUpdateMessage {
   type: 'models_update';
   models: string[];
-  current_load: number;
+  /** Sent by every known worker; tolerated when absent (then it says nothing about load). */
+  current_load?: number;
   capabilities?: Record<string, ModelCapabilities>;
 }
 

@@ -205,7 +205,7 @@ export class WorkerConnection implements WorkerChannel {
         if (warnings.length) log.warn(`worker ${worker.id} models_update: ${warnings.join('; ')}`);
         worker.setModels(models);
         if (message.capabilities) worker.capabilities = message.capabilities;
-        dispatcher.onPong(worker, message.current_load);
+        if (message.current_load !== undefined) dispatcher.onPong(worker, message.current_load);
         dispatcher.onModelsChanged(worker);
         return;
       }
