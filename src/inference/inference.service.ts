@@ -28,6 +28,8 @@ export class InferenceService {
     if (envelope instanceof GatewayError) return sink.fail(envelope);
 
     const headers = forwardableHeaders(req.headers) ?? {};
+    // Responses travel back as text frames: a compressed backend body could not cross them.
+    delete headers['accept-encoding'];
     headers[CORRELATION_HEADER] = req.correlationId;
     const tenantHeader = req.headers['x-tenant-id'];
     const request = new RelayRequest({

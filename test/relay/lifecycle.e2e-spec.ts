@@ -96,11 +96,12 @@ describe('request lifecycle: routing, requeue, cancellation, drain', () => {
       'OpenAI-Organization': 'org-1',
       'x-correlation-id': 'corr-h',
       connection: 'keep-alive',
+      'accept-encoding': 'gzip, br',
     });
     const req = await worker.next('request');
     expect(req.body).toBe(raw);
     expect(req.headers).toMatchObject({ authorization: 'Bearer sk-client', 'openai-organization': 'org-1', 'content-type': 'application/json', 'x-correlation-id': 'corr-h' });
-    for (const h of ['host', 'content-length', 'connection', 'transfer-encoding']) expect(req.headers).not.toHaveProperty(h);
+    for (const h of ['host', 'content-length', 'connection', 'transfer-encoding', 'accept-encoding']) expect(req.headers).not.toHaveProperty(h);
     worker.complete(req.request_id, OK_BODY, 201, {
       headers: { 'content-type': 'application/json', 'x-from-backend': 'yes', 'content-encoding': 'gzip', 'transfer-encoding': 'chunked' },
     });
