@@ -49,11 +49,11 @@ export class WorkerRegistry {
     return false;
   }
 
-  /** Models of all connected non-draining workers, deduplicated, wildcard hidden. */
-  listModels(): Array<{ id: string; provider: string; createdAt: number }> {
+  /** Models of connected non-draining workers (of the providers `include` accepts), deduplicated, wildcard hidden. */
+  listModels(include: (provider: string) => boolean = () => true): Array<{ id: string; provider: string; createdAt: number }> {
     const seen = new Map<string, { id: string; provider: string; createdAt: number }>();
     for (const w of this.byId.values()) {
-      if (w.draining) continue;
+      if (w.draining || !include(w.provider)) continue;
       for (const m of w.models) {
         const prev = seen.get(m);
         if (!prev || prev.createdAt > w.connectedAt) seen.set(m, { id: m, provider: w.provider, createdAt: w.connectedAt });
