@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, TestGateway, TEST_SECRET } from '../support/gateway';
 import { ScriptedWorker } from '../support/scripted-worker';
+import { eventually } from '../support/http';
 
 function configFile(yaml: string): string {
   const path = join(mkdtempSync(join(tmpdir(), 'sb-cfg-')), 'switchboard.yaml');
@@ -182,3 +183,23 @@ describe('worker link: timers and rate limiting', () => {
     expect(await good.closed).toEqual({ code: 1008, reason: 'worker authentication temporarily rate limited' });
   });
 });
+
+describe('worker link: periodic model refresh', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({ MODELS_REFRESH_INTERVAL_SECS: '0.1' });
+  });
+  afterAll(() => gw.close());
+
+  it('asks every worker to refresh its models on the configured period and applies the answer', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['old-model'] });
+    expect(await worker.next('models_refresh')).toEqual({ type: 'models_refresh', reason: 'periodic' });
+    worker.send({ type: 'models_update', models: ['new-model'], current_load: 0 });
+    const ids = async () => ((await (await fetch(`${gw.url}/v1/models`)).json()) as any).data.map((m: { id: string }) => m.id);
+    await eventually(async () => (await ids()).includes('new-model'));
+    expect(await ids()).not.toContain('old-model');
+    await worker.next('models_refresh');
+    worker.close();
+  });
+});
+
