@@ -101,15 +101,14 @@ export class Dispatcher {
 
   /** Reserves a slot on the best worker of any enabled provider serving the model. */
   private tryAssign(req: RelayRequest): boolean {
-    let best: LiveWorker | undefined;
-    for (const p of this.providers.list()) {
-      if (!p.enabled) continue;
-      const candidate = selectWorker(this.registry.ofProvider(p.name), req.model);
-      if (candidate && (!best || candidate.load < best.load)) best = candidate;
-    }
+    const best = selectWorker(this.workersOfEnabledProviders(), req.model);
     if (!best) return false;
     this.assign(req, best);
     return true;
+  }
+
+  private *workersOfEnabledProviders(): Iterable<LiveWorker> {
+    for (const p of this.providers.list()) if (p.enabled) yield* this.registry.ofProvider(p.name);
   }
 
   /** Queues a request; requeued ones bypass the bound, they were already admitted. */
