@@ -23,25 +23,20 @@ export class DialectExceptionFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const req = http.getRequest<FastifyRequest>();
     const reply = http.getResponse<FastifyReply>();
-    const error = this.toGatewayError(exception);
-    const status = statusOf(error.code);
+    const status = statusOfException(exception);
+    const error = this.toGatewayError(exception, status);
     if (reply.sent || reply.raw.headersSent) return;
     reply
-      .status(status)
+      // Known codes answer their contract status; other framework 4xx (405, 415…) keep theirs.
+      .status(exception instanceof GatewayError || status >= 500 ? statusOf(error.code) : status)
       .headers(errorHeaders(error))
       .header('content-type', 'application/json')
       .send(JSON.stringify(errorBody(dialectOf(req.url.split('?')[0]), error)));
   }
 
-  private toGatewayError(exception: unknown): GatewayError {
+  private toGatewayError(exception: unknown, status: number): GatewayError {
     if (exception instanceof GatewayError) return exception;
-    const status =
-      exception instanceof HttpException
-        ? exception.getStatus()
-        : typeof (exception as { statusCode?: unknown })?.statusCode === 'number'
-          ? (exception as { statusCode: number }).statusCode
-          : 500;
-    const code = CODE_BY_STATUS[status];
+    const code = CODE_BY_STATUS[status] ?? (status >= 400 && status < 500 ? 'invalid_request' : undefined);
     if (code === 'not_found') return new GatewayError(code, 'Route not found');
     if (code === 'payload_too_large') return new GatewayError(code, 'Request body is too large');
     if (code && exception instanceof HttpException) return new GatewayError(code, sanitize(exception.message));
@@ -49,6 +44,13 @@ export class DialectExceptionFilter implements ExceptionFilter {
     this.log.error(`unhandled error: ${(exception as Error)?.stack ?? String(exception)}`);
     return new GatewayError('internal_error', 'Internal error');
   }
+}
+
+function statusOfException(exception: unknown): number {
+  if (exception instanceof GatewayError) return statusOf(exception.code);
+  if (exception instanceof HttpException) return exception.getStatus();
+  const statusCode = (exception as { statusCode?: unknown })?.statusCode;
+  return typeof statusCode === 'number' ? statusCode : 500;
 }
 
 function sanitize(message: string): string {
