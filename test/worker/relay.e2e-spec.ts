@@ -68,7 +68,8 @@ describe('worker daemon: registration and relaying requests', () => {
         'content-type': 'application/json',
         'openai-organization': 'org-1',
         'x-worker-secret': 'leaked-by-a-buggy-gateway',
-        connection: 'keep-alive, x-foo',
+        connection: 'keep-alive, X-Foo',
+        'x-foo': 'for the next hop only',
         'transfer-encoding': 'chunked',
         'accept-encoding': 'gzip',
       },
@@ -83,6 +84,7 @@ describe('worker daemon: registration and relaying requests', () => {
     expect(seen.headers).not.toHaveProperty('x-worker-secret');
     expect(seen.headers).not.toHaveProperty('transfer-encoding');
     expect(seen.headers).not.toHaveProperty('accept-encoding');
+    expect(seen.headers).not.toHaveProperty('x-foo'); // nominated by Connection
   });
 
   it('replaces client credentials with --backend-api-key when one is configured', async () => {
