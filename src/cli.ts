@@ -7,6 +7,7 @@ commands:
   serve               start the gateway (default)
   worker [options]    start a worker daemon that dials into a gateway
   migrate [--revert]  apply pending database migrations to DATABASE_URL, or revert the last one
+  hash-secret         read a worker secret on stdin, print its scrypt hash (for secret_hash: in YAML)
   help                show this text
 `;
 
@@ -50,6 +51,20 @@ async function migrate(args: string[]): Promise<number> {
   return 0;
 }
 
+/** The secret comes on stdin, never as an argument (arguments are visible to every user in `ps`). */
+async function hashSecretFromStdin(): Promise<number> {
+  let input = '';
+  for await (const chunk of process.stdin) input += chunk;
+  const secret = input.replace(/\r?\n$/, '');
+  if (secret === '') {
+    process.stderr.write('switchboard hash-secret: pipe the secret on stdin, e.g. printf %s "$SECRET" | switchboard hash-secret\n');
+    return 2;
+  }
+  const { hashSecret } = await import('./auth/secret-hash');
+  process.stdout.write(`${await hashSecret(secret)}\n`);
+  return 0;
+}
+
 async function run(argv: string[]): Promise<void> {
   const [command = 'serve', ...rest] = argv;
   switch (command) {
@@ -63,6 +78,9 @@ async function run(argv: string[]): Promise<void> {
       return;
     case 'migrate':
       process.exitCode = await migrate(rest);
+      return;
+    case 'hash-secret':
+      process.exitCode = await hashSecretFromStdin();
       return;
     case 'help':
     case '--help':

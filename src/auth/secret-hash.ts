@@ -19,15 +19,40 @@ export async function hashSecret(secret: string): Promise<string> {
   return `scrypt$${N}$${R}$${P}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
+interface ParsedHash {
+  n: number;
+  r: number;
+  p: number;
+  salt: Buffer;
+  key: Buffer;
+}
+
+/** Splits `scrypt$N$r$p$salt$key`, accepting only parameters scrypt can run with sane cost. */
+function parseHash(stored: string): ParsedHash | undefined {
+  const parts = stored.split('$');
+  if (parts.length !== 6 || parts[0] !== 'scrypt') return undefined;
+  const [n, r, p] = parts.slice(1, 4).map(Number);
+  const powerOfTwo = Number.isInteger(n) && n > 1 && (n & (n - 1)) === 0 && n <= 2 ** 20;
+  if (!powerOfTwo || !Number.isInteger(r) || r < 1 || r > 32 || !Number.isInteger(p) || p < 1 || p > 16) return undefined;
+  const salt = Buffer.from(parts[4], 'base64');
+  const key = Buffer.from(parts[5], 'base64');
+  if (salt.length < 8 || key.length !== KEY_LEN) return undefined;
+  return { n, r, p, salt, key };
+}
+
+/** Whether a stored hash has the form `hashSecret` produces (checked at boot). */
+export function isWellFormedSecretHash(stored: string): boolean {
+  return parseHash(stored) !== undefined;
+}
+
 /** Constant-time check of a presented secret against a stored hash. Malformed hashes never match. */
 export async function verifySecret(secret: string, stored: string): Promise<boolean> {
-  const parts = stored.split('$');
-  if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
-  const [n, r, p] = parts.slice(1, 4).map(Number);
-  if (![n, r, p].every((x) => Number.isInteger(x) && x > 0)) return false;
-  const salt = Buffer.from(parts[4], 'base64');
-  const expected = Buffer.from(parts[5], 'base64');
-  if (expected.length !== KEY_LEN) return false;
-  const actual = await derive(secret, salt, n, r, p);
-  return timingSafeEqual(actual, expected);
+  const parsed = parseHash(stored);
+  if (!parsed) return false;
+  try {
+    const actual = await derive(secret, parsed.salt, parsed.n, parsed.r, parsed.p);
+    return timingSafeEqual(actual, parsed.key);
+  } catch {
+    return false;
+  }
 }

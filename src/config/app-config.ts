@@ -15,6 +15,14 @@ export interface ProviderConfig {
   models: string[];
 }
 
+/** Limits a provider gets when it does not set its own (env / top-level YAML values). */
+export interface ProviderDefaults {
+  maxQueueLen: number;
+  queueTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxModelsPerWorker: number;
+}
+
 export interface AuthLimiterConfig {
   maxFailures: number;
   windowMs: number;
@@ -26,6 +34,7 @@ export interface AppConfig {
   listenHost: string;
   listenPort: number;
   providers: ProviderConfig[];
+  providerDefaults: ProviderDefaults;
   defaultProviderName: string;
   heartbeatIntervalMs: number;
   heartbeatTimeoutMs: number;

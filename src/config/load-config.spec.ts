@@ -72,4 +72,59 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).toMatch(/CONFIG_FILE/);
     expect(problems.join('\n')).toMatch(/DATABASE_URL/);
   });
+
+  it('rejects durations that would overflow Node timers or round to zero', () => {
+    const problems = problemsOf({ REQUEST_TIMEOUT_SECS: '3000000', QUEUE_TIMEOUT_SECS: '0.0001', STALE_SWEEP_INTERVAL_SECS: '9999999' });
+    expect(problems.join('\n')).toMatch(/REQUEST_TIMEOUT_SECS must be a number > 0 <= 2147483/);
+    expect(problems.join('\n')).toMatch(/QUEUE_TIMEOUT_SECS must be at least 0.001/);
+    expect(problems.join('\n')).toMatch(/STALE_SWEEP_INTERVAL_SECS/);
+  });
+
+  it('validates DATABASE_URL, the LISTEN_ADDR host and INSTANCE_ID at boot', () => {
+    const problems = problemsOf({ DATABASE_URL: 'sqlite:', LISTEN_ADDR: '256.1.1.1:80', INSTANCE_ID: 'x'.repeat(200) });
+    expect(problems.join('\n')).toMatch(/sqlite: needs a file path/);
+    expect(problems.join('\n')).toMatch(/LISTEN_ADDR host "256.1.1.1"/);
+    expect(problems.join('\n')).toMatch(/INSTANCE_ID/);
+    expect(problemsOf({ DATABASE_URL: 'postgres://u@h/db?schema=Bad' }).join()).toMatch(/schema/);
+    expect(problemsOf({ LISTEN_ADDR: 'gateway.internal:8080', DATABASE_URL: 'postgres://u@h:5432/db?schema=sb' })).toEqual([]);
+  });
+
+  it('rejects malformed secret hashes, non-string secrets and unknown keys in the file', async () => {
+    const { hashSecret } = await import('../auth/secret-hash');
+    const good = await hashSecret('s3cret-value');
+    const path = join(mkdtempSync(join(tmpdir(), 'sb-')), 'c.yaml');
+    writeFileSync(
+      path,
+      [
+        'log_levle: debug',
+        'providers:',
+        `  - name: ok`,
+        `    secret_hash: "${good}"`,
+        '  - name: odd-n',
+        `    secret_hash: "${good.replace('scrypt$16384$', 'scrypt$1000$')}"`,
+        '  - name: junk',
+        '    secret_hash: "scrypt$oops"',
+        '  - name: numeric',
+        '    secret: 12345678',
+        '    max_queue_length: 3',
+      ].join('\n'),
+    );
+    const problems = problemsOf({ CONFIG_FILE: path });
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        'log_levle (config file) is not a setting',
+        expect.stringMatching(/providers\[1\]\.secret_hash/),
+        expect.stringMatching(/providers\[2\]\.secret_hash/),
+        expect.stringMatching(/providers\[3\]\.secret must be a string/),
+        'providers[3].max_queue_length is not a provider setting',
+      ]),
+    );
+    expect(problems.join('\n')).not.toMatch(/providers\[0\]/);
+  });
+
+  it('keeps the provider defaults for providers created later', () => {
+    const c = loadConfig({ MAX_QUEUE_LEN: '7', QUEUE_TIMEOUT_SECS: '5' });
+    expect(c.providerDefaults).toEqual({ maxQueueLen: 7, queueTimeoutMs: 5000, requestTimeoutMs: 300000, maxModelsPerWorker: 256 });
+  });
 });
+

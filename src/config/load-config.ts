@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
+import { isWellFormedSecretHash } from '../auth/secret-hash';
+import { parseDatabaseUrl } from '../database/database-url';
 import { parse as parseYaml } from 'yaml';
-import { AppConfig, ProviderConfig } from './app-config';
+import { AppConfig, ProviderConfig, ProviderDefaults } from './app-config';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
 export class ConfigError extends Error {
@@ -12,20 +15,37 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
+
+const PROVIDER_KEYS = new Set([
+  'name',
+  'secret',
+  'secret_hash',
+  'enabled',
+  'max_queue_len',
+  'queue_timeout_secs',
+  'request_timeout_secs',
+  'max_models',
+  'models',
+]);
 type Yaml = Record<string, unknown>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const HOSTNAME = /^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$/;
+const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** Collects problems while reading values from env (wins) and the YAML file. */
 class Reader {
   readonly problems: string[] = [];
+  /** YAML keys asked for, so unknown (misspelt) keys can be reported. */
+  readonly knownYamlKeys = new Set<string>(['providers', 'server', 'routing', 'tenants']);
   constructor(
     private readonly env: Env,
     private readonly file: Yaml,
   ) {}
 
   private raw(envKey: string, yamlKey?: string): { value: unknown; source: string } | undefined {
+    if (yamlKey) this.knownYamlKeys.add(yamlKey);
     const fromEnv = this.env[envKey];
     if (fromEnv !== undefined && fromEnv !== '') return { value: fromEnv, source: envKey };
     if (yamlKey && this.file[yamlKey] !== undefined && this.file[yamlKey] !== null) {
@@ -54,7 +74,7 @@ class Reader {
 
   /** Seconds (fractions allowed) → milliseconds. */
   seconds(envKey: string, yamlKey: string | undefined, fallbackSecs: number, opts: NumberOpts = {}): number {
-    return Math.round(this.number(envKey, yamlKey, fallbackSecs, opts) * 1000);
+    return toMillis(this.number(envKey, yamlKey, fallbackSecs, opts), envKey, opts, this.problems);
   }
 
   bool(envKey: string, yamlKey: string | undefined, fallback: boolean): boolean {
@@ -73,8 +93,16 @@ interface NumberOpts {
   min?: number;
   /** Strictly greater than this. */
   above?: number;
+  max?: number;
   integer?: boolean;
 }
+
+/** Node timers overflow (and fire at once) past 2^31-1 ms, about 24.8 days. */
+const MAX_TIMER_SECS = 2147483;
+/** A duration that drives a timer: positive, at least 1 ms, within Node's timer range. */
+const TIMER: NumberOpts = { above: 0, max: MAX_TIMER_SECS };
+/** A timer duration where 0 switches the feature off (or means "at once"). */
+const TIMER_OR_ZERO: NumberOpts = { min: 0, max: MAX_TIMER_SECS };
 
 function checkNumber(value: unknown, source: string, fallback: number, opts: NumberOpts, problems: string[]): number {
   const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
@@ -82,12 +110,14 @@ function checkNumber(value: unknown, source: string, fallback: number, opts: Num
     !Number.isFinite(n) ||
     (opts.integer && !Number.isInteger(n)) ||
     (opts.min !== undefined && n < opts.min) ||
-    (opts.above !== undefined && n <= opts.above);
+    (opts.above !== undefined && n <= opts.above) ||
+    (opts.max !== undefined && n > opts.max);
   if (bad) {
     const rule = [
       opts.integer ? 'an integer' : 'a number',
       opts.min !== undefined ? `>= ${opts.min}` : '',
       opts.above !== undefined ? `> ${opts.above}` : '',
+      opts.max !== undefined ? `<= ${opts.max}` : '',
     ]
       .filter(Boolean)
       .join(' ');
@@ -95,6 +125,16 @@ function checkNumber(value: unknown, source: string, fallback: number, opts: Num
     return fallback;
   }
   return n;
+}
+
+/** Seconds → whole milliseconds; a positive duration may not round down to 0 ms. */
+function toMillis(secs: number, source: string, opts: NumberOpts, problems: string[]): number {
+  const ms = Math.round(secs * 1000);
+  if (opts.above === 0 && ms < 1) {
+    problems.push(`${source} must be at least 0.001 (one millisecond), got "${secs}"`);
+    return 1;
+  }
+  return ms;
 }
 
 function parseListenAddr(value: string, problems: string[]): { host: string; port: number } {
@@ -105,6 +145,10 @@ function parseListenAddr(value: string, problems: string[]): { host: string; por
     return { host: '127.0.0.1', port: 8080 };
   }
   const host = m[1].replace(/^\[|\]$/g, '') || '0.0.0.0';
+  const looksNumeric = /^[\d.]+$/.test(host);
+  if ((looksNumeric && isIP(host) !== 4) || (!looksNumeric && isIP(host) === 0 && !HOSTNAME.test(host))) {
+    problems.push(`LISTEN_ADDR host "${host}" is not an IP address or host name`);
+  }
   return { host, port };
 }
 
@@ -130,13 +174,6 @@ function readConfigFile(path: string, problems: string[]): Yaml {
   }
 }
 
-interface ProviderDefaults {
-  maxQueueLen: number;
-  queueTimeoutMs: number;
-  requestTimeoutMs: number;
-  maxModelsPerWorker: number;
-}
-
 function readProviders(file: Yaml, defaults: ProviderDefaults, problems: string[]): ProviderConfig[] {
   const list = file.providers;
   if (list === undefined || list === null) return [];
@@ -154,9 +191,13 @@ function readProviders(file: Yaml, defaults: ProviderDefaults, problems: string[
     const p = entry as Yaml;
     const name = typeof p.name === 'string' ? p.name : '';
     if (!PROVIDER_NAME.test(name)) problems.push(`${at}.name must match ${PROVIDER_NAME.source}`);
+    for (const key of Object.keys(p)) if (!PROVIDER_KEYS.has(key)) problems.push(`${at}.${key} is not a provider setting`);
+    if (p.secret !== undefined && p.secret !== null && typeof p.secret !== 'string') problems.push(`${at}.secret must be a string (quote it)`);
     const secret = typeof p.secret === 'string' && p.secret !== '' ? p.secret : undefined;
     const secretHash = typeof p.secret_hash === 'string' && p.secret_hash !== '' ? p.secret_hash : undefined;
-    if (secretHash && !secretHash.startsWith('scrypt$')) problems.push(`${at}.secret_hash must be a scrypt$… hash`);
+    if (p.secret_hash !== undefined && p.secret_hash !== null && !(secretHash && isWellFormedSecretHash(secretHash))) {
+      problems.push(`${at}.secret_hash must be a hash printed by \`switchboard hash-secret\` (scrypt$N$r$p$salt$key)`);
+    }
     const num = (key: string, fallback: number, opts: NumberOpts) =>
       p[key] === undefined || p[key] === null ? fallback : checkNumber(p[key], `${at}.${key}`, fallback, opts, problems);
     const models = p.models === undefined || p.models === null ? [] : p.models;
@@ -170,8 +211,8 @@ function readProviders(file: Yaml, defaults: ProviderDefaults, problems: string[
       secretHash,
       enabled: p.enabled !== false,
       maxQueueLen: num('max_queue_len', defaults.maxQueueLen, { min: 0, integer: true }),
-      queueTimeoutMs: Math.round(num('queue_timeout_secs', defaults.queueTimeoutMs / 1000, { above: 0 }) * 1000),
-      requestTimeoutMs: Math.round(num('request_timeout_secs', defaults.requestTimeoutMs / 1000, { above: 0 }) * 1000),
+      queueTimeoutMs: toMillis(num('queue_timeout_secs', defaults.queueTimeoutMs / 1000, TIMER), `${at}.queue_timeout_secs`, TIMER, problems),
+      requestTimeoutMs: toMillis(num('request_timeout_secs', defaults.requestTimeoutMs / 1000, TIMER), `${at}.request_timeout_secs`, TIMER, problems),
       maxModelsPerWorker: num('max_models', defaults.maxModelsPerWorker, { min: 1, integer: true }),
       models: Array.isArray(models) ? models.filter((m): m is string => typeof m === 'string').map((m) => m.trim()).filter(Boolean) : [],
     });
@@ -203,8 +244,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
 
   const defaults: ProviderDefaults = {
     maxQueueLen: r.number('MAX_QUEUE_LEN', 'max_queue_len', 100, { min: 0, integer: true }),
-    queueTimeoutMs: r.seconds('QUEUE_TIMEOUT_SECS', 'queue_timeout_secs', 30, { above: 0 }),
-    requestTimeoutMs: r.seconds('REQUEST_TIMEOUT_SECS', 'request_timeout_secs', 300, { above: 0 }),
+    queueTimeoutMs: r.seconds('QUEUE_TIMEOUT_SECS', 'queue_timeout_secs', 30, TIMER),
+    requestTimeoutMs: r.seconds('REQUEST_TIMEOUT_SECS', 'request_timeout_secs', 300, TIMER),
     maxModelsPerWorker: r.number('MAX_MODELS_PER_WORKER', 'max_models_per_worker', 256, { min: 1, integer: true }),
   };
 
@@ -225,17 +266,18 @@ export function loadConfig(env: Env = process.env): AppConfig {
     providers.unshift({ name: defaultProviderName, secret: workerSecret, enabled: true, models: [], ...defaults });
   }
 
-  const heartbeatIntervalMs = r.seconds('HEARTBEAT_INTERVAL_SECS', 'heartbeat_interval_secs', 15, { above: 0 });
-  const heartbeatTimeoutMs = r.seconds('HEARTBEAT_TIMEOUT_SECS', 'heartbeat_timeout_secs', 45, { above: 0 });
+  const heartbeatIntervalMs = r.seconds('HEARTBEAT_INTERVAL_SECS', 'heartbeat_interval_secs', 15, TIMER);
+  const heartbeatTimeoutMs = r.seconds('HEARTBEAT_TIMEOUT_SECS', 'heartbeat_timeout_secs', 45, TIMER);
 
   const config: AppConfig = {
     listenHost: listen.host,
     listenPort: listen.port,
     providers,
+    providerDefaults: defaults,
     defaultProviderName,
     heartbeatIntervalMs,
     heartbeatTimeoutMs,
-    registerTimeoutMs: r.seconds('REGISTER_TIMEOUT_SECS', 'register_timeout_secs', 10, { above: 0 }),
+    registerTimeoutMs: r.seconds('REGISTER_TIMEOUT_SECS', 'register_timeout_secs', 10, TIMER),
     adminToken: env.ADMIN_TOKEN || env.MODELRELAY_ADMIN_TOKEN || undefined,
     databaseUrl: r.string('DATABASE_URL', 'database_url', 'sqlite:./data/switchboard.db'),
     configFile,
@@ -243,33 +285,38 @@ export function loadConfig(env: Env = process.env): AppConfig {
     maxBodyBytes: r.number('MAX_BODY_BYTES', 'max_body_bytes', 10 * 1024 * 1024, { min: 1, integer: true }),
     maxStreamBytes: r.number('MAX_STREAM_BYTES', 'max_stream_bytes', 256 * 1024 * 1024, { min: 1, integer: true }),
     maxRequeues: r.number('MAX_REQUEUES', 'max_requeues', 3, { min: 0, integer: true }),
-    cancelGraceMs: r.seconds('CANCEL_GRACE_SECS', 'cancel_grace_secs', 10, { min: 0 }),
-    slowClientTimeoutMs: r.seconds('SLOW_CLIENT_TIMEOUT_SECS', 'slow_client_timeout_secs', 30, { above: 0 }),
+    cancelGraceMs: r.seconds('CANCEL_GRACE_SECS', 'cancel_grace_secs', 10, TIMER_OR_ZERO),
+    slowClientTimeoutMs: r.seconds('SLOW_CLIENT_TIMEOUT_SECS', 'slow_client_timeout_secs', 30, TIMER),
     rejectLegacyWorkers: r.bool('REJECT_LEGACY_WORKERS', 'reject_legacy_workers', false),
-    modelsRefreshIntervalMs: r.seconds('MODELS_REFRESH_INTERVAL_SECS', 'models_refresh_interval_secs', 0, { min: 0 }),
-    shutdownDrainTimeoutMs: r.seconds('SHUTDOWN_DRAIN_TIMEOUT_SECS', 'shutdown_drain_timeout_secs', 30, { min: 0 }),
+    modelsRefreshIntervalMs: r.seconds('MODELS_REFRESH_INTERVAL_SECS', 'models_refresh_interval_secs', 0, TIMER_OR_ZERO),
+    shutdownDrainTimeoutMs: r.seconds('SHUTDOWN_DRAIN_TIMEOUT_SECS', 'shutdown_drain_timeout_secs', 30, TIMER_OR_ZERO),
     authLimiter: {
       maxFailures: r.number('AUTH_FAILURE_LIMIT', 'auth_failure_limit', 5, { min: 1, integer: true }),
-      windowMs: r.seconds('AUTH_FAILURE_WINDOW_SECS', 'auth_failure_window_secs', 60, { above: 0 }),
-      blockMs: r.seconds('AUTH_BLOCK_SECS', 'auth_block_secs', 60, { above: 0 }),
+      windowMs: r.seconds('AUTH_FAILURE_WINDOW_SECS', 'auth_failure_window_secs', 60, TIMER),
+      blockMs: r.seconds('AUTH_BLOCK_SECS', 'auth_block_secs', 60, TIMER),
       trustedProxies: (r.string('TRUSTED_PROXIES', 'trusted_proxies', '') ?? '')
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean),
     },
-    heartbeatFlushIntervalMs: r.seconds('HEARTBEAT_FLUSH_INTERVAL_SECS', 'heartbeat_flush_interval_secs', 5, { above: 0 }),
-    staleSweepIntervalMs: r.seconds('STALE_SWEEP_INTERVAL_SECS', 'stale_sweep_interval_secs', 60, { above: 0 }),
+    heartbeatFlushIntervalMs: r.seconds('HEARTBEAT_FLUSH_INTERVAL_SECS', 'heartbeat_flush_interval_secs', 5, TIMER),
+    staleSweepIntervalMs: r.seconds('STALE_SWEEP_INTERVAL_SECS', 'stale_sweep_interval_secs', 60, TIMER),
     workerRecordRetentionMs: r.seconds('WORKER_RECORD_RETENTION_SECS', 'worker_record_retention_secs', 7 * 24 * 3600, { above: 0 }),
     recentWorkerWindowMs: r.seconds('RECENT_WORKER_WINDOW_SECS', 'recent_worker_window_secs', 300, { min: 0 }),
     instanceId: r.string('INSTANCE_ID', 'instance_id', `gw-${randomUUID().slice(0, 8)}`),
   };
 
-  if (heartbeatTimeoutMs <= heartbeatIntervalMs && !problems.some((p) => p.startsWith('HEARTBEAT'))) {
+  if (heartbeatTimeoutMs <= heartbeatIntervalMs && !r.problems.some((p) => p.startsWith('HEARTBEAT'))) {
     problems.push('HEARTBEAT_TIMEOUT_SECS must be greater than HEARTBEAT_INTERVAL_SECS');
   }
-  if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/)/.test(config.databaseUrl)) {
-    problems.push(`DATABASE_URL must start with sqlite:, postgres:// or postgresql://, got "${config.databaseUrl.replace(/\/\/[^@]*@/, '//***@')}"`);
+  try {
+    parseDatabaseUrl(config.databaseUrl);
+  } catch (e) {
+    problems.push(`${(e as Error).message} (got "${config.databaseUrl.replace(/\/\/[^@]*@/, '//***@')}")`);
   }
+  if (!INSTANCE_ID.test(config.instanceId)) problems.push(`INSTANCE_ID must match ${INSTANCE_ID.source}`);
+  const unknownKeys = [...Object.keys(file), ...Object.keys(server)].filter((k) => !r.knownYamlKeys.has(k));
+  for (const key of unknownKeys) problems.push(`${key} (config file) is not a setting`);
   problems.push(...r.problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

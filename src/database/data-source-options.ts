@@ -1,3 +1,4 @@
+import { parseDatabaseUrl } from './database-url';
 import { join } from 'node:path';
 import { DataSource, DataSourceOptions, Logger as TypeOrmLogger } from 'typeorm';
 import { ApiKeyEntity } from '../auth/api-key.entity';
@@ -41,19 +42,16 @@ export function buildDataSourceOptions(databaseUrl: string, extras: DataSourceEx
     ...(extras.logger ? { logger: extras.logger, logging: true } : {}),
   };
 
-  if (databaseUrl.startsWith('sqlite:')) {
-    return { ...common, type: 'better-sqlite3', ...sqliteLocation(databaseUrl) };
+  const target = parseDatabaseUrl(databaseUrl);
+  if (target.kind === 'sqlite') {
+    return { ...common, type: 'better-sqlite3', database: target.database, enableWAL: target.enableWAL };
   }
-  if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    const { url, schema } = splitSchemaParam(databaseUrl);
-    return {
-      ...common,
-      type: 'postgres',
-      url,
-      ...(schema ? { schema, extra: { options: `-c search_path=${schema}` } } : {}),
-    };
-  }
-  throw new Error('DATABASE_URL must start with sqlite:, postgres:// or postgresql://');
+  return {
+    ...common,
+    type: 'postgres',
+    url: target.url,
+    ...(target.schema ? { schema: target.schema, extra: { options: `-c search_path=${target.schema}` } } : {}),
+  };
 }
 
 /** A DataSource for one-off use outside Nest (the `switchboard migrate` command, tests). Not initialized. */
@@ -61,22 +59,3 @@ export function createDataSource(databaseUrl: string, extras: DataSourceExtras =
   return new DataSource(buildDataSourceOptions(databaseUrl, extras));
 }
 
-function sqliteLocation(databaseUrl: string): { database: string; enableWAL: boolean } {
-  const rest = databaseUrl.slice('sqlite:'.length);
-  if (rest === ':memory:' || rest === '//:memory:') return { database: ':memory:', enableWAL: false };
-  const path = rest.startsWith('//') ? rest.slice(2) : rest;
-  if (path === '') throw new Error('DATABASE_URL sqlite: needs a file path, e.g. sqlite:./data/switchboard.db');
-  // WAL lets readers (health checks, admin listings) proceed while a batch is being written.
-  return { database: path, enableWAL: true };
-}
-
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-
-function splitSchemaParam(databaseUrl: string): { url: string; schema?: string } {
-  const parsed = new URL(databaseUrl);
-  const schema = parsed.searchParams.get('schema') ?? undefined;
-  if (schema === undefined) return { url: databaseUrl };
-  if (!SCHEMA_NAME.test(schema)) throw new Error(`DATABASE_URL schema "${schema}" must be a lower-case SQL identifier`);
-  parsed.searchParams.delete('schema');
-  return { url: parsed.toString(), schema };
-}

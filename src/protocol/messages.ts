@@ -141,6 +141,7 @@ export const CloseCodes = {
   NORMAL: 1000,
   PROTOCOL_ERROR: 1002,
   POLICY_VIOLATION: 1008,
+  INTERNAL_ERROR: 1011,
 } as const;
 
 export const CloseReasons = {

@@ -155,13 +155,7 @@ export class ProvidersService implements OnModuleInit {
   }
 
   private defaults() {
-    const d = this.config.providers.find((p) => p.name === this.config.defaultProviderName);
-    return {
-      maxQueueLen: d?.maxQueueLen ?? 100,
-      queueTimeoutMs: d?.queueTimeoutMs ?? 30_000,
-      requestTimeoutMs: d?.requestTimeoutMs ?? 300_000,
-      maxModelsPerWorker: d?.maxModelsPerWorker ?? 256,
-    };
+    return this.config.providerDefaults;
   }
 }
 

@@ -35,6 +35,10 @@ type State = 'authenticating' | 'awaiting_register' | 'registered' | 'closed';
 
 const log = new Logger('WorkerLink');
 
+/** Column sizes of worker records (worker_records.name / remote_address). */
+const MAX_WORKER_NAME_LENGTH = 255;
+const MAX_ADDRESS_LENGTH = 128;
+
 /**
  * One worker WebSocket: handshake authentication, registration, heartbeat and frame routing.
  * Scheduling decisions belong to the Dispatcher; this class only translates frames.
@@ -57,7 +61,8 @@ export class WorkerConnection implements WorkerChannel {
     private readonly deps: WorkerLinkDeps,
   ) {
     this.lastInboundAt = deps.clock.now();
-    this.clientKey = deps.limiter.clientKey(request.socket.remoteAddress, request.headers);
+    // Bounded: it is stored in worker records (a forwarded address is client-controlled text).
+    this.clientKey = deps.limiter.clientKey(request.socket.remoteAddress, request.headers).slice(0, MAX_ADDRESS_LENGTH);
     const url = new URL(request.url ?? '/', 'ws://gateway');
     this.providerName = url.searchParams.get('provider') || deps.config.defaultProviderName;
     // The header wins whenever it is present, even when it is wrong (no silent fallback).
@@ -69,7 +74,10 @@ export class WorkerConnection implements WorkerChannel {
     this.socket.on('message', (data, isBinary) => this.onFrame(data, isBinary));
     this.socket.on('close', () => this.teardown());
     this.socket.on('error', (err) => log.warn(`worker socket error from ${this.clientKey}: ${err.message}`));
-    void this.authenticate();
+    this.authenticate().catch((e) => {
+      log.error(`worker authentication error from ${this.clientKey}: ${(e as Error).stack ?? e}`);
+      this.close(CloseCodes.INTERNAL_ERROR, 'internal error');
+    });
   }
 
   // ---- WorkerChannel
@@ -163,7 +171,7 @@ export class WorkerConnection implements WorkerChannel {
     const worker = new LiveWorker(
       `w-${randomUUID()}`,
       provider.name,
-      message.worker_name.trim() || 'unnamed',
+      message.worker_name.trim().slice(0, MAX_WORKER_NAME_LENGTH) || 'unnamed',
       models,
       Math.max(1, message.max_concurrent),
       this.clientKey,

@@ -58,3 +58,19 @@ it('creates and migrates its SQLite file on first start, turns ready, and exits 
     rmSync(cwd, { recursive: true, force: true });
   }
 });
+
+it('hash-secret prints a scrypt hash of the secret read on stdin, usable as secret_hash', async () => {
+  const { verifySecret } = await import('../../src/auth/secret-hash');
+  const child = spawn(process.execPath, [join(pkgDir, 'dist', 'cli.js'), 'hash-secret'], {
+    env: { PATH: process.env.PATH ?? '', NODE_PATH: join(ROOT, 'node_modules') },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stdin!.end('piped-secret\n');
+  const code = await new Promise((resolve) => child.on('exit', resolve));
+  expect(code).toBe(0);
+  const hash = out.trim();
+  expect(hash).not.toContain('piped-secret');
+  expect(await verifySecret('piped-secret', hash)).toBe(true);
+});

@@ -456,3 +456,20 @@ describe('disabling a provider', () => {
     worker.close();
   });
 });
+
+describe('providers created through the admin API', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({ MAX_QUEUE_LEN: '7', QUEUE_TIMEOUT_SECS: '5' });
+  });
+  afterAll(() => gw.close());
+
+  it('get the configured default limits', async () => {
+    const res = await admin(gw.url, 'POST', '/admin/providers', TEST_ADMIN_TOKEN, { name: 'fresh' });
+    expect(res.status).toBe(201);
+    expect(res.json).toMatchObject({ name: 'fresh', max_queue_len: 7, queue_timeout_secs: 5, has_secret: false });
+    const bad = await admin(gw.url, 'POST', '/admin/providers', TEST_ADMIN_TOKEN, { name: 'huge', queue_timeout_secs: 1e9 });
+    expect(bad.status).toBe(400);
+  });
+});
+

@@ -1,4 +1,7 @@
-import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsNumber, IsOptional, IsString, Matches, Min, MinLength } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsNumber, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
+
+/** Node timers overflow past 2^31-1 ms (about 24.8 days). */
+const MAX_TIMER_SECS = 2147483;
 
 export class UpdateProviderDto {
   @IsOptional()
@@ -18,11 +21,13 @@ export class UpdateProviderDto {
   @IsOptional()
   @IsNumber()
   @Min(0.001)
+  @Max(MAX_TIMER_SECS)
   queue_timeout_secs?: number;
 
   @IsOptional()
   @IsNumber()
   @Min(0.001)
+  @Max(MAX_TIMER_SECS)
   request_timeout_secs?: number;
 
   @IsOptional()
