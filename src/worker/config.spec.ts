@@ -131,6 +131,27 @@ describe('worker configuration', () => {
     expect(problems([])).toEqual([expect.stringContaining('WORKER_SECRET')]);
   });
 
+  it('rejects a worker secret or backend key that an HTTP header cannot carry, naming the option but not the value', () => {
+    const cyrillic = problems(['--worker-secret', 'секрет-ключ']);
+    expect(cyrillic).toEqual([expect.stringMatching(/^--worker-secret contains characters that cannot be sent in an HTTP header/)]);
+    expect(cyrillic[0]).not.toContain('секрет');
+
+    expect(problems([], { WORKER_SECRET: 'abc\u0001def' })).toEqual([expect.stringContaining('WORKER_SECRET contains characters')]);
+    expect(problems([], { WORKER_SECRET: 'line1\nline2' })).toEqual([expect.stringContaining('WORKER_SECRET contains characters')]);
+    const file = writeTemp('secret.yaml', 'worker_secret: "пароль"\n');
+    expect(problems(['--config', file])).toEqual([expect.stringContaining('worker_secret (config file) contains characters')]);
+
+    const key = problems([], { ...SECRET_ENV, BACKEND_API_KEY: 'ключ-vllm' });
+    expect(key).toEqual([expect.stringContaining('BACKEND_API_KEY contains characters that cannot be sent in an HTTP header')]);
+    expect(key[0]).not.toContain('ключ');
+    expect(problems(['--backend-api-key', 'k\u007fey'], SECRET_ENV)).toEqual([expect.stringContaining('--backend-api-key contains')]);
+  });
+
+  it('accepts secrets with any printable ASCII, inner spaces and Latin-1 letters, which HTTP headers can carry', () => {
+    expect(load([], { WORKER_SECRET: 'a b!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~' }).workerSecret).toBe('a b!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~');
+    expect(load([], { WORKER_SECRET: 'sécret', BACKEND_API_KEY: 'clé' })).toMatchObject({ workerSecret: 'sécret', backendApiKey: 'clé' });
+  });
+
   it('names every bad value in one error', () => {
     const found = problems(
       [

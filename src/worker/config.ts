@@ -56,7 +56,7 @@ interface OptionSpec {
 export const OPTIONS: readonly OptionSpec[] = [
   { key: 'config', flag: 'config', env: 'WORKER_CONFIG', kind: 'string', value: 'PATH', help: 'YAML or JSON file with any of the settings below (snake_case keys).' },
   { key: 'proxyUrl', flag: 'proxy-url', env: 'PROXY_URL', file: 'proxy_url', kind: 'url', value: 'URL', defaultText: 'http://127.0.0.1:8080', help: 'Switchboard gateway base URL; http(s) is turned into ws(s). The daemon dials <url>/v1/worker/connect?provider=<name>.' },
-  { key: 'workerSecret', flag: 'worker-secret', env: 'WORKER_SECRET', file: 'worker_secret', kind: 'string', value: 'SECRET', defaultText: 'required', help: "The provider's worker secret, sent in the x-worker-secret header. Prefer the env var: flags show up in `ps`." },
+  { key: 'workerSecret', flag: 'worker-secret', env: 'WORKER_SECRET', file: 'worker_secret', kind: 'string', value: 'SECRET', defaultText: 'required', help: "The provider's worker secret, sent in the x-worker-secret header (so printable ASCII: no control characters or non-Latin letters). Prefer the env var: flags show up in `ps`." },
   { key: 'provider', flag: 'provider', env: 'PROVIDER_NAME', file: 'provider', kind: 'string', value: 'NAME', defaultText: 'local', help: 'Provider (worker pool) to join.' },
   { key: 'backendUrl', flag: 'backend-url', env: 'BACKEND_URL', file: 'backend_url', kind: 'url', value: 'URL', defaultText: 'http://127.0.0.1:8000', help: 'OpenAI-compatible backend (llama-server, vLLM, Ollama …). A trailing /v1 is dropped: endpoint paths already start with /v1.' },
   { key: 'backendApiKey', flag: 'backend-api-key', env: 'BACKEND_API_KEY', file: 'backend_api_key', kind: 'string', value: 'KEY', defaultText: 'none: client headers are forwarded', help: "Key the backend expects (e.g. vLLM --api-key); replaces the client's authorization / x-api-key on backend calls." },
@@ -305,6 +305,23 @@ function asUrl(raw: Raw, problems: string[], schemes: string[]): URL | undefined
   return url;
 }
 
+/**
+ * Characters Node's http refuses in a header value (it throws, "Invalid character in header
+ * content"): anything but HTAB, SP, visible ASCII and obs-text (0x80-0xFF). So control characters
+ * and non-Latin-1 letters such as Cyrillic cannot be part of a secret sent in a header.
+ */
+const INVALID_HEADER_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
+
+/** Records a problem when `value` cannot be sent in an HTTP header. Never echoes the value: it is a secret. */
+function checkHeaderSafe(raw: Raw, value: string, sentIn: string, problems: string[]): boolean {
+  if (!INVALID_HEADER_VALUE_CHAR.test(value)) return true;
+  problems.push(
+    `${raw.source} contains characters that cannot be sent in an HTTP header (it goes in ${sentIn}): ` +
+      'no control characters and no letters outside Latin-1 (e.g. Cyrillic); use printable ASCII',
+  );
+  return false;
+}
+
 function stripTrailingSlashes(s: string): string {
   return s.replace(/\/+$/, '');
 }
@@ -454,6 +471,8 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
   const workerSecret = secretRaw ? (asString(secretRaw, problems) ?? '') : '';
   if (!workerSecret) {
     problems.push('a worker secret is required: set WORKER_SECRET (or pass --worker-secret, or worker_secret in the config file)');
+  } else {
+    checkHeaderSafe(secretRaw as Raw, workerSecret, 'the x-worker-secret header', problems);
   }
 
   const provider = read('provider', (r) => {
@@ -506,6 +525,7 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
 
   const apiKeyRaw = pick('backendApiKey');
   const backendApiKey = apiKeyRaw ? asString(apiKeyRaw, problems) || undefined : undefined;
+  if (apiKeyRaw && backendApiKey) checkHeaderSafe(apiKeyRaw, backendApiKey, 'the authorization header', problems);
 
   if (problems.length > 0) throw new WorkerConfigError(problems);
 

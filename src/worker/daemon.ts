@@ -227,10 +227,21 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
 
     const url = connectUrl(this.config);
     this.log.debug('connecting', { url });
-    const ws = new WebSocket(url, {
-      headers: { 'x-worker-secret': this.config.workerSecret, 'user-agent': 'switchboard-worker' },
-      handshakeTimeout: 10_000,
-    });
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(url, {
+        headers: { 'x-worker-secret': this.config.workerSecret, 'user-agent': 'switchboard-worker' },
+        handshakeTimeout: 10_000,
+      });
+    } catch (err) {
+      // ws throws synchronously for what it cannot even try (e.g. a secret with characters HTTP
+      // headers cannot carry). Inside this async function that would be an unhandled rejection.
+      this.log.error('cannot open the gateway connection', {
+        error: (err as Error).message,
+        hint: 'check that WORKER_SECRET holds only printable ASCII and that PROXY_URL is valid',
+      });
+      return this.scheduleReconnect();
+    }
     const session = new Session(ws);
     this.session = session;
 

@@ -94,6 +94,14 @@ describe('switchboard-worker CLI', () => {
     expect(r.stderr()).not.toContain('    at '); // no stack trace
   });
 
+  it('exits 2 (not a crash) when the worker secret holds characters an HTTP header cannot carry', async () => {
+    const r = run([], { WORKER_SECRET: 'секрет-ключ', PROXY_URL: 'http://127.0.0.1:9' });
+    expect((await r.exit).code).toBe(2);
+    expect(r.stderr()).toContain('WORKER_SECRET contains characters that cannot be sent in an HTTP header');
+    expect(r.stderr()).not.toContain('секрет');
+    expect(r.stderr()).not.toContain('    at ');
+  });
+
   describe('running', () => {
     let gateway: FakeGateway;
     let backend: FakeBackend;

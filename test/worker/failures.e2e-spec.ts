@@ -102,6 +102,29 @@ describe('worker daemon: cancels and failures', () => {
     expect(env.gateway.connections).toHaveLength(1);
   });
 
+  it('logs and retries with backoff (no unhandled rejection) when the WebSocket cannot even be created', async () => {
+    // workerConfig() does not validate like the CLI does, so the secret reaches `new WebSocket`,
+    // which throws synchronously for a header value HTTP cannot carry.
+    const worker = startWorker({ workerSecret: 'секрет\u0001' });
+    const attempts: number[] = [];
+    await within(
+      new Promise<void>((resolve) =>
+        worker.daemon.on('reconnect_scheduled', ({ attempt }) => {
+          attempts.push(attempt);
+          if (attempts.length === 2) resolve();
+        }),
+      ),
+      'two reconnects to be scheduled',
+    );
+    expect(attempts).toEqual([1, 2]);
+    expect(env.gateway.attempts).toHaveLength(0);
+    expect(worker.logs).toContainEqual(
+      expect.objectContaining({ level: 'error', msg: 'cannot open the gateway connection', error: expect.stringContaining('Invalid character') }),
+    );
+    expect(worker.rawLogs.join('')).not.toContain('секрет');
+    expect(await worker.daemon.stop()).toBe(0);
+  });
+
   it('reconnects (without crashing) after an unparseable frame from the gateway', async () => {
     const worker = startWorker();
     const first = await env.gateway.connection(1);
