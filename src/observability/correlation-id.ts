@@ -15,12 +15,16 @@ declare module 'fastify' {
 export function registerCorrelationId(fastify: FastifyInstance): void {
   fastify.decorateRequest('correlationId', '');
   fastify.addHook('onRequest', (req, reply, done) => {
-    const given = req.headers[CORRELATION_HEADER];
-    const id = typeof given === 'string' && ACCEPTABLE.test(given) ? given : randomUUID();
+    const id = correlationIdFor(req.headers[CORRELATION_HEADER]);
     req.correlationId = id;
     reply.header(CORRELATION_HEADER, id);
     done();
   });
+}
+
+/** The client's id when acceptable, else a fresh UUIDv4. */
+export function correlationIdFor(given: string | string[] | undefined): string {
+  return typeof given === 'string' && ACCEPTABLE.test(given) ? given : randomUUID();
 }
 
 export function correlationIdOf(req: FastifyRequest): string {

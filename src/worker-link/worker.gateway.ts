@@ -1,7 +1,8 @@
 import { Inject } from '@nestjs/common';
-import { OnGatewayConnection, WebSocketGateway } from '@nestjs/websockets';
+import { OnGatewayConnection, OnGatewayInit, WebSocketGateway } from '@nestjs/websockets';
 import type { IncomingMessage } from 'node:http';
-import type { WebSocket } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
+import { CORRELATION_HEADER, correlationIdFor } from '../observability/correlation-id';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { FailedAuthLimiter } from '../auth/failed-auth-limiter';
@@ -12,7 +13,7 @@ import { WorkerConnection, WorkerLinkDeps } from './worker-connection';
 
 /** `GET /v1/worker/connect?provider=<name>` upgraded to WebSocket, on the HTTP port. */
 @WebSocketGateway({ path: '/v1/worker/connect' })
-export class WorkerGateway implements OnGatewayConnection {
+export class WorkerGateway implements OnGatewayConnection, OnGatewayInit {
   private readonly deps: WorkerLinkDeps;
 
   constructor(
@@ -24,6 +25,13 @@ export class WorkerGateway implements OnGatewayConnection {
     metrics: MetricsService,
   ) {
     this.deps = { config, clock, providers, limiter, dispatcher, metrics };
+  }
+
+  /** The 101 Switching Protocols answer carries X-Correlation-Id like every other response. */
+  afterInit(server: WebSocketServer): void {
+    server.on('headers', (headers: string[], request: IncomingMessage) => {
+      headers.push(`${CORRELATION_HEADER}: ${correlationIdFor(request.headers[CORRELATION_HEADER])}`);
+    });
   }
 
   handleConnection(socket: WebSocket, request: IncomingMessage): void {

@@ -61,6 +61,21 @@ providers:
     expect(await worker.closed).toEqual({ code: 1008, reason: 'worker authentication failed' });
   });
 
+  it('answers the upgrade with an X-Correlation-Id (echoed, or minted)', async () => {
+    const WebSocket = (await import('ws')).default;
+    const upgradeHeaders = (headers: Record<string, string>) =>
+      new Promise<Record<string, string | string[] | undefined>>((resolve, reject) => {
+        const ws = new WebSocket(gw.workerUrl, { headers: { 'x-worker-secret': 'irrelevant', ...headers } });
+        ws.on('upgrade', (res) => {
+          resolve(res.headers);
+          ws.terminate();
+        });
+        ws.on('error', reject);
+      });
+    expect((await upgradeHeaders({ 'x-correlation-id': 'ws-trace-1' }))['x-correlation-id']).toBe('ws-trace-1');
+    expect((await upgradeHeaders({}))['x-correlation-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   it('authenticates against the named provider', async () => {
     const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['x'] }, { provider: 'small', secret: 'small-secret' });
     expect(ack.models).toEqual(['x']);
