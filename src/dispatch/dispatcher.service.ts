@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError, statusOf } from '../common/gateway-error';
@@ -24,7 +24,7 @@ const CLIENT_CLOSED = 499;
  * complete, cancel, requeue or fail. All state is in memory; nothing here awaits.
  */
 @Injectable()
-export class Dispatcher {
+export class Dispatcher implements OnApplicationBootstrap {
   private readonly log = new Logger('Dispatcher');
   private assignSeq = 0;
   private shutdownWaiters: Array<() => void> = [];
@@ -40,6 +40,15 @@ export class Dispatcher {
     private readonly lifecycle: LifecycleState,
   ) {
     providers.onDeleted((p) => this.onProviderDeleted(p));
+  }
+
+  /** Every provider's gauges exist from the start, so dashboards and alerts see zeros, not gaps. */
+  onApplicationBootstrap(): void {
+    for (const p of this.providers.list()) {
+      this.metrics.setQueueDepth(p.name, this.queues.depth(p.name));
+      this.metrics.setWorkersConnected(p.name, this.registry.ofProvider(p.name).size);
+      this.updateSlotGauges(p.name);
+    }
   }
 
   // ---------------------------------------------------------------- client side

@@ -18,6 +18,12 @@ describe('relay metrics', () => {
   const value = (list: Sample[], labels: Record<string, string>, name?: string) =>
     list.find((s) => (!name || s.name === name) && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
 
+  it('exposes every provider\'s gauges at zero before any traffic', async () => {
+    expect(value(await samples('switchboard_queue_depth'), { provider: 'local' })).toBe(0);
+    expect(value(await samples('switchboard_workers_connected'), { provider: 'local' })).toBe(0);
+    expect(value(await samples('switchboard_worker_slots'), { provider: 'local', state: 'free' })).toBe(0);
+  });
+
   it('counts requests, tokens, workers, rejections and auth failures', async () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['metered'], max_concurrent: 2 });
     expect(value(await samples('switchboard_workers_connected'), { provider: 'local' })).toBe(1);
