@@ -423,8 +423,16 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
 
   private onRequest(session: Session, request: RequestMessage): void {
     const id = request.request_id;
-    if (this.tasks.has(id)) {
-      this.log.warn('gateway sent a request id that is already in flight; ignoring the duplicate', { request_id: id });
+    // A settled task may still be winding down (its backend call being aborted); its id is free
+    // again, and startTask's cleanup only removes the map entry if it is still its own.
+    if (this.tasks.get(id)?.settled === false) {
+      this.log.warn('gateway sent a request id that is already in flight; refusing the duplicate', { request_id: id });
+      this.send(session, {
+        type: 'error',
+        request_id: id,
+        code: ErrorCodes.DUPLICATE_REQUEST_ID,
+        message: 'a request with this request_id is already in flight on this worker; the first one continues',
+      });
       return;
     }
     if (this.stopping || session.draining) {

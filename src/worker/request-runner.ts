@@ -8,6 +8,7 @@ export const ErrorCodes = {
   BACKEND_STREAM_FAILED: 'backend_stream_failed',
   BACKEND_RESPONSE_FAILED: 'backend_response_failed',
   WORKER_SHUTTING_DOWN: 'worker_shutting_down',
+  DUPLICATE_REQUEST_ID: 'duplicate_request_id',
 } as const;
 
 export interface CompleteParts {

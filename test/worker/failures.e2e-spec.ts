@@ -1,5 +1,5 @@
 import * as net from 'node:net';
-import { cutBytes, openAiChatSse } from './support/fake-backend';
+import { cutBytes, gate, openAiChatSse } from './support/fake-backend';
 import { requestFrame, useWorkerHarness, within } from './support/harness';
 
 /** A loopback port with nothing listening on it. */
@@ -59,6 +59,33 @@ describe('worker daemon: cancels and failures', () => {
     expect((await conn.final(queued.request_id)).status_code).toBe(499);
     expect((await conn.final(running.request_id)).status_code).toBe(200);
     expect(env.backend.relayed).toHaveLength(1);
+  });
+
+  it('answers a request whose id is already in flight with error{duplicate_request_id}; the original still completes', async () => {
+    const backendAnswer = gate();
+    env.backend.enqueue({ kind: 'gated', until: backendAnswer.until });
+    const worker = startWorker({ maxConcurrency: 2 });
+    const conn = await env.gateway.connection(1);
+    const req = requestFrame();
+    conn.send(req);
+    await env.backend.waitForRelayed(1);
+
+    conn.send(req); // same request_id again
+    expect(await conn.next('error', (f) => f.request_id === req.request_id)).toEqual({
+      type: 'error',
+      request_id: req.request_id,
+      code: 'duplicate_request_id',
+      message: expect.stringContaining('already in flight'),
+    });
+    conn.send({ type: 'ping' });
+    expect((await conn.next('pong')).current_load).toBe(1);
+
+    backendAnswer.open();
+    const done = await conn.next('response_complete', (f) => f.request_id === req.request_id);
+    expect(done.status_code).toBe(200);
+    expect(conn.framesFor(req.request_id).map((f) => f.type)).toEqual(['error', 'response_complete']);
+    expect(env.backend.relayed).toHaveLength(1);
+    expect(worker.logs).toContainEqual(expect.objectContaining({ level: 'warn', request_id: req.request_id, msg: expect.stringContaining('already in flight') }));
   });
 
   it('reports an unreachable backend with error{backend_unavailable} and keeps the connection', async () => {

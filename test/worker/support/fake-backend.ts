@@ -24,7 +24,9 @@ export type Behaviour =
   /** Never answers; the request stays open until the client closes it. */
   | { kind: 'hang' }
   /** Answers normally, after a delay. */
-  | { kind: 'slow'; delayMs: number };
+  | { kind: 'slow'; delayMs: number }
+  /** Answers normally once `until` resolves: the test decides when, no timing involved. */
+  | { kind: 'gated'; until: Promise<void> };
 
 export interface RecordedRequest {
   method: string;
@@ -87,6 +89,13 @@ function responsesUsage(u: Usage) {
 
 function splitWords(text: string): string[] {
   return text.match(/\S+\s*|\s+/g) ?? [];
+}
+
+/** A gate for the `gated` behaviour: `until` resolves when the test calls `open()`. */
+export function gate(): { until: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const until = new Promise<void>((resolve) => (open = resolve));
+  return { until, open };
 }
 
 export class FakeBackend {
@@ -176,6 +185,7 @@ export class FakeBackend {
     }
     if (behaviour?.kind === 'raw-stream') return this.rawStream(res, behaviour);
     if (behaviour?.kind === 'slow') await sleep(behaviour.delayMs);
+    if (behaviour?.kind === 'gated') await behaviour.until;
     if (res.destroyed) return;
 
     let parsed: { model?: string; stream?: boolean } = {};
