@@ -660,12 +660,18 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     return this.models;
   }
 
+  /**
+   * models_refresh always asks the backend, with an explicit --models list too (that list is only
+   * what the worker registers with at startup). If the backend cannot answer, the current list is
+   * sent again; fetchBackendModels has logged why.
+   */
   private async onModelsRefresh(session: Session, reason?: string): Promise<void> {
     this.log.info('gateway asked for the model list', { reason });
-    if (this.config.discoverModels) {
-      const found = await this.fetchBackendModels();
-      if (found) this.models = found;
+    const found = await this.fetchBackendModels();
+    if (found && !sameList(found, this.models)) {
+      this.log.info('backend model list differs from the current one; using it', { before: this.models, after: found });
     }
+    if (found) this.models = found;
     this.sendModelsUpdate(session);
   }
 

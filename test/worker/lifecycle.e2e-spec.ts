@@ -28,13 +28,30 @@ describe('worker daemon: models, drain, reconnect, heartbeat, shutdown', () => {
       expect(worker.logs).toContainEqual(expect.objectContaining({ level: 'warn', msg: expect.stringContaining('model list unavailable') }));
     });
 
-    it('with an explicit list answers models_refresh with that list without asking the backend', async () => {
-      startWorker({ models: ['a', 'b'] });
+    it('with an explicit list registers that list, but answers models_refresh with what the backend lists', async () => {
+      env.backend.models = ['a', 'c'];
+      const worker = startWorker({ models: ['a', 'b'] });
+      const conn = await env.gateway.connection(1);
+      expect((await conn.next('register')).models).toEqual(['a', 'b']);
+      expect(env.backend.requests.filter((r) => r.path === '/v1/models')).toHaveLength(0);
+      conn.send({ type: 'models_refresh', reason: 'admin' });
+      expect(await conn.next('models_update')).toEqual({ type: 'models_update', models: ['a', 'c'], current_load: 0 });
+      expect(env.backend.requests.filter((r) => r.path === '/v1/models')).toHaveLength(1);
+      expect(worker.daemon.status.models).toEqual(['a', 'c']);
+      expect(worker.logs).toContainEqual(expect.objectContaining({ level: 'info', before: ['a', 'b'], after: ['a', 'c'] }));
+    });
+
+    it('with an explicit list keeps it on models_refresh when the backend cannot answer, and logs that', async () => {
+      env.backend.modelsFailing = true;
+      const worker = startWorker({ models: ['a', 'b'] });
       const conn = await env.gateway.connection(1);
       await conn.next('register');
       conn.send({ type: 'models_refresh' });
       expect((await conn.next('models_update')).models).toEqual(['a', 'b']);
-      expect(env.backend.requests.filter((r) => r.path === '/v1/models')).toHaveLength(0);
+      expect(env.backend.requests.filter((r) => r.path === '/v1/models')).toHaveLength(1);
+      expect(worker.logs).toContainEqual(
+        expect.objectContaining({ level: 'warn', msg: expect.stringContaining('model list unavailable'), models: ['a', 'b'] }),
+      );
     });
 
     it('registers with no models while the backend is still loading, then sends models_update once it lists some', async () => {
