@@ -106,6 +106,8 @@ interface Task {
   state: 'queued' | 'running';
   /** The gateway got its final answer (complete, error or 499); nothing more is sent for it. */
   settled: boolean;
+  /** At least one response_chunk went out: the gateway can no longer hand the request to another worker. */
+  sentChunks: boolean;
 }
 
 /**
@@ -181,8 +183,9 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
 
   /**
    * Graceful stop (SIGTERM): take no new work, let in-flight requests finish within the drain
-   * timeout, abort the rest (each reported with an `error` frame), close 1000. A second call
-   * skips the wait. Resolves with the exit code.
+   * timeout, abort the rest (an `error` frame for those that already relayed chunks, nothing for
+   * the others so the gateway requeues them), close 1000. A second call skips the wait. Resolves
+   * with the exit code.
    */
   stop(): Promise<number> {
     if (this.state === 'stopped') return this.exited;
@@ -448,7 +451,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       });
       return;
     }
-    const task: Task = { request, session, controller: new AbortController(), state: 'queued', settled: false };
+    const task: Task = { request, session, controller: new AbortController(), state: 'queued', settled: false, sentChunks: false };
     if (this.running < this.config.maxConcurrency) {
       this.tasks.set(id, task);
       this.startTask(task);
@@ -503,6 +506,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       chunk: (text) => {
         if (task.settled || !session.open) return;
         chunks++;
+        task.sentChunks = true;
         const frame: WorkerToServerMessage = { type: 'response_chunk', request_id: id, chunk: text };
         if (session.ws.bufferedAmount < SEND_HIGH_WATER_BYTES) {
           this.send(session, frame);
@@ -584,12 +588,27 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     if (this.stopping && this.state === 'stopping' && this.currentLoad() === 0) this.closeForStop();
   }
 
+  /**
+   * The drain deadline (or a second stop) has come: abort everything still running. A request
+   * the gateway has received nothing for yet (queued here, waiting for the backend, or a stream
+   * without a chunk) gets no frame at all: when the link closes the gateway requeues it on another
+   * worker, whereas an `error` would fail it for the client. Only requests with chunks already
+   * relayed, which cannot be retried, are reported with error{worker_shutting_down}.
+   */
   private abortAllForShutdown(): void {
     const session = this.session;
     for (const [id, task] of this.tasks) {
       if (task.settled) continue;
       task.settled = true;
       task.controller.abort();
+      if (task.state === 'queued') this.tasks.delete(id);
+      if (!task.sentChunks) {
+        this.log.warn('aborted a request with nothing relayed yet at the shutdown deadline; the gateway can requeue it', {
+          request_id: id,
+          state: task.state,
+        });
+        continue;
+      }
       if (session) {
         this.send(session, {
           type: 'error',

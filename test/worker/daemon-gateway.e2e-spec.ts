@@ -185,6 +185,20 @@ describe('worker daemon against the real gateway', () => {
     await eventually(async () => (await admin(gw.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json.data.length === 0);
   });
 
+  it('a request the stopped daemon has relayed nothing for at its drain deadline is requeued by the gateway, not failed', async () => {
+    const a = await backend('from A');
+    a.enqueue({ kind: 'hang' });
+    const stopping = await worker(a, { drainTimeoutMs: 100 });
+    const pending = openai().chat.completions.create({ model: 'llama3', messages: [{ role: 'user', content: 'hello' }] });
+    const call = await a.waitForRelayed(1);
+    const b = await backend('from B');
+    await worker(b);
+    const exit = stopping.stop();
+    expect((await pending).choices[0].message.content).toBe('from B');
+    await within(call.socketClosed, 'the backend call on the stopped worker to be aborted');
+    expect(await exit).toBe(0);
+  });
+
   it('when the daemon is stopped (SIGTERM) the in-flight request still completes for the client', async () => {
     const b = await backend('last answer');
     b.enqueue({ kind: 'slow', delayMs: 300 });

@@ -1,3 +1,4 @@
+import { cutBytes, openAiChatSse } from './support/fake-backend';
 import { SECRET, requestFrame, useWorkerHarness, within } from './support/harness';
 
 describe('worker daemon: models, drain, reconnect, heartbeat, shutdown', () => {
@@ -177,19 +178,64 @@ describe('worker daemon: models, drain, reconnect, heartbeat, shutdown', () => {
       expect(await exit).toBe(0);
     });
 
-    it('aborts what is still running at the drain deadline, reporting error{worker_shutting_down} for each', async () => {
+    it('at the drain deadline reports error{worker_shutting_down} only for a stream that relayed chunks; requests with nothing relayed get no frame', async () => {
+      const sse = openAiChatSse('a long answer that never finishes', 'llama3');
+      env.backend.enqueue({ kind: 'raw-stream', pieces: cutBytes(sse, 40).slice(0, 1), delayMs: 1, then: 'hang' });
       env.backend.enqueue({ kind: 'hang' });
-      const worker = startWorker({ drainTimeoutMs: 100 });
+      env.backend.enqueue({ kind: 'hang' });
+      const worker = startWorker({ drainTimeoutMs: 100, maxConcurrency: 3 });
       const conn = await env.gateway.connection(1);
-      const stuck = requestFrame({ stream: true });
-      conn.send(stuck);
-      const call = await env.backend.waitForRelayed(1);
+      const started = requestFrame({ stream: true }); // chunks already relayed
+      const waiting = requestFrame(); // non-streaming, backend has not answered
+      const silentStream = requestFrame({ stream: true }); // streaming, no chunk yet
+      const queued = requestFrame(); // over-assigned: waits in the local queue
+      conn.send(started);
+      const startedCall = await env.backend.waitForRelayed(1);
+      await conn.next('response_chunk', (f) => f.request_id === started.request_id);
+      conn.send(waiting);
+      const waitingCall = await env.backend.waitForRelayed(2);
+      conn.send(silentStream);
+      const silentCall = await env.backend.waitForRelayed(3);
+      conn.send(queued);
+      conn.send({ type: 'ping' });
+      expect((await conn.next('pong')).current_load).toBe(4);
+
       const exit = worker.daemon.stop();
-      const failure = await conn.final(stuck.request_id);
-      expect(failure).toEqual(expect.objectContaining({ type: 'error', code: 'worker_shutting_down' }));
-      await within(call.socketClosed, 'the backend socket to close');
+      expect(await conn.final(started.request_id)).toEqual({
+        type: 'error',
+        request_id: started.request_id,
+        code: 'worker_shutting_down',
+        message: expect.any(String),
+      });
+      await Promise.all(
+        [startedCall, waitingCall, silentCall].map((call) => within(call.socketClosed, 'the backend calls to be aborted')),
+      );
       expect((await conn.closed).code).toBe(1000);
       expect(await exit).toBe(0);
+      // Frames arrive in order before the close: these three really got nothing, so the gateway requeues them.
+      expect(conn.framesFor(waiting.request_id)).toEqual([]);
+      expect(conn.framesFor(silentStream.request_id)).toEqual([]);
+      expect(conn.framesFor(queued.request_id)).toEqual([]);
+      expect(env.backend.relayed).toHaveLength(3);
+      expect(worker.logs.filter((l) => String(l.msg).includes('the gateway can requeue it')).map((l) => l.request_id).sort()).toEqual(
+        [waiting.request_id, silentStream.request_id, queued.request_id].sort(),
+      );
+    });
+
+    it('a second stop aborts at once, also without frames for requests with nothing relayed yet', async () => {
+      env.backend.enqueue({ kind: 'hang' });
+      const worker = startWorker({ drainTimeoutMs: 60_000 });
+      const conn = await env.gateway.connection(1);
+      const req = requestFrame();
+      conn.send(req);
+      const call = await env.backend.waitForRelayed(1);
+      void worker.daemon.stop();
+      await conn.next('models_update');
+      const exit = worker.daemon.stop();
+      await within(call.socketClosed, 'the backend call to be aborted');
+      expect((await conn.closed).code).toBe(1000);
+      expect(await exit).toBe(0);
+      expect(conn.framesFor(req.request_id)).toEqual([]);
     });
 
     it('exits at once when stopped while waiting to reconnect', async () => {
