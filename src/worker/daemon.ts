@@ -526,7 +526,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
           model: task.request.model,
           status: parts.status_code,
           streaming: task.request.is_streaming,
-          chunks: task.request.is_streaming ? chunks : undefined,
+          chunks: task.request.is_streaming || chunks > 0 ? chunks : undefined,
           token_counts: parts.token_counts,
           duration_ms: Date.now() - startedAt,
         });

@@ -150,3 +150,143 @@ export class SseUsageTracker {
     }
   }
 }
+
+/** Longest `usage` value kept by JsonUsageScanner; real ones are a few hundred characters. */
+const MAX_USAGE_VALUE_CHARS = 64 * 1024;
+/** Outside strings only these characters change the scanner's state. */
+const JSON_STRUCTURAL = /["{}[\],:]/g;
+/** Inside a string only these do. */
+const JSON_STRING_SPECIAL = /["\\]/g;
+
+/**
+ * Token counts from a non-streaming JSON body read in pieces (any split), for bodies too large to
+ * hold in memory a second time: it tracks strings and nesting only and keeps nothing but the raw
+ * text of the top-level `"usage"` member, parsed at the end like `usageFromJsonBody` would. The
+ * body is not validated (the backend answered it as JSON); a body without a top-level usage
+ * object, or one that is not JSON at all, yields undefined.
+ */
+export class JsonUsageScanner {
+  private depth = 0;
+  private rootIsObject = false;
+  private inString = false;
+  private escaped = false;
+  /** The string being read is a member name of the root object. */
+  private readingKey = false;
+  private key = '';
+  /** At depth 1 of the root object, after `{` or `,`: the next string is a member name. */
+  private expectKey = false;
+  /** The member name read last at depth 1, until its `:`. */
+  private lastKey?: string;
+  /** Raw text of the usage value while it is being read (undefined otherwise). */
+  private capture?: string[];
+  private captureChars = 0;
+  private usageText?: string;
+
+  push(text: string): void {
+    let i = 0;
+    let captureFrom = 0; // where the capture continues within this piece
+    const n = text.length;
+    while (i < n) {
+      if (this.inString) {
+        if (this.escaped) {
+          this.escaped = false;
+          if (this.readingKey) this.appendKey(text, i, i + 1);
+          i++;
+          continue;
+        }
+        JSON_STRING_SPECIAL.lastIndex = i;
+        const m = JSON_STRING_SPECIAL.exec(text);
+        const end = m ? m.index : n;
+        if (this.readingKey) this.appendKey(text, i, end + (m && text.charCodeAt(end) === 92 ? 1 : 0));
+        if (!m) break;
+        i = end + 1;
+        if (text.charCodeAt(end) === 92) {
+          this.escaped = true;
+          continue;
+        }
+        this.inString = false;
+        if (this.readingKey) {
+          this.readingKey = false;
+          this.lastKey = this.key;
+        }
+        continue;
+      }
+      JSON_STRUCTURAL.lastIndex = i;
+      const m = JSON_STRUCTURAL.exec(text);
+      if (!m) break;
+      const at = m.index;
+      i = at + 1;
+      switch (text.charCodeAt(at)) {
+        case 34: // "
+          this.inString = true;
+          this.readingKey = this.depth === 1 && this.rootIsObject && this.expectKey;
+          if (this.readingKey) {
+            this.key = '';
+            this.expectKey = false;
+          }
+          break;
+        case 123: // {
+        case 91: // [
+          this.depth++;
+          if (this.depth === 1) {
+            this.rootIsObject = text.charCodeAt(at) === 123;
+            this.expectKey = this.rootIsObject;
+          }
+          break;
+        case 125: // }
+        case 93: // ]
+          if (this.depth === 1) this.endCapture(text, captureFrom, at);
+          this.depth--;
+          break;
+        case 44: // ,
+          if (this.depth === 1) {
+            this.endCapture(text, captureFrom, at);
+            this.expectKey = this.rootIsObject;
+          }
+          break;
+        case 58: // :
+          if (this.depth === 1 && this.lastKey === 'usage') {
+            this.capture = [];
+            this.captureChars = 0;
+            captureFrom = i;
+          }
+          this.lastKey = undefined;
+          break;
+      }
+    }
+    if (this.capture) this.appendCapture(text, captureFrom, n);
+  }
+
+  /** Call once after the last piece. */
+  finish(): TokenCounts | undefined {
+    if (this.usageText === undefined) return undefined;
+    let usage: unknown;
+    try {
+      usage = JSON.parse(this.usageText);
+    } catch {
+      return undefined;
+    }
+    const acc = new UsageAccumulator();
+    acc.absorbDocument({ usage });
+    return acc.result();
+  }
+
+  private appendKey(text: string, from: number, to: number): void {
+    // Only "usage" matters: longer names need not be kept whole.
+    if (this.key.length <= 8) this.key += text.slice(from, Math.min(to, from + 9));
+  }
+
+  private appendCapture(text: string, from: number, to: number): void {
+    if (!this.capture || to <= from) return;
+    this.captureChars += to - from;
+    if (this.captureChars > MAX_USAGE_VALUE_CHARS) this.capture = undefined; // not a usage object we know
+    else this.capture.push(text.slice(from, to));
+  }
+
+  private endCapture(text: string, from: number, to: number): void {
+    if (!this.capture) return;
+    this.appendCapture(text, from, to);
+    if (this.capture) this.usageText = this.capture.join('');
+    this.capture = undefined;
+  }
+}

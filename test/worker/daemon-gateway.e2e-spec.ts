@@ -4,7 +4,7 @@ import { startGateway, TestGateway, TEST_ADMIN_TOKEN, TEST_SECRET } from '../sup
 import { admin, eventually } from '../support/http';
 import { WorkerConfig, workerConfig } from '../../src/worker/config';
 import { WorkerDaemon } from '../../src/worker/daemon';
-import { FakeBackend } from './support/fake-backend';
+import { FakeBackend, multiByteText } from './support/fake-backend';
 import { within } from './support/harness';
 
 /**
@@ -73,6 +73,27 @@ describe('worker daemon against the real gateway', () => {
     expect(res.choices[0].message.content).toBe('Hi from llama!');
     expect(res.usage).toEqual(expect.objectContaining({ prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 }));
     expect(b.relayed[0].path).toBe('/v1/chat/completions');
+  });
+
+  it('delivers a ~3 MiB non-streaming answer with multi-byte text intact (the daemon sends it as chunks, the gateway reassembles)', async () => {
+    const text = multiByteText(3 * 1024 * 1024);
+    const b = await backend(text);
+    await worker(b);
+    const res = await openai().chat.completions.create({ model: 'llama3', messages: [{ role: 'user', content: 'a long one' }] });
+    expect(res.choices[0].message.content).toBe(text);
+    expect(res.usage).toEqual(expect.objectContaining({ prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 }));
+
+    // The same through plain fetch: the raw body, not just what the SDK made of it.
+    const raw = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'llama3', messages: [{ role: 'user', content: 'again' }] }),
+    });
+    expect(raw.status).toBe(200);
+    expect(raw.headers.get('content-type')).toContain('application/json');
+    const bytes = Buffer.from(await raw.arrayBuffer());
+    expect(bytes.length).toBeGreaterThan(3 * 1024 * 1024);
+    expect(JSON.parse(bytes.toString('utf8')).choices[0].message.content).toBe(text);
   });
 
   it('streams an OpenAI chat completion with multi-byte text through the daemon', async () => {

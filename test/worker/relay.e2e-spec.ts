@@ -1,5 +1,8 @@
-import { anthropicSse, cutBytes, openAiChatSse, responsesSse } from './support/fake-backend';
+import { MAX_INLINE_BODY_BYTES } from '../../src/worker/request-runner';
+import { anthropicSse, cutBytes, multiByteText, openAiChatSse, responsesSse } from './support/fake-backend';
 import { SECRET, requestFrame, useWorkerHarness } from './support/harness';
+
+const LONE_SURROGATE_AT_EDGE = /^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/;
 
 describe('worker daemon: registration and relaying requests', () => {
   const { env, startWorker } = useWorkerHarness();
@@ -206,6 +209,81 @@ describe('worker daemon: registration and relaying requests', () => {
     expect(chunks.length).toBeGreaterThan(10); // the cuts really reached the worker as separate reads
     expect(chunks.join('')).toBe(sse);
     for (const chunk of chunks) expect(chunk).not.toContain('\uFFFD');
+  });
+
+  describe('non-streaming bodies above MAX_INLINE_BODY_BYTES (a frame above the gateway max payload would close the link)', () => {
+    it('sends a ~3 MiB multi-byte body as response_chunks of at most 1 MiB, cut between characters, then a response_complete without body', async () => {
+      env.backend.replyText = multiByteText(3 * MAX_INLINE_BODY_BYTES);
+      startWorker();
+      const conn = await env.gateway.connection(1);
+      const req = requestFrame();
+      conn.send(req);
+      const done = await conn.final(req.request_id);
+      const frames = conn.framesFor(req.request_id);
+      const chunks = frames.slice(0, -1);
+      expect(frames[frames.length - 1]).toBe(done);
+      expect(chunks.length).toBeGreaterThanOrEqual(3);
+      expect(chunks.every((f) => f.type === 'response_chunk')).toBe(true);
+      expect(done).toEqual({
+        type: 'response_complete',
+        request_id: req.request_id,
+        status_code: 200,
+        headers: expect.objectContaining({ 'content-type': 'application/json', 'x-backend': 'fake' }),
+        token_counts: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
+      });
+      expect(done).not.toHaveProperty('body');
+      for (const { chunk } of chunks) {
+        expect(Buffer.byteLength(chunk)).toBeLessThanOrEqual(MAX_INLINE_BODY_BYTES);
+        expect(chunk).not.toContain('\uFFFD');
+        expect(chunk).not.toMatch(LONE_SURROGATE_AT_EDGE);
+      }
+      const body = chunks.map((f) => f.chunk as string).join('');
+      expect(JSON.parse(body).choices[0].message.content).toBe(env.backend.replyText);
+      expect(Math.max(...conn.rawFrames.map((f) => Buffer.byteLength(f)))).toBeLessThan(2 * MAX_INLINE_BODY_BYTES);
+    });
+
+    it('keeps a body of exactly MAX_INLINE_BODY_BYTES inline; a bigger one is cut before a 4-byte character that straddles the limit', async () => {
+      const head = '{"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3},"pad":"';
+      const exact = head + 'x'.repeat(MAX_INLINE_BODY_BYTES - head.length - 2) + '"}';
+      // The rocket's 4 bytes sit at MAX-2 … MAX+1: a cut at the limit would split it.
+      const over = head + 'x'.repeat(MAX_INLINE_BODY_BYTES - 2 - head.length) + '🚀"}';
+      expect(Buffer.byteLength(exact)).toBe(MAX_INLINE_BODY_BYTES);
+      for (const body of [exact, over]) {
+        env.backend.enqueue({ kind: 'raw-stream', pieces: cutBytes(body, 65_536), delayMs: 0, then: 'end', headers: { 'content-type': 'application/json' } });
+      }
+      startWorker();
+      const conn = await env.gateway.connection(1);
+      const inline = requestFrame();
+      conn.send(inline);
+      const inlineDone = await conn.final(inline.request_id);
+      expect(conn.framesFor(inline.request_id)).toEqual([inlineDone]);
+      expect(inlineDone.body).toBe(exact);
+      expect(inlineDone.token_counts).toEqual({ prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 });
+
+      const split = requestFrame();
+      conn.send(split);
+      const splitDone = await conn.final(split.request_id);
+      const chunks = conn.framesFor(split.request_id).filter((f) => f.type === 'response_chunk').map((f) => f.chunk as string);
+      expect(chunks.map((c) => Buffer.byteLength(c))).toEqual([MAX_INLINE_BODY_BYTES - 2, 6]);
+      expect(chunks[1]).toBe('🚀"}');
+      expect(chunks.join('')).toBe(over);
+      expect(splitDone).not.toHaveProperty('body');
+      expect(splitDone.token_counts).toEqual({ prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 });
+    });
+
+    it('chunks a large non-2xx answer to a non-streaming request too, with the status on the bodiless response_complete', async () => {
+      const errorBody = JSON.stringify({ error: { message: multiByteText(2 * MAX_INLINE_BODY_BYTES), type: 'server_error' } });
+      env.backend.enqueue({ kind: 'status', status: 500, body: errorBody });
+      startWorker();
+      const conn = await env.gateway.connection(1);
+      const req = requestFrame();
+      conn.send(req);
+      const done = await conn.final(req.request_id);
+      expect(done).toEqual({ type: 'response_complete', request_id: req.request_id, status_code: 500, headers: expect.any(Object) });
+      const chunks = conn.framesFor(req.request_id).filter((f) => f.type === 'response_chunk');
+      expect(chunks.length).toBeGreaterThanOrEqual(2);
+      expect(chunks.map((f) => f.chunk).join('')).toBe(errorBody);
+    });
   });
 
   it('answers ping with pong carrying the current load and the echoed timestamp', async () => {

@@ -274,6 +274,12 @@ export class FakeBackend {
   }
 }
 
+/** Text of at least `minBytes` UTF-8 bytes mixing 1- to 4-byte characters, quotes, backslashes and newlines. */
+export function multiByteText(minBytes: number): string {
+  const unit = 'Grüße aus Köln — 日本語のテキスト 🚀🌍 ñandú "zitiert" \\ back\\slash\n';
+  return unit.repeat(Math.ceil(minBytes / Buffer.byteLength(unit)));
+}
+
 /** Cuts bytes into pieces of `size`, which lands many cuts inside multi-byte characters. */
 export function cutBytes(text: string, size: number): Buffer[] {
   const bytes = Buffer.from(text, 'utf8');
