@@ -430,11 +430,12 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     // again, and startTask's cleanup only removes the map entry if it is still its own.
     if (this.tasks.get(id)?.settled === false) {
       this.log.warn('gateway sent a request id that is already in flight; refusing the duplicate', { request_id: id });
+      // No request_id on purpose: a gateway fails the request an error frame names, and the
+      // first copy of this request is still running fine.
       this.send(session, {
         type: 'error',
-        request_id: id,
         code: ErrorCodes.DUPLICATE_REQUEST_ID,
-        message: 'a request with this request_id is already in flight on this worker; the first one continues',
+        message: `request ${id} is already in flight on this worker; the duplicate was ignored, the first one continues`,
       });
       return;
     }

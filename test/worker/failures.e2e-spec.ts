@@ -61,7 +61,7 @@ describe('worker daemon: cancels and failures', () => {
     expect(env.backend.relayed).toHaveLength(1);
   });
 
-  it('answers a request whose id is already in flight with error{duplicate_request_id}; the original still completes', async () => {
+  it('reports a request whose id is already in flight with a connection-level error{duplicate_request_id}; the original still completes', async () => {
     const backendAnswer = gate();
     env.backend.enqueue({ kind: 'gated', until: backendAnswer.until });
     const worker = startWorker({ maxConcurrency: 2 });
@@ -71,11 +71,10 @@ describe('worker daemon: cancels and failures', () => {
     await env.backend.waitForRelayed(1);
 
     conn.send(req); // same request_id again
-    expect(await conn.next('error', (f) => f.request_id === req.request_id)).toEqual({
+    expect(await conn.next('error', (f) => f.code === 'duplicate_request_id')).toEqual({
       type: 'error',
-      request_id: req.request_id,
       code: 'duplicate_request_id',
-      message: expect.stringContaining('already in flight'),
+      message: expect.stringContaining(`request ${req.request_id} is already in flight`),
     });
     conn.send({ type: 'ping' });
     expect((await conn.next('pong')).current_load).toBe(1);
@@ -83,7 +82,7 @@ describe('worker daemon: cancels and failures', () => {
     backendAnswer.open();
     const done = await conn.next('response_complete', (f) => f.request_id === req.request_id);
     expect(done.status_code).toBe(200);
-    expect(conn.framesFor(req.request_id).map((f) => f.type)).toEqual(['error', 'response_complete']);
+    expect(conn.framesFor(req.request_id).map((f) => f.type)).toEqual(['response_complete']);
     expect(env.backend.relayed).toHaveLength(1);
     expect(worker.logs).toContainEqual(expect.objectContaining({ level: 'warn', request_id: req.request_id, msg: expect.stringContaining('already in flight') }));
   });
