@@ -67,7 +67,7 @@ export class AdminController {
   @HttpCode(202)
   refreshModels(@Param('id') id: string) {
     const worker = this.workerOr404(id);
-    worker.channel.send({ type: 'models_refresh', reason: 'admin' });
+    this.dispatcher.requestModelsRefresh(worker, 'admin');
     return describeWorker(worker);
   }
 

@@ -334,6 +334,11 @@ export class Dispatcher implements OnApplicationBootstrap {
     this.afterSlotFreed(worker);
   }
 
+  /** Asks a worker to re-read its backend's models; it answers with `models_update`. */
+  requestModelsRefresh(worker: LiveWorker, reason: string): void {
+    worker.channel.send({ type: 'models_refresh', reason });
+  }
+
   onModelsChanged(worker: LiveWorker): void {
     this.records.recordModels(worker.id, worker.advertisedModels());
     this.pullWork(worker);
