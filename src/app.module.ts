@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AppConfig, ConfigModule } from './config';
+import { CommonModule } from './common/common.module';
 import { DatabaseModule } from './database/database.module';
 import { ObservabilityModule } from './observability/observability.module';
 import { ProvidersModule } from './providers/providers.module';
@@ -20,6 +21,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
+        CommonModule,
         ObservabilityModule,
         DatabaseModule.forRoot(config),
         ProvidersModule,

@@ -1,6 +1,6 @@
 import { Module, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
-import { systemClock } from '../common/clock';
+import { CLOCK, Clock } from '../common/clock';
 import { AdminGuard } from './admin.guard';
 import { FailedAuthLimiter } from './failed-auth-limiter';
 
@@ -9,8 +9,8 @@ import { FailedAuthLimiter } from './failed-auth-limiter';
     AdminGuard,
     {
       provide: FailedAuthLimiter,
-      inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => new FailedAuthLimiter(config.authLimiter, systemClock),
+      inject: [APP_CONFIG, CLOCK],
+      useFactory: (config: AppConfig, clock: Clock) => new FailedAuthLimiter(config.authLimiter, clock),
     },
   ],
   exports: [AdminGuard, FailedAuthLimiter],

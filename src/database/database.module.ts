@@ -1,7 +1,6 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AppConfig } from '../config';
-import { CLOCK, systemClock } from '../common/clock';
 import { ProviderStore } from '../providers/provider-store';
 import { TypeOrmProviderStore } from '../providers/provider-store.typeorm';
 import { StaleCleanupService } from '../registry/stale-cleanup.service';
@@ -31,14 +30,13 @@ export class DatabaseModule {
         TypeOrmModule.forFeature(ENTITIES),
       ],
       providers: [
-        { provide: CLOCK, useValue: systemClock },
         TypeOrmProviderStore,
         { provide: ProviderStore, useExisting: TypeOrmProviderStore },
         TypeOrmWorkerRecords,
         { provide: WorkerRecords, useExisting: TypeOrmWorkerRecords },
         StaleCleanupService,
       ],
-      exports: [TypeOrmModule, CLOCK, ProviderStore, WorkerRecords, TypeOrmWorkerRecords, StaleCleanupService],
+      exports: [TypeOrmModule, ProviderStore, WorkerRecords, TypeOrmWorkerRecords, StaleCleanupService],
     };
   }
 }

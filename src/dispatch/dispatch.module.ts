@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { CLOCK, systemClock } from '../common/clock';
 import { ProvidersModule } from '../providers/providers.module';
 import { RegistryModule } from '../registry/registry.module';
 import { QueueModule } from '../queue/queue.module';
@@ -7,7 +6,7 @@ import { Dispatcher } from './dispatcher.service';
 
 @Module({
   imports: [ProvidersModule, RegistryModule, QueueModule],
-  providers: [Dispatcher, { provide: CLOCK, useValue: systemClock }],
-  exports: [Dispatcher, CLOCK],
+  providers: [Dispatcher],
+  exports: [Dispatcher],
 })
 export class DispatchModule {}

@@ -9,6 +9,7 @@ import { CLOCK } from '../../src/common/clock';
 import { AppConfig, ConfigModule } from '../../src/config';
 import { createDataSource } from '../../src/database/data-source-options';
 import { DatabaseModule } from '../../src/database/database.module';
+import { CommonModule } from '../../src/common/common.module';
 import { ProviderStore } from '../../src/providers/provider-store';
 import { TypeOrmProviderStore } from '../../src/providers/provider-store.typeorm';
 import { WorkerRecordEntity } from '../../src/registry/worker-record.entity';
@@ -58,7 +59,7 @@ describe('DatabaseModule', () => {
 
   async function boot(...features: Array<new () => unknown>): Promise<TestingModule> {
     const moduleRef = await Test.createTestingModule({
-      imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot(config), ...features],
+      imports: [ConfigModule.forRoot(config), CommonModule, DatabaseModule.forRoot(config), ...features],
     })
       .overrideProvider(CLOCK)
       .useValue(clock)
