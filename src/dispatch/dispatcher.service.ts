@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/comm
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError, statusOf } from '../common/gateway-error';
-import { CancelReason, CloseCodes, CloseReasons, forwardableHeaders, ResponseCompleteMessage } from '../protocol';
+import { CancelReason, CloseCodes, CloseReasons, ResponseCompleteMessage, TokenCounts } from '../protocol';
 import { LiveWorker } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import { WorkerRecords } from '../registry/worker-records.port';
@@ -94,7 +94,7 @@ export class Dispatcher implements OnApplicationBootstrap {
   private resolveProvider(model: string): Provider | GatewayError {
     let known: Provider | undefined;
     let disabledKnows = false;
-    for (const p of this.providers.list()) {
+    for (const p of this.providers.all()) {
       const live = this.registry.servesModel(p.name, model);
       if (!live && !p.declaredModels.has(model) && !this.records.recentlyKnowsModel(p.name, model)) continue;
       if (!p.enabled) {
@@ -117,7 +117,7 @@ export class Dispatcher implements OnApplicationBootstrap {
   }
 
   private *workersOfEnabledProviders(): Iterable<LiveWorker> {
-    for (const p of this.providers.list()) if (p.enabled) yield* this.registry.ofProvider(p.name);
+    for (const p of this.providers.all()) if (p.enabled) yield* this.registry.ofProvider(p.name);
   }
 
   /** Queues a request; requeued ones bypass the bound, they were already admitted. */
@@ -193,12 +193,17 @@ export class Dispatcher implements OnApplicationBootstrap {
   }
 
   private releaseHeld(worker: LiveWorker, requestId: string): void {
+    if (this.forgetHeld(worker, requestId)) this.afterSlotFreed(worker);
+  }
+
+  /** Drops a held slot (and its grace timer); true if there was one. */
+  private forgetHeld(worker: LiveWorker, requestId: string): boolean {
     const cancelTimer = worker.held.get(requestId);
-    if (!cancelTimer) return;
+    if (!cancelTimer) return false;
     cancelTimer();
     worker.held.delete(requestId);
     worker.retire(requestId);
-    this.afterSlotFreed(worker);
+    return true;
   }
 
   // ---------------------------------------------------------------- worker side
@@ -301,7 +306,7 @@ export class Dispatcher implements OnApplicationBootstrap {
       }
       this.settle(req, msg.status_code);
       const body = msg.body ?? req.bufferedBody?.join('') ?? '';
-      req.sink.sendComplete(msg.status_code, responseHeaders(msg.headers), body);
+      req.sink.sendComplete(msg.status_code, msg.headers ?? {}, body);
     }
     this.afterSlotFreed(worker);
     return 'ok';
@@ -325,10 +330,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     // A lower load than we account for means cancelled requests have ended on the worker.
     for (const id of worker.held.keys()) {
       if (worker.assigned.size + worker.held.size <= currentLoad) break;
-      const cancelTimer = worker.held.get(id)!;
-      cancelTimer();
-      worker.held.delete(id);
-      worker.retire(id);
+      this.forgetHeld(worker, id);
     }
     worker.externalLoad = Math.max(0, currentLoad - worker.assigned.size - worker.held.size);
     this.afterSlotFreed(worker);
@@ -360,10 +362,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
     worker.drainTimer = this.clock.setTimeout(() => {
       worker.drainTimer = undefined;
-      for (const req of [...worker.assigned.values()] as RelayRequest[]) {
-        this.cancelOnWorker(req, cancelReason);
-        this.fail(req, Errors.drainTimeout());
-      }
+      this.failAssigned(worker, cancelReason, Errors.drainTimeout);
       worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_TIMED_OUT);
     }, timeoutMs);
   }
@@ -374,13 +373,7 @@ export class Dispatcher implements OnApplicationBootstrap {
    */
   async shutdown(timeoutMs: number): Promise<void> {
     this.lifecycle.beginShutdown();
-    for (const p of this.providers.list()) {
-      for (const req of this.queues.discard(p.name)) {
-        this.clearTimer(req);
-        this.fail(req, Errors.serverShutdown());
-      }
-      this.metrics.setQueueDepth(p.name, 0);
-    }
+    for (const p of this.providers.list()) this.failQueued(p.name, Errors.serverShutdown);
     if (this.registry.count() === 0) return;
     const allGone = new Promise<void>((resolve) => this.shutdownWaiters.push(resolve));
     for (const w of [...this.registry.all()]) this.drainWorker(w, timeoutMs, 'server_shutdown', 'server_shutdown');
@@ -396,22 +389,32 @@ export class Dispatcher implements OnApplicationBootstrap {
   }
 
   private onProviderDeleted(provider: Provider): void {
-    for (const req of this.queues.discard(provider.name)) {
-      this.clearTimer(req);
-      this.fail(req, Errors.providerDeleted());
-    }
-    this.metrics.setQueueDepth(provider.name, 0);
+    this.failQueued(provider.name, Errors.providerDeleted);
     for (const worker of [...this.registry.ofProvider(provider.name)]) {
       worker.draining = true;
-      for (const req of [...worker.assigned.values()] as RelayRequest[]) {
-        this.cancelOnWorker(req, 'graceful_shutdown');
-        this.fail(req, Errors.providerDeleted());
-      }
+      this.failAssigned(worker, 'graceful_shutdown', Errors.providerDeleted);
       worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_COMPLETE);
     }
   }
 
   // ---------------------------------------------------------------- internals
+
+  /** Ends every request waiting in a provider's queue with a fresh `error()`. */
+  private failQueued(provider: string, error: () => GatewayError): void {
+    for (const req of this.queues.discard(provider)) {
+      this.clearTimer(req);
+      this.fail(req, error());
+    }
+    this.metrics.setQueueDepth(provider, 0);
+  }
+
+  /** Cancels everything a worker runs (its slots stay held) and fails each request with `error()`. */
+  private failAssigned(worker: LiveWorker, reason: CancelReason, error: () => GatewayError): void {
+    for (const req of [...worker.assigned.values()] as RelayRequest[]) {
+      this.cancelOnWorker(req, reason);
+      this.fail(req, error());
+    }
+  }
 
   private lateFrame(worker: LiveWorker, requestId: string): FrameVerdict {
     return worker.held.has(requestId) || worker.retired.has(requestId) ? 'ok' : 'unknown';
@@ -447,7 +450,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (worker.draining || this.registry.get(worker.id) !== worker) return;
     this.pullFrom(worker, worker.provider);
     if (worker.freeSlots === 0 || this.queues.totalDepth() === 0) return;
-    for (const p of this.providers.list()) {
+    for (const p of this.providers.all()) {
       if (p.name === worker.provider || !p.enabled) continue;
       this.pullFrom(worker, p.name);
       if (worker.freeSlots === 0) return;
@@ -491,8 +494,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (worker && worker.pausedBy.delete(req.id) && worker.pausedBy.size === 0) worker.channel.resume();
   }
 
-  private countTokens(req: RelayRequest, counts: NonNullable<RelayRequest['tokenCounts']>): void {
-    req.tokenCounts = counts;
+  private countTokens(req: RelayRequest, counts: TokenCounts): void {
     const provider = req.provider.name;
     if (counts.prompt_tokens) this.metrics.tokens(provider, req.model, req.tenant, 'prompt', counts.prompt_tokens);
     if (counts.completion_tokens) {
@@ -543,15 +545,4 @@ export class Dispatcher implements OnApplicationBootstrap {
     this.metrics.setWorkerSlots(provider, 'held', held);
     this.metrics.setWorkerSlots(provider, 'free', free);
   }
-}
-
-/**
- * Worker response headers minus hop-by-hop ones and our own correlation header. The body travels
- * as a decoded text string, so a `content-encoding` the backend used no longer describes it.
- */
-function responseHeaders(headers: Record<string, string> | undefined): Record<string, string> {
-  const out = headers ? (forwardableHeaders(headers) ?? {}) : {};
-  delete out['x-correlation-id'];
-  delete out['content-encoding'];
-  return out;
 }

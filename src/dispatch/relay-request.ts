@@ -1,6 +1,5 @@
 import { GatewayError } from '../common/gateway-error';
 import { TimerHandle } from '../common/clock';
-import { TokenCounts } from '../protocol';
 import { LiveWorker } from '../registry/live-worker';
 import { Provider } from '../providers/providers.service';
 
@@ -20,7 +19,10 @@ export interface ResponseSink {
   onDrain(listener: () => void): void;
   /** Ends a started stream normally. */
   endStream(): void;
-  /** Sends a whole response (non-streaming, or a stream that failed before its first chunk). */
+  /**
+   * Sends a whole response (non-streaming, or a stream that failed before its first chunk) with the
+   * worker's headers as received; the sink decides which of them HTTP may carry.
+   */
   sendComplete(status: number, headers: Record<string, string>, body: string): void;
   /** Ends with an error: an HTTP error before the stream started, an SSE error event after. */
   fail(error: GatewayError): void;
@@ -66,7 +68,6 @@ export class RelayRequest {
   bufferedBody: string[] | undefined;
   timer: TimerHandle | undefined;
   slowClientTimer: TimerHandle | undefined;
-  tokenCounts: TokenCounts | undefined;
 
   constructor(init: RelayRequestInit) {
     this.id = init.id;

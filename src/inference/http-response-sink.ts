@@ -1,6 +1,7 @@
 import { ServerResponse, validateHeaderName, validateHeaderValue } from 'node:http';
 import { GatewayError, statusOf } from '../common/gateway-error';
 import { ResponseSink } from '../dispatch/relay-request';
+import { forwardableHeaders } from '../protocol';
 import { CORRELATION_HEADER } from '../observability/correlation-id';
 import { Dialect, errorBody, errorHeaders, sseErrorEvent } from './error-dialect';
 
@@ -91,16 +92,18 @@ export class HttpResponseSink implements ResponseSink {
 }
 
 /**
- * Backend headers that Node can actually send: a name or value with control or non-Latin-1
- * characters would make writeHead throw, so such headers are dropped rather than trusted.
+ * The worker's headers a client response may carry: hop-by-hop ones are dropped (RFC 9110
+ * §7.6.1), so is `content-encoding` (the body crossed the protocol as decoded text), and so is any
+ * name or value Node could not send (control or non-Latin-1 characters would make writeHead throw).
  */
 function sendableHeaders(headers: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const name of Object.keys(headers)) {
+  for (const [name, value] of Object.entries(forwardableHeaders(headers) ?? {})) {
+    if (name === 'content-encoding') continue;
     try {
       validateHeaderName(name);
-      validateHeaderValue(name, headers[name]);
-      out[name] = headers[name];
+      validateHeaderValue(name, value);
+      out[name] = value;
     } catch {
       // dropped: not representable in HTTP/1.1
     }

@@ -89,7 +89,12 @@ export class ProvidersService implements OnModuleInit {
   }
 
   list(): Provider[] {
-    return [...this.providers.values()];
+    return [...this.all()];
+  }
+
+  /** The providers without copying them, for the request path. */
+  all(): IterableIterator<Provider> {
+    return this.providers.values();
   }
 
   async verifyWorkerSecret(name: string, secret: string | undefined): Promise<WorkerAuthResult> {

@@ -48,9 +48,4 @@ export class ProviderQueue<T extends Queueable> {
     this.items = [];
     return all;
   }
-
-  /** 1-based position of an item, 0 when absent. */
-  positionOf(item: T): number {
-    return this.items.indexOf(item) + 1;
-  }
 }

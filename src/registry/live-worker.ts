@@ -29,8 +29,6 @@ export class LiveWorker {
   /** Monotonic sequence of the last assignment, for round-robin among equally loaded workers. */
   lastAssignedSeq = 0;
   lastSeenAt: number;
-  /** Exponentially weighted time-to-first-byte, for latency-aware routing. */
-  avgLatencyMs = 0;
   /** Streams currently paused on this worker because their client is slow. */
   readonly pausedBy = new Set<string>();
   /** Ids of requests this worker finished recently: late frames for them are dropped, not fatal. */

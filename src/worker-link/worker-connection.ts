@@ -209,7 +209,7 @@ export class WorkerConnection implements WorkerChannel {
         return;
       case 'models_update': {
         const provider = this.deps.providers.get(worker.provider);
-        const { models, warnings } = sanitizeModels(message.models, provider?.maxModelsPerWorker ?? 256);
+        const { models, warnings } = sanitizeModels(message.models, provider?.maxModelsPerWorker ?? this.deps.config.providerDefaults.maxModelsPerWorker);
         if (warnings.length) log.warn(`worker ${worker.id} models_update: ${warnings.join('; ')}`);
         worker.setModels(models);
         if (message.capabilities) worker.capabilities = message.capabilities;
