@@ -26,7 +26,23 @@ describe('worker protocol codec', () => {
   });
 
   it('leaves current_load unset when a models_update omits it (no claim about load)', () => {
-    expect(parseWorkerMessage('{"type":"models_update","models":["a"]}')).toEqual({ type: 'models_update', models: ['a'], current_load: undefined, capabilities: undefined });
+    expect(parseWorkerMessage('{"type":"models_update","models":["a"]}')).toEqual({
+      type: 'models_update',
+      models: ['a'],
+      current_load: undefined,
+      capabilities: undefined,
+      endpoints: undefined,
+      priority: undefined,
+    });
+  });
+
+  it('reads the optional endpoints and priority hints, ignoring malformed ones instead of failing the frame', () => {
+    const ok = parseWorkerMessage(
+      '{"type":"register","worker_name":"w","models":["a"],"max_concurrent":1,"endpoints":["/v1/chat/completions",7,"no-slash"],"priority":10}',
+    );
+    expect(ok).toMatchObject({ endpoints: ['/v1/chat/completions'], priority: 10 });
+    const bad = parseWorkerMessage('{"type":"models_update","models":["a"],"endpoints":"all","priority":-3}');
+    expect(bad).toMatchObject({ endpoints: undefined, priority: undefined });
   });
 
   it('omits absent optional fields when encoding', () => {

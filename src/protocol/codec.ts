@@ -111,6 +111,19 @@ function optCapabilities(o: Json): Record<string, ModelCapabilities> | undefined
   return out;
 }
 
+/** Endpoint paths are a hint like capabilities: anything but a list of `/…` strings is ignored. */
+function optEndpoints(o: Json): string[] | undefined {
+  const v = o.endpoints;
+  if (!Array.isArray(v)) return undefined;
+  return v.filter((e): e is string => typeof e === 'string' && e.startsWith('/') && e.length <= 256).slice(0, 64);
+}
+
+/** A priority hint: a non-negative integer, otherwise ignored. */
+function optPriority(o: Json): number | undefined {
+  const v = o.priority;
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined;
+}
+
 function parseObject(text: string): Json {
   let value: unknown;
   try {
@@ -139,6 +152,8 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         protocol_version: optStr(o, type, 'protocol_version'),
         current_load: optUint(o, type, 'current_load'),
         capabilities: optCapabilities(o),
+        endpoints: optEndpoints(o),
+        priority: optPriority(o),
       };
     case 'models_update':
       return {
@@ -146,6 +161,8 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         models: strArray(o, type, 'models'),
         current_load: optUint(o, type, 'current_load'),
         capabilities: optCapabilities(o),
+        endpoints: optEndpoints(o),
+        priority: optPriority(o),
       };
     case 'response_chunk':
       return { type, request_id: str(o, type, 'request_id'), chunk: str(o, type, 'chunk') };

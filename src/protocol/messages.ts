@@ -40,6 +40,10 @@ export interface RegisterMessage {
   protocol_version?: string;
   current_load?: number;
   capabilities?: Record<string, ModelCapabilities>;
+  /** Endpoint paths the worker's backend serves (Switchboard extension; absent = unknown = all). */
+  endpoints?: string[];
+  /** Routing priority the worker asks for, lower is preferred (Switchboard extension; default 50). */
+  priority?: number;
 }
 
 export interface ModelsUpdateMessage {
@@ -48,6 +52,8 @@ export interface ModelsUpdateMessage {
   /** Sent by every known worker; tolerated when absent (then it says nothing about load). */
   current_load?: number;
   capabilities?: Record<string, ModelCapabilities>;
+  endpoints?: string[];
+  priority?: number;
 }
 
 export interface ResponseChunkMessage {
