@@ -148,6 +148,8 @@ export const CloseCodes = {
   PROTOCOL_ERROR: 1002,
   POLICY_VIOLATION: 1008,
   INTERNAL_ERROR: 1011,
+  /** RFC 6455 "service restart": the gateway is restarting; reconnect soon, no backoff penalty. */
+  SERVICE_RESTART: 1012,
 } as const;
 
 export const CloseReasons = {
@@ -157,4 +159,5 @@ export const CloseReasons = {
   DRAIN_COMPLETE: 'graceful shutdown complete',
   DRAIN_TIMED_OUT: 'graceful shutdown timed out',
   HEARTBEAT_TIMEOUT: 'worker heartbeat timed out',
+  GATEWAY_RESTARTING: 'gateway restarting: retry soon without penalty',
 } as const;
