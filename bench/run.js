@@ -1,15 +1,24 @@
 #!/usr/bin/env node
-/* Gateway vs direct-backend benchmark, all on loopback, bounded in count and time.
+/* Gateway benchmarks, all on loopback, bounded in count and time. Two parts:
  *
- * Starts a fake OpenAI-compatible backend (instant answers, so the gateway's own cost dominates),
- * the built gateway (dist/main.js) and the built worker daemon (dist/worker/main.js), then drives
- * the same load at the backend directly and through the gateway, and prints the ratios measured
- * in this one run. Usage: npm run bench [-- --requests 2000 --concurrency 16 --chunks 50]
+ * relay — a fake OpenAI-compatible backend (instant answers, so the gateway's own cost dominates),
+ *   the built gateway (dist/main.js) and the built worker daemon (dist/worker/main.js); drives the
+ *   same load at the backend directly and through gateway + daemon and prints the ratios.
+ * fleet — for each N in --fleet (default 1,1000): a fresh gateway and a fake worker fleet
+ *   (bench/fleet.js, its own process) of N WebSocket workers, worker i serving only `fleet-<i>`;
+ *   requests go round-robin over the N models, so the gateway routes over N connected workers.
+ *
+ * Every row reports the gateway process's CPU time (user + system, /proc/<pid>/stat) spent in the
+ * measured phase divided by its requests. Figures are from one run: compare ratios within a run.
+ *
+ * Usage: npm run bench [-- --only relay|fleet --requests 2000 --stream-requests 400 --concurrency 16
+ *   --chunks 50 --fleet 1,1000 --fleet-requests 4000 --fleet-warmup 1000 --fleet-concurrency 16
+ *   --fleet-max-concurrent 32 --max-seconds 240]
  */
 'use strict';
 const http = require('node:http');
-const { spawn } = require('node:child_process');
-const { mkdtempSync, rmSync } = require('node:fs');
+const { spawn, execFileSync } = require('node:child_process');
+const { mkdtempSync, rmSync, readFileSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { Agent, request } = require('undici');
@@ -17,11 +26,27 @@ const { Agent, request } = require('undici');
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
 );
+const ONLY = args.only;
+if (ONLY !== undefined && ONLY !== 'relay' && ONLY !== 'fleet') {
+  console.error(`--only must be relay or fleet, got "${ONLY}"`);
+  process.exit(2);
+}
 const REQUESTS = Number(args.requests ?? 2000);
 const STREAM_REQUESTS = Number(args['stream-requests'] ?? 400);
 const CONCURRENCY = Number(args.concurrency ?? 16);
 const CHUNKS = Number(args.chunks ?? 50);
+const FLEET_SIZES = String(args.fleet ?? '1,1000').split(',').map(Number);
+if (!FLEET_SIZES.every((n) => Number.isInteger(n) && n > 0)) {
+  console.error(`--fleet must be a comma-separated list of positive integers, got "${args.fleet}"`);
+  process.exit(2);
+}
+const FLEET_REQUESTS = Number(args['fleet-requests'] ?? 4000);
+const FLEET_WARMUP = Number(args['fleet-warmup'] ?? 1000);
+const FLEET_CONCURRENCY = Number(args['fleet-concurrency'] ?? 16);
+const FLEET_MAX_CONCURRENT = Number(args['fleet-max-concurrent'] ?? 32);
+const MAX_SECONDS = Number(args['max-seconds'] ?? 240);
 const SECRET = 'bench-secret';
+const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean) : [];
 
 const COMPLETION = JSON.stringify({
   id: 'chatcmpl-bench', object: 'chat.completion', created: 1, model: 'bench',
@@ -29,6 +54,164 @@ const COMPLETION = JSON.stringify({
   usage: { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11 },
 });
 const chunk = (i) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'bench', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
+const chatBody = (model, stream) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] });
+
+// ---------------------------------------------------------------- process CPU time
+
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** User + system CPU time of a whole process (all its threads) so far, in ms; tick resolution. */
+function cpuMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after "(comm)": state is field 3, utime field 14, stime field 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
+// ---------------------------------------------------------------- open-file limit
+
+/**
+ * The 1000-worker fleet holds one socket per worker in the gateway and in the fleet process, plus
+ * client connections and the database. Every child here is a Node process, and Node raises its own
+ * soft RLIMIT_NOFILE to the hard limit at startup, so a soft `ulimit -n` of 1024 does not matter:
+ * only the hard limit must leave room. Read from /proc/self/limits: this process is Node too, so
+ * its (already raised) soft value is what the children will get.
+ */
+function fdLimits() {
+  const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+  const [soft, hard] = line.trim().split(/\s+/).slice(3, 5);
+  const num = (s) => (s === 'unlimited' ? Infinity : Number(s));
+  return { soft: num(soft), hard: num(hard) };
+}
+const FD_NEED = (ONLY === 'relay' ? 0 : Math.max(...FLEET_SIZES)) + FLEET_CONCURRENCY + 512;
+const FD = fdLimits();
+if (FD.soft < FD_NEED) {
+  console.error(
+    `open-file limit too low: need about ${FD_NEED} descriptors per process for a ${Math.max(...FLEET_SIZES)}-worker fleet, ` +
+      `Node runs with ${FD.soft} (hard limit ${FD.hard}). Raise the hard limit (e.g. /etc/security/limits.conf, docker --ulimit nofile=4096:4096) ` +
+      `or use a smaller --fleet.`,
+  );
+  process.exit(2);
+}
+const fdNote = `open files: Node runs with soft limit ${FD.soft} (hard ${FD.hard}; Node raises its soft limit to the hard one at startup), need about ${FD_NEED} per process`;
+
+// ---------------------------------------------------------------- children
+
+const children = new Set();
+
+function spawnNode(script, argv, env, { nodeFlags = [], ipc = false } = {}) {
+  const child = spawn(process.execPath, [...nodeFlags, script, ...argv], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit', ...(ipc ? ['ipc'] : [])],
+  });
+  child.exited = new Promise((resolve) => child.once('exit', resolve));
+  children.add(child);
+  child.exited.then(() => children.delete(child));
+  return child;
+}
+
+async function stop(child, ms = 15000) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), ms);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = http.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(check, ms = 30000, what = 'the benchmark setup') {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** A fresh gateway with its own SQLite file; nothing in its config limits the number of workers. */
+async function startGateway(dir, label) {
+  const port = await freePort();
+  const child = spawnNode(
+    'dist/main.js',
+    [],
+    { LISTEN_ADDR: `127.0.0.1:${port}`, WORKER_SECRET: SECRET, DATABASE_URL: `sqlite:${join(dir, `${label}.db`)}`, LOG_LEVEL: 'error', MAX_QUEUE_LEN: '10000' },
+    { nodeFlags: NODE_FLAGS },
+  );
+  if (NODE_FLAGS.length) console.error(`bench: gateway for ${label} is pid ${child.pid}`);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => (await fetch(`${url}/health/ready`)).ok, 30000, `the gateway (${label}) to become ready`);
+  return { child, url, port };
+}
+
+// ---------------------------------------------------------------- load generator
+
+/** `total` requests over `concurrency` connections; request k carries payloads[k % payloads.length]. */
+async function drive(baseUrl, total, payloads, { concurrency = CONCURRENCY } = {}) {
+  const dispatcher = new Agent({ connections: concurrency, pipelining: 1 });
+  const latencies = [];
+  const ttfbs = [];
+  let next = 0;
+  let failures = 0;
+  const started = process.hrtime.bigint();
+  async function lane() {
+    while (next < total) {
+      const payload = payloads[next++ % payloads.length];
+      const t0 = process.hrtime.bigint();
+      try {
+        const res = await request(`${baseUrl}/v1/chat/completions`, { method: 'POST', body: payload, headers: { 'content-type': 'application/json' }, dispatcher });
+        let first = true;
+        for await (const _ of res.body) {
+          if (first) {
+            ttfbs.push(Number(process.hrtime.bigint() - t0) / 1e6);
+            first = false;
+          }
+        }
+        if (res.statusCode !== 200) failures++;
+      } catch {
+        failures++;
+      }
+      latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, lane));
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  await dispatcher.close();
+  const pct = (xs, p) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+  return { rps: total / seconds, p50: pct(latencies, 50), p99: pct(latencies, 99), ttfb50: pct(ttfbs, 50), failures, seconds };
+}
+
+/** Runs `phase` and adds the CPU ms per request each named process spent meanwhile. */
+async function withCpu(label, pids, total, phase) {
+  const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuMs(pid)]));
+  const from = process.hrtime.bigint() / 1000n;
+  const result = await phase();
+  const to = process.hrtime.bigint() / 1000n;
+  for (const [k, pid] of Object.entries(pids)) result[`${k}CpuMs`] = (cpuMs(pid) - before[k]) / total;
+  // Same monotonic clock as V8 profile timestamps: bench/profile-top.js --from/--to cuts to this phase.
+  if (NODE_FLAGS.length) console.error(`bench: ${label} measured phase: --from ${from} --to ${to} (gateway pid ${pids.gateway})`);
+  return result;
+}
+
+function fmt(n) {
+  return n >= 100 ? n.toFixed(0) : n.toFixed(2);
+}
+const fmtCpu = (n) => n.toFixed(3);
+
+// ---------------------------------------------------------------- relay: direct vs gateway + daemon
 
 function startBackend() {
   const server = http.createServer((req, res) => {
@@ -51,102 +234,158 @@ function startBackend() {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = http.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
+async function relayPart(dir) {
+  const backend = await startBackend();
+  const backendUrl = `http://127.0.0.1:${backend.address().port}`;
+  let gw;
+  let daemon;
+  try {
+    gw = await startGateway(dir, 'relay');
+    daemon = spawnNode(
+      'dist/worker/main.js',
+      ['--proxy-url', gw.url, '--worker-secret', SECRET, '--backend-url', backendUrl, '--models', 'bench', '--max-concurrency', String(CONCURRENCY * 2), '--log-level', 'error'],
+      {},
+      { nodeFlags: NODE_FLAGS },
+    );
+    await waitFor(async () => (await (await fetch(`${gw.url}/v1/models`)).json()).data.length > 0, 30000, 'the worker daemon to register');
+
+    const plain = [chatBody('bench', false)];
+    const streaming = [chatBody('bench', true)];
+    // Warm up both paths (JIT, connection pools) before measuring.
+    await drive(backendUrl, 200, plain);
+    await drive(gw.url, 200, plain);
+
+    const rows = [];
+    for (const [label, total, payloads] of [['non-streaming', REQUESTS, plain], ['streaming', STREAM_REQUESTS, streaming]]) {
+      const direct = await drive(backendUrl, total, payloads);
+      const gateway = await withCpu(`relay ${label}`, { gateway: gw.child.pid }, total, () => drive(gw.url, total, payloads));
+      rows.push({ label, direct, gateway });
+    }
+    console.log(`Relay — ${REQUESTS} non-streaming / ${STREAM_REQUESTS} streaming (${CHUNKS} chunks) requests, concurrency ${CONCURRENCY}, loopback`);
+    console.log('| workload | direct req/s | gateway req/s | throughput ratio | direct p50 ms | gateway p50 ms | gateway p99 ms | gateway TTFB p50 ms | gateway CPU ms/req | failures |');
+    console.log('|---|---|---|---|---|---|---|---|---|---|');
+    for (const { label, direct, gateway } of rows) {
+      console.log(
+        `| ${label} | ${fmt(direct.rps)} | ${fmt(gateway.rps)} | ${(gateway.rps / direct.rps).toFixed(2)} | ${fmt(direct.p50)} | ${fmt(gateway.p50)} | ` +
+          `${fmt(gateway.p99)} | ${fmt(gateway.ttfb50)} | ${fmtCpu(gateway.gatewayCpuMs)} | ${direct.failures + gateway.failures} |`,
+      );
+    }
+    console.log('');
+  } finally {
+    if (daemon) await stop(daemon);
+    if (gw) await stop(gw.child);
+    backend.close();
+  }
+}
+
+// ---------------------------------------------------------------- fleet: routing over N workers
+
+/** Resolves with the fleet's next IPC message of `type`; rejects on `failed`, exit or timeout. */
+function fleetMessage(fleet, type, ms) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => done(new Error(`timed out after ${ms / 1000} s waiting for the fleet (${type})`)), ms);
+    const onMessage = (msg) => {
+      if (msg.type === type) done(undefined, msg);
+      else if (msg.type === 'failed') done(new Error(`fleet failed: ${msg.error}`));
+    };
+    const onExit = (code) => done(new Error(`fleet exited (${code}) while waiting for ${type}`));
+    function done(err, msg) {
+      clearTimeout(timer);
+      fleet.off('message', onMessage);
+      fleet.off('exit', onExit);
+      if (err) reject(err);
+      else resolve(msg);
+    }
+    fleet.on('message', onMessage);
+    fleet.on('exit', onExit);
   });
 }
 
-async function waitFor(check, ms = 30000) {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await check().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
+async function fleetScenario(dir, n) {
+  let gw;
+  let fleet;
+  try {
+    gw = await startGateway(dir, `fleet-${n}`);
+    fleet = spawnNode(
+      'bench/fleet.js',
+      ['--url', `ws://127.0.0.1:${gw.port}/v1/worker/connect`, '--secret', SECRET, '--count', String(n), '--max-concurrent', String(FLEET_MAX_CONCURRENT)],
+      {},
+      { ipc: true },
+    );
+    const registered = await fleetMessage(fleet, 'registered', 120000);
+    await waitFor(async () => (await (await fetch(`${gw.url}/v1/models`)).json()).data.length >= n, 30000, `/v1/models to list ${n} models`);
+
+    const payloads = Array.from({ length: n }, (_, i) => chatBody(`fleet-${i}`, false));
+    await drive(gw.url, FLEET_WARMUP, payloads, { concurrency: FLEET_CONCURRENCY });
+    fleet.send({ type: 'reset' });
+    const result = await withCpu(`fleet N=${n}`, { gateway: gw.child.pid, fleet: fleet.pid }, FLEET_REQUESTS, () =>
+      drive(gw.url, FLEET_REQUESTS, payloads, { concurrency: FLEET_CONCURRENCY }),
+    );
+    fleet.send({ type: 'stats' });
+    const stats = await fleetMessage(fleet, 'stats', 10000);
+    return { n, registeredMs: registered.ms, ...result, stats };
+  } finally {
+    if (fleet) {
+      if (fleet.connected) fleet.send({ type: 'stop' });
+      await stop(fleet, 5000);
+    }
+    if (gw) await stop(gw.child);
   }
-  throw new Error('timed out waiting for the benchmark setup');
 }
 
-async function drive(baseUrl, total, stream) {
-  const dispatcher = new Agent({ connections: CONCURRENCY, pipelining: 1 });
-  const payload = JSON.stringify({ model: 'bench', stream, messages: [{ role: 'user', content: 'hi' }] });
-  const latencies = [];
-  const ttfbs = [];
-  let next = 0;
-  let failures = 0;
-  const started = process.hrtime.bigint();
-  async function lane() {
-    while (next < total) {
-      next++;
-      const t0 = process.hrtime.bigint();
-      const res = await request(`${baseUrl}/v1/chat/completions`, { method: 'POST', body: payload, headers: { 'content-type': 'application/json' }, dispatcher });
-      let first = true;
-      for await (const _ of res.body) {
-        if (first) {
-          ttfbs.push(Number(process.hrtime.bigint() - t0) / 1e6);
-          first = false;
-        }
-      }
-      if (res.statusCode !== 200) failures++;
-      latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+async function fleetPart(dir) {
+  const rows = [];
+  for (const n of FLEET_SIZES) rows.push(await fleetScenario(dir, n));
+  console.log(
+    `Fleet — ${FLEET_REQUESTS} non-streaming requests (after ${FLEET_WARMUP} warm-up) round-robin over models fleet-0…fleet-<N-1>, ` +
+      `one per fake worker (max_concurrent ${FLEET_MAX_CONCURRENT}), concurrency ${FLEET_CONCURRENCY}, loopback`,
+  );
+  console.log('| workers | req/s | gateway CPU ms/req | p50 ms | p99 ms | failures | fleet CPU ms/req | requests per worker min–max | registration s |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    console.log(
+      `| ${r.n} | ${fmt(r.rps)} | ${fmtCpu(r.gatewayCpuMs)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.failures} | ${fmtCpu(r.fleetCpuMs)} | ` +
+        `${r.stats.perWorkerMin}–${r.stats.perWorkerMax} | ${(r.registeredMs / 1000).toFixed(1)} |`,
+    );
+  }
+  const base = rows[0];
+  if (rows.length > 1) {
+    console.log('');
+    console.log(`| comparison | throughput ratio | gateway CPU/request ratio |`);
+    console.log('|---|---|---|');
+    for (const r of rows.slice(1)) {
+      console.log(`| ${r.n} vs ${base.n} workers | ${(r.rps / base.rps).toFixed(2)} | ${(r.gatewayCpuMs / base.gatewayCpuMs).toFixed(2)} |`);
     }
   }
-  await Promise.all(Array.from({ length: CONCURRENCY }, lane));
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  await dispatcher.close();
-  const pct = (xs, p) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
-  return { rps: total / seconds, p50: pct(latencies, 50), p99: pct(latencies, 99), ttfb50: pct(ttfbs, 50), failures };
+  const lost = rows.filter((r) => r.stats.closed > 0 || r.stats.unexpected > 0 || r.stats.requests !== FLEET_REQUESTS);
+  for (const r of lost) {
+    console.log(`note: N=${r.n}: fleet answered ${r.stats.requests} requests, saw ${r.stats.closed} closes and ${r.stats.unexpected} unexpected frames`);
+  }
+  console.log(`${fdNote}; CPU from /proc/<pid>/stat utime+stime at ${CLK_TCK} ticks/s`);
+  console.log('');
 }
 
-function fmt(n) {
-  return n >= 100 ? n.toFixed(0) : n.toFixed(2);
-}
+// ---------------------------------------------------------------- main
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-'));
-  const backend = await startBackend();
-  const backendUrl = `http://127.0.0.1:${backend.address().port}`;
-  const port = await freePort();
-  const gatewayUrl = `http://127.0.0.1:${port}`;
-  const children = [];
-  const run = (script, argv, env) => {
-    const child = spawn(process.execPath, [...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []), script, ...argv], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
-    children.push(child);
-    return child;
-  };
+  const watchdog = setTimeout(() => {
+    console.error(`bench: still running after ${MAX_SECONDS} s (--max-seconds); stopping`);
+    for (const c of children) c.kill('SIGKILL');
+    process.exit(3);
+  }, MAX_SECONDS * 1000);
+  watchdog.unref();
   try {
-    run('dist/main.js', [], { LISTEN_ADDR: `127.0.0.1:${port}`, WORKER_SECRET: SECRET, DATABASE_URL: `sqlite:${join(dir, 'bench.db')}`, LOG_LEVEL: 'error', MAX_QUEUE_LEN: '10000' });
-    await waitFor(async () => (await fetch(`${gatewayUrl}/health/ready`)).ok);
-    run('dist/worker/main.js', ['--proxy-url', gatewayUrl, '--worker-secret', SECRET, '--backend-url', backendUrl, '--models', 'bench', '--max-concurrency', String(CONCURRENCY * 2), '--log-level', 'error'], {});
-    await waitFor(async () => ((await (await fetch(`${gatewayUrl}/v1/models`)).json()).data.length > 0));
-
-    // Warm up both paths (JIT, connection pools) before measuring.
-    await drive(backendUrl, 200, false);
-    await drive(gatewayUrl, 200, false);
-
-    const rows = [];
-    for (const [label, total, stream] of [['non-streaming', REQUESTS, false], ['streaming', STREAM_REQUESTS, true]]) {
-      const direct = await drive(backendUrl, total, stream);
-      const gateway = await drive(gatewayUrl, total, stream);
-      rows.push({ label, direct, gateway });
-    }
-    console.log(`Switchboard benchmark — ${REQUESTS} non-streaming / ${STREAM_REQUESTS} streaming (${CHUNKS} chunks) requests, concurrency ${CONCURRENCY}, loopback`);
-    console.log('| workload | direct req/s | gateway req/s | throughput ratio | direct p50 ms | gateway p50 ms | gateway p99 ms | gateway TTFB p50 ms | failures |');
-    console.log('|---|---|---|---|---|---|---|---|---|');
-    for (const { label, direct, gateway } of rows) {
-      console.log(`| ${label} | ${fmt(direct.rps)} | ${fmt(gateway.rps)} | ${(gateway.rps / direct.rps).toFixed(2)} | ${fmt(direct.p50)} | ${fmt(gateway.p50)} | ${fmt(gateway.p99)} | ${fmt(gateway.ttfb50)} | ${direct.failures + gateway.failures} |`);
-    }
+    if (ONLY !== 'fleet') await relayPart(dir);
+    if (ONLY !== 'relay') await fleetPart(dir);
   } finally {
-    for (const c of children) c.kill('SIGTERM');
-    backend.close();
-    await new Promise((r) => setTimeout(r, 500));
+    for (const c of children) await stop(c, 5000);
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 main().catch((e) => {
   console.error(e);
+  for (const c of children) c.kill('SIGKILL');
   process.exit(1);
 });
