@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 /* Summarises a V8 .cpuprofile (from `node --cpu-prof`): self time by function and by module.
  *
- * Usage: node bench/profile-top.js <file.cpuprofile> [--top 25] [--from <µs> --to <µs>]
+ * Usage: node bench/profile-top.js <file.cpuprofile> [--top 25] [--from <µs> --to <µs>] [--callers <text>]
  * --from/--to restrict the summary to samples within a window of the monotonic clock in µs, the
  * clock of both the profile's timestamps and process.hrtime; bench/run.js prints each measured
  * phase's window when BENCH_NODE_FLAGS is set, so a profile can be cut to the measured requests.
+ * --callers also lists, for functions whose name contains <text>, their self time by the four
+ * frames above them (who calls the hot function).
  */
 'use strict';
 const { readFileSync } = require('node:fs');
@@ -18,9 +20,12 @@ if (!file) {
 const TOP = Number(args.top ?? 25);
 const FROM = args.from !== undefined ? Number(args.from) : -Infinity;
 const TO = args.to !== undefined ? Number(args.to) : Infinity;
+const CALLERS = args.callers;
 
 const profile = JSON.parse(readFileSync(file, 'utf8'));
 const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+const parentOf = new Map();
+for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id);
 
 function moduleOf(url) {
   if (!url) return '(native/V8)';
@@ -46,6 +51,7 @@ function shortUrl(url) {
 
 const byFunction = new Map();
 const byModule = new Map();
+const byCallers = new Map();
 const special = new Map(); // (idle), (program), (garbage collector)
 let total = 0;
 let t = profile.startTime;
@@ -65,6 +71,15 @@ for (let i = 0; i < profile.samples.length; i++) {
   byFunction.set(key, (byFunction.get(key) ?? 0) + dt);
   const mod = moduleOf(callFrame.url);
   byModule.set(mod, (byModule.get(mod) ?? 0) + dt);
+  if (CALLERS && name.includes(CALLERS)) {
+    const stack = [];
+    for (let id = parentOf.get(profile.samples[i]); id !== undefined && stack.length < 4; id = parentOf.get(id)) {
+      const f = nodes.get(id).callFrame;
+      stack.push(`${f.functionName || '(anonymous)'} ${shortUrl(f.url)}:${f.lineNumber + 1}`);
+    }
+    const k = `${key} ← ${stack.join(' ← ')}`;
+    byCallers.set(k, (byCallers.get(k) ?? 0) + dt);
+  }
 }
 
 const idle = special.get('(idle)') ?? 0;
@@ -82,3 +97,9 @@ console.log('');
 console.log('| self ms | % busy | module |');
 console.log('|---|---|---|');
 for (const [key, us] of [...byModule].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`| ${ms(us)} | ${pct(us)} | ${key} |`);
+if (CALLERS) {
+  console.log('');
+  console.log(`| self ms | % busy | "${CALLERS}" ← callers |`);
+  console.log('|---|---|---|');
+  for (const [key, us] of [...byCallers].sort((a, b) => b[1] - a[1]).slice(0, 10)) console.log(`| ${ms(us)} | ${pct(us)} | ${key} |`);
+}
