@@ -28,9 +28,14 @@ describe('graceful drain (admin API)', () => {
     const r1 = await a.nextRequest();
     expect((await scope.admin.drain(a.workerId, { timeout_secs: 20, reason: 'maintenance' })).status).toBe(202);
     await a.next('graceful_shutdown');
-    // New work while A drains waits for (and goes to) another worker.
-    const x2 = scope.post('/v1/chat/completions', chatBody(model, { seq: 2 }));
+    // New work while A (the model's only worker) drains: 503 no_healthy_worker with a retry hint.
+    const refused = await scope.post('/v1/chat/completions', chatBody(model, { seq: 0 })).done;
+    expect(refused.status).toBe(503);
+    expect(refused.json().error).toMatchObject({ code: 'no_healthy_worker', retriable: true });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // Once another worker serves the model, new work goes to it, never to the draining A.
     const b = await scope.worker({ models: [model] }, {}, 'B');
+    const x2 = scope.post('/v1/chat/completions', chatBody(model, { seq: 2 }));
     const r2 = await b.nextRequest();
     expect(JSON.parse(r2.body).seq).toBe(2);
     b.respondJson(r2.request_id, { by: 'B' });

@@ -51,6 +51,7 @@ interface Waiter {
 }
 
 const DEFAULT_WAIT_MS = 10_000;
+let workerSeq = 0;
 
 /**
  * A scripted worker: a real WebSocket client speaking the worker protocol, driven step by step by
@@ -177,7 +178,8 @@ export class ScriptedWorker {
   registerFrame(reg: RegisterOptions): Record<string, unknown> {
     const frame: Record<string, unknown> = {
       type: 'register',
-      worker_name: reg.worker_name ?? this.label,
+      // Distinct by default: the gateway keeps worker health (ejection) per worker name.
+      worker_name: reg.worker_name ?? `${this.label}-${++workerSeq}`,
       models: reg.models,
       max_concurrent: reg.max_concurrent ?? 4,
       current_load: reg.current_load ?? 0,

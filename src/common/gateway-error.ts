@@ -5,6 +5,11 @@
 export type GatewayErrorCode =
   | 'invalid_request'
   | 'model_not_found'
+  | 'capability_mismatch'
+  | 'fallback_exhausted'
+  | 'no_healthy_worker'
+  | 'invalid_params'
+  | 'pool_unready'
   | 'queue_full'
   | 'queue_timeout'
   | 'request_timeout'
@@ -28,6 +33,8 @@ export interface GatewayErrorDetails {
   retryAfterMs?: number;
   policyLabel?: string;
   param?: string;
+  /** Extra fields for the dialect's error object, beside `code` and `retriable` (e.g. `missing`). */
+  fields?: Record<string, unknown>;
 }
 
 export class GatewayError extends Error {
@@ -45,6 +52,22 @@ export class GatewayError extends Error {
 export const Errors = {
   invalidRequest: (message: string, param?: string) => new GatewayError('invalid_request', message, { param }),
   modelNotFound: (model: string) => new GatewayError('model_not_found', `Model '${model}' not found`),
+  aliasTargetNotFound: (alias: string, target: string) =>
+    new GatewayError('model_not_found', `Model '${alias}' is an alias of '${target}', and model '${target}' not found`),
+  capabilityMismatch: (model: string, missing: string[]) =>
+    new GatewayError('capability_mismatch', `No worker supports the required capabilities for model '${model}': ${missing.join(', ')}`, {
+      fields: { missing },
+    }),
+  fallbackExhausted: (attempted: string[], missing?: string[]) =>
+    new GatewayError('fallback_exhausted', `All models in the fallback chain are unavailable: ${attempted.join(', ')}`, {
+      retryAfterMs: 1000,
+      fields: missing ? { attempted_models: attempted, missing } : { attempted_models: attempted },
+    }),
+  noHealthyWorker: (model: string, retryAfterMs: number) =>
+    new GatewayError('no_healthy_worker', `No healthy worker available for model '${model}'`, { retryAfterMs }),
+  invalidParams: (message: string, param?: string) => new GatewayError('invalid_params', message, { param }),
+  poolUnready: (provider: string, reason: string) =>
+    new GatewayError('pool_unready', `Provider '${provider}' is not ready: ${reason}`, { retryAfterMs: 1000, fields: { pool_id: provider } }),
   queueFull: (retryAfterMs: number) =>
     new GatewayError('queue_full', 'Service temporarily at capacity, please retry', {
       retryAfterMs,
@@ -70,6 +93,11 @@ const STATUS: Record<GatewayErrorCode, number> = {
   unauthorized: 401,
   forbidden: 403,
   model_not_found: 404,
+  capability_mismatch: 400,
+  invalid_params: 400,
+  fallback_exhausted: 503,
+  no_healthy_worker: 503,
+  pool_unready: 503,
   provider_not_found: 404,
   not_found: 404,
   payload_too_large: 413,
@@ -95,6 +123,8 @@ export function statusOf(code: GatewayErrorCode): number {
 
 const NOT_RETRIABLE = new Set<GatewayErrorCode>([
   'invalid_request',
+  'invalid_params',
+  'capability_mismatch',
   'unauthorized',
   'forbidden',
   'model_not_found',

@@ -1,4 +1,6 @@
 /** Typed configuration, built once at boot by `loadConfig` (see docs/configuration.md). */
+import type { ModelCapabilities } from '../protocol';
+import type { RoutingConfig } from '../routing/routing-config';
 
 export interface ProviderConfig {
   name: string;
@@ -13,6 +15,10 @@ export interface ProviderConfig {
   maxModelsPerWorker: number;
   /** Models the operator declares for this provider even while no worker serves them. */
   models: string[];
+  /** Routing priority of the provider's workers (lower is preferred); overrides what workers declare. */
+  priority?: number;
+  /** Per-model capabilities; each declared field overrides what the workers advertise. */
+  capabilities: Record<string, ModelCapabilities>;
 }
 
 /** Limits a provider gets when it does not set its own (env / top-level YAML values). */
@@ -59,4 +65,5 @@ export interface AppConfig {
   /** Worker records seen within this window still make their models "known" (404 vs queue). */
   recentWorkerWindowMs: number;
   instanceId: string;
+  routing: RoutingConfig;
 }

@@ -5,6 +5,8 @@ import { isWellFormedSecretHash } from '../auth/secret-hash';
 import { parseDatabaseUrl } from '../database/database-url';
 import { parse as parseYaml } from 'yaml';
 import { AppConfig, ProviderConfig, ProviderDefaults } from './app-config';
+import { parseCapabilityDeclarations, readRoutingConfig } from '../routing/routing-config';
+import { checkNumber, Env, NumberOpts, Reader, TIMER, TIMER_OR_ZERO, toMillis, Yaml } from './config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
 export class ConfigError extends Error {
@@ -14,7 +16,6 @@ export class ConfigError extends Error {
   }
 }
 
-type Env = Record<string, string | undefined>;
 
 const PROVIDER_KEYS = new Set([
   'name',
@@ -26,116 +27,14 @@ const PROVIDER_KEYS = new Set([
   'request_timeout_secs',
   'max_models',
   'models',
+  'priority',
+  'capabilities',
 ]);
-type Yaml = Record<string, unknown>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const HOSTNAME = /^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$/;
 const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-
-/** Collects problems while reading values from env (wins) and the YAML file. */
-class Reader {
-  readonly problems: string[] = [];
-  /** YAML keys asked for, so unknown (misspelt) keys can be reported. */
-  readonly knownYamlKeys = new Set<string>(['providers', 'server', 'routing', 'tenants']);
-  constructor(
-    private readonly env: Env,
-    private readonly file: Yaml,
-  ) {}
-
-  private raw(envKey: string, yamlKey?: string): { value: unknown; source: string } | undefined {
-    if (yamlKey) this.knownYamlKeys.add(yamlKey);
-    const fromEnv = this.env[envKey];
-    if (fromEnv !== undefined && fromEnv !== '') return { value: fromEnv, source: envKey };
-    if (yamlKey && this.file[yamlKey] !== undefined && this.file[yamlKey] !== null) {
-      return { value: this.file[yamlKey], source: `${yamlKey} (config file)` };
-    }
-    return undefined;
-  }
-
-  string(envKey: string, yamlKey: string | undefined, fallback: string): string;
-  string(envKey: string, yamlKey?: string): string | undefined;
-  string(envKey: string, yamlKey?: string, fallback?: string): string | undefined {
-    const r = this.raw(envKey, yamlKey);
-    if (!r) return fallback;
-    if (typeof r.value !== 'string' && typeof r.value !== 'number') {
-      this.problems.push(`${r.source} must be a string`);
-      return fallback;
-    }
-    return String(r.value);
-  }
-
-  number(envKey: string, yamlKey: string | undefined, fallback: number, opts: NumberOpts = {}): number {
-    const r = this.raw(envKey, yamlKey);
-    if (!r) return fallback;
-    return checkNumber(r.value, r.source, fallback, opts, this.problems);
-  }
-
-  /** Seconds (fractions allowed) → milliseconds. */
-  seconds(envKey: string, yamlKey: string | undefined, fallbackSecs: number, opts: NumberOpts = {}): number {
-    return toMillis(this.number(envKey, yamlKey, fallbackSecs, opts), envKey, opts, this.problems);
-  }
-
-  bool(envKey: string, yamlKey: string | undefined, fallback: boolean): boolean {
-    const r = this.raw(envKey, yamlKey);
-    if (!r) return fallback;
-    if (typeof r.value === 'boolean') return r.value;
-    const s = String(r.value).toLowerCase();
-    if (['1', 'true', 'yes', 'on'].includes(s)) return true;
-    if (['0', 'false', 'no', 'off'].includes(s)) return false;
-    this.problems.push(`${r.source} must be true or false, got "${String(r.value)}"`);
-    return fallback;
-  }
-}
-
-interface NumberOpts {
-  min?: number;
-  /** Strictly greater than this. */
-  above?: number;
-  max?: number;
-  integer?: boolean;
-}
-
-/** Node timers overflow (and fire at once) past 2^31-1 ms, about 24.8 days. */
-const MAX_TIMER_SECS = 2147483;
-/** A duration that drives a timer: positive, at least 1 ms, within Node's timer range. */
-const TIMER: NumberOpts = { above: 0, max: MAX_TIMER_SECS };
-/** A timer duration where 0 switches the feature off (or means "at once"). */
-const TIMER_OR_ZERO: NumberOpts = { min: 0, max: MAX_TIMER_SECS };
-
-function checkNumber(value: unknown, source: string, fallback: number, opts: NumberOpts, problems: string[]): number {
-  const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
-  const bad =
-    !Number.isFinite(n) ||
-    (opts.integer && !Number.isInteger(n)) ||
-    (opts.min !== undefined && n < opts.min) ||
-    (opts.above !== undefined && n <= opts.above) ||
-    (opts.max !== undefined && n > opts.max);
-  if (bad) {
-    const rule = [
-      opts.integer ? 'an integer' : 'a number',
-      opts.min !== undefined ? `>= ${opts.min}` : '',
-      opts.above !== undefined ? `> ${opts.above}` : '',
-      opts.max !== undefined ? `<= ${opts.max}` : '',
-    ]
-      .filter(Boolean)
-      .join(' ');
-    problems.push(`${source} must be ${rule}, got "${String(value)}"`);
-    return fallback;
-  }
-  return n;
-}
-
-/** Seconds → whole milliseconds; a positive duration may not round down to 0 ms. */
-function toMillis(secs: number, source: string, opts: NumberOpts, problems: string[]): number {
-  const ms = Math.round(secs * 1000);
-  if (opts.above === 0 && ms < 1) {
-    problems.push(`${source} must be at least 0.001 (one millisecond), got "${secs}"`);
-    return 1;
-  }
-  return ms;
-}
 
 function parseListenAddr(value: string, problems: string[]): { host: string; port: number } {
   const m = /^(\[[^\]]+\]|[^:]*):(\d{1,5})$/.exec(value.trim());
@@ -215,6 +114,8 @@ function readProviders(file: Yaml, defaults: ProviderDefaults, problems: string[
       requestTimeoutMs: toMillis(num('request_timeout_secs', defaults.requestTimeoutMs / 1000, TIMER), `${at}.request_timeout_secs`, TIMER, problems),
       maxModelsPerWorker: num('max_models', defaults.maxModelsPerWorker, { min: 1, integer: true }),
       models: Array.isArray(models) ? models.filter((m): m is string => typeof m === 'string').map((m) => m.trim()).filter(Boolean) : [],
+      priority: p.priority === undefined || p.priority === null ? undefined : checkNumber(p.priority, `${at}.priority`, 50, { min: 0, integer: true }, problems),
+      capabilities: parseCapabilityDeclarations(p.capabilities, `${at}.capabilities`, problems),
     });
   });
   const seen = new Set<string>();
@@ -234,7 +135,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const configFile = env.CONFIG_FILE || undefined;
   const file = configFile ? readConfigFile(configFile, problems) : {};
   const server = (file.server && typeof file.server === 'object' ? file.server : {}) as Yaml;
-  const r = new Reader(env, { ...file, ...server });
+  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants']);
 
   const listen = parseListenAddr(r.string('LISTEN_ADDR', 'listen_addr', '127.0.0.1:8080'), problems);
   const logLevel = r.string('LOG_LEVEL', 'log_level', 'info').toLowerCase();
@@ -263,12 +164,13 @@ export function loadConfig(env: Env = process.env): AppConfig {
       existing.secretHash = undefined;
     }
   } else if (workerSecret || providers.length === 0) {
-    providers.unshift({ name: defaultProviderName, secret: workerSecret, enabled: true, models: [], ...defaults });
+    providers.unshift({ name: defaultProviderName, secret: workerSecret, enabled: true, models: [], capabilities: {}, ...defaults });
   }
 
   const heartbeatIntervalMs = r.seconds('HEARTBEAT_INTERVAL_SECS', 'heartbeat_interval_secs', 15, TIMER);
   const heartbeatTimeoutMs = r.seconds('HEARTBEAT_TIMEOUT_SECS', 'heartbeat_timeout_secs', 45, TIMER);
 
+  const routing = readRoutingConfig(env, file.routing, problems);
   const config: AppConfig = {
     listenHost: listen.host,
     listenPort: listen.port,
@@ -284,7 +186,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     logLevel: logLevel as AppConfig['logLevel'],
     maxBodyBytes: r.number('MAX_BODY_BYTES', 'max_body_bytes', 10 * 1024 * 1024, { min: 1, integer: true }),
     maxStreamBytes: r.number('MAX_STREAM_BYTES', 'max_stream_bytes', 256 * 1024 * 1024, { min: 1, integer: true }),
-    maxRequeues: r.number('MAX_REQUEUES', 'max_requeues', 3, { min: 0, integer: true }),
+    maxRequeues: routing.maxRetries ?? r.number('MAX_REQUEUES', 'max_requeues', 3, { min: 0, integer: true }),
     cancelGraceMs: r.seconds('CANCEL_GRACE_SECS', 'cancel_grace_secs', 10, TIMER_OR_ZERO),
     slowClientTimeoutMs: r.seconds('SLOW_CLIENT_TIMEOUT_SECS', 'slow_client_timeout_secs', 30, TIMER),
     rejectLegacyWorkers: r.bool('REJECT_LEGACY_WORKERS', 'reject_legacy_workers', false),
@@ -304,6 +206,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     workerRecordRetentionMs: r.seconds('WORKER_RECORD_RETENTION_SECS', 'worker_record_retention_secs', 7 * 24 * 3600, { above: 0 }),
     recentWorkerWindowMs: r.seconds('RECENT_WORKER_WINDOW_SECS', 'recent_worker_window_secs', 300, { min: 0 }),
     instanceId: r.string('INSTANCE_ID', 'instance_id', `gw-${randomUUID().slice(0, 8)}`),
+    routing,
   };
 
   if (heartbeatTimeoutMs <= heartbeatIntervalMs && !r.problems.some((p) => p.startsWith('HEARTBEAT'))) {

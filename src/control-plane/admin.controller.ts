@@ -1,10 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, UseGuards } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
-import { GatewayError } from '../common/gateway-error';
+import { CLOCK, Clock } from '../common/clock';
+import { Errors, GatewayError } from '../common/gateway-error';
+import { parseCapabilityDeclarations } from '../routing/routing-config';
 import { AdminGuard } from '../auth/admin.guard';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { Provider, ProviderInput, ProvidersService } from '../providers/providers.service';
-import { RequestQueues } from '../queue/request-queues.service';
+import { AdmissionQueue } from '../queue/admission-queue';
+import { Router } from '../routing/router.service';
+import { effectiveCapabilities } from '../routing/capabilities';
 import { LiveWorker } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import { CreateProviderDto, UpdateProviderDto } from './dto/provider.dto';
@@ -17,10 +21,12 @@ import { JsonBodyPipe } from './json-body.pipe';
 export class AdminController {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
     private readonly providers: ProvidersService,
     private readonly registry: WorkerRegistry,
-    private readonly queues: RequestQueues,
+    private readonly queues: AdmissionQueue,
     private readonly dispatcher: Dispatcher,
+    private readonly router: Router,
   ) {}
 
   @Get('providers')
@@ -51,7 +57,7 @@ export class AdminController {
 
   @Get('workers')
   listWorkers() {
-    return { data: [...this.registry.all()].map(describeWorker) };
+    return { data: [...this.registry.all()].map((w) => this.describeWorker(w)) };
   }
 
   @Post('workers/:id/drain')
@@ -60,7 +66,7 @@ export class AdminController {
     const worker = this.workerOr404(id);
     const timeoutMs = Math.round((dto.timeout_secs ?? this.config.shutdownDrainTimeoutMs / 1000) * 1000);
     this.dispatcher.drainWorker(worker, timeoutMs, dto.reason ?? 'admin');
-    return describeWorker(worker);
+    return this.describeWorker(worker);
   }
 
   @Post('workers/:id/refresh-models')
@@ -68,13 +74,39 @@ export class AdminController {
   refreshModels(@Param('id') id: string) {
     const worker = this.workerOr404(id);
     this.dispatcher.requestModelsRefresh(worker, 'admin');
-    return describeWorker(worker);
+    return this.describeWorker(worker);
   }
 
   private workerOr404(id: string): LiveWorker {
     const worker = this.registry.get(id);
     if (!worker) throw new GatewayError('not_found', `Worker '${id}' not found`);
     return worker;
+  }
+
+  private describeWorker(w: LiveWorker) {
+    const providerCaps = this.providers.get(w.provider)?.capabilities ?? {};
+    const health = w.health;
+    const now = this.clock.now();
+    return {
+      id: w.id,
+      name: w.name,
+      provider: w.provider,
+      models: w.advertisedModels(),
+      capabilities: Object.fromEntries([...w.models].map((m) => [m, effectiveCapabilities(m, providerCaps, w.capabilities)])),
+      endpoints: w.endpoints ? [...w.endpoints] : null,
+      priority: this.router.priorityOf(w),
+      max_concurrent: w.maxConcurrent,
+      in_flight: w.assigned.size,
+      held_slots: w.held.size,
+      load: w.load,
+      draining: w.draining,
+      latency_ms: health.latencySamples > 0 ? Math.round(health.latencyMs) : null,
+      consecutive_failures: health.consecutiveFailures,
+      ejected: health.isEjected(now),
+      ejected_until: health.isEjected(now) ? new Date(health.ejectedUntil).toISOString() : null,
+      connected_at: new Date(w.connectedAt).toISOString(),
+      last_seen_at: new Date(w.lastSeenAt).toISOString(),
+    };
   }
 
   private describeProvider(p: Provider) {
@@ -88,6 +120,8 @@ export class AdminController {
       request_timeout_secs: p.requestTimeoutMs / 1000,
       max_models: p.maxModelsPerWorker,
       models: [...p.declaredModels],
+      priority: p.priority,
+      capabilities: p.capabilities,
       workers_connected: this.registry.ofProvider(p.name).size,
       queue_depth: this.queues.depth(p.name),
     };
@@ -95,6 +129,9 @@ export class AdminController {
 }
 
 function toInput(dto: UpdateProviderDto): Omit<ProviderInput, 'name'> {
+  const problems: string[] = [];
+  const capabilities = dto.capabilities === undefined ? undefined : parseCapabilityDeclarations(dto.capabilities, 'capabilities', problems);
+  if (problems.length) throw Errors.invalidRequest(problems.join('; '), 'capabilities');
   return {
     secret: dto.secret,
     enabled: dto.enabled,
@@ -103,21 +140,7 @@ function toInput(dto: UpdateProviderDto): Omit<ProviderInput, 'name'> {
     requestTimeoutMs: dto.request_timeout_secs === undefined ? undefined : Math.round(dto.request_timeout_secs * 1000),
     maxModelsPerWorker: dto.max_models,
     models: dto.models,
-  };
-}
-
-function describeWorker(w: LiveWorker) {
-  return {
-    id: w.id,
-    name: w.name,
-    provider: w.provider,
-    models: w.advertisedModels(),
-    max_concurrent: w.maxConcurrent,
-    in_flight: w.assigned.size,
-    held_slots: w.held.size,
-    load: w.load,
-    draining: w.draining,
-    connected_at: new Date(w.connectedAt).toISOString(),
-    last_seen_at: new Date(w.lastSeenAt).toISOString(),
+    priority: dto.priority,
+    capabilities,
   };
 }

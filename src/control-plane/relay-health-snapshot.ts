@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { HealthSnapshot, ProviderHealth } from '../observability/health-snapshot';
 import { ProvidersService } from '../providers/providers.service';
-import { RequestQueues } from '../queue/request-queues.service';
+import { AdmissionQueue } from '../queue/admission-queue';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 
 /** Feeds GET /health with relay counts: no secrets, no worker addresses. */
@@ -9,7 +9,7 @@ import { WorkerRegistry } from '../registry/worker-registry.service';
 export class RelayHealthSnapshot implements HealthSnapshot {
   constructor(
     private readonly registry: WorkerRegistry,
-    private readonly queues: RequestQueues,
+    private readonly queues: AdmissionQueue,
     private readonly providerService: ProvidersService,
   ) {}
 

@@ -4,7 +4,9 @@ import { GatewayError } from '../common/gateway-error';
 import { ServerToWorkerMessage } from '../protocol';
 import { ProviderRecord, ProviderStore } from '../providers/provider-store';
 import { ProvidersService } from '../providers/providers.service';
-import { RequestQueues } from '../queue/request-queues.service';
+import { AdmissionQueue } from '../queue/admission-queue';
+import { Router } from '../routing/router.service';
+import { extractRequirements } from '../routing/requirements';
 import { LiveWorker, WorkerChannel } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import { WorkerRecords } from '../registry/worker-records.port';
@@ -62,6 +64,7 @@ class RecordingSink implements ResponseSink {
   fail(error: GatewayError) {
     this.outcome.error = error;
   }
+  routed() {}
 }
 
 describe('Dispatcher (fake clock)', () => {
@@ -80,12 +83,16 @@ describe('Dispatcher (fake clock)', () => {
     await providers.onModuleInit();
     registry = new WorkerRegistry();
     lifecycle = new LifecycleState();
-    dispatcher = new Dispatcher(config, clock, providers, registry, new RequestQueues(), new NoRecords(), new MetricsService(), lifecycle);
+    const records = new NoRecords();
+    const metrics = new MetricsService();
+    const router = new Router(config, clock, providers, registry, records, metrics);
+    dispatcher = new Dispatcher(config, clock, providers, registry, new AdmissionQueue(), router, records, metrics, lifecycle);
   });
 
   function addWorker(maxConcurrent = 1): { worker: LiveWorker; channel: RecordingChannel } {
     const channel = new RecordingChannel();
-    const worker = new LiveWorker(`w-${++workerSeq}`, 'local', 'w', ['m'], maxConcurrent, '127.0.0.1', clock.now(), channel);
+    const id = `w-${++workerSeq}`;
+    const worker = new LiveWorker(id, 'local', id, ['m'], maxConcurrent, '127.0.0.1', clock.now(), channel);
     dispatcher.attachWorker(worker);
     return { worker, channel };
   }
@@ -102,6 +109,7 @@ describe('Dispatcher (fake clock)', () => {
       correlationId: 'c',
       tenant: 'default',
       sink,
+      route: { model: 'm', requirements: extractRequirements('/v1/chat/completions', {}) },
     });
     dispatcher.submit(req);
     return { req, sink };
@@ -124,6 +132,7 @@ describe('Dispatcher (fake clock)', () => {
     expect(sink.outcome.error?.code).toBe('request_timeout');
     expect(channel.sent).toContainEqual({ type: 'cancel', request_id: req.id, reason: 'timeout' });
     expect(worker.freeSlots).toBe(0);
+    worker.lastSeenAt = clock.now(); // its pongs kept arriving (a silent worker gets no new work)
     const next = submit();
     expect(channel.sent.filter((m) => m.type === 'request')).toHaveLength(1);
     clock.advance(5_000);
@@ -181,13 +190,13 @@ describe('Dispatcher (fake clock)', () => {
   });
 
   it('fails a request whose provider was deleted when its worker (of another provider) vanishes', async () => {
-    addWorker(2); // provider "local": the request is queued/accounted there
-    submit(); // keeps the local worker busier than the other one
+    addWorker(1);
+    submit(); // the local worker is busy: the next request queues at provider "local"
+    const { req, sink } = submit();
     await providers.create({ name: 'other', models: ['m'] });
     const channel = new RecordingChannel();
     const other = new LiveWorker('w-other', 'other', 'w', ['m'], 1, '127.0.0.1', clock.now(), channel);
-    dispatcher.attachWorker(other);
-    const { req, sink } = submit();
+    dispatcher.attachWorker(other); // pulls the request queued at "local"
     expect(req.provider.name).toBe('local');
     expect(req.worker).toBe(other);
     await providers.remove('local');

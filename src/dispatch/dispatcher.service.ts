@@ -2,19 +2,31 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/comm
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError, statusOf } from '../common/gateway-error';
-import { CancelReason, CloseCodes, CloseReasons, ResponseCompleteMessage, TokenCounts } from '../protocol';
+import { CancelReason, CloseCodes, CloseReasons, ModelCapabilities, ResponseCompleteMessage, TokenCounts } from '../protocol';
 import { LiveWorker } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import { WorkerRecords } from '../registry/worker-records.port';
 import { Provider, ProvidersService } from '../providers/providers.service';
-import { RequestQueues } from '../queue/request-queues.service';
-import { selectWorker } from '../routing/select-worker';
+import { AdmissionQueue } from '../queue/admission-queue';
+import { Router } from '../routing/router.service';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { RelayRequest } from './relay-request';
 
+/** What a worker's `models_update` changes (already sanitized). */
+export interface WorkerModelsUpdate {
+  models: string[];
+  capabilities?: Record<string, ModelCapabilities>;
+  endpoints?: string[];
+  priority?: number;
+  currentLoad?: number;
+}
+
 /** What a frame handler learns: `unknown` means the worker spoke about a request it never had. */
 export type FrameVerdict = 'ok' | 'unknown';
+
+/** Worker `error` code meaning the backend could not be reached: nothing was processed. */
+const BACKEND_UNAVAILABLE = 'backend_unavailable';
 
 /** HTTP status recorded for requests whose client left before an answer. */
 const CLIENT_CLOSED = 499;
@@ -26,7 +38,6 @@ const CLIENT_CLOSED = 499;
 @Injectable()
 export class Dispatcher implements OnApplicationBootstrap {
   private readonly log = new Logger('Dispatcher');
-  private assignSeq = 0;
   private shutdownWaiters: Array<() => void> = [];
 
   constructor(
@@ -34,20 +45,22 @@ export class Dispatcher implements OnApplicationBootstrap {
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly providers: ProvidersService,
     private readonly registry: WorkerRegistry,
-    private readonly queues: RequestQueues<RelayRequest>,
+    private readonly queue: AdmissionQueue<RelayRequest>,
+    private readonly router: Router,
     private readonly records: WorkerRecords,
     private readonly metrics: MetricsService,
     private readonly lifecycle: LifecycleState,
   ) {
     providers.onDeleted((p) => this.onProviderDeleted(p));
+    router.onWorkerReady((w) => this.pullWork(w));
+    metrics.collectSlotsWith(() => this.collectSlotGauges());
   }
 
   /** Every provider's gauges exist from the start, so dashboards and alerts see zeros, not gaps. */
   onApplicationBootstrap(): void {
     for (const p of this.providers.list()) {
-      this.metrics.setQueueDepth(p.name, this.queues.depth(p.name));
+      this.metrics.setQueueDepth(p.name, this.queue.depth(p.name));
       this.metrics.setWorkersConnected(p.name, this.registry.ofProvider(p.name).size);
-      this.updateSlotGauges(p.name);
     }
   }
 
@@ -58,12 +71,22 @@ export class Dispatcher implements OnApplicationBootstrap {
     const now = this.clock.now();
     req.receivedAt = now;
     if (this.lifecycle.isShuttingDown) return this.reject(req, Errors.serverShutdown());
-    const provider = this.resolveProvider(req.model);
-    if (provider instanceof GatewayError) return this.reject(req, provider);
-    req.provider = provider;
-    req.deadline = now + provider.requestTimeoutMs;
-    if (this.tryAssign(req)) return;
-    this.enqueue(req, false);
+    const plan = this.router.plan(req.route);
+    if (plan instanceof GatewayError) return this.reject(req, plan);
+    req.plan = plan;
+    this.dispatch(req, false);
+  }
+
+  /** Routes a new or requeued request: to a free worker, into the queue, or to its error. */
+  private dispatch(req: RelayRequest, requeued: boolean): void {
+    const decision = this.router.route(req.plan);
+    if (decision.kind === 'reject') return requeued ? this.fail(req, decision.error) : this.reject(req, decision.error);
+    if (!requeued) {
+      req.provider = decision.kind === 'assign' ? this.providers.get(decision.worker.provider)! : decision.provider;
+      req.deadline = req.receivedAt + req.provider.requestTimeoutMs;
+    }
+    if (decision.kind === 'assign') this.assign(req, decision.worker, decision.model);
+    else this.enqueue(req, decision.model, requeued);
   }
 
   /** The client's connection closed before its response finished. */
@@ -71,8 +94,8 @@ export class Dispatcher implements OnApplicationBootstrap {
     switch (req.phase) {
       case 'queued':
         if (!req.provider) return;
-        this.queues.of(req.provider.name).remove(req);
-        this.metrics.setQueueDepth(req.provider.name, this.queues.depth(req.provider.name));
+        this.queue.remove(req);
+        this.metrics.setQueueDepth(req.provider.name, this.queue.depth(req.provider.name));
         this.metrics.cancellation('client_disconnect');
         this.settle(req, CLIENT_CLOSED);
         return;
@@ -87,88 +110,56 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
   }
 
-  /**
-   * Picks the provider a model belongs to. Providers with a live worker for the model win;
-   * a model only disabled providers know answers `provider_disabled`, an unknown one 404.
-   */
-  private resolveProvider(model: string): Provider | GatewayError {
-    let known: Provider | undefined;
-    let disabledKnows = false;
-    for (const p of this.providers.all()) {
-      const live = this.registry.servesModel(p.name, model);
-      if (!live && !p.declaredModels.has(model) && !this.records.recentlyKnowsModel(p.name, model)) continue;
-      if (!p.enabled) {
-        disabledKnows = true;
-        continue;
-      }
-      if (live) return p;
-      known ??= p;
-    }
-    if (known) return known;
-    return disabledKnows ? Errors.providerDisabled() : Errors.modelNotFound(model);
-  }
-
-  /** Reserves a slot on the best worker of any enabled provider serving the model. */
-  private tryAssign(req: RelayRequest): boolean {
-    const best = selectWorker(this.workersOfEnabledProviders(), req.model);
-    if (!best) return false;
-    this.assign(req, best);
-    return true;
-  }
-
-  private *workersOfEnabledProviders(): Iterable<LiveWorker> {
-    for (const p of this.providers.all()) if (p.enabled) yield* this.registry.ofProvider(p.name);
-  }
-
   /** Queues a request; requeued ones bypass the bound, they were already admitted. */
-  private enqueue(req: RelayRequest, requeued: boolean): void {
+  private enqueue(req: RelayRequest, model: string, requeued: boolean): void {
     const p = req.provider;
-    const queue = this.queues.of(p.name);
-    if (!requeued && queue.length >= p.maxQueueLen) {
-      return this.reject(req, Errors.queueFull(1000));
-    }
+    req.targetModel = model;
+    if (requeued) this.queue.requeue(req);
+    else if (!this.queue.admit(req, p.maxQueueLen)) return this.reject(req, Errors.queueFull(1000));
     const now = this.clock.now();
-    if (requeued) queue.requeue(req);
-    else queue.push(req);
     req.phase = 'queued';
     req.queuedAt = now;
     // A requeued request waits at most one more queue timeout, never past its lifetime.
     const waitUntil = Math.min(req.deadline, now + p.queueTimeoutMs);
     req.timer = this.clock.setTimeout(() => this.onQueueTimeout(req), Math.max(0, waitUntil - now));
-    this.metrics.setQueueDepth(p.name, queue.length);
+    this.metrics.setQueueDepth(p.name, this.queue.depth(p.name));
   }
 
   private onQueueTimeout(req: RelayRequest): void {
     if (req.phase !== 'queued') return;
-    this.queues.of(req.provider.name).remove(req);
-    this.metrics.setQueueDepth(req.provider.name, this.queues.depth(req.provider.name));
+    this.queue.remove(req);
+    this.metrics.setQueueDepth(req.provider.name, this.queue.depth(req.provider.name));
     const lifetimeOver = this.clock.now() >= req.deadline;
     this.metrics.cancellation('timeout');
     this.fail(req, lifetimeOver ? Errors.requestTimeout() : Errors.queueTimeout());
   }
 
-  private assign(req: RelayRequest, worker: LiveWorker): void {
+  private assign(req: RelayRequest, worker: LiveWorker, model: string): void {
     const now = this.clock.now();
     this.clearTimer(req);
     if (req.queuedAt) {
       this.metrics.queueWait(req.provider.name, (now - req.queuedAt) / 1000);
       req.queuedAt = 0;
+    } else if (req.requeues === 0) {
+      // Dispatched at once: a zero wait, so the histogram's percentiles cover every request.
+      this.metrics.queueWait(req.provider.name, 0);
     }
     req.phase = 'assigned';
     req.worker = worker;
+    req.targetModel = model;
+    req.assignedAt = now;
     worker.assigned.set(req.id, req);
-    worker.lastAssignedSeq = ++this.assignSeq;
     req.timer = this.clock.setTimeout(() => this.onRequestTimeout(req), Math.max(0, req.deadline - now));
+    req.sink.routed(model, model === req.plan.target ? undefined : req.model);
     worker.channel.send({
       type: 'request',
       request_id: req.id,
-      model: req.model,
+      model,
       endpoint_path: req.endpointPath,
       is_streaming: req.isStreaming,
-      body: req.body,
+      body: req.bodyFor(model),
       headers: req.headers,
     });
-    this.updateSlotGauges(worker.provider);
   }
 
   private onRequestTimeout(req: RelayRequest): void {
@@ -189,7 +180,6 @@ export class Dispatcher implements OnApplicationBootstrap {
     const timer = this.clock.setTimeout(() => this.releaseHeld(worker, req.id), this.config.cancelGraceMs);
     worker.held.set(req.id, () => this.clock.clearTimeout(timer));
     this.relieve(req);
-    this.updateSlotGauges(worker.provider);
   }
 
   private releaseHeld(worker: LiveWorker, requestId: string): void {
@@ -209,6 +199,7 @@ export class Dispatcher implements OnApplicationBootstrap {
   // ---------------------------------------------------------------- worker side
 
   attachWorker(worker: LiveWorker): void {
+    this.router.attach(worker);
     this.registry.add(worker);
     this.records.recordConnected({
       id: worker.id,
@@ -226,12 +217,12 @@ export class Dispatcher implements OnApplicationBootstrap {
       return;
     }
     this.pullWork(worker);
-    this.updateSlotGauges(worker.provider);
   }
 
   /** The worker's connection is gone: requeue what can be requeued, fail the rest. */
   detachWorker(worker: LiveWorker): void {
     if (!this.registry.remove(worker)) return;
+    this.router.detach(worker);
     const now = this.clock.now();
     this.records.recordDisconnected(worker.id, now);
     if (worker.drainTimer) this.clock.clearTimeout(worker.drainTimer);
@@ -240,9 +231,9 @@ export class Dispatcher implements OnApplicationBootstrap {
     // Oldest first, so the earliest arrival gets the first free slot elsewhere.
     const orphans = ([...worker.assigned.values()] as RelayRequest[]).sort((a, b) => a.receivedAt - b.receivedAt);
     worker.assigned.clear();
+    if (orphans.some((req) => !req.started)) this.router.failed(worker, 'disconnect');
     for (const req of orphans) this.rescue(req);
     this.metrics.setWorkersConnected(worker.provider, this.registry.ofProvider(worker.provider).size);
-    this.updateSlotGauges(worker.provider);
     if (this.lifecycle.isShuttingDown && this.registry.count() === 0) this.notifyShutdownWaiters();
   }
 
@@ -258,7 +249,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     req.bufferedBody = undefined;
     this.metrics.requeue(req.provider.name);
     if (this.lifecycle.isShuttingDown) return this.fail(req, Errors.serverShutdown());
-    if (!this.tryAssign(req)) this.enqueue(req, true);
+    this.dispatch(req, true);
   }
 
   onChunk(worker: LiveWorker, requestId: string, chunk: string): FrameVerdict {
@@ -276,7 +267,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
     if (req.phase !== 'streaming') {
       req.phase = 'streaming';
-      this.metrics.timeToFirstByte(worker.provider, req.model, (this.clock.now() - req.receivedAt) / 1000);
+      this.firstByte(req, worker);
       req.sink.startStream();
     }
     if (!req.sink.writeChunk(chunk)) this.backpressure(req, worker);
@@ -294,6 +285,8 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
     this.release(worker, req);
     if (msg.token_counts) this.countTokens(req, msg.token_counts);
+    if (req.phase === 'assigned' && msg.status_code >= 500) this.router.failed(worker, `http_${msg.status_code}`);
+    else this.router.succeeded(worker);
     if (req.phase === 'streaming') {
       this.settle(req, 200);
       req.sink.endStream();
@@ -301,9 +294,7 @@ export class Dispatcher implements OnApplicationBootstrap {
       // An interim (1xx) status is not an answer: relaying it would leave the client waiting.
       this.fail(req, Errors.workerError());
     } else {
-      if (req.phase === 'assigned') {
-        this.metrics.timeToFirstByte(worker.provider, req.model, (this.clock.now() - req.receivedAt) / 1000);
-      }
+      if (req.phase === 'assigned') this.firstByte(req, worker);
       this.settle(req, msg.status_code);
       const body = msg.body ?? req.bufferedBody?.join('') ?? '';
       req.sink.sendComplete(msg.status_code, msg.headers ?? {}, body);
@@ -320,7 +311,14 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
     this.log.warn({ msg: 'worker reported an error', worker_id: worker.id, request_id: requestId, code, correlation_id: req.correlationId });
     this.release(worker, req);
-    this.fail(req, Errors.workerError());
+    if (!req.started) this.router.failed(worker, code);
+    if (code === BACKEND_UNAVAILABLE && !req.started) {
+      // Nothing reached the backend: another worker may serve it (counts toward the requeue limit).
+      (req.plan.avoid ??= new Set()).add(worker.id);
+      this.rescue(req);
+    } else {
+      this.fail(req, Errors.workerError());
+    }
     this.afterSlotFreed(worker);
   }
 
@@ -332,7 +330,7 @@ export class Dispatcher implements OnApplicationBootstrap {
       if (worker.assigned.size + worker.held.size <= currentLoad) break;
       this.forgetHeld(worker, id);
     }
-    worker.externalLoad = Math.max(0, currentLoad - worker.assigned.size - worker.held.size);
+    worker.externalLoad = Math.max(0, currentLoad - worker.pending);
     this.afterSlotFreed(worker);
   }
 
@@ -341,9 +339,15 @@ export class Dispatcher implements OnApplicationBootstrap {
     worker.channel.send({ type: 'models_refresh', reason });
   }
 
-  onModelsChanged(worker: LiveWorker): void {
+  /** A `models_update`: new models and hints, then the reported load (which may free slots). */
+  onModelsChanged(worker: LiveWorker, update: WorkerModelsUpdate): void {
+    this.registry.setModels(worker, update.models);
+    if (update.capabilities) worker.capabilities = update.capabilities;
+    if (update.endpoints) worker.endpoints = new Set(update.endpoints);
+    if (update.priority !== undefined) worker.declaredPriority = update.priority;
     this.records.recordModels(worker.id, worker.advertisedModels());
-    this.pullWork(worker);
+    if (update.currentLoad !== undefined) this.onPong(worker, update.currentLoad);
+    else this.pullWork(worker);
   }
 
   /** Asks a worker to finish its work and leave; at the deadline its remaining work fails. */
@@ -355,7 +359,6 @@ export class Dispatcher implements OnApplicationBootstrap {
       reason,
       drain_timeout_secs: Math.max(1, Math.ceil(timeoutMs / 1000)),
     });
-    this.updateSlotGauges(worker.provider);
     if (worker.assigned.size === 0) {
       worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_COMPLETE);
       return;
@@ -401,7 +404,7 @@ export class Dispatcher implements OnApplicationBootstrap {
 
   /** Ends every request waiting in a provider's queue with a fresh `error()`. */
   private failQueued(provider: string, error: () => GatewayError): void {
-    for (const req of this.queues.discard(provider)) {
+    for (const req of this.queue.discard(provider)) {
       this.clearTimer(req);
       this.fail(req, error());
     }
@@ -434,38 +437,24 @@ export class Dispatcher implements OnApplicationBootstrap {
         worker.drainTimer = undefined;
         worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_COMPLETE);
       }
-      this.updateSlotGauges(worker.provider);
       return;
     }
     this.pullWork(worker);
-    this.updateSlotGauges(worker.provider);
   }
 
   /**
-   * Gives a worker with free slots the oldest queued requests it can serve: its own provider's
-   * queue first, then other enabled providers' (requests are not bound to a provider, only
-   * queued at one).
+   * Pull path: a worker has free slots, so the oldest queued requests it may serve (same filters
+   * as on arrival, whatever provider they were admitted at) are routed again by the strategy,
+   * among every free eligible worker.
    */
   private pullWork(worker: LiveWorker): void {
     if (worker.draining || this.registry.get(worker.id) !== worker) return;
-    this.pullFrom(worker, worker.provider);
-    if (worker.freeSlots === 0 || this.queues.totalDepth() === 0) return;
-    for (const p of this.providers.all()) {
-      if (p.name === worker.provider || !p.enabled) continue;
-      this.pullFrom(worker, p.name);
-      if (worker.freeSlots === 0) return;
-    }
-  }
-
-  private pullFrom(worker: LiveWorker, provider: string): void {
-    const queue = this.queues.of(provider);
-    if (queue.length === 0) return;
     while (worker.freeSlots > 0) {
-      const req = queue.takeFirst((r) => worker.supports(r.model));
-      if (!req) break;
-      this.assign(req, worker);
+      const req = this.queue.takeFor(worker, (r) => this.router.canServe(worker, r.plan, r.targetModel));
+      if (!req) return;
+      this.assign(req, this.router.pick(req.plan, req.targetModel) ?? worker, req.targetModel);
+      this.metrics.setQueueDepth(req.provider.name, this.queue.depth(req.provider.name));
     }
-    this.metrics.setQueueDepth(provider, queue.length);
   }
 
   /**
@@ -494,11 +483,17 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (worker && worker.pausedBy.delete(req.id) && worker.pausedBy.size === 0) worker.channel.resume();
   }
 
+  private firstByte(req: RelayRequest, worker: LiveWorker): void {
+    const now = this.clock.now();
+    this.metrics.timeToFirstByte(worker.provider, req.targetModel, (now - req.receivedAt) / 1000);
+    this.router.firstByte(worker, now - req.assignedAt);
+  }
+
   private countTokens(req: RelayRequest, counts: TokenCounts): void {
     const provider = req.provider.name;
-    if (counts.prompt_tokens) this.metrics.tokens(provider, req.model, req.tenant, 'prompt', counts.prompt_tokens);
+    if (counts.prompt_tokens) this.metrics.tokens(provider, req.targetModel, req.tenant, 'prompt', counts.prompt_tokens);
     if (counts.completion_tokens) {
-      this.metrics.tokens(provider, req.model, req.tenant, 'completion', counts.completion_tokens);
+      this.metrics.tokens(provider, req.targetModel, req.tenant, 'completion', counts.completion_tokens);
     }
   }
 
@@ -520,7 +515,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     req.phase = 'finished';
     // A request no provider took names a model nobody serves: its name is not worth a series.
     this.metrics.requestFinished(
-      { provider: req.provider?.name ?? 'none', model: req.provider ? req.model : '(unrouted)', endpoint: req.endpointPath, status },
+      { provider: req.provider?.name ?? 'none', model: req.targetModel || '(unrouted)', endpoint: req.endpointPath, status },
       (this.clock.now() - req.receivedAt) / 1000,
     );
   }
@@ -532,17 +527,20 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
   }
 
-  private updateSlotGauges(provider: string): void {
-    let busy = 0;
-    let held = 0;
-    let free = 0;
-    for (const w of this.registry.ofProvider(provider)) {
-      busy += w.assigned.size;
-      held += w.held.size;
-      free += w.freeSlots;
+  /** Slot gauges are computed when metrics are scraped, not on every assignment. */
+  private collectSlotGauges(): void {
+    for (const p of this.providers.all()) {
+      let busy = 0;
+      let held = 0;
+      let free = 0;
+      for (const w of this.registry.ofProvider(p.name)) {
+        busy += w.assigned.size;
+        held += w.held.size;
+        free += w.freeSlots;
+      }
+      this.metrics.setWorkerSlots(p.name, 'busy', busy);
+      this.metrics.setWorkerSlots(p.name, 'held', held);
+      this.metrics.setWorkerSlots(p.name, 'free', free);
     }
-    this.metrics.setWorkerSlots(provider, 'busy', busy);
-    this.metrics.setWorkerSlots(provider, 'held', held);
-    this.metrics.setWorkerSlots(provider, 'free', free);
   }
 }

@@ -2,6 +2,8 @@ import { GatewayError } from '../common/gateway-error';
 import { TimerHandle } from '../common/clock';
 import { LiveWorker } from '../registry/live-worker';
 import { Provider } from '../providers/providers.service';
+import { RoutePlan, RouteRequest } from '../routing/router.service';
+import { replaceTopLevelModel } from '../routing/rewrite-model';
 
 /**
  * The HTTP side of a request, as the dispatcher drives it. Implemented by inference/ for
@@ -26,6 +28,11 @@ export interface ResponseSink {
   sendComplete(status: number, headers: Record<string, string>, body: string): void;
   /** Ends with an error: an HTTP error before the stream started, an SSE error event after. */
   fail(error: GatewayError): void;
+  /**
+   * The model that serves the request, and the model the client asked for when a fallback
+   * serves it; the response carries them as headers. Called on every assignment.
+   */
+  routed(servedModel: string, fallbackFor: string | undefined): void;
 }
 
 export type RequestPhase = 'queued' | 'assigned' | 'streaming' | 'finished';
@@ -40,6 +47,7 @@ export interface RelayRequestInit {
   correlationId: string;
   tenant: string;
   sink: ResponseSink;
+  route: RouteRequest;
 }
 
 /** One client request across its life: queue → worker → response, with requeues. */
@@ -53,8 +61,16 @@ export class RelayRequest {
   readonly correlationId: string;
   readonly tenant: string;
   readonly sink: ResponseSink;
+  /** What routing needs: requested model, requirements, pin. */
+  readonly route: RouteRequest;
 
+  /** Routing plan made on arrival (aliases, fallbacks, pin), reused on requeue. */
+  plan!: RoutePlan;
+  /** The provider the request was admitted at: its timeouts, queue bound and figures. */
   provider!: Provider;
+  /** The model it is served by or waits for (the alias target or a fallback). */
+  targetModel = '';
+
   phase: RequestPhase = 'queued';
   worker: LiveWorker | undefined;
   receivedAt = 0;
@@ -62,6 +78,8 @@ export class RelayRequest {
   deadline = 0;
   /** When this request entered the queue most recently (for queue-wait metrics). */
   queuedAt = 0;
+  /** When the current worker was given the request (its time to first byte starts here). */
+  assignedAt = 0;
   requeues = 0;
   streamedBytes = 0;
   /** Chunks a worker sent for a non-streaming request, used when its completion has no body. */
@@ -79,6 +97,20 @@ export class RelayRequest {
     this.correlationId = init.correlationId;
     this.tenant = init.tenant;
     this.sink = init.sink;
+    this.route = init.route;
+  }
+
+  get queueProvider(): string {
+    return this.provider.name;
+  }
+
+  private rewritten: { model: string; body: string } | undefined;
+
+  /** The body for a worker serving `model`: byte-for-byte, or with the top-level model replaced. */
+  bodyFor(model: string): string {
+    if (model === this.model) return this.body;
+    if (this.rewritten?.model !== model) this.rewritten = { model, body: replaceTopLevelModel(this.body, model) };
+    return this.rewritten.body;
   }
 
   /** True once any byte of the response has been sent to the client. */

@@ -34,7 +34,7 @@ function anthropicType(status: number, code: GatewayErrorCode): string {
 /** The JSON error body in the caller's dialect (also used as the SSE `error` event payload). */
 export function errorBody(dialect: Dialect, error: GatewayError): Record<string, unknown> {
   const status = statusOf(error.code);
-  const extra: Record<string, unknown> = { retriable: isRetriable(error.code) };
+  const extra: Record<string, unknown> = { ...error.details.fields, retriable: isRetriable(error.code) };
   if (error.details.retryAfterMs !== undefined) extra.retry_after_ms = error.details.retryAfterMs;
   if (error.details.policyLabel !== undefined) extra.policy_label = error.details.policyLabel;
   if (dialect === 'anthropic') {

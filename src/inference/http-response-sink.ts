@@ -15,9 +15,14 @@ const SSE_HEADERS = {
  * Writes a relayed response onto a raw Node response (the Fastify reply is hijacked, so SSE
  * chunks go out as written, byte-for-byte, with the socket's own backpressure).
  */
+/** Response headers naming the model that served the request (and the one asked for, on fallback). */
+const SERVED_MODEL_HEADER = 'x-switchboard-model';
+const FALLBACK_HEADER = 'x-switchboard-fallback';
+
 export class HttpResponseSink implements ResponseSink {
   clientGone = false;
   private ended = false;
+  private routeHeaders: Record<string, string> | undefined;
 
   constructor(
     private readonly res: ServerResponse,
@@ -42,8 +47,15 @@ export class HttpResponseSink implements ResponseSink {
     return true;
   }
 
+  routed(servedModel: string, fallbackFor: string | undefined): void {
+    const headers: Record<string, string> = { [SERVED_MODEL_HEADER]: servedModel };
+    if (fallbackFor !== undefined) headers[FALLBACK_HEADER] = fallbackFor;
+    // Model names are client or worker text: only values HTTP can carry are sent.
+    this.routeHeaders = sendableHeaders(headers);
+  }
+
   startStream(): void {
-    this.res.writeHead(200, { ...SSE_HEADERS, [CORRELATION_HEADER]: this.correlationId });
+    this.res.writeHead(200, { ...SSE_HEADERS, ...this.routeHeaders, [CORRELATION_HEADER]: this.correlationId });
   }
 
   writeChunk(chunk: string): boolean {
@@ -68,6 +80,7 @@ export class HttpResponseSink implements ResponseSink {
       safe['content-length'] = String(Buffer.byteLength(body));
       if (body && !safe['content-type']) safe['content-type'] = 'application/json';
     }
+    Object.assign(safe, this.routeHeaders);
     safe[CORRELATION_HEADER] = this.correlationId;
     this.res.writeHead(status, safe);
     this.res.end(bodiless ? undefined : body);
@@ -84,6 +97,7 @@ export class HttpResponseSink implements ResponseSink {
     this.res.writeHead(statusOf(error.code), {
       'content-type': 'application/json',
       'content-length': String(Buffer.byteLength(body)),
+      ...this.routeHeaders,
       [CORRELATION_HEADER]: this.correlationId,
       ...errorHeaders(error),
     });

@@ -1,7 +1,6 @@
 import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { WorkerRegistry } from '../registry/worker-registry.service';
-import { ProvidersService } from '../providers/providers.service';
+import { Router } from '../routing/router.service';
 import { InferenceService } from './inference.service';
 
 /** OpenAI- and Anthropic-compatible endpoints. Thin: everything happens in InferenceService. */
@@ -9,8 +8,7 @@ import { InferenceService } from './inference.service';
 export class InferenceController {
   constructor(
     private readonly inference: InferenceService,
-    private readonly registry: WorkerRegistry,
-    private readonly providers: ProvidersService,
+    private readonly router: Router,
   ) {}
 
   @Post('chat/completions')
@@ -38,13 +36,16 @@ export class InferenceController {
     this.inference.relay(req, reply, '/v1/messages', { streamable: true });
   }
 
-  /** Models of connected, non-draining workers of enabled providers; the `*` wildcard is never listed. */
+  /**
+   * Models of connected, non-draining workers of enabled providers, and the aliases that point at
+   * them; the `*` wildcard is never listed.
+   */
   @Get('models')
   @HttpCode(200)
   models(): { object: 'list'; data: Array<{ id: string; object: 'model'; created: number; owned_by: string }> } {
     return {
       object: 'list',
-      data: this.registry.listModels((name) => this.providers.get(name)?.enabled === true).map((m) => ({
+      data: this.router.listModels().map((m) => ({
         id: m.id,
         object: 'model',
         created: Math.floor(m.createdAt / 1000),

@@ -1,14 +1,13 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { DispatchModule } from '../dispatch/dispatch.module';
-import { RegistryModule } from '../registry/registry.module';
-import { ProvidersModule } from '../providers/providers.module';
+import { RoutingModule } from '../routing/routing.module';
 import { DialectExceptionFilter } from './dialect-exception.filter';
 import { InferenceController } from './inference.controller';
 import { InferenceService } from './inference.service';
 
 @Module({
-  imports: [DispatchModule, RegistryModule, ProvidersModule],
+  imports: [DispatchModule, RoutingModule],
   controllers: [InferenceController],
   providers: [InferenceService, { provide: APP_FILTER, useClass: DialectExceptionFilter }],
 })

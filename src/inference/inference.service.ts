@@ -9,6 +9,10 @@ import { CORRELATION_HEADER } from '../observability/correlation-id';
 import { dialectOf } from './error-dialect';
 import { HttpResponseSink } from './http-response-sink';
 import { parseInferenceBody } from './parse-inference-body';
+import { extractRequirements } from '../routing/requirements';
+
+/** Names a provider to route within (pinning); meant for the gateway, never forwarded. */
+const PIN_HEADER = 'x-switchboard-provider';
 
 export interface EndpointOptions {
   /** Endpoints that never stream (embeddings) ignore the body's `stream` flag. */
@@ -30,6 +34,8 @@ export class InferenceService {
     const headers = forwardableHeaders(req.headers) ?? {};
     // Responses travel back as text frames: a compressed backend body could not cross them.
     delete headers['accept-encoding'];
+    const pin = headers[PIN_HEADER];
+    delete headers[PIN_HEADER];
     headers[CORRELATION_HEADER] = req.correlationId;
     const tenantHeader = req.headers['x-tenant-id'];
     const request = new RelayRequest({
@@ -42,6 +48,11 @@ export class InferenceService {
       correlationId: req.correlationId,
       tenant: typeof tenantHeader === 'string' && tenantHeader ? tenantHeader : 'default',
       sink,
+      route: {
+        model: envelope.model,
+        requirements: extractRequirements(endpointPath, envelope.json),
+        pin: pin === undefined ? undefined : pin.trim(),
+      },
     });
     if (!sink.watchClient(() => this.dispatcher.clientGone(request))) return;
     this.dispatcher.submit(request);

@@ -36,6 +36,9 @@ export class MetricsService {
   private readonly cancellations: Counter<'reason'>;
   private readonly rejections: Counter<'code'>;
   private readonly workerAuthFailures: Counter<'reason'>;
+  private readonly workerEjections: Counter<'provider'>;
+  /** Fills the slot gauges at scrape time, so no request pays for walking the workers. */
+  private slotCollector: (() => void) | undefined;
   /** Client-chosen label values are capped (see LabelBudget). */
   private readonly models = new LabelBudget(MAX_MODEL_LABELS);
   private readonly tenants = new LabelBudget(MAX_TENANT_LABELS);
@@ -86,6 +89,7 @@ export class MetricsService {
       help: 'Worker concurrency slots by state (busy, free, held).',
       labelNames: ['provider', 'state'],
       registers,
+      collect: () => this.slotCollector?.(),
     });
     this.tokensTotal = new Counter({
       name: `${PREFIX}tokens_total`,
@@ -109,6 +113,12 @@ export class MetricsService {
       name: `${PREFIX}rejections_total`,
       help: 'Requests refused before dispatch, by error code.',
       labelNames: ['code'],
+      registers,
+    });
+    this.workerEjections = new Counter({
+      name: `${PREFIX}worker_ejections_total`,
+      help: 'Workers taken out of rotation after failing requests in a row (passive outlier detection).',
+      labelNames: ['provider'],
       registers,
     });
     this.workerAuthFailures = new Counter({
@@ -139,6 +149,15 @@ export class MetricsService {
 
   setWorkersConnected(provider: string, count: number): void {
     this.workersConnected.set({ provider }, count);
+  }
+
+  /** Registers what sets the slot gauges (through setWorkerSlots) whenever metrics are scraped. */
+  collectSlotsWith(collector: () => void): void {
+    this.slotCollector = collector;
+  }
+
+  workerEjection(provider: string): void {
+    this.workerEjections.inc({ provider });
   }
 
   setWorkerSlots(provider: string, state: SlotState, count: number): void {

@@ -1,3 +1,5 @@
+import type { ModelCapabilities } from '../protocol';
+
 /** A provider as persisted. Secrets are only ever stored as scrypt hashes. */
 export interface ProviderRecord {
   name: string;
@@ -8,6 +10,10 @@ export interface ProviderRecord {
   requestTimeoutMs: number;
   maxModelsPerWorker: number;
   models: string[];
+  /** Routing priority of the provider's workers (lower is preferred); null = the workers' own. */
+  priority: number | null;
+  /** Per-model capability declarations that override what workers advertise. */
+  capabilities: Record<string, ModelCapabilities>;
   /** `config` rows are rewritten from env/YAML at every boot; `admin` rows are created through the API. */
   source: 'config' | 'admin';
 }

@@ -14,6 +14,8 @@ const UPDATED_ON_SAVE = [
   'request_timeout_ms',
   'max_models_per_worker',
   'models',
+  'priority',
+  'capabilities',
   'source',
   'updated_at',
 ];
@@ -59,6 +61,8 @@ function toRow(r: ProviderRecord): Omit<ProviderEntity, 'createdAt' | 'updatedAt
     requestTimeoutMs: r.requestTimeoutMs,
     maxModelsPerWorker: r.maxModelsPerWorker,
     models: [...r.models],
+    priority: r.priority,
+    capabilities: r.capabilities,
     source: r.source,
   };
 }
@@ -73,6 +77,8 @@ function toRecord(row: ProviderEntity): ProviderRecord {
     requestTimeoutMs: row.requestTimeoutMs,
     maxModelsPerWorker: row.maxModelsPerWorker,
     models: row.models,
+    priority: row.priority,
+    capabilities: row.capabilities ?? {},
     source: row.source,
   };
 }

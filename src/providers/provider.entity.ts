@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { epochMillis } from '../database/column-transformers';
+import type { ModelCapabilities } from '../protocol';
 
 /** Row of `providers` (see migrations/ and docs/persistence.md). */
 @Entity('providers')
@@ -28,6 +29,13 @@ export class ProviderEntity {
   /** JSON array of model names, stored as text. */
   @Column({ type: 'simple-json' })
   models: string[];
+
+  @Column({ type: 'integer', nullable: true })
+  priority: number | null;
+
+  /** JSON object model → capabilities, stored as text. */
+  @Column({ type: 'simple-json' })
+  capabilities: Record<string, ModelCapabilities>;
 
   @Column({ type: 'varchar', length: 16 })
   source: 'config' | 'admin';

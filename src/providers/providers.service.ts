@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, AppConfig, ProviderConfig } from '../config';
 import { hashSecret, verifySecret } from '../auth/secret-hash';
 import { ProviderRecord, ProviderStore } from './provider-store';
+import type { ModelCapabilities } from '../protocol';
 
 /** A virtual provider as the relay uses it: the stored record plus a fast model-membership set. */
 export type Provider = ProviderRecord & {
@@ -20,6 +21,9 @@ export interface ProviderInput {
   requestTimeoutMs?: number;
   maxModelsPerWorker?: number;
   models?: string[];
+  /** null clears a priority set earlier. */
+  priority?: number | null;
+  capabilities?: Record<string, ModelCapabilities>;
 }
 
 type DeletedListener = (provider: Provider) => void;
@@ -80,6 +84,8 @@ export class ProvidersService implements OnModuleInit {
       requestTimeoutMs: pc.requestTimeoutMs,
       maxModelsPerWorker: pc.maxModelsPerWorker,
       models: pc.models,
+      priority: pc.priority ?? null,
+      capabilities: pc.capabilities,
       source: 'config',
     };
   }
@@ -121,6 +127,8 @@ export class ProvidersService implements OnModuleInit {
       requestTimeoutMs: input.requestTimeoutMs ?? this.defaults().requestTimeoutMs,
       maxModelsPerWorker: input.maxModelsPerWorker ?? this.defaults().maxModelsPerWorker,
       models: input.models ?? [],
+      priority: input.priority ?? null,
+      capabilities: input.capabilities ?? {},
       source: 'admin',
     };
     await this.store.save(record);
@@ -138,6 +146,8 @@ export class ProvidersService implements OnModuleInit {
     if (patch.queueTimeoutMs !== undefined) p.queueTimeoutMs = patch.queueTimeoutMs;
     if (patch.requestTimeoutMs !== undefined) p.requestTimeoutMs = patch.requestTimeoutMs;
     if (patch.maxModelsPerWorker !== undefined) p.maxModelsPerWorker = patch.maxModelsPerWorker;
+    if (patch.priority !== undefined) p.priority = patch.priority;
+    if (patch.capabilities !== undefined) p.capabilities = patch.capabilities;
     if (patch.models !== undefined) {
       p.models = patch.models;
       p.declaredModels = new Set(patch.models);

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { RequestQueues } from './request-queues.service';
+import { AdmissionQueue } from './admission-queue';
 
-@Module({ providers: [RequestQueues], exports: [RequestQueues] })
+@Module({ providers: [AdmissionQueue], exports: [AdmissionQueue] })
 export class QueueModule {}

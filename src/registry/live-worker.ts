@@ -1,5 +1,6 @@
 import { ModelCapabilities, ServerToWorkerMessage } from '../protocol';
 import { TimerHandle } from '../common/clock';
+import { WorkerHealth } from '../routing/worker-health';
 
 const RETIRED_IDS_KEPT = 1024;
 
@@ -19,6 +20,12 @@ export class LiveWorker {
   /** Accepted models in first-seen order, `*` included. */
   private modelList: string[] = [];
   capabilities: Record<string, ModelCapabilities>;
+  /** Endpoint paths the worker's backend serves; undefined = not declared (every endpoint). */
+  endpoints: ReadonlySet<string> | undefined;
+  /** Routing priority the worker declared (lower is preferred); undefined = not declared. */
+  declaredPriority: number | undefined;
+  /** Failures, ejection and latency, shared by every connection of this worker name. */
+  health = new WorkerHealth();
   /** Requests this worker is working on, by request id. */
   readonly assigned = new Map<string, unknown>();
   /** Cancelled requests whose slot is kept until the worker completes them or reports lower load. */
@@ -26,8 +33,6 @@ export class LiveWorker {
   /** Load the worker reported that the gateway does not account for (work from a previous session). */
   externalLoad = 0;
   draining = false;
-  /** Monotonic sequence of the last assignment, for round-robin among equally loaded workers. */
-  lastAssignedSeq = 0;
   lastSeenAt: number;
   /** Streams currently paused on this worker because their client is slow. */
   readonly pausedBy = new Set<string>();
@@ -45,14 +50,19 @@ export class LiveWorker {
     readonly connectedAt: number,
     readonly channel: WorkerChannel,
     capabilities: Record<string, ModelCapabilities> = {},
+    endpoints?: string[],
+    declaredPriority?: number,
   ) {
     this.lastSeenAt = connectedAt;
     this.capabilities = capabilities;
+    this.endpoints = endpoints ? new Set(endpoints) : undefined;
+    this.declaredPriority = declaredPriority;
     this.models = new Set();
     this.wildcard = false;
     this.setModels(models);
   }
 
+  /** Called through WorkerRegistry.setModels, which keeps the model index in step. */
   setModels(models: string[]): void {
     this.modelList = models;
     this.models = new Set(models.filter((m) => m !== '*'));
@@ -61,6 +71,11 @@ export class LiveWorker {
 
   supports(model: string): boolean {
     return this.wildcard || this.models.has(model);
+  }
+
+  /** Requests the gateway has on this worker: assigned and held (cancelled, slot not yet released). */
+  get pending(): number {
+    return this.assigned.size + this.held.size;
   }
 
   /** Slots in use: assigned requests, held (cancelled) slots and unaccounted reported load. */

@@ -2,20 +2,25 @@ import { Injectable } from '@nestjs/common';
 import { LiveWorker } from './live-worker';
 
 /**
- * Live worker state for this gateway instance. Plain in-memory maps: the hot path (routing a
- * request, handling a frame) never waits on anything here. A shared implementation for several
- * replicas can replace this class behind the same methods.
+ * Live worker state for this gateway instance, indexed by id, provider and model so that routing
+ * a request looks only at the workers serving its model. Plain in-memory maps: the hot path never
+ * waits on anything here. A shared implementation for several replicas can replace this class
+ * behind the same methods.
  */
 @Injectable()
 export class WorkerRegistry {
   private readonly byId = new Map<string, LiveWorker>();
   private readonly byProvider = new Map<string, Set<LiveWorker>>();
+  private readonly byModel = new Map<string, Set<LiveWorker>>();
+  /** Workers advertising `*`: they serve any model. */
+  private readonly wildcards = new Set<LiveWorker>();
 
   add(worker: LiveWorker): void {
     this.byId.set(worker.id, worker);
     let set = this.byProvider.get(worker.provider);
     if (!set) this.byProvider.set(worker.provider, (set = new Set()));
     set.add(worker);
+    this.index(worker);
   }
 
   remove(worker: LiveWorker): boolean {
@@ -24,7 +29,16 @@ export class WorkerRegistry {
     const set = this.byProvider.get(worker.provider);
     set?.delete(worker);
     if (set && set.size === 0) this.byProvider.delete(worker.provider);
+    this.unindex(worker);
     return true;
+  }
+
+  /** Replaces a worker's models (from `models_update`), keeping the model index in step. */
+  setModels(worker: LiveWorker, models: string[]): void {
+    const registered = this.byId.get(worker.id) === worker;
+    if (registered) this.unindex(worker);
+    worker.setModels(models);
+    if (registered) this.index(worker);
   }
 
   get(id: string): LiveWorker | undefined {
@@ -43,23 +57,38 @@ export class WorkerRegistry {
     return this.byProvider.get(provider) ?? EMPTY;
   }
 
-  /** True when some connected, non-draining worker of the provider serves the model (or `*`). */
-  servesModel(provider: string, model: string): boolean {
-    for (const w of this.ofProvider(provider)) if (!w.draining && w.supports(model)) return true;
-    return false;
+  /** Workers that advertise exactly this model (wildcard workers not included). */
+  servingExactly(model: string): ReadonlySet<LiveWorker> {
+    return this.byModel.get(model) ?? EMPTY;
   }
 
-  /** Models of connected non-draining workers (of the providers `include` accepts), deduplicated, wildcard hidden. */
-  listModels(include: (provider: string) => boolean = () => true): Array<{ id: string; provider: string; createdAt: number }> {
-    const seen = new Map<string, { id: string; provider: string; createdAt: number }>();
-    for (const w of this.byId.values()) {
-      if (w.draining || !include(w.provider)) continue;
-      for (const m of w.models) {
-        const prev = seen.get(m);
-        if (!prev || prev.createdAt > w.connectedAt) seen.set(m, { id: m, provider: w.provider, createdAt: w.connectedAt });
-      }
+  /** Workers that advertise `*`. */
+  wildcardWorkers(): ReadonlySet<LiveWorker> {
+    return this.wildcards;
+  }
+
+  /** Model names some connected worker advertises by name. */
+  advertisedModels(): IterableIterator<string> {
+    return this.byModel.keys();
+  }
+
+  private index(worker: LiveWorker): void {
+    if (worker.wildcard) this.wildcards.add(worker);
+    for (const m of worker.models) {
+      let set = this.byModel.get(m);
+      if (!set) this.byModel.set(m, (set = new Set()));
+      set.add(worker);
     }
-    return [...seen.values()];
+  }
+
+  private unindex(worker: LiveWorker): void {
+    this.wildcards.delete(worker);
+    for (const m of worker.models) {
+      const set = this.byModel.get(m);
+      if (!set) continue;
+      set.delete(worker);
+      if (set.size === 0) this.byModel.delete(m);
+    }
   }
 }
 

@@ -178,6 +178,8 @@ export class WorkerConnection implements WorkerChannel {
       now,
       this,
       message.capabilities,
+      message.endpoints,
+      message.priority,
     );
     worker.externalLoad = message.current_load ?? 0;
     if (this.registerTimer) this.deps.clock.clearTimeout(this.registerTimer);
@@ -211,10 +213,13 @@ export class WorkerConnection implements WorkerChannel {
         const provider = this.deps.providers.get(worker.provider);
         const { models, warnings } = sanitizeModels(message.models, provider?.maxModelsPerWorker ?? this.deps.config.providerDefaults.maxModelsPerWorker);
         if (warnings.length) log.warn(`worker ${worker.id} models_update: ${warnings.join('; ')}`);
-        worker.setModels(models);
-        if (message.capabilities) worker.capabilities = message.capabilities;
-        if (message.current_load !== undefined) dispatcher.onPong(worker, message.current_load);
-        dispatcher.onModelsChanged(worker);
+        dispatcher.onModelsChanged(worker, {
+          models,
+          capabilities: message.capabilities,
+          endpoints: message.endpoints,
+          priority: message.priority,
+          currentLoad: message.current_load,
+        });
         return;
       }
       case 'error':

@@ -184,4 +184,5 @@ export const SWITCHBOARD_FAMILIES: Record<string, MetricType> = {
   switchboard_cancellations_total: 'counter',
   switchboard_rejections_total: 'counter',
   switchboard_worker_auth_failures_total: 'counter',
+  switchboard_worker_ejections_total: 'counter',
 };

@@ -45,7 +45,7 @@ describe('migrations', () => {
   it('up creates providers, worker_records and api_keys', async () => {
     expect(await existingTables()).toEqual([]);
     const applied = await ds.runMigrations();
-    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000']);
+    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000']);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
       // Isolation: the tables landed in this run's schema, not in public.
@@ -105,7 +105,15 @@ describe('migrations', () => {
     expect(await ds.showMigrations()).toBe(false);
   });
 
-  it('down drops the tables and forgets the migration', async () => {
+  it('down drops the tables and forgets the migrations', async () => {
+    await ds.undoLastMigration();
+    const qr = ds.createQueryRunner();
+    try {
+      expect(await qr.hasColumn('providers', 'priority')).toBe(false);
+      expect(await qr.hasColumn('providers', 'capabilities')).toBe(false);
+    } finally {
+      await qr.release();
+    }
     await ds.undoLastMigration();
     expect(await existingTables()).toEqual([]);
     expect(await ds.showMigrations()).toBe(true);

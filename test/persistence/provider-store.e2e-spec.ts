@@ -15,6 +15,8 @@ function provider(name: string, overrides: Partial<ProviderRecord> = {}): Provid
     requestTimeoutMs: 300_000,
     maxModelsPerWorker: 256,
     models: ['llama-3-8b', 'qwen2.5:7b'],
+    priority: 10,
+    capabilities: { 'llama-3-8b': { vision: false, context_length: 8192 } },
     source: 'config',
     ...overrides,
   };
@@ -56,6 +58,8 @@ describe('TypeOrmProviderStore', () => {
       queueTimeoutMs: 5_000_000_000,
       requestTimeoutMs: 1,
       maxQueueLen: 0,
+      priority: null,
+      capabilities: {},
       source: 'admin',
     });
     await store.save(b);
@@ -67,7 +71,7 @@ describe('TypeOrmProviderStore', () => {
     await store.save(provider('alpha'));
     const createdAt = clock.now();
     clock.advance(60_000);
-    const changed = provider('alpha', { enabled: false, models: ['mistral'], maxQueueLen: 7, secretHash: null, source: 'admin' });
+    const changed = provider('alpha', { enabled: false, models: ['mistral'], maxQueueLen: 7, secretHash: null, source: 'admin', priority: 0, capabilities: { mistral: { tools: true } } });
     await store.save(changed);
 
     expect(await store.loadAll()).toEqual([changed]);

@@ -140,11 +140,25 @@ describe('client-facing error contract', () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['err-model'] });
     const pending = post(gw.url, '/v1/chat/completions', chat('err-model'));
     const req = await worker.next('request');
-    worker.send({ type: 'error', request_id: req.request_id, code: 'backend_unavailable', message: 'connect ECONNREFUSED 10.0.0.7:8000' });
+    worker.send({ type: 'error', request_id: req.request_id, code: 'backend_response_failed', message: 'backend 10.0.0.7:8000 reset the connection' });
     const res = await pending;
     expect(res.status).toBe(502);
     expect(res.json.error).toMatchObject({ code: 'worker_error', retriable: true });
     expect(res.text).not.toContain('10.0.0.7'); // internal details are not leaked
+    worker.close();
+  });
+
+  it('503 no_healthy_worker with Retry-After when backend_unavailable leaves no other worker to requeue to', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['unreachable-model'] });
+    const pending = post(gw.url, '/v1/chat/completions', chat('unreachable-model'));
+    const req = await worker.next('request');
+    worker.send({ type: 'error', request_id: req.request_id, code: 'backend_unavailable', message: 'connect ECONNREFUSED 10.0.0.7:8000' });
+    const res = await pending;
+    expect(res.status).toBe(503);
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(res.json.error).toMatchObject({ code: 'no_healthy_worker', retriable: true });
+    expect(res.text).not.toContain('10.0.0.7');
+    expect(worker.count('request')).toBe(1); // not sent back to the worker that could not reach its backend
     worker.close();
   });
 

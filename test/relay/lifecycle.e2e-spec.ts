@@ -260,18 +260,23 @@ describe('request lifecycle: routing, requeue, cancellation, drain', () => {
     const req = await worker.next('request');
     await admin(gw.url, 'POST', `/admin/workers/${ack.worker_id}/drain`, TEST_ADMIN_TOKEN, { timeout_secs: 10 });
     await worker.next('graceful_shutdown');
-    const refused = post(gw.url, '/v1/chat/completions', chat('busy-drain'));
-    await sleep(100);
+    // Its only worker is draining: no healthy worker, answered at once with a retry hint.
+    const refused = await post(gw.url, '/v1/chat/completions', chat('busy-drain'));
+    expect(refused.status).toBe(503);
+    expect(refused.json.error).toMatchObject({ code: 'no_healthy_worker', retriable: true });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(worker.count('request')).toBe(1);
     worker.complete(req.request_id, OK_BODY);
     expect((await inFlight).status).toBe(200);
     expect(await worker.closed).toEqual({ code: 1000, reason: 'graceful shutdown complete' });
     clearInterval(keepAlive);
-    // With its only worker gone, the new request waits in the queue; a fresh worker serves it.
+    // With the drained worker gone, a request for its (recently served) model waits for a fresh worker.
+    const waiting = post(gw.url, '/v1/chat/completions', chat('busy-drain'));
+    await sleep(50);
     const fresh = await ScriptedWorker.register(gw.workerUrl, { models: ['busy-drain'] });
     const r2 = await fresh.worker.next('request');
     fresh.worker.complete(r2.request_id, OK_BODY);
-    expect((await refused).status).toBe(200);
+    expect((await waiting).status).toBe(200);
     fresh.worker.close();
   });
 

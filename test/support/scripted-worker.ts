@@ -1,6 +1,8 @@
 import WebSocket from 'ws';
 import { TEST_SECRET } from './gateway';
 
+let workerSeq = 0;
+
 type Frame = Record<string, any> & { type: string };
 
 export interface ScriptedWorkerOptions {
@@ -69,7 +71,8 @@ export class ScriptedWorker {
     const worker = await ScriptedWorker.connect(workerUrl, options);
     const frame: Frame = {
       type: 'register',
-      worker_name: register.worker_name ?? 'scripted',
+      // Distinct by default: worker health (ejection) is kept per worker name.
+      worker_name: register.worker_name ?? `scripted-${++workerSeq}`,
       models: register.models,
       max_concurrent: register.max_concurrent ?? 1,
       current_load: register.current_load ?? 0,

@@ -1,4 +1,4 @@
-import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsNumber, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
 
 /** Node timers overflow past 2^31-1 ms (about 24.8 days). */
 const MAX_TIMER_SECS = 2147483;
@@ -40,6 +40,17 @@ export class UpdateProviderDto {
   @ArrayMaxSize(10000)
   @IsString({ each: true })
   models?: string[];
+
+  /** Routing priority of the provider's workers (lower is preferred); null clears it. */
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  priority?: number | null;
+
+  /** Per-model capabilities `{model: {vision, tools, json_mode, context_length}}`, checked by the controller. */
+  @IsOptional()
+  @IsObject()
+  capabilities?: Record<string, unknown>;
 }
 
 export class CreateProviderDto extends UpdateProviderDto {

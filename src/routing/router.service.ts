@@ -1,0 +1,314 @@
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config';
+import { CLOCK, Clock } from '../common/clock';
+import { Errors, GatewayError } from '../common/gateway-error';
+import { Provider, ProvidersService } from '../providers/providers.service';
+import { LiveWorker } from '../registry/live-worker';
+import { WorkerRegistry } from '../registry/worker-registry.service';
+import { WorkerRecords } from '../registry/worker-records.port';
+import { MetricsService } from '../observability/metrics.service';
+import { missingCapabilities } from './capabilities';
+import { RequestRequirements } from './requirements';
+import { RoutingConfig } from './routing-config';
+import { DEFAULT_PRIORITY, ScoreInputs } from './scoring';
+import { CandidateView, createStrategy, RoutingStrategy } from './strategies';
+import { HealthTracker } from './worker-health';
+
+/** What routing needs to know about a request (serialisable). */
+export interface RouteRequest {
+  /** The model the client asked for. */
+  model: string;
+  requirements: RequestRequirements;
+  /** `x-switchboard-provider`: route only within this provider. */
+  pin?: string;
+}
+
+/** A request's routing plan, made once on arrival and reused on requeue. */
+export interface RoutePlan {
+  requested: string;
+  /** The alias target, or the requested model. */
+  target: string;
+  /** `[target, ...fallbacks]`: tried in order when a model has no eligible worker. */
+  candidates: readonly string[];
+  requirements: RequestRequirements;
+  pin?: Provider;
+  /** Ids of workers that failed this request before its first byte: a requeue avoids them. */
+  avoid?: Set<string>;
+}
+
+export type RouteDecision =
+  | { kind: 'assign'; worker: LiveWorker; model: string }
+  | { kind: 'queue'; model: string; provider: Provider }
+  | { kind: 'reject'; error: GatewayError };
+
+/** Why a candidate model could not take the request right now. */
+interface ModelVerdict {
+  /** Eligible workers exist (whether or not one has a free slot). */
+  eligible: boolean;
+  /** Eligible workers with a free slot. */
+  free: LiveWorker[];
+  /** Provider of the first eligible worker (where a request waits when all are busy). */
+  provider?: Provider;
+  /** Workers that serve the model but lack capabilities: the union of what they lack. */
+  missing?: Set<string>;
+  /** Workers that serve the model with the right capabilities but are ejected, draining or silent. */
+  unhealthy: number;
+  /** Soonest time an ejected worker returns. */
+  soonestReturn: number;
+}
+
+/** Retry hint for a model whose only workers are draining (they usually come back after a restart). */
+const DRAINING_RETRY_MS = 1000;
+
+/**
+ * Every routing decision — on arrival and when a worker frees a slot — goes through here:
+ * aliases, fallbacks, pinning, the capability filter, worker health and the strategy. Pure and
+ * synchronous over in-memory state: it looks only at the workers serving the candidate models.
+ */
+@Injectable()
+export class Router implements OnModuleInit {
+  private readonly log = new Logger('Router');
+  private readonly routing: RoutingConfig;
+  private readonly strategy: RoutingStrategy<LiveWorker>;
+  readonly health: HealthTracker;
+  private readonly view: CandidateView<LiveWorker> = { inputs: (w) => this.scoreInputs(w) };
+  private readonly readyListeners: Array<(worker: LiveWorker) => void> = [];
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly providers: ProvidersService,
+    private readonly registry: WorkerRegistry,
+    private readonly records: WorkerRecords,
+    private readonly metrics: MetricsService,
+  ) {
+    this.routing = config.routing;
+    this.strategy = createStrategy<LiveWorker>(this.routing.strategy, this.routing.weights);
+    this.health = new HealthTracker(this.routing.ejection);
+  }
+
+  onModuleInit(): void {
+    for (const w of this.routing.warnings) this.log.warn(w);
+  }
+
+  get strategyName(): string {
+    return this.strategy.name;
+  }
+
+  // ---------------------------------------------------------------- planning
+
+  /** Resolves alias, fallback chain and pin; fails only for a bad pin. */
+  plan(req: RouteRequest): RoutePlan | GatewayError {
+    let pin: Provider | undefined;
+    if (req.pin !== undefined) {
+      if (!this.routing.allowPinning) return Errors.invalidParams('Provider pinning (x-switchboard-provider) is disabled', 'x-switchboard-provider');
+      pin = this.providers.get(req.pin);
+      if (!pin) return Errors.invalidParams(`Unknown provider '${req.pin.slice(0, 64)}' in x-switchboard-provider`, 'x-switchboard-provider');
+      if (!pin.enabled) return Errors.poolUnready(pin.name, 'provider is disabled');
+    }
+    const target = this.routing.aliases.get(req.model) ?? req.model;
+    const chain = this.routing.fallbacks.get(target) ?? (target !== req.model ? this.routing.fallbacks.get(req.model) : undefined);
+    let candidates: string[] = [target];
+    if (chain && chain.length > 0) {
+      candidates = [target];
+      for (const fb of chain) {
+        const model = this.routing.aliases.get(fb) ?? fb;
+        if (!candidates.includes(model)) candidates.push(model);
+      }
+    }
+    return { requested: req.model, target, candidates, requirements: req.requirements, pin };
+  }
+
+  // ---------------------------------------------------------------- deciding
+
+  /** Arrival (and requeue): a worker with a free slot, a queue to wait in, or an error. */
+  route(plan: RoutePlan): RouteDecision {
+    const verdicts: ModelVerdict[] = [];
+    for (const model of plan.candidates) {
+      const v = this.judge(model, plan);
+      if (v.eligible) {
+        if (v.free.length > 0) return { kind: 'assign', worker: this.strategy.pick(v.free, this.view)!, model };
+        return { kind: 'queue', model, provider: plan.pin ?? v.provider! };
+      }
+      verdicts.push(v);
+    }
+    return this.noEligibleWorker(plan, verdicts);
+  }
+
+  /**
+   * Pull path: whether `worker`, which has a free slot, may take a request waiting for `model`
+   * under `plan` (same filters as on arrival).
+   */
+  canServe(worker: LiveWorker, plan: RoutePlan, model: string): boolean {
+    if (worker.freeSlots <= 0 || !worker.supports(model) || plan.avoid?.has(worker.id)) return false;
+    const provider = this.providers.get(worker.provider);
+    if (!provider || !provider.enabled || (plan.pin && plan.pin !== provider)) return false;
+    if (!this.isHealthy(worker, this.clock.now())) return false;
+    return !missingCapabilities(plan.requirements, model, provider.capabilities, worker.capabilities, worker.endpoints);
+  }
+
+  /** Pull path: the strategy's pick among every free eligible worker for a waiting request. */
+  pick(plan: RoutePlan, model: string): LiveWorker | undefined {
+    const v = this.judge(model, plan);
+    return v.free.length > 0 ? this.strategy.pick(v.free, this.view) : undefined;
+  }
+
+  private judge(model: string, plan: RoutePlan): ModelVerdict {
+    const v: ModelVerdict = { eligible: false, free: [], unhealthy: 0, soonestReturn: Infinity };
+    const now = this.clock.now();
+    this.judgeWorkers(this.registry.servingExactly(model), model, plan, now, v);
+    const wildcards = this.registry.wildcardWorkers();
+    if (wildcards.size > 0) this.judgeWorkers(wildcards, model, plan, now, v);
+    return v;
+  }
+
+  private judgeWorkers(workers: ReadonlySet<LiveWorker>, model: string, plan: RoutePlan, now: number, v: ModelVerdict): void {
+    for (const w of workers) {
+      const provider = this.providers.get(w.provider);
+      if (!provider || !provider.enabled || (plan.pin && plan.pin !== provider)) continue;
+      const missing = missingCapabilities(plan.requirements, model, provider.capabilities, w.capabilities, w.endpoints);
+      if (missing) {
+        v.missing ??= new Set();
+        for (const m of missing) v.missing.add(m);
+        continue;
+      }
+      if (!this.isHealthy(w, now) || plan.avoid?.has(w.id)) {
+        v.unhealthy++;
+        v.soonestReturn = Math.min(v.soonestReturn, w.health.isEjected(now) ? w.health.ejectedUntil - now : DRAINING_RETRY_MS);
+        continue;
+      }
+      if (!v.eligible) {
+        v.eligible = true;
+        v.provider = provider;
+      }
+      if (w.freeSlots > 0) v.free.push(w);
+    }
+  }
+
+  private isHealthy(w: LiveWorker, now: number): boolean {
+    if (w.draining || w.health.isEjected(now)) return false;
+    // The link closes a silent worker at the heartbeat timeout; until then it gets no new work.
+    return w.pausedBy.size > 0 || now - w.lastSeenAt <= this.config.heartbeatTimeoutMs;
+  }
+
+  /**
+   * No candidate has an eligible worker. Without a fallback chain the answer says why (capability
+   * gap 400, only unhealthy workers 503, unknown 404) or the request waits for a known model's
+   * workers to connect; with a chain, 503 fallback_exhausted.
+   */
+  private noEligibleWorker(plan: RoutePlan, verdicts: ModelVerdict[]): RouteDecision {
+    const reject = (error: GatewayError): RouteDecision => ({ kind: 'reject', error });
+    const missing = new Set<string>();
+    for (const v of verdicts) for (const m of v.missing ?? []) missing.add(m);
+    if (plan.candidates.length > 1) {
+      return reject(Errors.fallbackExhausted([...plan.candidates], missing.size > 0 ? [...missing] : undefined));
+    }
+    const [v] = verdicts;
+    const model = plan.target;
+    if (v.unhealthy > 0) {
+      if (plan.pin) return reject(Errors.poolUnready(plan.pin.name, `no healthy worker for model '${model}'`));
+      return reject(Errors.noHealthyWorker(model, Math.max(1, Math.ceil(v.soonestReturn))));
+    }
+    if (missing.size > 0) return reject(Errors.capabilityMismatch(model, [...missing]));
+    if (plan.pin) return reject(Errors.poolUnready(plan.pin.name, `no worker serves model '${model}'`));
+    const known = this.providerKnowing(model);
+    if (known instanceof GatewayError) {
+      return reject(plan.requested !== plan.target && known.code === 'model_not_found' ? Errors.aliasTargetNotFound(plan.requested, model) : known);
+    }
+    return { kind: 'queue', model, provider: known };
+  }
+
+  /**
+   * A model no live worker serves is still "known" when a provider declares it or one of its
+   * workers served it recently: requests wait for a worker rather than fail.
+   */
+  private providerKnowing(model: string): Provider | GatewayError {
+    let disabledKnows = false;
+    for (const p of this.providers.all()) {
+      if (!p.declaredModels.has(model) && !this.records.recentlyKnowsModel(p.name, model)) continue;
+      if (p.enabled) return p;
+      disabledKnows = true;
+    }
+    return disabledKnows ? Errors.providerDisabled() : Errors.modelNotFound(model);
+  }
+
+  private scoreInputs(w: LiveWorker): ScoreInputs {
+    return {
+      priority: this.priorityOf(w),
+      pending: w.pending,
+      latencyMs: w.health.latencyMs,
+    };
+  }
+
+  /** The provider's configured priority, else the worker's declared one, else 50. */
+  priorityOf(w: LiveWorker): number {
+    return this.providers.get(w.provider)?.priority ?? w.declaredPriority ?? DEFAULT_PRIORITY;
+  }
+
+  // ---------------------------------------------------------------- worker health
+
+  /** A newly registered worker joins the health record of its name. */
+  attach(worker: LiveWorker): void {
+    worker.health = this.health.attach(worker.provider, worker.name, this.clock.now());
+  }
+
+  detach(worker: LiveWorker): void {
+    this.health.detach(worker.health, this.clock.now());
+  }
+
+  /** Called when a worker's ejection ends, so queued requests can reach it. */
+  onWorkerReady(listener: (worker: LiveWorker) => void): void {
+    this.readyListeners.push(listener);
+  }
+
+  firstByte(worker: LiveWorker, ms: number): void {
+    this.health.recordLatency(worker.health, ms);
+  }
+
+  succeeded(worker: LiveWorker): void {
+    this.health.recordSuccess(worker.health);
+  }
+
+  /** A request failed on this worker before its first byte (error frame, 5xx, disconnect). */
+  failed(worker: LiveWorker, cause: string): void {
+    const now = this.clock.now();
+    const outcome = this.health.recordFailure(worker.health, now);
+    if (!outcome) return;
+    this.metrics.workerEjection(worker.provider);
+    this.log.warn({
+      msg: 'worker ejected after failures in a row',
+      worker_id: worker.id,
+      worker_name: worker.name,
+      provider: worker.provider,
+      failures: worker.health.consecutiveFailures,
+      cause,
+      ejected_for_ms: outcome.ejectedForMs,
+    });
+    const health = worker.health;
+    this.clock.setTimeout(() => {
+      // Every live connection of this name may take work again.
+      for (const w of this.registry.ofProvider(worker.provider)) {
+        if (w.health === health && !health.isEjected(this.clock.now())) for (const l of this.readyListeners) l(w);
+      }
+    }, outcome.ejectedForMs);
+  }
+
+  // ---------------------------------------------------------------- listing
+
+  /** `/v1/models`: models of healthy-enough workers of enabled providers, and aliases of them. */
+  listModels(): Array<{ id: string; provider: string; createdAt: number }> {
+    const out = new Map<string, { id: string; provider: string; createdAt: number }>();
+    for (const model of this.registry.advertisedModels()) {
+      for (const w of this.registry.servingExactly(model)) {
+        if (w.draining || this.providers.get(w.provider)?.enabled !== true) continue;
+        const prev = out.get(model);
+        if (!prev || prev.createdAt > w.connectedAt) out.set(model, { id: model, provider: w.provider, createdAt: w.connectedAt });
+      }
+    }
+    for (const [alias, target] of this.routing.aliases) {
+      const served = out.get(target);
+      if (served && !out.has(alias)) out.set(alias, { ...served, id: alias });
+    }
+    return [...out.values()];
+  }
+}

@@ -1,0 +1,217 @@
+import { Env, Reader, TIMER, Yaml } from '../config/config-reader';
+import { ModelCapabilities } from '../protocol';
+import { DEFAULT_WEIGHTS, ScoringWeights } from './scoring';
+import { STRATEGY_NAMES, StrategyName } from './strategies';
+import { EjectionPolicy } from './worker-health';
+
+/** The `routing:` section of the config file and its `ROUTING_*` environment variables. */
+export interface RoutingConfig {
+  strategy: StrategyName;
+  weights: ScoringWeights;
+  /** alias → target model (single level). */
+  aliases: Map<string, string>;
+  /** model → fallback models, tried in order when the model has no eligible worker. */
+  fallbacks: Map<string, string[]>;
+  allowPinning: boolean;
+  ejection: EjectionPolicy;
+  /** `routing.max_retries`, when set: overrides MAX_REQUEUES (the same limit). */
+  maxRetries?: number;
+  /** Tolerated oddities, logged at boot (an unknown strategy falls back to smart). */
+  warnings: string[];
+}
+
+const ROUTING_KEYS = [
+  'strategy',
+  'weights',
+  'aliases',
+  'fallbacks',
+  'allow_pinning',
+  'max_retries',
+  'eject_after_failures',
+  'eject_cooldown_secs',
+  'eject_max_cooldown_secs',
+];
+const WEIGHT_KEYS = ['priority', 'load', 'latency'] as const;
+
+export function defaultRoutingConfig(): RoutingConfig {
+  return readRoutingConfig({}, undefined, []);
+}
+
+/** Reads and validates routing settings; every problem is pushed to `problems`. */
+export function readRoutingConfig(env: Env, section: unknown, problems: string[]): RoutingConfig {
+  let yaml: Yaml = {};
+  if (section !== undefined && section !== null) {
+    if (typeof section === 'object' && !Array.isArray(section)) yaml = section as Yaml;
+    else problems.push('routing (config file) must be a mapping');
+  }
+  const r = new Reader(env, yaml, 'routing', ROUTING_KEYS);
+  const warnings: string[] = [];
+
+  const strategyName = r.string('ROUTING_STRATEGY', 'strategy', 'smart').trim().toLowerCase();
+  let strategy: StrategyName = 'smart';
+  if ((STRATEGY_NAMES as readonly string[]).includes(strategyName)) strategy = strategyName as StrategyName;
+  else warnings.push(`unknown routing strategy "${strategyName}": using "smart" (known: ${STRATEGY_NAMES.join(', ')})`);
+
+  const config: RoutingConfig = {
+    strategy,
+    weights: readWeights(yaml.weights, problems),
+    aliases: readAliases(env.ROUTING_ALIASES, yaml.aliases, problems),
+    fallbacks: readFallbacks(env.ROUTING_FALLBACKS, yaml.fallbacks, problems),
+    allowPinning: r.bool('ROUTING_ALLOW_PINNING', 'allow_pinning', true),
+    ejection: {
+      ejectAfterFailures: r.number('ROUTING_EJECT_AFTER_FAILURES', 'eject_after_failures', 3, { min: 1, integer: true }),
+      cooldownMs: r.seconds('ROUTING_EJECT_COOLDOWN_SECS', 'eject_cooldown_secs', 30, TIMER),
+      maxCooldownMs: r.seconds('ROUTING_EJECT_MAX_COOLDOWN_SECS', 'eject_max_cooldown_secs', 300, TIMER),
+    },
+    warnings,
+  };
+  if (env.ROUTING_MAX_RETRIES || yaml.max_retries !== undefined) {
+    config.maxRetries = r.number('ROUTING_MAX_RETRIES', 'max_retries', 3, { min: 0, integer: true });
+  }
+  if (config.ejection.maxCooldownMs < config.ejection.cooldownMs) {
+    problems.push('routing.eject_max_cooldown_secs must be at least routing.eject_cooldown_secs');
+  }
+  checkAliasesAndFallbacks(config, problems);
+  for (const key of r.unknownKeys()) problems.push(`routing.${key} (config file) is not a routing setting (known: ${ROUTING_KEYS.join(', ')})`);
+  problems.push(...r.problems);
+  return config;
+}
+
+function readWeights(value: unknown, problems: string[]): ScoringWeights {
+  if (value === undefined || value === null) return { ...DEFAULT_WEIGHTS };
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    problems.push('routing.weights must be a mapping of priority, load, latency');
+    return { ...DEFAULT_WEIGHTS };
+  }
+  const raw = value as Yaml;
+  const weights = { ...DEFAULT_WEIGHTS };
+  for (const key of Object.keys(raw)) {
+    if (!(WEIGHT_KEYS as readonly string[]).includes(key)) problems.push(`routing.weights.${key} is not a weight (known: ${WEIGHT_KEYS.join(', ')})`);
+  }
+  let valid = true;
+  for (const key of WEIGHT_KEYS) {
+    const v = raw[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 100) {
+      problems.push(`routing.weights.${key} must be an integer from 0 to 100, got "${String(v)}"`);
+      valid = false;
+      continue;
+    }
+    weights[key] = v;
+  }
+  const sum = weights.priority + weights.load + weights.latency;
+  if (valid && sum !== 100) {
+    problems.push(`routing.weights must sum to 100 (priority ${weights.priority} + load ${weights.load} + latency ${weights.latency} = ${sum})`);
+  }
+  return weights;
+}
+
+/** Model names in routing config: non-empty, trimmed, bounded. */
+function modelName(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const name = value.trim();
+  return name && name.length <= 256 ? name : undefined;
+}
+
+/** `routing.aliases` (a mapping) and ROUTING_ALIASES (`alias=target,alias2=target2`, env wins per alias). */
+function readAliases(envValue: string | undefined, yamlValue: unknown, problems: string[]): Map<string, string> {
+  const aliases = new Map<string, string>();
+  const add = (alias: unknown, target: unknown, where: string) => {
+    const a = modelName(alias);
+    const t = modelName(target);
+    if (!a || !t) return problems.push(`${where}: an alias and its target must be non-empty model names (at most 256 characters)`);
+    aliases.set(a, t);
+  };
+  if (yamlValue !== undefined && yamlValue !== null) {
+    if (typeof yamlValue !== 'object' || Array.isArray(yamlValue)) problems.push('routing.aliases must be a mapping of alias: target');
+    else for (const [alias, target] of Object.entries(yamlValue as Yaml)) add(alias, target, `routing.aliases.${alias}`);
+  }
+  for (const entry of splitList(envValue, ',')) {
+    const eq = entry.indexOf('=');
+    add(eq < 0 ? '' : entry.slice(0, eq), entry.slice(eq + 1), `ROUTING_ALIASES entry "${entry}"`);
+  }
+  return aliases;
+}
+
+/** `routing.fallbacks` (model: [fallbacks]) and ROUTING_FALLBACKS (`model=fb1,fb2;model2=fb3`). */
+function readFallbacks(envValue: string | undefined, yamlValue: unknown, problems: string[]): Map<string, string[]> {
+  const fallbacks = new Map<string, string[]>();
+  const add = (model: unknown, chain: unknown, where: string) => {
+    const m = modelName(model);
+    const list = Array.isArray(chain) ? chain.map(modelName) : undefined;
+    if (!m || !list || list.some((x) => x === undefined)) {
+      return problems.push(`${where}: must map a model name to a list of model names`);
+    }
+    fallbacks.set(m, list as string[]);
+  };
+  if (yamlValue !== undefined && yamlValue !== null) {
+    if (typeof yamlValue !== 'object' || Array.isArray(yamlValue)) problems.push('routing.fallbacks must be a mapping of model: [fallback, …]');
+    else for (const [model, chain] of Object.entries(yamlValue as Yaml)) add(model, chain, `routing.fallbacks.${model}`);
+  }
+  for (const entry of splitList(envValue, ';')) {
+    const eq = entry.indexOf('=');
+    add(eq < 0 ? '' : entry.slice(0, eq), splitList(entry.slice(eq + 1), ','), `ROUTING_FALLBACKS entry "${entry}"`);
+  }
+  return fallbacks;
+}
+
+function splitList(value: string | undefined, separator: string): string[] {
+  return (value ?? '')
+    .split(separator)
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** Aliases are single-level (no alias to an alias, so no cycles); no model falls back to itself. */
+function checkAliasesAndFallbacks(config: RoutingConfig, problems: string[]): void {
+  for (const [alias, target] of config.aliases) {
+    if (alias === target) problems.push(`routing.aliases: "${alias}" points at itself`);
+    else if (config.aliases.has(target)) {
+      problems.push(`routing.aliases: "${alias}" → "${target}" points at another alias (aliases are single-level; a chain or cycle is not allowed)`);
+    }
+  }
+  for (const [model, chain] of config.fallbacks) {
+    const resolved = config.aliases.get(model) ?? model;
+    for (const fb of chain) {
+      if (fb === model || fb === resolved || (config.aliases.get(fb) ?? fb) === resolved) {
+        problems.push(`routing.fallbacks: "${model}" falls back to itself${fb !== model ? ` (through "${fb}")` : ''}`);
+      }
+    }
+    if (new Set(chain).size !== chain.length) problems.push(`routing.fallbacks: "${model}" lists a fallback twice`);
+  }
+}
+
+const CAPABILITY_FLAGS = ['vision', 'tools', 'json_mode'] as const;
+
+/**
+ * Per-model capability declarations of a provider (config file or admin API), which override what
+ * its workers advertise: `{model: {vision?, tools?, json_mode?, context_length?}}`.
+ */
+export function parseCapabilityDeclarations(value: unknown, where: string, problems: string[]): Record<string, ModelCapabilities> {
+  const out: Record<string, ModelCapabilities> = {};
+  if (value === undefined || value === null) return out;
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    problems.push(`${where} must be a mapping of model: {vision, tools, json_mode, context_length}`);
+    return out;
+  }
+  for (const [model, raw] of Object.entries(value as Yaml)) {
+    const at = `${where}.${model}`;
+    if (!modelName(model)) problems.push(`${at}: model names must be non-empty and at most 256 characters`);
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+      problems.push(`${at} must be a mapping of vision, tools, json_mode, context_length`);
+      continue;
+    }
+    const caps: ModelCapabilities = {};
+    for (const [key, v] of Object.entries(raw as Yaml)) {
+      if ((CAPABILITY_FLAGS as readonly string[]).includes(key)) {
+        if (typeof v === 'boolean') caps[key as (typeof CAPABILITY_FLAGS)[number]] = v;
+        else problems.push(`${at}.${key} must be true or false`);
+      } else if (key === 'context_length') {
+        if (typeof v === 'number' && Number.isInteger(v) && v > 0) caps.context_length = v;
+        else problems.push(`${at}.context_length must be a positive integer`);
+      } else problems.push(`${at}.${key} is not a capability (known: vision, tools, json_mode, context_length)`);
+    }
+    out[model.trim()] = caps;
+  }
+  return out;
+}

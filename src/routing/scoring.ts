@@ -1,0 +1,35 @@
+/** Weights of the smart strategy's score; they sum to 100 (validated when the config is read). */
+export interface ScoringWeights {
+  priority: number;
+  load: number;
+  latency: number;
+}
+
+export const DEFAULT_WEIGHTS: ScoringWeights = { priority: 50, load: 30, latency: 20 };
+
+/** Priority a worker has when neither its provider nor the worker declares one. */
+export const DEFAULT_PRIORITY = 50;
+
+export interface ScoreInputs {
+  /** Lower is preferred; clamped to 100. */
+  priority: number;
+  /** Requests the gateway has on the worker (assigned + held); clamped to 100. */
+  pending: number;
+  /** Moving average of time to first byte; 0 when there is no data yet. */
+  latencyMs: number;
+}
+
+/**
+ * The smart strategy's score, 0–100 (integer, higher is better):
+ * (100 − min(priority,100))·w_p + (100 − min(pending,100))·w_l + (100 − min(latency/10,100))·w_lat, / 100.
+ */
+export function score(inputs: ScoreInputs, weights: ScoringWeights): number {
+  const priority = 100 - clamp(inputs.priority);
+  const load = 100 - clamp(inputs.pending);
+  const latency = 100 - clamp(inputs.latencyMs / 10);
+  return Math.floor((priority * weights.priority + load * weights.load + latency * weights.latency) / 100);
+}
+
+function clamp(v: number): number {
+  return v > 100 ? 100 : v < 0 || !Number.isFinite(v) ? 0 : v;
+}
