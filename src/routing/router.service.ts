@@ -235,7 +235,8 @@ export class Router implements OnModuleInit {
   private scoreInputs(w: LiveWorker): ScoreInputs {
     return {
       priority: this.priorityOf(w),
-      pending: w.pending,
+      // Assigned + held, plus load the worker reports beyond what the gateway gave it.
+      pending: w.load,
       latencyMs: w.health.latencyMs,
     };
   }

@@ -1,0 +1,121 @@
+import fc from 'fast-check';
+import { parseCapabilityDeclarations, readRoutingConfig } from './routing-config';
+
+function read(section: unknown, env: Record<string, string> = {}) {
+  const problems: string[] = [];
+  const config = readRoutingConfig(env, section, problems);
+  return { config, problems };
+}
+
+describe('routing configuration', () => {
+  it('defaults: smart, 50/30/20, pinning allowed, eject after 3 failures for 30 s up to 5 min', () => {
+    const { config, problems } = read(undefined);
+    expect(problems).toEqual([]);
+    expect(config).toMatchObject({
+      strategy: 'smart',
+      weights: { priority: 50, load: 30, latency: 20 },
+      allowPinning: true,
+      ejection: { ejectAfterFailures: 3, cooldownMs: 30_000, maxCooldownMs: 300_000 },
+    });
+    expect(config.maxRetries).toBeUndefined();
+  });
+
+  it('reads every setting from the file, and ROUTING_* variables win', () => {
+    const { config, problems } = read(
+      {
+        strategy: 'round_robin',
+        max_retries: 2,
+        allow_pinning: false,
+        eject_after_failures: 5,
+        eject_cooldown_secs: 1.5,
+        weights: { priority: 20, load: 40, latency: 40 },
+        aliases: { 'gpt-4': 'llama3:70b' },
+        fallbacks: { 'llama3:70b': ['llama3:8b', 'mistral:7b'] },
+      },
+      { ROUTING_STRATEGY: 'priority_only', ROUTING_ALIASES: 'gpt-3.5-turbo=llama3:8b', ROUTING_FALLBACKS: 'llama3:8b=mistral:7b' },
+    );
+    expect(problems).toEqual([]);
+    expect(config.strategy).toBe('priority_only');
+    expect(config.maxRetries).toBe(2);
+    expect(config.allowPinning).toBe(false);
+    expect(config.ejection).toEqual({ ejectAfterFailures: 5, cooldownMs: 1500, maxCooldownMs: 300_000 });
+    expect(config.weights).toEqual({ priority: 20, load: 40, latency: 40 });
+    expect([...config.aliases]).toEqual([
+      ['gpt-4', 'llama3:70b'],
+      ['gpt-3.5-turbo', 'llama3:8b'],
+    ]);
+    expect([...config.fallbacks]).toEqual([
+      ['llama3:70b', ['llama3:8b', 'mistral:7b']],
+      ['llama3:8b', ['mistral:7b']],
+    ]);
+  });
+
+  it('an unknown strategy falls back to smart with a warning, not an error', () => {
+    const { config, problems } = read({ strategy: 'fastest' });
+    expect(problems).toEqual([]);
+    expect(config.strategy).toBe('smart');
+    expect(config.warnings[0]).toContain('unknown routing strategy "fastest"');
+  });
+
+  it('names every problem at once: unknown keys, weights, alias chains and cycles, self-fallbacks', () => {
+    const { problems } = read({
+      stratgy: 'smart',
+      weights: { priority: 50, load: 30, latency: 30, speed: 1 },
+      aliases: { a: 'b', b: 'a', c: 'c', d: 'e', e: 'x', gpt: 'llama' },
+      fallbacks: { m: ['n', 'm'], k: ['j', 'j'], gpt: ['llama'] },
+      eject_after_failures: 0,
+    });
+    const text = problems.join('\n');
+    expect(text).toContain('routing.stratgy (config file) is not a routing setting');
+    expect(text).toContain('routing.weights.speed is not a weight');
+    expect(text).toContain('routing.weights must sum to 100');
+    expect(text).toContain('"a" → "b" points at another alias');
+    expect(text).toContain('"b" → "a" points at another alias');
+    expect(text).toContain('"c" points at itself');
+    expect(text).toContain('"d" → "e" points at another alias');
+    expect(text).toContain('"m" falls back to itself');
+    expect(text).toContain('"k" lists a fallback twice');
+    expect(text).toContain('"gpt" falls back to itself (through "llama")');
+    expect(text).toContain('eject_after_failures');
+  });
+
+  it('rejects malformed sections instead of crashing', () => {
+    expect(read('smart').problems).toEqual(['routing (config file) must be a mapping']);
+    expect(read({ aliases: ['a'] }).problems[0]).toContain('routing.aliases must be a mapping');
+    expect(read({ fallbacks: { m: 'n' } }).problems[0]).toContain('routing.fallbacks.m: must map a model name to a list');
+    expect(read({ weights: { priority: 'high' } }).problems[0]).toContain('routing.weights.priority must be an integer');
+  });
+
+  it('accepted aliases always resolve in one step to a model that is not an alias', () => {
+    const name = fc.constantFrom('a', 'b', 'c', 'd', 'e', 'gpt-4', 'llama');
+    fc.assert(
+      fc.property(fc.dictionary(name, name), (aliases) => {
+        const { config, problems } = read({ aliases });
+        if (problems.length > 0) return; // rejected at boot: never used
+        for (const target of config.aliases.values()) expect(config.aliases.has(target)).toBe(false);
+      }),
+    );
+  });
+});
+
+describe('provider capability declarations', () => {
+  it('reads booleans and a positive context length per model', () => {
+    const problems: string[] = [];
+    expect(parseCapabilityDeclarations({ llava: { vision: true, context_length: 4096 }, '*': { tools: false } }, 'caps', problems)).toEqual({
+      llava: { vision: true, context_length: 4096 },
+      '*': { tools: false },
+    });
+    expect(problems).toEqual([]);
+  });
+
+  it('names each bad entry', () => {
+    const problems: string[] = [];
+    parseCapabilityDeclarations({ m: { vision: 'yes', context_length: -1, telepathy: true }, n: 3 }, 'providers[0].capabilities', problems);
+    expect(problems).toEqual([
+      'providers[0].capabilities.m.vision must be true or false',
+      'providers[0].capabilities.m.context_length must be a positive integer',
+      'providers[0].capabilities.m.telepathy is not a capability (known: vision, tools, json_mode, context_length)',
+      'providers[0].capabilities.n must be a mapping of vision, tools, json_mode, context_length',
+    ]);
+  });
+});

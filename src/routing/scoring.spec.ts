@@ -1,0 +1,45 @@
+import fc from 'fast-check';
+import { DEFAULT_WEIGHTS, score } from './scoring';
+
+describe('score (smart strategy)', () => {
+  it('matches the weighted formula with the default weights', () => {
+    // (100-10)*50 + (100-2)*30 + (100-5)*20 = 4500 + 2940 + 1900 = 9340 → 93
+    expect(score({ priority: 10, pending: 2, latencyMs: 50 }, DEFAULT_WEIGHTS)).toBe(93);
+  });
+
+  it('clamps priority and pending above 100 and latency above 1000 ms', () => {
+    expect(score({ priority: 250, pending: 500, latencyMs: 90_000 }, DEFAULT_WEIGHTS)).toBe(0);
+    expect(score({ priority: 100, pending: 100, latencyMs: 1000 }, DEFAULT_WEIGHTS)).toBe(0);
+  });
+
+  it('treats no latency data (0 ms) as the best latency', () => {
+    expect(score({ priority: 0, pending: 0, latencyMs: 0 }, DEFAULT_WEIGHTS)).toBe(100);
+  });
+
+  it('prefers the less loaded and the faster worker (US-03)', () => {
+    const base = { priority: 50, pending: 0, latencyMs: 0 };
+    expect(score({ ...base, pending: 2 }, DEFAULT_WEIGHTS)).toBeGreaterThan(score({ ...base, pending: 10 }, DEFAULT_WEIGHTS));
+    expect(score({ ...base, latencyMs: 50 }, DEFAULT_WEIGHTS)).toBeGreaterThan(score({ ...base, latencyMs: 200 }, DEFAULT_WEIGHTS));
+  });
+
+  it('follows the configured weights', () => {
+    const onlyLatency = { priority: 0, load: 0, latency: 100 };
+    expect(score({ priority: 0, pending: 99, latencyMs: 0 }, onlyLatency)).toBe(100);
+    expect(score({ priority: 0, pending: 0, latencyMs: 500 }, onlyLatency)).toBe(50);
+  });
+
+  it('is always an integer from 0 to 100', () => {
+    const weights = fc
+      .tuple(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 0, max: 100 }))
+      .filter(([a, b]) => a + b <= 100)
+      .map(([a, b]) => ({ priority: a, load: b, latency: 100 - a - b }));
+    fc.assert(
+      fc.property(fc.double({ min: -1e9, max: 1e9, noNaN: true }), fc.nat(), fc.double({ min: 0, max: 1e9, noNaN: true }), weights, (priority, pending, latencyMs, w) => {
+        const s = score({ priority, pending, latencyMs }, w);
+        expect(Number.isInteger(s)).toBe(true);
+        expect(s).toBeGreaterThanOrEqual(0);
+        expect(s).toBeLessThanOrEqual(100);
+      }),
+    );
+  });
+});

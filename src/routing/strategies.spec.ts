@@ -1,0 +1,108 @@
+import fc from 'fast-check';
+import { DEFAULT_WEIGHTS, score, ScoreInputs } from './scoring';
+import { CandidateView, PriorityOnlyStrategy, RandomStrategy, RoundRobinStrategy, SmartStrategy } from './strategies';
+
+interface W {
+  name: string;
+  inputs: ScoreInputs;
+}
+const view: CandidateView<W> = { inputs: (w) => w.inputs };
+const worker = (name: string, inputs: Partial<ScoreInputs> = {}): W => ({ name, inputs: { priority: 50, pending: 0, latencyMs: 0, ...inputs } });
+
+function tally(pick: () => W | undefined, n: number): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (let i = 0; i < n; i++) {
+    const w = pick()!;
+    counts[w.name] = (counts[w.name] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** A deterministic pseudo-random source (mulberry32), so the distribution test cannot flake. */
+function seeded(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('routing strategies', () => {
+  it('round_robin: 3 workers, 6 requests → exactly 2 each, in rotation (US-06)', () => {
+    const s = new RoundRobinStrategy<W>();
+    const ws = [worker('a'), worker('b'), worker('c')];
+    const order = Array.from({ length: 6 }, () => s.pick(ws)!.name);
+    expect(order).toEqual(['a', 'b', 'c', 'a', 'b', 'c']);
+  });
+
+  it('round_robin keeps rotating fairly when a worker joins', () => {
+    const s = new RoundRobinStrategy<W>();
+    const [a, b, c] = [worker('a'), worker('b'), worker('c')];
+    expect([s.pick([a, b])!.name, s.pick([a, b])!.name]).toEqual(['a', 'b']);
+    expect(s.pick([a, b, c])!.name).toBe('c'); // never picked: its turn first
+  });
+
+  it('round_robin is even over any number of picks', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 20 }), (n, rounds) => {
+        const s = new RoundRobinStrategy<W>();
+        const ws = Array.from({ length: n }, (_, i) => worker(`w${i}`));
+        const counts = tally(() => s.pick(ws), n * rounds);
+        expect(Object.values(counts)).toEqual(Array(n).fill(rounds));
+      }),
+    );
+  });
+
+  it('priority_only: every request goes to the lowest priority number (US-06)', () => {
+    const s = new PriorityOnlyStrategy<W>();
+    const ws = [worker('p2', { priority: 2 }), worker('p1', { priority: 1, pending: 40, latencyMs: 900 })];
+    expect(tally(() => s.pick(ws, view), 10)).toEqual({ p1: 10 });
+  });
+
+  it('priority_only rotates among equal priorities', () => {
+    const s = new PriorityOnlyStrategy<W>();
+    const ws = [worker('a', { priority: 1 }), worker('b', { priority: 1 }), worker('c', { priority: 5 })];
+    expect(tally(() => s.pick(ws, view), 10)).toEqual({ a: 5, b: 5 });
+  });
+
+  it('random: 100 requests over 3 workers land 25–45 each (US-06)', () => {
+    const s = new RandomStrategy<W>(seeded(7));
+    const ws = [worker('a'), worker('b'), worker('c')];
+    for (const n of Object.values(tally(() => s.pick(ws), 100))) {
+      expect(n).toBeGreaterThanOrEqual(25);
+      expect(n).toBeLessThanOrEqual(45);
+    }
+  });
+
+  it('smart: the least loaded and the fastest win (US-03)', () => {
+    const s = new SmartStrategy<W>(DEFAULT_WEIGHTS);
+    expect(s.pick([worker('busy', { pending: 10 }), worker('idle', { pending: 2 })], view)!.name).toBe('idle');
+    expect(s.pick([worker('slow', { latencyMs: 200 }), worker('fast', { latencyMs: 50 })], view)!.name).toBe('fast');
+  });
+
+  it('smart: equal scores rotate instead of always taking the first', () => {
+    const s = new SmartStrategy<W>(DEFAULT_WEIGHTS);
+    const ws = [worker('a'), worker('b')];
+    expect([s.pick(ws, view)!.name, s.pick(ws, view)!.name, s.pick(ws, view)!.name]).toEqual(['a', 'b', 'a']);
+  });
+
+  it('smart always picks a top score among the candidates', () => {
+    const inputs = fc.record({ priority: fc.integer({ min: 0, max: 150 }), pending: fc.integer({ min: 0, max: 150 }), latencyMs: fc.integer({ min: 0, max: 3000 }) });
+    fc.assert(
+      fc.property(fc.array(inputs, { minLength: 1, maxLength: 30 }), fc.integer({ min: 1, max: 5 }), (all, picks) => {
+        const s = new SmartStrategy<W>(DEFAULT_WEIGHTS);
+        const ws = all.map((x, i) => worker(`w${i}`, x));
+        const best = Math.max(...ws.map((w) => score(w.inputs, DEFAULT_WEIGHTS)));
+        for (let i = 0; i < picks; i++) expect(score(s.pick(ws, view)!.inputs, DEFAULT_WEIGHTS)).toBe(best);
+      }),
+    );
+  });
+
+  it('every strategy returns nothing for no candidates', () => {
+    expect(new SmartStrategy<W>(DEFAULT_WEIGHTS).pick([], view)).toBeUndefined();
+    expect(new RoundRobinStrategy<W>().pick([])).toBeUndefined();
+    expect(new PriorityOnlyStrategy<W>().pick([], view)).toBeUndefined();
+    expect(new RandomStrategy<W>().pick([])).toBeUndefined();
+  });
+});
