@@ -20,14 +20,17 @@ export interface ScoreInputs {
 }
 
 /**
- * The smart strategy's score, 0–100 (integer, higher is better):
- * (100 − min(priority,100))·w_p + (100 − min(pending,100))·w_l + (100 − min(latency/10,100))·w_lat, / 100.
+ * The smart strategy's score, 0–100 (higher is better):
+ * ((100 − min(priority,100))·w_p + (100 − min(pending,100))·w_l + (100 − min(⌊latency/10⌋,100))·w_lat) / 100.
+ * Latency counts in whole 10 ms steps, as in the specification, so measurement jitter of a few
+ * milliseconds does not reorder workers; the sum is not rounded down, so that one pending request
+ * still separates two otherwise equal workers (with the default weights it is worth 0.3 points).
  */
 export function score(inputs: ScoreInputs, weights: ScoringWeights): number {
   const priority = 100 - clamp(inputs.priority);
   const load = 100 - clamp(inputs.pending);
-  const latency = 100 - clamp(inputs.latencyMs / 10);
-  return Math.floor((priority * weights.priority + load * weights.load + latency * weights.latency) / 100);
+  const latency = 100 - clamp(Math.floor(inputs.latencyMs / 10));
+  return (priority * weights.priority + load * weights.load + latency * weights.latency) / 100;
 }
 
 function clamp(v: number): number {
