@@ -40,6 +40,7 @@ describe('worker daemon against the real gateway', () => {
         reconnectMinMs: 50,
         reconnectMaxMs: 200,
         drainTimeoutMs: 2_000,
+        probe: false,
         ...overrides,
       }),
     );
