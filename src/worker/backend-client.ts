@@ -1,7 +1,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { forwardableHeaders } from '../protocol';
-import { ProxySettings, describeProxy, proxyFor } from './network/proxy-env';
+import { ProxySettings, describeProxy, proxyAuthorization, proxyFor } from './network/proxy-env';
 import { TlsTrust } from './network/tls-trust';
 import { TunnelAgent } from './network/tunnel-agent';
 
@@ -226,12 +226,6 @@ export class BackendClient {
       req.end(body);
     });
   }
-}
-
-function proxyAuthorization(proxy: URL): Record<string, string> {
-  if (!proxy.username && !proxy.password) return {};
-  const credentials = `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`;
-  return { 'proxy-authorization': `Basic ${Buffer.from(credentials).toString('base64')}` };
 }
 
 function abortError(): Error {

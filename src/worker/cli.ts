@@ -39,6 +39,7 @@ function proxyPasswords(config: { httpProxy?: string; httpsProxy?: string }): st
   for (const p of [config.httpProxy, config.httpsProxy]) {
     if (!p) continue;
     const { password } = new URL(p);
+    // The config loader has already checked that the password decodes.
     if (password) out.push(password, decodeURIComponent(password));
   }
   return out;

@@ -253,6 +253,7 @@ describe('worker configuration', () => {
       expect.stringContaining('http_proxy must be a proxy URL'),
     ]);
     expect(bad.join('\n')).not.toContain('pw');
+    expect(problems([], { ...SECRET_ENV, HTTPS_PROXY: 'http://u:%zz@proxy:3128' })).toEqual([expect.stringContaining('malformed %-escape')]);
   });
 
   it('--help works without a secret and documents every flag and env variable', () => {

@@ -38,7 +38,20 @@ export function parseProxyUrl(value: string, source: string): URL {
     throw new Error(`${source} uses ${url.protocol.replace(':', '')}://, but only http:// and https:// proxies are supported`);
   }
   if (!url.hostname) throw new Error(`${source} must name a proxy host`);
+  try {
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+  } catch {
+    throw new Error(`${source} has credentials with a malformed %-escape`);
+  }
   return url;
+}
+
+/** The Proxy-Authorization header for a proxy URL with credentials, or nothing. */
+export function proxyAuthorization(proxy: URL): Record<string, string> {
+  if (!proxy.username && !proxy.password) return {};
+  const credentials = `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`;
+  return { 'proxy-authorization': `Basic ${Buffer.from(credentials).toString('base64')}` };
 }
 
 /** Reads the proxy variables (lowercase first, as curl does). Problems are returned, not thrown. */

@@ -3,7 +3,7 @@ import * as https from 'node:https';
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import * as tls from 'node:tls';
-import { describeProxy } from './proxy-env';
+import { describeProxy, proxyAuthorization } from './proxy-env';
 
 export interface TunnelAgentOptions {
   proxy: URL;
@@ -52,14 +52,10 @@ export class TunnelAgent extends http.Agent {
     return undefined;
   }
 
-  private openTunnel(host: string, port: number): Promise<Duplex> {
+  private async openTunnel(host: string, port: number): Promise<Duplex> {
     const { proxy } = this.options;
     const authority = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-    const headers: Record<string, string> = { host: authority };
-    if (proxy.username || proxy.password) {
-      const credentials = `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`;
-      headers['proxy-authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
-    }
+    const headers: Record<string, string> = { host: authority, ...proxyAuthorization(proxy) };
     const transport = proxy.protocol === 'https:' ? https : http;
     const where = describeProxy(proxy);
     return new Promise((resolve, reject) => {
