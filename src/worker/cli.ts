@@ -73,7 +73,16 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
     secrets: [config.workerSecret, config.backendApiKey ?? '', ...proxyPasswords(config)],
     base: { component: 'switchboard-worker', worker_name: config.workerName },
   });
-  const daemon = new WorkerDaemon(config, { logger, userAgent: `switchboard-worker/${version}` });
+  let daemon: WorkerDaemon;
+  try {
+    daemon = new WorkerDaemon(config, { logger, userAgent: `switchboard-worker/${version}` });
+  } catch (err) {
+    if (err instanceof WorkerConfigError) {
+      io.stderr(`switchboard-worker: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
   const removeSignals = io.onSignals((signal) => {
     logger.info('signal received', { signal });
     void daemon.stop();

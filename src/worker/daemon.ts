@@ -17,7 +17,7 @@ import {
 } from '../protocol';
 import { BackendClient } from './backend-client';
 import { Backoff } from './backoff';
-import { WorkerConfig, connectUrl } from './config';
+import { WorkerConfig, WorkerConfigError, connectUrl } from './config';
 import { Logger, silentLogger } from './logger';
 import { ProxySettings, describeProxy, proxyFor } from './network/proxy-env';
 import { TlsTrust, tlsTrust } from './network/tls-trust';
@@ -166,7 +166,12 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     this.log = options.logger ?? silentLogger;
     this.models = config.discoverModels ? [] : [...config.models];
     this.proxy = { httpProxy: config.httpProxy, httpsProxy: config.httpsProxy, noProxy: config.noProxy };
-    this.tls = tlsTrust(config);
+    try {
+      this.tls = tlsTrust(config);
+    } catch (err) {
+      // A CA file that cannot be read is a configuration problem (exit 2), not a crash.
+      throw new WorkerConfigError([(err as Error).message]);
+    }
     this.backend = new BackendClient(config.backendUrl, {
       apiKey: config.backendApiKey,
       userAgent: options.userAgent ?? 'switchboard-worker',
@@ -354,7 +359,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
 
   private onSocketError(err: Error): void {
     const code = (err as NodeJS.ErrnoException).code;
-    const tlsHint = code ? TLS_HINTS[code] : undefined;
+    const tlsHint = code && Object.hasOwn(TLS_HINTS, code) ? TLS_HINTS[code] : undefined;
     if (tlsHint) {
       this.log.error('TLS verification of the gateway failed', { error: err.message, code, hint: tlsHint });
       return;
