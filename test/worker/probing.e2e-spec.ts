@@ -222,6 +222,16 @@ describe('worker daemon: backend probing', () => {
     ]);
   });
 
+  it('a backend answering 404 on every endpoint gets no endpoint list (which would take it out of all routing), and a warning', async () => {
+    for (const p of ['/v1/chat/completions', '/v1/responses', '/v1/messages']) {
+      env.backend.endpointProbe[p] = { status: 404, json: { detail: 'Not Found' } };
+    }
+    const worker = startWorker({ ...probing, models: ['llama3'] });
+    const register = await (await env.gateway.connection(1)).next('register');
+    expect(register).not.toHaveProperty('endpoints');
+    expect(worker.logs).toContainEqual(expect.objectContaining({ level: 'warn', msg: expect.stringContaining('is BACKEND_URL its root?') }));
+  });
+
   it('with probing off, the backend gets no probe and register carries only the configured hints', async () => {
     env.backend.models = ['llama3'];
     actLikeLlamaServer(env.backend, { ctxSize: 8192, slots: 1, vision: true });

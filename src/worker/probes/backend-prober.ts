@@ -13,7 +13,7 @@ export interface ProbeResult {
   models: string[];
   runner?: RunnerInfo;
   capabilities: Record<string, ModelCapabilities>;
-  /** Absent when any endpoint probe failed to get an HTTP answer. */
+  /** Absent when any endpoint probe failed to get an HTTP answer, or none was found. */
   endpoints?: string[];
   /** Nothing answered at all: worth probing again on the next connect. */
   unreachable: boolean;
@@ -139,7 +139,7 @@ export class BackendProber {
     return out;
   }
 
-  /** The endpoints present, or undefined when one of them got no HTTP answer (then nothing is claimed). */
+  /** The endpoints present, or undefined when one got no HTTP answer or none is present (then nothing is claimed). */
   private async probeEndpoints(round: AbortSignal): Promise<string[] | undefined> {
     const outcomes = await Promise.all(PROBED_ENDPOINTS.map((p) => this.ask('POST', p, round, ENDPOINT_PROBE_BODY)));
     const failed = outcomes.find((o): o is Extract<Outcome, { ok: false }> => !o.ok);
@@ -155,9 +155,12 @@ export class BackendProber {
       return endpointPresent(answer.status, answer.text);
     });
     if (present.length === 0) {
-      this.failed('endpoints', 'the backend answered 404/405 on every inference endpoint: is BACKEND_URL its root?', {
+      // An empty list would take this worker out of all routing on one unusual answer; a backend
+      // that really serves nothing fails its requests with the same 404 anyway.
+      this.failed('endpoints', 'the backend answered 404/405 on every inference endpoint: is BACKEND_URL its root? Advertising no endpoint list', {
         probed: [...PROBED_ENDPOINTS],
       });
+      return undefined;
     }
     return present;
   }
