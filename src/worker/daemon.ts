@@ -806,9 +806,17 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     const before = this.probed;
     this.probed = result;
     if (!before || before.runner?.type !== result.runner?.type || before.runner?.version !== result.runner?.version) {
-      if (result.runner) this.log.info('backend detected', { runner: result.runner.type, version: result.runner.version });
+      if (result.runner) {
+        this.log.info('backend detected', {
+          runner: result.runner.type,
+          version: result.runner.version,
+          capabilities: result.capabilities,
+          endpoints: result.endpoints,
+        });
+      }
+    } else {
+      this.log.debug('backend probed', { capabilities: result.capabilities, endpoints: result.endpoints });
     }
-    this.log.debug('backend probed', { capabilities: result.capabilities, endpoints: result.endpoints });
   }
 
   /** Backend model ids, or undefined (logged) if the backend cannot say. */
