@@ -45,6 +45,21 @@ describe('worker protocol codec', () => {
     expect(bad).toMatchObject({ endpoints: undefined, priority: undefined });
   });
 
+  it('reads the optional runner of a register leniently: malformed or oversized values are dropped, never a protocol error', () => {
+    const base = '{"type":"register","worker_name":"w","models":["a"],"max_concurrent":1';
+    expect(parseWorkerMessage(`${base},"runner":{"type":"vllm","version":"0.11.0"}}`)).toMatchObject({
+      runner: { type: 'vllm', version: '0.11.0' },
+    });
+    const runnerOf = (text: string) => (parseWorkerMessage(text) as { runner?: object }).runner;
+    expect(runnerOf(`${base},"runner":{"type":"ollama","version":7}}`)).toEqual({ type: 'ollama' });
+    const long = 'x'.repeat(65);
+    expect(runnerOf(`${base},"runner":{"type":"llama-server","version":"${long}"}}`)).toEqual({ type: 'llama-server' });
+    for (const bad of ['"llama-server"', '[]', 'null', '{"version":"1"}', '{"type":""}', `{"type":"${long}"}`, '{"type":5}']) {
+      expect(parseWorkerMessage(`${base},"runner":${bad}}`)).toMatchObject({ type: 'register', runner: undefined });
+    }
+    expect(parseWorkerMessage(`${base}}`)).toMatchObject({ runner: undefined });
+  });
+
   it('omits absent optional fields when encoding', () => {
     const text = encodeMessage({ type: 'register_ack', worker_id: 'w-1', models: ['a'], warnings: undefined, protocol_version: undefined });
     expect(text).toBe('{"type":"register_ack","worker_id":"w-1","models":["a"]}');

@@ -2,6 +2,7 @@ import {
   CANCEL_REASONS,
   CancelReason,
   ModelCapabilities,
+  RunnerInfo,
   ServerToWorkerMessage,
   TokenCounts,
   WorkerToServerMessage,
@@ -124,6 +125,19 @@ function optPriority(o: Json): number | undefined {
   return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined;
 }
 
+const RUNNER_STRING_MAX = 64;
+
+/** Informational like the other hints: anything but {type: string, version?: string} within bounds is dropped. */
+function optRunner(o: Json): RunnerInfo | undefined {
+  const v = o.runner;
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  const { type, version } = v as Json;
+  if (typeof type !== 'string' || type.length === 0 || type.length > RUNNER_STRING_MAX) return undefined;
+  const runner: RunnerInfo = { type };
+  if (typeof version === 'string' && version.length > 0 && version.length <= RUNNER_STRING_MAX) runner.version = version;
+  return runner;
+}
+
 function parseObject(text: string): Json {
   let value: unknown;
   try {
@@ -154,6 +168,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         capabilities: optCapabilities(o),
         endpoints: optEndpoints(o),
         priority: optPriority(o),
+        runner: optRunner(o),
       };
     case 'models_update':
       return {

@@ -22,6 +22,13 @@ export interface TokenCounts {
   total_tokens?: number;
 }
 
+/** The inference server behind a worker, as the worker detected it (Switchboard extension). */
+export interface RunnerInfo {
+  /** 'llama-server' | 'vllm' | 'ollama' | 'openai-compatible'; other values are passed through. */
+  type: string;
+  version?: string;
+}
+
 /** Optional per-model capability hints a worker may advertise (Switchboard extension). */
 export interface ModelCapabilities {
   vision?: boolean;
@@ -44,6 +51,8 @@ export interface RegisterMessage {
   endpoints?: string[];
   /** Routing priority the worker asks for, lower is preferred (Switchboard extension; default 50). */
   priority?: number;
+  /** The backend the worker relays to (Switchboard extension; informational). */
+  runner?: RunnerInfo;
 }
 
 export interface ModelsUpdateMessage {

@@ -33,6 +33,18 @@ function packageVersion(): string {
   }
 }
 
+/** Proxy passwords as written in the URL and decoded: neither may reach a log line. */
+function proxyPasswords(config: { httpProxy?: string; httpsProxy?: string }): string[] {
+  const out: string[] = [];
+  for (const p of [config.httpProxy, config.httpsProxy]) {
+    if (!p) continue;
+    const { password } = new URL(p);
+    // The config loader has already checked that the password decodes.
+    if (password) out.push(password, decodeURIComponent(password));
+  }
+  return out;
+}
+
 /** Runs the worker until it stops; resolves with the process exit code. */
 export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io: CliIo = processIo): Promise<number> {
   let loaded;
@@ -58,10 +70,19 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
   const logger = createLogger({
     level: config.logLevel,
     write: io.stderr,
-    secrets: [config.workerSecret, config.backendApiKey ?? ''],
+    secrets: [config.workerSecret, config.backendApiKey ?? '', ...proxyPasswords(config)],
     base: { component: 'switchboard-worker', worker_name: config.workerName },
   });
-  const daemon = new WorkerDaemon(config, { logger, userAgent: `switchboard-worker/${version}` });
+  let daemon: WorkerDaemon;
+  try {
+    daemon = new WorkerDaemon(config, { logger, userAgent: `switchboard-worker/${version}` });
+  } catch (err) {
+    if (err instanceof WorkerConfigError) {
+      io.stderr(`switchboard-worker: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
   const removeSignals = io.onSignals((signal) => {
     logger.info('signal received', { signal });
     void daemon.stop();

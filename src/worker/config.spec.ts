@@ -49,6 +49,11 @@ describe('worker configuration', () => {
       reconnectMinMs: 1_000,
       reconnectMaxMs: 30_000,
       modelsPollIntervalMs: 30_000,
+      probe: true,
+      priority: undefined,
+      caFile: undefined,
+      extraCaCertsFile: undefined,
+      insecureSkipVerify: false,
     });
     expect(connectUrl(c)).toBe('ws://127.0.0.1:8080/v1/worker/connect?provider=local');
   });
@@ -191,6 +196,64 @@ describe('worker configuration', () => {
       expect.stringContaining('unknown key "max_concurency"'),
       expect.stringContaining('must not exceed reconnect max'),
     ]);
+  });
+
+  it('reads --priority from flag, env or file as an integer >= 0, and rejects anything else', () => {
+    expect(load(['--priority', '0'], SECRET_ENV).priority).toBe(0);
+    expect(load([], { ...SECRET_ENV, PRIORITY: '10' }).priority).toBe(10);
+    const file = writeTemp('prio.yaml', 'priority: 7\n');
+    expect(load(['--config', file], SECRET_ENV).priority).toBe(7);
+    expect(load(['--config', file, '--priority=3'], SECRET_ENV).priority).toBe(3);
+    expect(problems(['--priority', '-1'], SECRET_ENV)).toEqual([expect.stringContaining('--priority must be an integer >= 0, got "-1"')]);
+    expect(problems([], { ...SECRET_ENV, PRIORITY: '1.5' })).toEqual([expect.stringContaining('PRIORITY must be an integer >= 0')]);
+  });
+
+  it('probes the backend by default; --no-probe, --probe=false, PROBE_BACKEND=false or probe: false turn it off', () => {
+    expect(load([], SECRET_ENV).probe).toBe(true);
+    expect(load(['--no-probe'], SECRET_ENV).probe).toBe(false);
+    expect(load(['--probe=false'], SECRET_ENV).probe).toBe(false);
+    expect(load([], { ...SECRET_ENV, PROBE_BACKEND: 'false' }).probe).toBe(false);
+    expect(load(['--config', writeTemp('p.yaml', 'probe: false\n')], SECRET_ENV).probe).toBe(false);
+    expect(load(['--probe'], { ...SECRET_ENV, PROBE_BACKEND: 'off' }).probe).toBe(true);
+  });
+
+  it('checks --ca-file when loading: a missing file or one without a PEM certificate is a configuration error', () => {
+    const pem = writeTemp('ca.pem', '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    expect(load(['--ca-file', pem], SECRET_ENV).caFile).toBe(pem);
+    expect(load([], { ...SECRET_ENV, CA_FILE: pem, NODE_EXTRA_CA_CERTS: pem })).toMatchObject({ caFile: pem, extraCaCertsFile: pem });
+    expect(problems(['--ca-file', '/nonexistent/ca.pem'], SECRET_ENV)).toEqual([
+      expect.stringMatching(/^--ca-file "\/nonexistent\/ca.pem" cannot be read/),
+    ]);
+    expect(problems(['--ca-file', writeTemp('not.pem', 'hello')], SECRET_ENV)).toEqual([expect.stringContaining('holds no PEM certificate')]);
+    expect(problems(['--ca-file', pem], { ...SECRET_ENV, NODE_EXTRA_CA_CERTS: '/nonexistent/extra.pem' })).toEqual([
+      expect.stringContaining('NODE_EXTRA_CA_CERTS "/nonexistent/extra.pem" cannot be read'),
+    ]);
+  });
+
+  it('reads --insecure-skip-verify as a boolean', () => {
+    expect(load(['--insecure-skip-verify'], SECRET_ENV).insecureSkipVerify).toBe(true);
+    expect(load([], { ...SECRET_ENV, INSECURE_SKIP_VERIFY: 'true' }).insecureSkipVerify).toBe(true);
+    expect(load([], SECRET_ENV).insecureSkipVerify).toBe(false);
+  });
+
+  it('reads the proxy variables like curl (lowercase first, host:port means http://) and never echoes a bad value', () => {
+    const c = load([], {
+      ...SECRET_ENV,
+      https_proxy: 'http://lower:3128',
+      HTTPS_PROXY: 'http://upper:3128',
+      HTTP_PROXY: 'proxy.corp:8080',
+      NO_PROXY: 'localhost,127.0.0.1',
+    });
+    expect(c).toMatchObject({ httpsProxy: 'http://lower:3128/', httpProxy: 'http://proxy.corp:8080/', noProxy: 'localhost,127.0.0.1' });
+    const none = load([], SECRET_ENV);
+    expect([none.httpsProxy, none.httpProxy, none.noProxy]).toEqual([undefined, undefined, undefined]);
+    const bad = problems([], { ...SECRET_ENV, HTTPS_PROXY: 'socks5://user:pw@sock:1080', http_proxy: 'http://[oops' });
+    expect(bad).toEqual([
+      expect.stringContaining('HTTPS_PROXY uses socks5://, but only http:// and https:// proxies are supported'),
+      expect.stringContaining('http_proxy must be a proxy URL'),
+    ]);
+    expect(bad.join('\n')).not.toContain('pw');
+    expect(problems([], { ...SECRET_ENV, HTTPS_PROXY: 'http://u:%zz@proxy:3128' })).toEqual([expect.stringContaining('malformed %-escape')]);
   });
 
   it('--help works without a secret and documents every flag and env variable', () => {

@@ -3,6 +3,8 @@ import { hostname } from 'node:os';
 import { parse as parseYaml } from 'yaml';
 import { ModelCapabilities } from '../protocol';
 import { LOG_LEVELS, LogLevel } from './logger';
+import { proxySettingsFromEnv } from './network/proxy-env';
+import { readPemCertificates } from './network/tls-trust';
 
 /** Everything the daemon needs, resolved and validated. Durations are milliseconds. */
 export interface WorkerConfig {
@@ -28,6 +30,21 @@ export interface WorkerConfig {
   reconnectMinMs: number;
   reconnectMaxMs: number;
   modelsPollIntervalMs: number;
+  /** Ask the backend what it is and what it can do (capabilities, endpoints, runner). */
+  probe: boolean;
+  /** Routing priority asked of the gateway, lower is preferred; unset = the gateway's default. */
+  priority?: number;
+  /** PEM file with private CA certificates trusted in addition to the usual ones. */
+  caFile?: string;
+  /** NODE_EXTRA_CA_CERTS, kept when --ca-file replaces the CA list. */
+  extraCaCertsFile?: string;
+  insecureSkipVerify: boolean;
+  /** From HTTP_PROXY / http_proxy: for ws:// and http:// targets. */
+  httpProxy?: string;
+  /** From HTTPS_PROXY / https_proxy: for wss:// and https:// targets. */
+  httpsProxy?: string;
+  /** From NO_PROXY / no_proxy. */
+  noProxy?: string;
 }
 
 /** Raised once with every bad value, so an operator fixes them all in one go. */
@@ -38,10 +55,10 @@ export class WorkerConfigError extends Error {
   }
 }
 
-type Kind = 'string' | 'url' | 'list' | 'int' | 'seconds' | 'bool' | 'level' | 'capabilities';
+type Kind = 'string' | 'url' | 'list' | 'int' | 'uint' | 'seconds' | 'bool' | 'level' | 'capabilities';
 
 interface OptionSpec {
-  key: Exclude<keyof WorkerConfig, 'discoverModels'> | 'config';
+  key: Exclude<keyof WorkerConfig, 'discoverModels' | 'extraCaCertsFile' | 'httpProxy' | 'httpsProxy' | 'noProxy'> | 'config';
   flag: string;
   env: string;
   /** Key in the config file; absent for options that cannot live in the file. */
@@ -71,6 +88,10 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: 'reconnectMinMs', flag: 'reconnect-min', env: 'RECONNECT_MIN_SECS', file: 'reconnect_min_secs', kind: 'seconds', value: 'SECS', defaultText: '1', help: 'First reconnect delay; doubles on each failed attempt (plus up to 20% jitter).' },
   { key: 'reconnectMaxMs', flag: 'reconnect-max', env: 'RECONNECT_MAX_SECS', file: 'reconnect_max_secs', kind: 'seconds', value: 'SECS', defaultText: '30', help: 'Largest reconnect delay.' },
   { key: 'modelsPollIntervalMs', flag: 'models-poll-interval', env: 'MODELS_POLL_INTERVAL_SECS', file: 'models_poll_interval_secs', kind: 'seconds', value: 'SECS', defaultText: '30', help: 'With --models *: how often to re-read the backend model list and send models_update when it changed. 0 = only on models_refresh.' },
+  { key: 'probe', flag: 'probe', env: 'PROBE_BACKEND', file: 'probe', kind: 'bool', defaultText: 'true', help: "At start and on every model refresh, ask the backend (llama-server /props, vLLM /v1/models, Ollama /api/show, a POST {} per endpoint) for context length, vision, tools and the endpoints it serves, and advertise them. --no-probe (or --probe=false) advertises only --capability. Explicit --capability values always win." },
+  { key: 'priority', flag: 'priority', env: 'PRIORITY', file: 'priority', kind: 'uint', value: 'N', defaultText: "the gateway's", help: 'Routing priority for this worker, an integer >= 0; lower is preferred.' },
+  { key: 'caFile', flag: 'ca-file', env: 'CA_FILE', file: 'ca_file', kind: 'string', value: 'PATH', help: 'PEM file with a private CA to trust (for the gateway, an https backend or an https proxy), in addition to the public roots and NODE_EXTRA_CA_CERTS.' },
+  { key: 'insecureSkipVerify', flag: 'insecure-skip-verify', env: 'INSECURE_SKIP_VERIFY', file: 'insecure_skip_verify', kind: 'bool', defaultText: 'false', help: 'Do not verify TLS certificates (gateway, https backend, https proxy). For tests only: anyone on the path can then read the worker secret and every prompt.' },
 ];
 
 export const DEFAULTS = {
@@ -86,6 +107,8 @@ export const DEFAULTS = {
   reconnectMinSecs: 1,
   reconnectMaxSecs: 30,
   modelsPollIntervalSecs: 30,
+  probe: true,
+  insecureSkipVerify: false,
 };
 
 const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -109,6 +132,10 @@ export function helpText(): string {
   }
   lines.push('  --help, -h       Show this help and exit.');
   lines.push('  --version        Print the version and exit.');
+  lines.push('');
+  lines.push('Proxies (read like curl): HTTPS_PROXY/https_proxy for a wss:// gateway and an https:// backend,');
+  lines.push('HTTP_PROXY/http_proxy for ws:// and http://, NO_PROXY/no_proxy for hosts reached directly');
+  lines.push('(a loopback backend is proxied unless NO_PROXY lists it). NODE_EXTRA_CA_CERTS is honoured.');
   lines.push('');
   lines.push('Exit codes: 0 after SIGTERM/SIGINT or a drain with --exit-on-drain; 2 for a bad configuration.');
   return lines.join('\n') + '\n';
@@ -270,6 +297,16 @@ function asPositiveInt(raw: Raw, problems: string[]): number | undefined {
   const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : NaN;
   if (!Number.isInteger(n) || n < 1) {
     problems.push(`${raw.source} must be an integer >= 1, got "${String(v)}"`);
+    return undefined;
+  }
+  return n;
+}
+
+function asNonNegativeInt(raw: Raw, problems: string[]): number | undefined {
+  const v = raw.value;
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n) || n < 0) {
+    problems.push(`${raw.source} must be an integer >= 0, got "${String(v)}"`);
     return undefined;
   }
   return n;
@@ -527,6 +564,25 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
   const backendApiKey = apiKeyRaw ? asString(apiKeyRaw, problems) || undefined : undefined;
   if (apiKeyRaw && backendApiKey) checkHeaderSafe(apiKeyRaw, backendApiKey, 'the authorization header', problems);
 
+  const probe = read('probe', (r) => asBool(r, problems), DEFAULTS.probe);
+  const priorityRaw = pick('priority');
+  const priority = priorityRaw ? asNonNegativeInt(priorityRaw, problems) : undefined;
+  const insecureSkipVerify = read('insecureSkipVerify', (r) => asBool(r, problems), DEFAULTS.insecureSkipVerify);
+  const caRaw = pick('caFile');
+  const caFile = caRaw ? asString(caRaw, problems) || undefined : undefined;
+  const extraCaCertsFile = env.NODE_EXTRA_CA_CERTS?.trim() || undefined;
+  if (caRaw && caFile) {
+    // Read now so a wrong path is a configuration error, not a TLS failure at every reconnect.
+    try {
+      readPemCertificates(caFile, caRaw.source);
+      if (extraCaCertsFile) readPemCertificates(extraCaCertsFile, 'NODE_EXTRA_CA_CERTS');
+    } catch (e) {
+      problems.push((e as Error).message);
+    }
+  }
+  const proxyEnv = proxySettingsFromEnv(env);
+  problems.push(...proxyEnv.problems);
+
   if (problems.length > 0) throw new WorkerConfigError(problems);
 
   const backendUrl = normalizeBackendUrl(backend);
@@ -552,6 +608,12 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
       reconnectMinMs,
       reconnectMaxMs,
       modelsPollIntervalMs,
+      probe,
+      priority,
+      caFile,
+      extraCaCertsFile,
+      insecureSkipVerify,
+      ...proxyEnv.settings,
     },
   };
 }
@@ -584,6 +646,8 @@ export function workerConfig(partial: Partial<WorkerConfig> & Pick<WorkerConfig,
     reconnectMinMs: DEFAULTS.reconnectMinSecs * 1000,
     reconnectMaxMs: DEFAULTS.reconnectMaxSecs * 1000,
     modelsPollIntervalMs: DEFAULTS.modelsPollIntervalSecs * 1000,
+    probe: DEFAULTS.probe,
+    insecureSkipVerify: DEFAULTS.insecureSkipVerify,
     ...partial,
     ...(partial.proxyUrl ? { proxyUrl: toWebSocketBase(new URL(partial.proxyUrl)) } : {}),
     ...(partial.backendUrl ? { backendUrl: normalizeBackendUrl(new URL(partial.backendUrl)) } : {}),

@@ -1,7 +1,10 @@
 import { EventEmitter } from 'node:events';
+import type { Agent } from 'node:http';
 import WebSocket from 'ws';
 import {
   CancelMessage,
+  CloseCodes,
+  CloseReasons,
   GracefulShutdownMessage,
   ModelCapabilities,
   PROTOCOL_VERSION,
@@ -14,8 +17,12 @@ import {
 } from '../protocol';
 import { BackendClient } from './backend-client';
 import { Backoff } from './backoff';
-import { WorkerConfig, connectUrl } from './config';
+import { WorkerConfig, WorkerConfigError, connectUrl } from './config';
 import { Logger, silentLogger } from './logger';
+import { ProxySettings, describeProxy, proxyFor } from './network/proxy-env';
+import { TlsTrust, tlsTrust } from './network/tls-trust';
+import { TunnelAgent } from './network/tunnel-agent';
+import { BackendProber, ProbeResult } from './probes/backend-prober';
 import { CompleteParts, ErrorCodes, ResponseSink, runBackendRequest } from './request-runner';
 
 export interface WorkerDaemonOptions {
@@ -26,6 +33,14 @@ export interface WorkerDaemonOptions {
   modelsTimeoutMs?: number;
   /** Extra wait after a graceful_shutdown deadline before the worker closes the link itself. Default 5 s. */
   drainGraceMs?: number;
+  /** Time limit of each backend probe request; a whole probing round gets twice this. Default 2 s. */
+  probeTimeoutMs?: number;
+  /** First reconnect delay after the gateway closed with 1012 (restarting), plus up to 25 % jitter. Default 1 s. */
+  restartReconnectMs?: number;
+  /** Largest delay while a restarting gateway is not back yet. Default 3 s. */
+  restartReconnectMaxMs?: number;
+  /** How long to keep retrying at the short restart interval before falling back to the normal backoff. Default 2 min. */
+  restartWindowMs?: number;
   userAgent?: string;
   random?: () => number;
 }
@@ -134,6 +149,14 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
   private readonly stableSessionMs: number;
   private readonly modelsTimeoutMs: number;
   private readonly drainGraceMs: number;
+  private readonly restartBackoff: Backoff;
+  private readonly restartWindowMs: number;
+  /** Set by a 1012 close: retry at the short restart interval until registered (or the window ends). */
+  private restartingSince?: number;
+  private readonly prober?: BackendProber;
+  private probed?: ProbeResult;
+  private readonly proxy: ProxySettings;
+  private readonly tls: TlsTrust;
 
   constructor(
     private readonly config: WorkerConfig,
@@ -142,14 +165,31 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     super();
     this.log = options.logger ?? silentLogger;
     this.models = config.discoverModels ? [] : [...config.models];
+    this.proxy = { httpProxy: config.httpProxy, httpsProxy: config.httpsProxy, noProxy: config.noProxy };
+    try {
+      this.tls = tlsTrust(config);
+    } catch (err) {
+      // A CA file that cannot be read is a configuration problem (exit 2), not a crash.
+      throw new WorkerConfigError([(err as Error).message]);
+    }
     this.backend = new BackendClient(config.backendUrl, {
       apiKey: config.backendApiKey,
       userAgent: options.userAgent ?? 'switchboard-worker',
+      proxy: this.proxy,
+      tls: this.tls,
     });
     this.backoff = new Backoff({ minMs: config.reconnectMinMs, maxMs: config.reconnectMaxMs, random: options.random });
+    this.restartBackoff = new Backoff({
+      minMs: options.restartReconnectMs ?? 1_000,
+      maxMs: options.restartReconnectMaxMs ?? 3_000,
+      jitter: 0.25,
+      random: options.random,
+    });
+    this.restartWindowMs = options.restartWindowMs ?? 120_000;
     this.stableSessionMs = options.stableSessionMs ?? 30_000;
     this.modelsTimeoutMs = options.modelsTimeoutMs ?? 5_000;
     this.drainGraceMs = options.drainGraceMs ?? 5_000;
+    if (config.probe) this.prober = new BackendProber(this.backend, this.log, options.probeTimeoutMs ?? 2_000);
   }
 
   get status(): DaemonStatus {
@@ -177,8 +217,37 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       worker_name: this.config.workerName,
       models: this.config.discoverModels ? '* (from backend)' : this.config.models,
       max_concurrency: this.config.maxConcurrency,
+      priority: this.config.priority,
+      probe: this.config.probe,
     });
+    this.logNetworkSetup();
     void this.connect();
+  }
+
+  private logNetworkSetup(): void {
+    if (this.config.insecureSkipVerify) {
+      this.log.warn(
+        'TLS CERTIFICATE VERIFICATION IS OFF (--insecure-skip-verify): anyone on the network path can impersonate the gateway ' +
+          'and read the worker secret and every prompt. Use --ca-file with your CA instead; never run this in production.',
+      );
+    }
+    if (this.config.caFile) this.log.info('trusting the CA certificates of --ca-file in addition to the public roots', { ca_file: this.config.caFile });
+    const gatewayProxy = proxyFor(new URL(connectUrl(this.config)), this.proxy);
+    if (gatewayProxy) this.log.info('gateway connection goes through a proxy (CONNECT tunnel)', { proxy: describeProxy(gatewayProxy) });
+    const backendUrl = new URL(this.config.backendUrl);
+    const backendProxy = proxyFor(backendUrl, this.proxy);
+    if (backendProxy) {
+      const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(backendUrl.hostname) || backendUrl.hostname.startsWith('127.');
+      const fields = { proxy: describeProxy(backendProxy), backend: backendUrl.origin };
+      if (loopback) {
+        this.log.warn('backend calls go through the proxy although the backend is on this host; add it to NO_PROXY unless that is intended', {
+          ...fields,
+          hint: `NO_PROXY=${backendUrl.hostname.replace(/^\[|\]$/g, '')},localhost,127.0.0.1`,
+        });
+      } else {
+        this.log.info('backend calls go through a proxy', fields);
+      }
+    }
   }
 
   /**
@@ -235,6 +304,9 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       ws = new WebSocket(url, {
         headers: { 'x-worker-secret': this.config.workerSecret, 'user-agent': 'switchboard-worker' },
         handshakeTimeout: 10_000,
+        agent: this.gatewayAgent(url),
+        ca: this.tls.ca,
+        rejectUnauthorized: this.tls.rejectUnauthorized,
       });
     } catch (err) {
       // ws throws synchronously for what it cannot even try (e.g. a secret with characters HTTP
@@ -256,6 +328,14 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     ws.on('close', (code, reason) => this.onClose(session, code, reason.toString('utf8')));
   }
 
+  /** A CONNECT tunnel when a proxy applies to the gateway URL; ws dials directly otherwise. */
+  private gatewayAgent(url: string): Agent | undefined {
+    const target = new URL(url);
+    const proxy = proxyFor(target, this.proxy);
+    if (!proxy) return undefined;
+    return new TunnelAgent({ proxy, secure: target.protocol === 'wss:', tls: this.tls });
+  }
+
   private onOpen(session: Session, models: string[]): void {
     session.openedAt = Date.now();
     this.state = this.stopping ? 'stopping' : 'connected';
@@ -267,17 +347,29 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       protocol_version: PROTOCOL_VERSION,
       current_load: this.currentLoad(),
       capabilities: this.capabilitiesFor(models),
+      endpoints: this.probed?.endpoints,
+      priority: this.config.priority,
+      runner: this.probed?.runner,
     });
-    this.log.info('connected to gateway; registered', { models, max_concurrent: this.config.maxConcurrency });
+    this.log.info('connected to gateway; registering', { models, max_concurrent: this.config.maxConcurrency });
     this.armIdleTimer(session);
     if (this.config.discoverModels && this.config.modelsPollIntervalMs > 0) this.schedulePoll(session);
     this.emit('connected');
   }
 
   private onSocketError(err: Error): void {
-    const hint = /Unexpected server response: (404|400|426)/.test(err.message)
-      ? 'is PROXY_URL the Switchboard gateway (it must serve /v1/worker/connect)?'
-      : undefined;
+    const code = (err as NodeJS.ErrnoException).code;
+    const tlsHint = code && Object.hasOwn(TLS_HINTS, code) ? TLS_HINTS[code] : undefined;
+    if (tlsHint) {
+      this.log.error('TLS verification of the gateway failed', { error: err.message, code, hint: tlsHint });
+      return;
+    }
+    let hint: string | undefined;
+    if (/Unexpected server response: (404|400|426)/.test(err.message)) {
+      hint = 'is PROXY_URL the Switchboard gateway (it must serve /v1/worker/connect)?';
+    } else if (err.message.startsWith('proxy ')) {
+      hint = 'check HTTPS_PROXY / HTTP_PROXY (and NO_PROXY for hosts that must be reached directly)';
+    }
     this.log.warn('gateway connection error', { error: err.message, hint });
   }
 
@@ -290,6 +382,15 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
 
     const lastedMs = session.openedAt ? Date.now() - session.openedAt : 0;
     if (lastedMs >= this.stableSessionMs) this.backoff.reset();
+    if (code === CloseCodes.SERVICE_RESTART) {
+      // A planned restart is no failure: start over from a short delay, not from where backoff was.
+      this.backoff.reset();
+      this.restartBackoff.reset();
+      this.restartingSince = Date.now();
+    } else if (session.openedAt !== undefined) {
+      // The gateway answered (and said something else than "restarting"): it is back.
+      this.restartingSince = undefined;
+    }
     this.logClose(code, reason, session);
     this.emit('disconnected', { code, reason });
 
@@ -301,13 +402,40 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     this.scheduleReconnect();
   }
 
+  /** One specific line per close the gateway can send (the reasons are part of the protocol contract). */
   private logClose(code: number, reason: string, session: Session): void {
     const fields = { code, reason: reason || undefined };
-    if (code === 1008) {
-      this.log.error('gateway rejected this worker; check WORKER_SECRET and --provider', fields);
-    } else if (code === 1002) {
-      this.log.error('gateway reported a protocol error (version mismatch or bad frame)', fields);
-    } else if (code === 1000 || session.draining || this.stopping) {
+    if (code === CloseCodes.POLICY_VIOLATION && reason === CloseReasons.AUTH_RATE_LIMITED) {
+      this.log.error('worker authentication temporarily rate limited: the gateway is refusing this address after too many failed attempts', {
+        ...fields,
+        hint:
+          'another worker on this host (or behind the same NAT or proxy) may be sending a wrong secret; your own secret may be fine. ' +
+          'This worker keeps retrying with backoff and gets in once the block expires',
+      });
+    } else if (code === CloseCodes.POLICY_VIOLATION && reason === CloseReasons.AUTH_FAILED) {
+      this.log.error('worker authentication failed: the gateway rejected the secret or the provider', {
+        ...fields,
+        hint: 'check WORKER_SECRET and the provider name (--provider / PROVIDER_NAME): the provider must exist, be enabled and have this secret',
+      });
+    } else if (code === CloseCodes.POLICY_VIOLATION) {
+      this.log.error('gateway rejected this worker (policy violation)', { ...fields, hint: 'check WORKER_SECRET and --provider' });
+    } else if (code === CloseCodes.PROTOCOL_ERROR) {
+      this.log.error('gateway reported a protocol error: it did not accept a frame from this worker', {
+        ...fields,
+        hint: 'usually a protocol version mismatch: run matching gateway and worker versions',
+      });
+    } else if (code === CloseCodes.SERVICE_RESTART) {
+      this.log.info('gateway restarting: reconnecting in about a second, without backoff penalty', fields);
+    } else if (code === CloseCodes.NORMAL && reason === CloseReasons.DRAIN_COMPLETE) {
+      this.log.info('drain complete: the gateway closed the link once this worker had finished its requests', fields);
+    } else if (code === CloseCodes.NORMAL && reason === CloseReasons.DRAIN_TIMED_OUT) {
+      this.log.warn('drain timed out: the gateway closed the link with requests still running past its drain deadline', fields);
+    } else if (code === CloseCodes.NORMAL && reason === CloseReasons.HEARTBEAT_TIMEOUT) {
+      this.log.warn('heartbeat timed out: the gateway heard no pong from this worker in time', {
+        ...fields,
+        hint: 'network loss, an overloaded worker host, or a proxy buffering the WebSocket',
+      });
+    } else if (code === CloseCodes.NORMAL || session.draining || this.stopping) {
       this.log.info('gateway connection closed', fields);
     } else {
       this.log.warn('gateway connection lost', fields);
@@ -315,10 +443,18 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
   }
 
   private scheduleReconnect(): void {
-    const attempt = this.backoff.attempts + 1;
-    const delayMs = this.backoff.next();
+    if (this.restartingSince !== undefined && Date.now() - this.restartingSince > this.restartWindowMs) {
+      this.log.warn('the restarting gateway has not come back; falling back to the normal reconnect backoff', {
+        waited_ms: Date.now() - this.restartingSince,
+      });
+      this.restartingSince = undefined;
+    }
+    const restarting = this.restartingSince !== undefined;
+    const backoff = restarting ? this.restartBackoff : this.backoff;
+    const attempt = backoff.attempts + 1;
+    const delayMs = backoff.next();
     this.state = 'waiting_to_reconnect';
-    this.log.info('reconnecting after backoff', { delay_ms: delayMs, attempt });
+    this.log.info(restarting ? 'reconnecting to the restarting gateway' : 'reconnecting after backoff', { delay_ms: delayMs, attempt });
     this.emit('reconnect_scheduled', { delayMs, attempt });
     this.reconnectTimer = setTimeout(() => void this.connect(), delayMs);
   }
@@ -391,7 +527,14 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
 
   private onRegisterAck(session: Session, ack: RegisterAckMessage): void {
     session.workerId = ack.worker_id;
-    this.log.info('registration acknowledged', { worker_id: ack.worker_id, models: ack.models });
+    this.restartingSince = undefined;
+    this.log.info('registered with the gateway', {
+      worker_id: ack.worker_id,
+      models: ack.models,
+      runner: this.probed?.runner,
+      endpoints: this.probed?.endpoints,
+      priority: this.config.priority,
+    });
     for (const warning of ack.warnings ?? []) this.log.warn('gateway registration warning', { warning });
     this.emit('registered', ack);
   }
@@ -644,13 +787,36 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
 
   // ---- models -------------------------------------------------------------------------------
 
+  /** Probed capabilities with the configured ones on top, field by field (--capability always wins). */
   private capabilitiesFor(models: string[]): Record<string, ModelCapabilities> | undefined {
     let out: Record<string, ModelCapabilities> | undefined;
     for (const m of models) {
-      const caps = this.config.capabilities[m];
-      if (caps) (out ??= {})[m] = caps;
+      const caps: ModelCapabilities = { ...this.probed?.capabilities[m], ...this.config.capabilities[m] };
+      if (Object.keys(caps).length > 0) (out ??= {})[m] = caps;
     }
     return out;
+  }
+
+  /** Probes when the models differ from the last round, or when the backend answered nothing then. */
+  private async probeBackend(force: boolean): Promise<void> {
+    if (!this.prober) return;
+    if (!force && this.probed && !this.probed.unreachable && sameList(this.probed.models, this.models)) return;
+    const result = await this.prober.probe(this.models, this.lifecycle.signal);
+    if (this.lifecycle.signal.aborted) return;
+    const before = this.probed;
+    this.probed = result;
+    if (!before || before.runner?.type !== result.runner?.type || before.runner?.version !== result.runner?.version) {
+      if (result.runner) {
+        this.log.info('backend detected', {
+          runner: result.runner.type,
+          version: result.runner.version,
+          capabilities: result.capabilities,
+          endpoints: result.endpoints,
+        });
+      }
+    } else {
+      this.log.debug('backend probed', { capabilities: result.capabilities, endpoints: result.endpoints });
+    }
   }
 
   /** Backend model ids, or undefined (logged) if the backend cannot say. */
@@ -669,14 +835,16 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
   }
 
   private async modelsForRegister(): Promise<string[]> {
-    if (!this.config.discoverModels) return this.models;
-    const found = await this.fetchBackendModels();
-    if (found) this.models = found;
-    if (this.models.length === 0) {
-      this.log.warn('registering without models: the backend lists none yet', {
-        retry: this.config.modelsPollIntervalMs > 0 ? `every ${this.config.modelsPollIntervalMs / 1000}s` : 'on models_refresh',
-      });
+    if (this.config.discoverModels) {
+      const found = await this.fetchBackendModels();
+      if (found) this.models = found;
+      if (this.models.length === 0) {
+        this.log.warn('registering without models: the backend lists none yet', {
+          retry: this.config.modelsPollIntervalMs > 0 ? `every ${this.config.modelsPollIntervalMs / 1000}s` : 'on models_refresh',
+        });
+      }
     }
+    await this.probeBackend(false);
     return this.models;
   }
 
@@ -692,6 +860,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       this.log.info('backend model list differs from the current one; using it', { before: this.models, after: found });
     }
     if (found) this.models = found;
+    await this.probeBackend(true);
     this.sendModelsUpdate(session);
   }
 
@@ -702,6 +871,8 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       models: this.models,
       current_load: this.currentLoad(),
       capabilities: this.capabilitiesFor(this.models),
+      endpoints: this.probed?.endpoints,
+      priority: this.config.priority,
     });
   }
 
@@ -713,6 +884,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
         if (found && session.open && !sameList(found, this.models)) {
           this.log.info('backend model list changed', { before: this.models, after: found });
           this.models = found;
+          await this.probeBackend(true);
           this.sendModelsUpdate(session);
         }
       }
@@ -720,6 +892,22 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     }, this.config.modelsPollIntervalMs);
   }
 }
+
+const UNTRUSTED_HINT =
+  'the gateway certificate is not signed by a CA this worker trusts: pass --ca-file with your private CA (or set NODE_EXTRA_CA_CERTS); --insecure-skip-verify is for tests only';
+
+/** Node's TLS verification error codes → what an operator should do. */
+const TLS_HINTS: Record<string, string> = {
+  DEPTH_ZERO_SELF_SIGNED_CERT: UNTRUSTED_HINT,
+  SELF_SIGNED_CERT_IN_CHAIN: UNTRUSTED_HINT,
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: UNTRUSTED_HINT,
+  UNABLE_TO_GET_ISSUER_CERT: UNTRUSTED_HINT,
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: UNTRUSTED_HINT,
+  CERT_UNTRUSTED: UNTRUSTED_HINT,
+  CERT_HAS_EXPIRED: 'the gateway certificate has expired (or this host clock is wrong)',
+  CERT_NOT_YET_VALID: 'the gateway certificate is not valid yet (or this host clock is wrong)',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'the gateway certificate does not name this host: check the host in PROXY_URL',
+};
 
 function sameList(a: string[], b: string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);

@@ -18,7 +18,12 @@ let mainJs: string;
 
 function transpileDir(from: string, to: string): void {
   mkdirSync(to, { recursive: true });
-  for (const name of readdirSync(from)) {
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const name = entry.name;
+    if (entry.isDirectory()) {
+      transpileDir(join(from, name), join(to, name));
+      continue;
+    }
     if (!name.endsWith('.ts') || name.endsWith('.spec.ts')) continue;
     const source = readFileSync(join(from, name), 'utf8');
     const { outputText } = ts.transpileModule(source, {

@@ -5,6 +5,7 @@ import { admin, eventually } from '../support/http';
 import { WorkerConfig, workerConfig } from '../../src/worker/config';
 import { WorkerDaemon } from '../../src/worker/daemon';
 import { FakeBackend, multiByteText } from './support/fake-backend';
+import { actLikeLlamaServer } from './support/fake-runners';
 import { within } from './support/harness';
 
 /**
@@ -40,6 +41,7 @@ describe('worker daemon against the real gateway', () => {
         reconnectMinMs: 50,
         reconnectMaxMs: 200,
         drainTimeoutMs: 2_000,
+        probe: false,
         ...overrides,
       }),
     );
@@ -129,6 +131,17 @@ describe('worker daemon against the real gateway', () => {
     }
     expect(streamed).toBe('Bonjour from the backend');
     expect(b.relayed.map((r) => r.path)).toEqual(['/v1/messages', '/v1/messages']);
+  });
+
+  it('registers with the probed capabilities, endpoints, runner and a priority, and serves through the gateway', async () => {
+    const b = await backend('probed and served');
+    b.models = ['llama3'];
+    actLikeLlamaServer(b, { ctxSize: 8192, slots: 2, vision: true, build: 'b6500-abc' });
+    const daemon = await worker(b, { probe: true, priority: 5 });
+    expect(daemon.status.workerId).toBeDefined();
+    const res = await openai().chat.completions.create({ model: 'llama3', messages: [{ role: 'user', content: 'hello' }] });
+    expect(res.choices[0].message.content).toBe('probed and served');
+    expect(b.relayed.map((r) => r.path)).toEqual(['/v1/chat/completions']);
   });
 
   it('passes a backend 429 through to the client with its body', async () => {

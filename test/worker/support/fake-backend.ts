@@ -31,6 +31,10 @@ export type Behaviour =
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** The query string without '?', '' when none. */
+  query: string;
+  /** One of the worker's own probe requests (a `routes` entry or a POST {}), not a relayed one. */
+  probe: boolean;
   headers: http.IncomingHttpHeaders;
   body: string;
   /** Resolves when the request's connection closes before the answer was fully sent. */
@@ -40,6 +44,19 @@ export interface RecordedRequest {
 }
 
 export const DEFAULT_USAGE: Usage = { prompt: 11, completion: 7 };
+
+/** What a probe route answers: a JSON document (or raw text), or a network-level failure. */
+export type ProbeAnswer =
+  | { status: number; json?: unknown; text?: string }
+  /** Never answers. */
+  | 'hang'
+  /** Drops the connection without an answer. */
+  | 'destroy';
+
+export type ProbeRoute = (req: { query: URLSearchParams; body: string; headers: http.IncomingHttpHeaders }) => ProbeAnswer;
+
+/** Endpoints the fake serves by default: POST {} to them gets 400 like a real server's validation. */
+const SERVED_ENDPOINTS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/responses']);
 
 export function openAiChatSse(text: string, model: string, usage: Usage = DEFAULT_USAGE): string {
   const base = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model };
@@ -102,6 +119,12 @@ export class FakeBackend {
   models: string[] = ['llama3'];
   /** When true, GET /v1/models answers 503. */
   modelsFailing = false;
+  /** Extra fields for each /v1/models entry (e.g. vLLM's max_model_len). */
+  modelEntry: (id: string) => Record<string, unknown> = () => ({ owned_by: 'fake' });
+  /** Routes of inference servers other than the OpenAI API ("GET /props", "POST /api/show" …). */
+  readonly routes = new Map<string, ProbeRoute>();
+  /** What POST {} gets per endpoint path; default 400 for the endpoints served, 404 for others. */
+  endpointProbe: Record<string, ProbeAnswer> = {};
   replyText = 'Hello from the fake backend!';
   usage: Usage = DEFAULT_USAGE;
   readonly requests: RecordedRequest[] = [];
@@ -127,9 +150,14 @@ export class FakeBackend {
     return this;
   }
 
-  /** Relayed requests received so far (excludes /v1/models). */
+  /** Relayed requests received so far (excludes /v1/models and probes). */
   get relayed(): RecordedRequest[] {
-    return this.requests.filter((r) => r.path !== '/v1/models');
+    return this.requests.filter((r) => r.path !== '/v1/models' && !r.probe);
+  }
+
+  /** The worker's probe requests received so far. */
+  get probes(): RecordedRequest[] {
+    return this.requests.filter((r) => r.probe);
   }
 
   /** Resolves once `count` relayed requests have arrived. */
@@ -157,15 +185,28 @@ export class FakeBackend {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
-    const path = (req.url ?? '/').split('?')[0];
+    const [path, query = ''] = (req.url ?? '/').split('?');
+    const route = this.routes.get(`${req.method} ${path}`);
+    const endpointProbe = req.method === 'POST' && body.trim() === '{}';
     let markClosedEarly!: () => void;
     const closedEarly = new Promise<void>((r) => (markClosedEarly = r));
     res.on('close', () => {
       if (!res.writableFinished) markClosedEarly();
     });
     const socketClosed = new Promise<void>((r) => (req.socket.destroyed ? r() : req.socket.once('close', () => r())));
-    this.requests.push({ method: req.method ?? '', path, headers: req.headers, body, closedEarly, socketClosed });
+    // The worker only ever relays POSTs: any GET but /v1/models is one of its probes.
+    const unknownGet = req.method === 'GET' && path !== '/v1/models' && route === undefined;
+    const probe = route !== undefined || endpointProbe || unknownGet;
+    this.requests.push({ method: req.method ?? '', path, query, probe, headers: req.headers, body, closedEarly, socketClosed });
 
+    if (route) return this.answerProbe(res, route({ query: new URLSearchParams(query), body, headers: req.headers }));
+    if (unknownGet) return this.answerProbe(res, { status: 404, json: { error: { message: 'File Not Found', type: 'not_found_error' } } });
+    if (endpointProbe) {
+      const answer = this.endpointProbe[path] ?? (SERVED_ENDPOINTS.has(path)
+        ? { status: 400, json: { error: { message: "'messages' is required", type: 'invalid_request_error' } } }
+        : { status: 404, json: { error: { message: 'File Not Found', type: 'not_found_error' } } });
+      return this.answerProbe(res, answer);
+    }
     if (req.method === 'GET' && path === '/v1/models') return this.answerModels(res);
 
     this.inFlight++;
@@ -241,7 +282,18 @@ export class FakeBackend {
       res.end('{"error":"loading model"}');
       return;
     }
-    this.json(res, { object: 'list', data: this.models.map((id) => ({ id, object: 'model', owned_by: 'fake' })) });
+    this.json(res, { object: 'list', data: this.models.map((id) => ({ id, object: 'model', created: 1, ...this.modelEntry(id) })) });
+  }
+
+  private answerProbe(res: http.ServerResponse, answer: ProbeAnswer): void {
+    if (answer === 'hang') return;
+    if (answer === 'destroy') {
+      res.socket?.destroy();
+      return;
+    }
+    const text = answer.text ?? JSON.stringify(answer.json ?? {});
+    res.writeHead(answer.status, { 'content-type': answer.text === undefined ? 'application/json' : 'text/plain' });
+    res.end(text);
   }
 
   private json(res: http.ServerResponse, doc: unknown): void {

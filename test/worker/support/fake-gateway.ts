@@ -1,4 +1,5 @@
 import * as http from 'node:http';
+import * as https from 'node:https';
 import { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
 
@@ -85,6 +86,8 @@ export interface FakeGatewayOptions {
   /** Send register_ack on register (default true). */
   autoAck?: boolean;
   ackWarnings?: string[];
+  /** Serve wss:// with this certificate. */
+  tls?: { key: string; cert: string };
 }
 
 export class FakeGateway {
@@ -97,6 +100,8 @@ export class FakeGateway {
   private port_ = 0;
   /** Warnings put into the next register_acks. */
   ackWarnings?: string[];
+  /** While set, every upgrade is completed and then closed with this code and reason (like the gateway's refusals). */
+  rejectWith?: { code: number; reason: string };
 
   constructor(private readonly options: FakeGatewayOptions) {
     this.ackWarnings = options.ackWarnings;
@@ -107,15 +112,16 @@ export class FakeGateway {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port_}`;
+    return `${this.options.tls ? 'https' : 'http'}://127.0.0.1:${this.port_}`;
   }
 
   async start(port = 0): Promise<void> {
     this.wss = new WebSocketServer({ noServer: true });
-    this.server = http.createServer((_req, res) => {
+    const notFound = (_req: http.IncomingMessage, res: http.ServerResponse) => {
       res.writeHead(404);
       res.end();
-    });
+    };
+    this.server = this.options.tls ? https.createServer(this.options.tls, notFound) : http.createServer(notFound);
     this.server.on('upgrade', (req, socket, head) => {
       const url = req.url ?? '';
       if (!url.startsWith('/v1/worker/connect')) {
@@ -125,6 +131,10 @@ export class FakeGateway {
       const secret = req.headers['x-worker-secret'] as string | undefined;
       this.attempts.push({ secret, url });
       this.wss!.handleUpgrade(req, socket, head, (ws) => {
+        if (this.rejectWith) {
+          ws.close(this.rejectWith.code, this.rejectWith.reason);
+          return;
+        }
         if (secret !== this.options.secret) {
           // Like the real gateway: finish the upgrade, then close with the contract's reason.
           ws.close(1008, 'worker authentication failed');

@@ -42,7 +42,7 @@ export function useWorkerHarness() {
     const config = workerConfig({
       workerSecret: SECRET,
       proxyUrl: env.gateway.url,
-      backendUrl: env.backend.url,
+      backendUrl: overrides.backendUrl ?? env.backend.url,
       workerName: 'test-worker',
       models: ['llama3'],
       discoverModels: false,
@@ -50,6 +50,8 @@ export function useWorkerHarness() {
       reconnectMaxMs: 400,
       drainTimeoutMs: 2_000,
       modelsPollIntervalMs: 0,
+      // Probing sends its own requests to the backend; suites about probing turn it on.
+      probe: false,
       ...overrides,
     });
     const logger = createLogger({
