@@ -94,6 +94,7 @@ export class AdminController {
       models: w.advertisedModels(),
       capabilities: Object.fromEntries([...w.models].map((m) => [m, effectiveCapabilities(m, providerCaps, w.capabilities)])),
       endpoints: w.endpoints ? [...w.endpoints] : null,
+      runner: w.runner ?? null,
       priority: this.router.priorityOf(w),
       max_concurrent: w.maxConcurrent,
       in_flight: w.assigned.size,

@@ -1,4 +1,4 @@
-import { ModelCapabilities, ServerToWorkerMessage } from '../protocol';
+import { ModelCapabilities, RunnerInfo, ServerToWorkerMessage } from '../protocol';
 import { TimerHandle } from '../common/clock';
 import { WorkerHealth } from '../routing/worker-health';
 
@@ -24,6 +24,8 @@ export class LiveWorker {
   endpoints: ReadonlySet<string> | undefined;
   /** Routing priority the worker declared (lower is preferred); undefined = not declared. */
   declaredPriority: number | undefined;
+  /** The inference server behind the worker, as its daemon detected it (optional). */
+  runner: RunnerInfo | undefined;
   /** Failures, ejection and latency, shared by every connection of this worker name. */
   health = new WorkerHealth();
   /** Requests this worker is working on, by request id. */

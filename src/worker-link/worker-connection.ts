@@ -182,6 +182,7 @@ export class WorkerConnection implements WorkerChannel {
       message.priority,
     );
     worker.externalLoad = message.current_load ?? 0;
+    worker.runner = message.runner;
     if (this.registerTimer) this.deps.clock.clearTimeout(this.registerTimer);
     this.state = 'registered';
     this.worker = worker;
