@@ -10,6 +10,7 @@ export type GatewayErrorCode =
   | 'no_healthy_worker'
   | 'invalid_params'
   | 'pool_unready'
+  | 'model_not_allowed'
   | 'queue_full'
   | 'queue_timeout'
   | 'request_timeout'
@@ -65,6 +66,7 @@ export const Errors = {
     }),
   noHealthyWorker: (model: string, retryAfterMs: number) =>
     new GatewayError('no_healthy_worker', `No healthy worker available for model '${model}'`, { retryAfterMs }),
+  modelNotAllowed: (model: string) => new GatewayError('model_not_allowed', `This API key or tenant may not use model '${model}'`),
   invalidParams: (message: string, param?: string) => new GatewayError('invalid_params', message, { param }),
   poolUnready: (provider: string, reason: string) =>
     new GatewayError('pool_unready', `Provider '${provider}' is not ready: ${reason}`, { retryAfterMs: 1000, fields: { pool_id: provider } }),
@@ -98,6 +100,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   fallback_exhausted: 503,
   no_healthy_worker: 503,
   pool_unready: 503,
+  model_not_allowed: 403,
   provider_not_found: 404,
   not_found: 404,
   payload_too_large: 413,
@@ -125,6 +128,7 @@ const NOT_RETRIABLE = new Set<GatewayErrorCode>([
   'invalid_request',
   'invalid_params',
   'capability_mismatch',
+  'model_not_allowed',
   'unauthorized',
   'forbidden',
   'model_not_found',

@@ -139,6 +139,13 @@ describe('Router', () => {
     expect(route('gpt-4')).toMatchObject({ error: { code: 'model_not_found', message: expect.stringMatching(/gpt-4.*llama3:70b/) } });
   });
 
+  it('a caller restricted to some models gets 403 model_not_allowed for others (after alias resolution), and only allowed fallbacks', () => {
+    const requirements = extractRequirements('/v1/chat/completions', {});
+    const allowedModels = new Set(['llama3:70b', 'mistral:7b']);
+    expect(router.plan({ model: 'gpt-4', requirements, allowedModels })).toMatchObject({ candidates: ['llama3:70b', 'mistral:7b'] });
+    expect(router.plan({ model: 'llama3:8b', requirements, allowedModels })).toMatchObject({ code: 'model_not_allowed' });
+  });
+
   it('a known model without live workers queues at the provider that knows it', () => {
     records.known.add('later');
     expect(route('later')).toMatchObject({ kind: 'queue', model: 'later', provider: { name: 'local' } });

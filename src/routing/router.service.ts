@@ -21,6 +21,8 @@ export interface RouteRequest {
   requirements: RequestRequirements;
   /** `x-switchboard-provider`: route only within this provider. */
   pin?: string;
+  /** Models the caller may use (its API key's or tenant's list), compared after alias resolution. */
+  allowedModels?: ReadonlySet<string>;
 }
 
 /** A request's routing plan, made once on arrival and reused on requeue. */
@@ -107,13 +109,14 @@ export class Router implements OnModuleInit {
       if (!pin.enabled) return Errors.poolUnready(pin.name, 'provider is disabled');
     }
     const target = this.routing.aliases.get(req.model) ?? req.model;
+    if (req.allowedModels && !req.allowedModels.has(target)) return Errors.modelNotAllowed(target);
     const chain = this.routing.fallbacks.get(target) ?? (target !== req.model ? this.routing.fallbacks.get(req.model) : undefined);
     let candidates: string[] = [target];
     if (chain && chain.length > 0) {
       candidates = [target];
       for (const fb of chain) {
         const model = this.routing.aliases.get(fb) ?? fb;
-        if (!candidates.includes(model)) candidates.push(model);
+        if (!candidates.includes(model) && (!req.allowedModels || req.allowedModels.has(model))) candidates.push(model);
       }
     }
     return { requested: req.model, target, candidates, requirements: req.requirements, pin };
