@@ -1,6 +1,8 @@
 /** Typed configuration, built once at boot by `loadConfig` (see docs/configuration.md). */
 import type { ModelCapabilities } from '../protocol';
 import type { RoutingConfig } from '../routing/routing-config';
+import type { TenancyConfig } from '../tenancy/tenancy-config';
+import type { QueueConfig } from '../queue/queue-config';
 
 export interface ProviderConfig {
   name: string;
@@ -66,4 +68,6 @@ export interface AppConfig {
   recentWorkerWindowMs: number;
   instanceId: string;
   routing: RoutingConfig;
+  tenancy: TenancyConfig;
+  queue: QueueConfig;
 }

@@ -6,6 +6,8 @@ import { parseDatabaseUrl } from '../database/database-url';
 import { parse as parseYaml } from 'yaml';
 import { AppConfig, ProviderConfig, ProviderDefaults } from './app-config';
 import { parseCapabilityDeclarations, readRoutingConfig } from '../routing/routing-config';
+import { readTenancyConfig } from '../tenancy/tenancy-config';
+import { readQueueConfig } from '../queue/queue-config';
 import { checkNumber, Env, NumberOpts, Reader, TIMER, TIMER_OR_ZERO, toMillis, Yaml } from './config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
@@ -135,7 +137,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const configFile = env.CONFIG_FILE || undefined;
   const file = configFile ? readConfigFile(configFile, problems) : {};
   const server = (file.server && typeof file.server === 'object' ? file.server : {}) as Yaml;
-  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants']);
+  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue']);
 
   const listen = parseListenAddr(r.string('LISTEN_ADDR', 'listen_addr', '127.0.0.1:8080'), problems);
   const logLevel = r.string('LOG_LEVEL', 'log_level', 'info').toLowerCase();
@@ -171,6 +173,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const heartbeatTimeoutMs = r.seconds('HEARTBEAT_TIMEOUT_SECS', 'heartbeat_timeout_secs', 45, TIMER);
 
   const routing = readRoutingConfig(env, file.routing, problems);
+  const tenancy = readTenancyConfig(env, file.tenants, problems);
+  const queue = readQueueConfig(env, file.queue, problems);
   const config: AppConfig = {
     listenHost: listen.host,
     listenPort: listen.port,
@@ -207,6 +211,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     recentWorkerWindowMs: r.seconds('RECENT_WORKER_WINDOW_SECS', 'recent_worker_window_secs', 300, { min: 0 }),
     instanceId: r.string('INSTANCE_ID', 'instance_id', `gw-${randomUUID().slice(0, 8)}`),
     routing,
+    tenancy,
+    queue,
   };
 
   if (heartbeatTimeoutMs <= heartbeatIntervalMs && !r.problems.some((p) => p.startsWith('HEARTBEAT'))) {

@@ -1,0 +1,111 @@
+import { checkNumber, Env, Yaml } from '../config/config-reader';
+import { parsePriority, Priority, PRIORITIES } from './priority';
+
+/** One tenant's limits and queueing settings; absent fields mean "no limit" / the defaults. */
+export interface TenantSettings {
+  /** Requests per minute. */
+  rpm?: number;
+  /** Tokens (prompt + completion) per minute. */
+  tpm?: number;
+  tokensPerDay?: number;
+  /** Priority of requests that send no `x-priority` (default `normal`). */
+  priority?: Priority;
+  /** The highest priority its requests may ask for (default `high`). */
+  maxPriority?: Priority;
+  /** How many of its requests may wait in the queue at once. */
+  maxQueued?: number;
+  /** Models it may use (after alias resolution); absent = all. */
+  models?: string[];
+}
+
+export interface TenancyConfig {
+  /** Tenants from the config file and `TENANT_RATE_LIMIT_<tenant>`. */
+  tenants: Map<string, TenantSettings>;
+  /** Settings of tenants not listed (`DEFAULT_RATE_LIMIT`, `tenants.default` is a tenant like any other). */
+  defaults: TenantSettings;
+}
+
+/** Tenant ids: what `x-tenant-id` may carry and what configuration may name. */
+export const TENANT_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+const TENANT_KEYS = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models'];
+const RATE = /^\s*(\d+)\s*(req|tok)\s*\/\s*min\s*$/i;
+
+/**
+ * Reads the `tenants:` section, `TENANT_RATE_LIMIT_<tenant>=100req/min` (also `tok/min`, several
+ * separated by commas) and `DEFAULT_RATE_LIMIT`. Problems are pushed to `problems`.
+ */
+export function readTenancyConfig(env: Env, section: unknown, problems: string[]): TenancyConfig {
+  const tenants = new Map<string, TenantSettings>();
+  if (section !== undefined && section !== null) {
+    if (typeof section !== 'object' || Array.isArray(section)) problems.push('tenants (config file) must be a mapping of tenant id: settings');
+    else {
+      for (const [id, raw] of Object.entries(section as Yaml)) {
+        if (!TENANT_ID.test(id)) problems.push(`tenants.${id}: tenant ids are 1-64 characters of A-Z a-z 0-9 . _ -`);
+        tenants.set(id, parseTenantSettings(raw, `tenants.${id}`, problems));
+      }
+    }
+  }
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith('TENANT_RATE_LIMIT_') || value === undefined || value === '') continue;
+    const id = name.slice('TENANT_RATE_LIMIT_'.length);
+    if (!TENANT_ID.test(id)) {
+      problems.push(`${name}: "${id}" is not a tenant id (1-64 characters of A-Z a-z 0-9 . _ -)`);
+      continue;
+    }
+    tenants.set(id, { ...tenants.get(id), ...parseRates(value, name, problems) });
+  }
+  const defaults = env.DEFAULT_RATE_LIMIT ? parseRates(env.DEFAULT_RATE_LIMIT, 'DEFAULT_RATE_LIMIT', problems) : {};
+  return { tenants, defaults };
+}
+
+/** `100req/min`, `5000tok/min`, or both separated by a comma. */
+function parseRates(value: string, source: string, problems: string[]): TenantSettings {
+  const out: TenantSettings = {};
+  for (const part of value.split(',')) {
+    const m = RATE.exec(part);
+    if (!m) {
+      problems.push(`${source} must look like 100req/min or 5000tok/min (comma-separated), got "${value}"`);
+      continue;
+    }
+    if (m[2].toLowerCase() === 'req') out.rpm = Number(m[1]);
+    else out.tpm = Number(m[1]);
+  }
+  return out;
+}
+
+/** One tenant's settings from YAML or an admin API body (snake_case keys). */
+export function parseTenantSettings(raw: unknown, where: string, problems: string[]): TenantSettings {
+  const out: TenantSettings = {};
+  if (raw === null || raw === undefined) return out;
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    problems.push(`${where} must be a mapping of ${TENANT_KEYS.join(', ')}`);
+    return out;
+  }
+  const o = raw as Yaml;
+  const count = (key: string) => {
+    if (o[key] === undefined || o[key] === null) return undefined;
+    const before = problems.length;
+    const n = checkNumber(o[key], `${where}.${key}`, 0, { min: 0, integer: true }, problems);
+    return problems.length === before ? n : undefined;
+  };
+  const priority = (key: string) => {
+    if (o[key] === undefined || o[key] === null) return undefined;
+    const p = parsePriority(o[key]);
+    if (!p) problems.push(`${where}.${key} must be one of ${PRIORITIES.join(', ')}`);
+    return p;
+  };
+  for (const key of Object.keys(o)) if (!TENANT_KEYS.includes(key)) problems.push(`${where}.${key} is not a tenant setting (known: ${TENANT_KEYS.join(', ')})`);
+  out.rpm = count('rpm');
+  out.tpm = count('tpm');
+  out.tokensPerDay = count('tokens_per_day');
+  out.maxQueued = count('max_queued');
+  out.priority = priority('priority');
+  out.maxPriority = priority('max_priority');
+  if (o.models !== undefined && o.models !== null) {
+    if (Array.isArray(o.models) && o.models.every((m) => typeof m === 'string' && m.trim() !== '')) out.models = (o.models as string[]).map((m) => m.trim());
+    else problems.push(`${where}.models must be a list of model names`);
+  }
+  for (const k of Object.keys(out) as Array<keyof TenantSettings>) if (out[k] === undefined) delete out[k];
+  return out;
+}
