@@ -1,8 +1,11 @@
 import { ModelCapabilities, RunnerInfo, ServerToWorkerMessage } from '../protocol';
 import { TimerHandle } from '../common/clock';
 import { WorkerHealth } from '../routing/worker-health';
+import { declaredFor } from '../routing/capabilities';
 
 const RETIRED_IDS_KEPT = 1024;
+/** Marks "this model has no declarations" in the per-model cache (one lookup instead of two). */
+const NOTHING_DECLARED: ModelCapabilities = Object.freeze({});
 
 /** The transport side of a worker as the relay sees it (implemented by worker-link). */
 export interface WorkerChannel {
@@ -19,7 +22,9 @@ export class LiveWorker {
   wildcard: boolean;
   /** Accepted models in first-seen order, `*` included. */
   private modelList: string[] = [];
-  capabilities: Record<string, ModelCapabilities>;
+  private declared: Record<string, ModelCapabilities> = {};
+  /** Declarations resolved per advertised model (`*` folded in), so routing does one lookup. */
+  private declaredByModel = new Map<string, ModelCapabilities>();
   /** Endpoint paths the worker's backend serves; undefined = not declared (every endpoint). */
   endpoints: ReadonlySet<string> | undefined;
   /** Routing priority the worker declared (lower is preferred); undefined = not declared. */
@@ -28,6 +33,8 @@ export class LiveWorker {
   runner: RunnerInfo | undefined;
   /** Failures, ejection and latency, shared by every connection of this worker name. */
   health = new WorkerHealth();
+  /** Bookkeeping of the routing strategy's rotation (when this worker was last picked). */
+  rotationSeq = 0;
   /** Requests this worker is working on, by request id. */
   readonly assigned = new Map<string, unknown>();
   /** Cancelled requests whose slot is kept until the worker completes them or reports lower load. */
@@ -56,12 +63,30 @@ export class LiveWorker {
     declaredPriority?: number,
   ) {
     this.lastSeenAt = connectedAt;
-    this.capabilities = capabilities;
     this.endpoints = endpoints ? new Set(endpoints) : undefined;
     this.declaredPriority = declaredPriority;
     this.models = new Set();
     this.wildcard = false;
     this.setModels(models);
+    this.capabilities = capabilities;
+  }
+
+  /** Capabilities the worker advertises per model (`*` = every model). */
+  get capabilities(): Record<string, ModelCapabilities> {
+    return this.declared;
+  }
+
+  set capabilities(declared: Record<string, ModelCapabilities>) {
+    this.declared = declared;
+    this.declaredByModel = new Map();
+    for (const m of this.models) this.declaredByModel.set(m, declaredFor(declared, m) ?? NOTHING_DECLARED);
+  }
+
+  /** What the worker declares about one model, `*` included; undefined = nothing declared. */
+  capabilitiesFor(model: string): ModelCapabilities | undefined {
+    const known = this.declaredByModel.get(model);
+    if (known === undefined) return declaredFor(this.declared, model); // a model it serves through `*`
+    return known === NOTHING_DECLARED ? undefined : known;
   }
 
   /** Called through WorkerRegistry.setModels, which keeps the model index in step. */
@@ -69,6 +94,7 @@ export class LiveWorker {
     this.modelList = models;
     this.models = new Set(models.filter((m) => m !== '*'));
     this.wildcard = models.includes('*');
+    this.capabilities = this.declared;
   }
 
   supports(model: string): boolean {

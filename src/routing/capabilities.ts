@@ -1,52 +1,57 @@
 import { ModelCapabilities } from '../protocol';
 import { RequestRequirements } from './requirements';
 
+const FIELDS = ['vision', 'tools', 'json_mode', 'context_length'] as const;
+
 /**
- * The capabilities that decide whether a worker can take a request for `model`: each field the
- * provider declares wins over what the worker advertises (for the model, or for `*`); a field
- * nobody declares is unknown, and unknown means supported.
+ * What a set of declarations (a provider's, or a worker's) says about one model: the model's own
+ * entry, field by field completed by the `*` entry. Undefined when neither exists.
  */
-function field<K extends keyof ModelCapabilities>(
-  key: K,
-  model: string,
-  provider: Record<string, ModelCapabilities>,
-  worker: Record<string, ModelCapabilities>,
-): ModelCapabilities[K] | undefined {
-  return provider[model]?.[key] ?? provider['*']?.[key] ?? worker[model]?.[key] ?? worker['*']?.[key];
+export function declaredFor(declarations: Record<string, ModelCapabilities>, model: string): ModelCapabilities | undefined {
+  const own = declarations[model];
+  const all = declarations['*'];
+  if (own === undefined || all === undefined) return own ?? all;
+  const out: ModelCapabilities = {};
+  for (const key of FIELDS) {
+    const v = own[key] ?? all[key];
+    if (v !== undefined) (out as Record<string, unknown>)[key] = v;
+  }
+  return out;
 }
 
 /**
  * What the worker lacks for this request: `vision`, `tools`, `json_mode`, `context_length`, or the
- * endpoint path. Empty when it qualifies. Allocates only when something is missing.
+ * endpoint path. Each field the provider declares wins over the worker's; a field nobody
+ * declares is unknown, and unknown means supported. Undefined when the worker qualifies; runs
+ * for every candidate worker, so it allocates only when something is missing.
  */
 export function missingCapabilities(
   req: RequestRequirements,
-  model: string,
-  providerCaps: Record<string, ModelCapabilities>,
-  workerCaps: Record<string, ModelCapabilities>,
+  provider: ModelCapabilities | undefined,
+  worker: ModelCapabilities | undefined,
   endpoints: ReadonlySet<string> | undefined,
 ): string[] | undefined {
   let missing: string[] | undefined;
-  if (req.vision && field('vision', model, providerCaps, workerCaps) === false) (missing ??= []).push('vision');
-  if (req.tools && field('tools', model, providerCaps, workerCaps) === false) (missing ??= []).push('tools');
-  if (req.jsonMode && field('json_mode', model, providerCaps, workerCaps) === false) (missing ??= []).push('json_mode');
-  if (req.estimatedTokens > 0) {
-    const context = field('context_length', model, providerCaps, workerCaps);
-    if (context !== undefined && req.estimatedTokens > context) (missing ??= []).push('context_length');
+  if (provider !== undefined || worker !== undefined) {
+    if (req.vision && (provider?.vision ?? worker?.vision) === false) (missing ??= []).push('vision');
+    if (req.tools && (provider?.tools ?? worker?.tools) === false) (missing ??= []).push('tools');
+    if (req.jsonMode && (provider?.json_mode ?? worker?.json_mode) === false) (missing ??= []).push('json_mode');
+    if (req.estimatedTokens > 0) {
+      const context = provider?.context_length ?? worker?.context_length;
+      if (context !== undefined && req.estimatedTokens > context) (missing ??= []).push('context_length');
+    }
   }
-  if (endpoints && !endpoints.has(req.endpoint)) (missing ??= []).push(req.endpoint);
+  if (endpoints !== undefined && !endpoints.has(req.endpoint)) (missing ??= []).push(req.endpoint);
   return missing;
 }
 
 /** The effective capabilities of a worker for a model, for operators' views. */
-export function effectiveCapabilities(
-  model: string,
-  providerCaps: Record<string, ModelCapabilities>,
-  workerCaps: Record<string, ModelCapabilities>,
-): ModelCapabilities {
+export function effectiveCapabilities(model: string, providerCaps: Record<string, ModelCapabilities>, workerCaps: Record<string, ModelCapabilities>): ModelCapabilities {
+  const provider = declaredFor(providerCaps, model);
+  const worker = declaredFor(workerCaps, model);
   const out: ModelCapabilities = {};
-  for (const key of ['vision', 'tools', 'json_mode', 'context_length'] as const) {
-    const v = field(key, model, providerCaps, workerCaps);
+  for (const key of FIELDS) {
+    const v = provider?.[key] ?? worker?.[key];
     if (v !== undefined) (out as Record<string, unknown>)[key] = v;
   }
   return out;

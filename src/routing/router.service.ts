@@ -3,15 +3,16 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { Provider, ProvidersService } from '../providers/providers.service';
+import { ModelCapabilities } from '../protocol';
 import { LiveWorker } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import { WorkerRecords } from '../registry/worker-records.port';
 import { MetricsService } from '../observability/metrics.service';
-import { missingCapabilities } from './capabilities';
+import { declaredFor, missingCapabilities } from './capabilities';
 import { RequestRequirements } from './requirements';
 import { RoutingConfig } from './routing-config';
-import { DEFAULT_PRIORITY, ScoreInputs } from './scoring';
-import { CandidateView, createStrategy, RoutingStrategy } from './strategies';
+import { DEFAULT_PRIORITY } from './scoring';
+import { createStrategy, RoutingStrategy } from './strategies';
 import { HealthTracker } from './worker-health';
 
 /** What routing needs to know about a request (serialisable). */
@@ -47,8 +48,8 @@ export type RouteDecision =
 interface ModelVerdict {
   /** Eligible workers exist (whether or not one has a free slot). */
   eligible: boolean;
-  /** Eligible workers with a free slot. */
-  free: LiveWorker[];
+  /** The strategy's pick among eligible workers with a free slot. */
+  chosen?: LiveWorker;
   /** Provider of the first eligible worker (where a request waits when all are busy). */
   provider?: Provider;
   /** Workers that serve the model but lack capabilities: the union of what they lack. */
@@ -73,7 +74,6 @@ export class Router implements OnModuleInit {
   private readonly routing: RoutingConfig;
   private readonly strategy: RoutingStrategy<LiveWorker>;
   readonly health: HealthTracker;
-  private readonly view: CandidateView<LiveWorker> = { inputs: (w) => this.scoreInputs(w) };
   private readonly readyListeners: Array<(worker: LiveWorker) => void> = [];
 
   constructor(
@@ -130,7 +130,7 @@ export class Router implements OnModuleInit {
     for (const model of plan.candidates) {
       const v = this.judge(model, plan);
       if (v.eligible) {
-        if (v.free.length > 0) return { kind: 'assign', worker: this.strategy.pick(v.free, this.view)!, model };
+        if (v.chosen) return { kind: 'assign', worker: v.chosen, model };
         return { kind: 'queue', model, provider: plan.pin ?? v.provider! };
       }
       verdicts.push(v);
@@ -147,29 +147,39 @@ export class Router implements OnModuleInit {
     const provider = this.providers.get(worker.provider);
     if (!provider || !provider.enabled || (plan.pin && plan.pin !== provider)) return false;
     if (!this.isHealthy(worker, this.clock.now())) return false;
-    return !missingCapabilities(plan.requirements, model, provider.capabilities, worker.capabilities, worker.endpoints);
+    return !missingCapabilities(plan.requirements, declaredFor(provider.capabilities, model), worker.capabilitiesFor(model), worker.endpoints);
   }
 
   /** Pull path: the strategy's pick among every free eligible worker for a waiting request. */
   pick(plan: RoutePlan, model: string): LiveWorker | undefined {
-    const v = this.judge(model, plan);
-    return v.free.length > 0 ? this.strategy.pick(v.free, this.view) : undefined;
+    return this.judge(model, plan).chosen;
   }
 
+  /** One pass over the model's workers: filters, and offers the free eligible ones to the strategy. */
   private judge(model: string, plan: RoutePlan): ModelVerdict {
-    const v: ModelVerdict = { eligible: false, free: [], unhealthy: 0, soonestReturn: Infinity };
+    const v: ModelVerdict = { eligible: false, unhealthy: 0, soonestReturn: Infinity };
     const now = this.clock.now();
+    this.strategy.begin();
     this.judgeWorkers(this.registry.servingExactly(model), model, plan, now, v);
     const wildcards = this.registry.wildcardWorkers();
     if (wildcards.size > 0) this.judgeWorkers(wildcards, model, plan, now, v);
+    v.chosen = this.strategy.end();
     return v;
   }
 
   private judgeWorkers(workers: ReadonlySet<LiveWorker>, model: string, plan: RoutePlan, now: number, v: ModelVerdict): void {
+    // Workers of one model mostly share a provider: look it up once per run of the same name.
+    let providerName: string | undefined;
+    let provider: Provider | undefined;
+    let providerCaps: ModelCapabilities | undefined;
     for (const w of workers) {
-      const provider = this.providers.get(w.provider);
+      if (w.provider !== providerName) {
+        providerName = w.provider;
+        provider = this.providers.get(providerName);
+        providerCaps = provider && declaredFor(provider.capabilities, model);
+      }
       if (!provider || !provider.enabled || (plan.pin && plan.pin !== provider)) continue;
-      const missing = missingCapabilities(plan.requirements, model, provider.capabilities, w.capabilities, w.endpoints);
+      const missing = missingCapabilities(plan.requirements, providerCaps, w.capabilitiesFor(model), w.endpoints);
       if (missing) {
         v.missing ??= new Set();
         for (const m of missing) v.missing.add(m);
@@ -184,7 +194,11 @@ export class Router implements OnModuleInit {
         v.eligible = true;
         v.provider = provider;
       }
-      if (w.freeSlots > 0) v.free.push(w);
+      if (w.freeSlots > 0) {
+        // Priority: the provider's configured one, else the worker's; load: assigned + held, plus
+        // load the worker reports beyond what the gateway gave it.
+        this.strategy.offer(w, provider.priority ?? w.declaredPriority ?? DEFAULT_PRIORITY, w.load, w.health.latencyMs);
+      }
     }
   }
 
@@ -233,15 +247,6 @@ export class Router implements OnModuleInit {
       disabledKnows = true;
     }
     return disabledKnows ? Errors.providerDisabled() : Errors.modelNotFound(model);
-  }
-
-  private scoreInputs(w: LiveWorker): ScoreInputs {
-    return {
-      priority: this.priorityOf(w),
-      // Assigned + held, plus load the worker reports beyond what the gateway gave it.
-      pending: w.load,
-      latencyMs: w.health.latencyMs,
-    };
   }
 
   /** The provider's configured priority, else the worker's declared one, else 50. */

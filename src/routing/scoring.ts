@@ -27,10 +27,17 @@ export interface ScoreInputs {
  * still separates two otherwise equal workers (with the default weights it is worth 0.3 points).
  */
 export function score(inputs: ScoreInputs, weights: ScoringWeights): number {
-  const priority = 100 - clamp(inputs.priority);
-  const load = 100 - clamp(inputs.pending);
-  const latency = 100 - clamp(Math.floor(inputs.latencyMs / 10));
-  return (priority * weights.priority + load * weights.load + latency * weights.latency) / 100;
+  return scoreOf(inputs.priority, inputs.pending, inputs.latencyMs, weights);
+}
+
+/** `score` without an inputs object, for the strategy's loop over every candidate. */
+export function scoreOf(priority: number, pending: number, latencyMs: number, weights: ScoringWeights): number {
+  return (
+    ((100 - clamp(priority)) * weights.priority +
+      (100 - clamp(pending)) * weights.load +
+      (100 - clamp(Math.floor(latencyMs / 10))) * weights.latency) /
+    100
+  );
 }
 
 function clamp(v: number): number {

@@ -1,13 +1,14 @@
 import fc from 'fast-check';
 import { DEFAULT_WEIGHTS, score, ScoreInputs } from './scoring';
-import { CandidateView, PriorityOnlyStrategy, RandomStrategy, RoundRobinStrategy, SmartStrategy } from './strategies';
+import { CandidateView, pickFrom, PriorityOnlyStrategy, RandomStrategy, RoundRobinStrategy, SmartStrategy } from './strategies';
 
 interface W {
   name: string;
   inputs: ScoreInputs;
+  rotationSeq: number;
 }
-const view: CandidateView<W> = { inputs: (w) => w.inputs };
-const worker = (name: string, inputs: Partial<ScoreInputs> = {}): W => ({ name, inputs: { priority: 50, pending: 0, latencyMs: 0, ...inputs } });
+const view: CandidateView<W> = { priority: (w) => w.inputs.priority, pending: (w) => w.inputs.pending, latencyMs: (w) => w.inputs.latencyMs };
+const worker = (name: string, inputs: Partial<ScoreInputs> = {}): W => ({ name, inputs: { priority: 50, pending: 0, latencyMs: 0, ...inputs }, rotationSeq: 0 });
 
 function tally(pick: () => W | undefined, n: number): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -32,15 +33,15 @@ describe('routing strategies', () => {
   it('round_robin: 3 workers, 6 requests → exactly 2 each, in rotation (US-06)', () => {
     const s = new RoundRobinStrategy<W>();
     const ws = [worker('a'), worker('b'), worker('c')];
-    const order = Array.from({ length: 6 }, () => s.pick(ws)!.name);
+    const order = Array.from({ length: 6 }, () => pickFrom(s, ws)!.name);
     expect(order).toEqual(['a', 'b', 'c', 'a', 'b', 'c']);
   });
 
   it('round_robin keeps rotating fairly when a worker joins', () => {
     const s = new RoundRobinStrategy<W>();
     const [a, b, c] = [worker('a'), worker('b'), worker('c')];
-    expect([s.pick([a, b])!.name, s.pick([a, b])!.name]).toEqual(['a', 'b']);
-    expect(s.pick([a, b, c])!.name).toBe('c'); // never picked: its turn first
+    expect([pickFrom(s, [a, b])!.name, pickFrom(s, [a, b])!.name]).toEqual(['a', 'b']);
+    expect(pickFrom(s, [a, b, c])!.name).toBe('c'); // never picked: its turn first
   });
 
   it('round_robin is even over any number of picks', () => {
@@ -48,7 +49,7 @@ describe('routing strategies', () => {
       fc.property(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 20 }), (n, rounds) => {
         const s = new RoundRobinStrategy<W>();
         const ws = Array.from({ length: n }, (_, i) => worker(`w${i}`));
-        const counts = tally(() => s.pick(ws), n * rounds);
+        const counts = tally(() => pickFrom(s, ws), n * rounds);
         expect(Object.values(counts)).toEqual(Array(n).fill(rounds));
       }),
     );
@@ -57,34 +58,48 @@ describe('routing strategies', () => {
   it('priority_only: every request goes to the lowest priority number (US-06)', () => {
     const s = new PriorityOnlyStrategy<W>();
     const ws = [worker('p2', { priority: 2 }), worker('p1', { priority: 1, pending: 40, latencyMs: 900 })];
-    expect(tally(() => s.pick(ws, view), 10)).toEqual({ p1: 10 });
+    expect(tally(() => pickFrom(s, ws, view), 10)).toEqual({ p1: 10 });
   });
 
   it('priority_only rotates among equal priorities', () => {
     const s = new PriorityOnlyStrategy<W>();
     const ws = [worker('a', { priority: 1 }), worker('b', { priority: 1 }), worker('c', { priority: 5 })];
-    expect(tally(() => s.pick(ws, view), 10)).toEqual({ a: 5, b: 5 });
+    expect(tally(() => pickFrom(s, ws, view), 10)).toEqual({ a: 5, b: 5 });
   });
 
-  it('random: 100 requests over 3 workers land 25–45 each (US-06)', () => {
+  it('random: picks are approximately even over 3 workers (US-06)', () => {
+    // 3,000 picks: each worker's share lies within ±4 standard deviations (±104) of 1,000.
     const s = new RandomStrategy<W>(seeded(7));
     const ws = [worker('a'), worker('b'), worker('c')];
-    for (const n of Object.values(tally(() => s.pick(ws), 100))) {
-      expect(n).toBeGreaterThanOrEqual(25);
-      expect(n).toBeLessThanOrEqual(45);
+    const counts = tally(() => pickFrom(s, ws), 3000);
+    expect(Object.keys(counts).sort()).toEqual(['a', 'b', 'c']);
+    for (const n of Object.values(counts)) {
+      expect(n).toBeGreaterThan(896);
+      expect(n).toBeLessThan(1104);
+    }
+  });
+
+  it('random: reservoir sampling gives every offered worker the same chance', () => {
+    // With a source that returns each of its values in turn, the k-th of n candidates wins exactly
+    // when the draws say so: check all 3 positions can win.
+    for (const draws of [[0.9, 0.9], [0.1, 0.9], [0.9, 0.1]]) {
+      let i = 0;
+      const s = new RandomStrategy<W>(() => draws[i++]);
+      const winner = pickFrom(s, [worker('a'), worker('b'), worker('c')])!.name;
+      expect(winner).toBe(draws[1] * 3 < 1 ? 'c' : draws[0] * 2 < 1 ? 'b' : 'a');
     }
   });
 
   it('smart: the least loaded and the fastest win (US-03)', () => {
     const s = new SmartStrategy<W>(DEFAULT_WEIGHTS);
-    expect(s.pick([worker('busy', { pending: 10 }), worker('idle', { pending: 2 })], view)!.name).toBe('idle');
-    expect(s.pick([worker('slow', { latencyMs: 200 }), worker('fast', { latencyMs: 50 })], view)!.name).toBe('fast');
+    expect(pickFrom(s, [worker('busy', { pending: 10 }), worker('idle', { pending: 2 })], view)!.name).toBe('idle');
+    expect(pickFrom(s, [worker('slow', { latencyMs: 200 }), worker('fast', { latencyMs: 50 })], view)!.name).toBe('fast');
   });
 
   it('smart: equal scores rotate instead of always taking the first', () => {
     const s = new SmartStrategy<W>(DEFAULT_WEIGHTS);
     const ws = [worker('a'), worker('b')];
-    expect([s.pick(ws, view)!.name, s.pick(ws, view)!.name, s.pick(ws, view)!.name]).toEqual(['a', 'b', 'a']);
+    expect([pickFrom(s, ws, view)!.name, pickFrom(s, ws, view)!.name, pickFrom(s, ws, view)!.name]).toEqual(['a', 'b', 'a']);
   });
 
   it('smart always picks a top score among the candidates', () => {
@@ -94,15 +109,15 @@ describe('routing strategies', () => {
         const s = new SmartStrategy<W>(DEFAULT_WEIGHTS);
         const ws = all.map((x, i) => worker(`w${i}`, x));
         const best = Math.max(...ws.map((w) => score(w.inputs, DEFAULT_WEIGHTS)));
-        for (let i = 0; i < picks; i++) expect(score(s.pick(ws, view)!.inputs, DEFAULT_WEIGHTS)).toBe(best);
+        for (let i = 0; i < picks; i++) expect(score(pickFrom(s, ws, view)!.inputs, DEFAULT_WEIGHTS)).toBe(best);
       }),
     );
   });
 
   it('every strategy returns nothing for no candidates', () => {
-    expect(new SmartStrategy<W>(DEFAULT_WEIGHTS).pick([], view)).toBeUndefined();
-    expect(new RoundRobinStrategy<W>().pick([])).toBeUndefined();
-    expect(new PriorityOnlyStrategy<W>().pick([], view)).toBeUndefined();
-    expect(new RandomStrategy<W>().pick([])).toBeUndefined();
+    expect(pickFrom(new SmartStrategy<W>(DEFAULT_WEIGHTS), [], view)).toBeUndefined();
+    expect(pickFrom(new RoundRobinStrategy<W>(), [])).toBeUndefined();
+    expect(pickFrom(new PriorityOnlyStrategy<W>(), [], view)).toBeUndefined();
+    expect(pickFrom(new RandomStrategy<W>(), [])).toBeUndefined();
   });
 });

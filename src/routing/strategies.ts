@@ -1,100 +1,153 @@
-import { score, ScoreInputs, ScoringWeights } from './scoring';
+import { scoreOf, ScoringWeights } from './scoring';
 
 export const STRATEGY_NAMES = ['smart', 'round_robin', 'priority_only', 'random'] as const;
 export type StrategyName = (typeof STRATEGY_NAMES)[number];
 
-/** What a strategy may ask about a candidate worker. */
-export interface CandidateView<W> {
-  inputs(worker: W): ScoreInputs;
+/**
+ * Picks one worker among the candidates offered, which are all eligible and have a free slot right
+ * now. One decision is `begin()`, `offer(...)` per candidate, `end()`: a single pass with no
+ * allocation, since a model may have a thousand workers. Strategies keep their own state
+ * (rotation, random source); everything is synchronous, so one decision never interleaves with
+ * another.
+ */
+export interface RoutingStrategy<W extends Rotating> {
+  readonly name: StrategyName;
+  begin(): void;
+  /** `priority`: lower is preferred; `pending`: requests on the worker; `latencyMs`: 0 without data. */
+  offer(worker: W, priority: number, pending: number, latencyMs: number): void;
+  end(): W | undefined;
 }
 
-/**
- * Picks one worker among candidates that are all eligible and have a free slot right now.
- * Strategies keep their own state (rotation, random source); `pick` is synchronous and O(n).
- */
-export interface RoutingStrategy<W extends object> {
-  readonly name: StrategyName;
-  pick(candidates: readonly W[], view: CandidateView<W>): W | undefined;
+/** What a candidate looks like to a strategy, for callers that hold candidates in a list. */
+export interface CandidateView<W> {
+  priority(worker: W): number;
+  pending(worker: W): number;
+  latencyMs(worker: W): number;
+}
+
+/** Runs one decision over a list of candidates. */
+export function pickFrom<W extends Rotating>(strategy: RoutingStrategy<W>, candidates: readonly W[], view?: CandidateView<W>): W | undefined {
+  strategy.begin();
+  for (const w of candidates) strategy.offer(w, view?.priority(w) ?? 0, view?.pending(w) ?? 0, view?.latencyMs(w) ?? 0);
+  return strategy.end();
+}
+
+/** A candidate carries a slot for the rotation's bookkeeping (read on every decision). */
+export interface Rotating {
+  rotationSeq: number;
 }
 
 /**
  * Remembers when each worker was last picked, so ties (and the round-robin strategy) go to the
- * worker picked least recently: a stable rotation that adapts when workers come and go.
+ * worker picked least recently: a stable rotation that adapts when workers come and go. The
+ * sequence is kept in a field of the worker rather than a map, because it is read for every
+ * candidate and a model may have a thousand workers.
  */
-class Rotation<W extends object> {
+class Rotation<W extends Rotating> {
   private seq = 0;
-  private readonly lastPicked = new WeakMap<W, number>();
 
-  /** Among `workers`, the one picked least recently (never-picked first, in the given order). */
-  leastRecent(workers: readonly W[], accept: (w: W, index: number) => boolean): W | undefined {
-    let best: W | undefined;
-    let bestSeq = Infinity;
-    for (let i = 0; i < workers.length; i++) {
-      const w = workers[i];
-      if (!accept(w, i)) continue;
-      const s = this.lastPicked.get(w) ?? 0;
-      if (s < bestSeq) {
-        best = w;
-        bestSeq = s;
-      }
-    }
-    return best;
+  lastPicked(w: W): number {
+    return w.rotationSeq;
   }
 
   picked(w: W | undefined): W | undefined {
-    if (w) this.lastPicked.set(w, ++this.seq);
+    if (w) w.rotationSeq = ++this.seq;
     return w;
   }
 }
 
-/** Highest score wins; ties rotate. */
-export class SmartStrategy<W extends object> implements RoutingStrategy<W> {
-  readonly name = 'smart';
+/**
+ * The best candidate by rank (higher wins), ties to the least recently picked: the shared core of
+ * smart, round_robin and priority_only.
+ */
+abstract class RankingStrategy<W extends Rotating> implements RoutingStrategy<W> {
+  abstract readonly name: StrategyName;
   private readonly rotation = new Rotation<W>();
-  constructor(private readonly weights: ScoringWeights) {}
+  private best: W | undefined;
+  private bestRank = -Infinity;
+  private bestSeq = Infinity;
 
-  pick(candidates: readonly W[], view: CandidateView<W>): W | undefined {
-    if (candidates.length <= 1) return this.rotation.picked(candidates[0]);
-    const scores = candidates.map((w) => score(view.inputs(w), this.weights));
-    const top = Math.max(...scores);
-    return this.rotation.picked(this.rotation.leastRecent(candidates, (_w, i) => scores[i] === top));
+  protected abstract rank(priority: number, pending: number, latencyMs: number): number;
+
+  begin(): void {
+    this.best = undefined;
+    this.bestRank = -Infinity;
+    this.bestSeq = Infinity;
+  }
+
+  offer(w: W, priority: number, pending: number, latencyMs: number): void {
+    const r = this.rank(priority, pending, latencyMs);
+    if (r < this.bestRank) return;
+    const seq = this.rotation.lastPicked(w);
+    if (r > this.bestRank || seq < this.bestSeq) {
+      this.best = w;
+      this.bestRank = r;
+      this.bestSeq = seq;
+    }
+  }
+
+  end(): W | undefined {
+    const w = this.best;
+    this.best = undefined;
+    return this.rotation.picked(w);
+  }
+}
+
+/** Highest score wins; ties rotate. */
+export class SmartStrategy<W extends Rotating> extends RankingStrategy<W> {
+  readonly name = 'smart';
+  constructor(private readonly weights: ScoringWeights) {
+    super();
+  }
+
+  protected rank(priority: number, pending: number, latencyMs: number): number {
+    return scoreOf(priority, pending, latencyMs, this.weights);
   }
 }
 
 /** Rotates through the candidates in order, each in turn. */
-export class RoundRobinStrategy<W extends object> implements RoutingStrategy<W> {
+export class RoundRobinStrategy<W extends Rotating> extends RankingStrategy<W> {
   readonly name = 'round_robin';
-  private readonly rotation = new Rotation<W>();
 
-  pick(candidates: readonly W[]): W | undefined {
-    return this.rotation.picked(this.rotation.leastRecent(candidates, () => true));
+  protected rank(): number {
+    return 0;
   }
 }
 
 /** Always the lowest priority number; ties rotate. */
-export class PriorityOnlyStrategy<W extends object> implements RoutingStrategy<W> {
+export class PriorityOnlyStrategy<W extends Rotating> extends RankingStrategy<W> {
   readonly name = 'priority_only';
-  private readonly rotation = new Rotation<W>();
 
-  pick(candidates: readonly W[], view: CandidateView<W>): W | undefined {
-    const priorities = candidates.map((w) => view.inputs(w).priority);
-    const lowest = Math.min(...priorities);
-    return this.rotation.picked(this.rotation.leastRecent(candidates, (_w, i) => priorities[i] === lowest));
+  protected rank(priority: number): number {
+    return -priority;
   }
 }
 
-/** Uniformly at random. */
-export class RandomStrategy<W extends object> implements RoutingStrategy<W> {
+/** Uniformly at random (reservoir sampling over the offered candidates). */
+export class RandomStrategy<W extends Rotating> implements RoutingStrategy<W> {
   readonly name = 'random';
+  private chosen: W | undefined;
+  private seen = 0;
   constructor(private readonly random: () => number = Math.random) {}
 
-  pick(candidates: readonly W[]): W | undefined {
-    if (candidates.length === 0) return undefined;
-    return candidates[Math.min(candidates.length - 1, Math.floor(this.random() * candidates.length))];
+  begin(): void {
+    this.chosen = undefined;
+    this.seen = 0;
+  }
+
+  offer(w: W): void {
+    this.seen++;
+    if (this.seen === 1 || this.random() * this.seen < 1) this.chosen = w;
+  }
+
+  end(): W | undefined {
+    const w = this.chosen;
+    this.chosen = undefined;
+    return w;
   }
 }
 
-export function createStrategy<W extends object>(name: StrategyName, weights: ScoringWeights, random?: () => number): RoutingStrategy<W> {
+export function createStrategy<W extends Rotating>(name: StrategyName, weights: ScoringWeights, random?: () => number): RoutingStrategy<W> {
   switch (name) {
     case 'round_robin':
       return new RoundRobinStrategy<W>();
