@@ -20,6 +20,7 @@ import { ProvidersService } from '../providers/providers.service';
 import { LiveWorker, WorkerChannel } from '../registry/live-worker';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { MetricsService } from '../observability/metrics.service';
+import { LifecycleState } from '../observability/lifecycle-state';
 import { sanitizeModels } from './sanitize-models';
 
 export interface WorkerLinkDeps {
@@ -29,6 +30,7 @@ export interface WorkerLinkDeps {
   limiter: FailedAuthLimiter;
   dispatcher: Dispatcher;
   metrics: MetricsService;
+  lifecycle: LifecycleState;
 }
 
 type State = 'authenticating' | 'awaiting_register' | 'registered' | 'closed';
@@ -74,6 +76,9 @@ export class WorkerConnection implements WorkerChannel {
     this.socket.on('message', (data, isBinary) => this.onFrame(data, isBinary));
     this.socket.on('close', () => this.teardown());
     this.socket.on('error', (err) => log.warn(`worker socket error from ${this.clientKey}: ${err.message}`));
+    // A worker drained by our shutdown reconnects at once; accepting it would only drain it again,
+    // in a loop until the process exits. Refused before any secret work, and not an auth failure.
+    if (this.deps.lifecycle.isShuttingDown) return this.refuseRestarting();
     this.authenticate().catch((e) => {
       log.error(`worker authentication error from ${this.clientKey}: ${(e as Error).stack ?? e}`);
       this.close(CloseCodes.INTERNAL_ERROR, 'internal error');
@@ -161,6 +166,7 @@ export class WorkerConnection implements WorkerChannel {
     if (version === undefined ? this.deps.config.rejectLegacyWorkers : version !== PROTOCOL_VERSION) {
       return this.protocolError(`unsupported protocol version ${version ?? '(none)'}`);
     }
+    if (this.deps.lifecycle.isShuttingDown) return this.refuseRestarting();
     const provider = this.deps.providers.get(this.providerName);
     if (!provider || !provider.enabled) {
       this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_FAILED);
@@ -258,6 +264,11 @@ export class WorkerConnection implements WorkerChannel {
   }
 
   // ---- teardown
+
+  private refuseRestarting(): void {
+    log.log(`refused a worker connection from ${this.clientKey}: the gateway is shutting down`);
+    this.close(CloseCodes.SERVICE_RESTART, CloseReasons.GATEWAY_RESTARTING);
+  }
 
   private protocolError(detail: string): void {
     log.warn(`worker protocol error from ${this.worker?.id ?? this.clientKey}: ${detail}`);

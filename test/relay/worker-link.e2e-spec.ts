@@ -1,9 +1,9 @@
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGateway, TestGateway, TEST_SECRET } from '../support/gateway';
+import { startGateway, TestGateway, TEST_ADMIN_TOKEN, TEST_SECRET } from '../support/gateway';
 import { ScriptedWorker } from '../support/scripted-worker';
-import { eventually } from '../support/http';
+import { admin, chat, eventually, post } from '../support/http';
 
 function configFile(yaml: string): string {
   const path = join(mkdtempSync(join(tmpdir(), 'sb-cfg-')), 'switchboard.yaml');
@@ -218,3 +218,34 @@ describe('worker link: periodic model refresh', () => {
   });
 });
 
+
+describe('worker link: while the gateway shuts down', () => {
+  it('refuses a new worker with 1012 "gateway restarting" before authenticating it, without counting an auth failure', async () => {
+    const gw = await startGateway({ SHUTDOWN_DRAIN_TIMEOUT_SECS: '10' });
+    const { worker: busy } = await ScriptedWorker.register(gw.workerUrl, { models: ['in-flight'], worker_name: 'busy' });
+    let closing: Promise<void> | undefined;
+    try {
+      const inFlight = post(gw.url, '/v1/chat/completions', chat('in-flight'));
+      const req = await busy.next('request');
+      closing = gw.close();
+      await busy.next('graceful_shutdown');
+
+      // What a drained worker does: reconnect at once and register.
+      const again = await ScriptedWorker.connect(gw.workerUrl);
+      again.send({ type: 'register', worker_name: 'again', models: ['in-flight'], max_concurrent: 1, protocol_version: '2026-04-bridge-v1' });
+      expect(await again.closed).toEqual({ code: 1012, reason: 'gateway restarting: retry soon without penalty' });
+      expect(again.count('register_ack')).toBe(0);
+      const workers = await admin(gw.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN);
+      expect(workers.json.data.map((w: { name: string }) => w.name)).toEqual(['busy']);
+      const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+      expect(metrics).not.toMatch(/worker_auth_failures_total\{[^}]*\} [1-9]/);
+
+      busy.complete(req.request_id, { ok: true });
+      expect((await inFlight).status).toBe(200);
+      expect(await busy.closed).toEqual({ code: 1000, reason: 'graceful shutdown complete' });
+    } finally {
+      busy.kill();
+      await (closing ?? gw.close());
+    }
+  });
+});
