@@ -54,6 +54,7 @@ export class WorkerConnection implements WorkerChannel {
   private refreshTimer: TimerHandle | undefined;
   private lastInboundAt: number;
   private readonly clientKey: string;
+  private readonly limiterKey: string;
   private readonly providerName: string;
   private readonly secret: string | undefined;
 
@@ -67,6 +68,7 @@ export class WorkerConnection implements WorkerChannel {
     this.clientKey = deps.limiter.clientKey(request.socket.remoteAddress, request.headers).slice(0, MAX_ADDRESS_LENGTH);
     const url = new URL(request.url ?? '/', 'ws://gateway');
     this.providerName = url.searchParams.get('provider') || deps.config.defaultProviderName;
+    this.limiterKey = deps.limiter.scopedKey(this.clientKey, this.providerName);
     // The header wins whenever it is present, even when it is wrong (no silent fallback).
     const header = request.headers['x-worker-secret'];
     this.secret = header !== undefined ? (Array.isArray(header) ? header[0] : header) : (url.searchParams.get('worker_secret') ?? undefined);
@@ -110,16 +112,19 @@ export class WorkerConnection implements WorkerChannel {
 
   private async authenticate(): Promise<void> {
     const { limiter, providers, metrics } = this.deps;
-    if (limiter.isBlocked(this.clientKey)) {
+    if (limiter.isBlocked(this.limiterKey)) {
       metrics.workerAuthFailure('rate_limited');
-      log.warn(`worker authentication rate limited for ${this.clientKey}`);
+      log.warn(
+        `worker authentication rate limited for provider "${this.providerName}" from ${this.clientKey}: ` +
+          'repeated authentication failures from this address for this provider',
+      );
       this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_RATE_LIMITED);
       return;
     }
     const result = await providers.verifyWorkerSecret(this.providerName, this.secret);
     if (this.state === 'closed') return;
     if (result !== 'ok') {
-      limiter.recordFailure(this.clientKey);
+      limiter.recordFailure(this.limiterKey);
       metrics.workerAuthFailure(result);
       log.warn(`worker authentication failed for provider "${this.providerName}" from ${this.clientKey}: ${result}`);
       this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_FAILED);

@@ -1,4 +1,5 @@
 import { writeFileSync, mkdtempSync } from 'node:fs';
+import { Logger } from '@nestjs/common';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, TestGateway, TEST_ADMIN_TOKEN, TEST_SECRET } from '../support/gateway';
@@ -196,6 +197,43 @@ describe('worker link: timers and rate limiting', () => {
     }
     const good = await ScriptedWorker.connect(gw.workerUrl);
     expect(await good.closed).toEqual({ code: 1008, reason: 'worker authentication temporarily rate limited' });
+  });
+});
+
+describe('worker link: failed-auth rate limiting per (address, provider)', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({
+      CONFIG_FILE: configFile(`
+providers:
+  - name: other
+    secret: other-secret
+`),
+      AUTH_FAILURE_LIMIT: '3',
+      AUTH_FAILURE_WINDOW_SECS: '60',
+      AUTH_BLOCK_SECS: '60',
+    });
+  });
+  afterAll(() => gw.close());
+
+  it('blocks the failing provider on that address but lets workers of other providers register', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      for (let i = 0; i < 3; i++) {
+        const bad = await ScriptedWorker.connect(gw.workerUrl, { secret: 'stale-secret' });
+        expect(await bad.closed).toEqual({ code: 1008, reason: 'worker authentication failed' });
+      }
+      const { worker: other, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['o'] }, { provider: 'other', secret: 'other-secret' });
+      expect(ack.worker_id).toMatch(/^w-/);
+      other.close();
+
+      const good = await ScriptedWorker.connect(gw.workerUrl);
+      expect(await good.closed).toEqual({ code: 1008, reason: 'worker authentication temporarily rate limited' });
+      const lines = warn.mock.calls.map((c) => String(c[0]));
+      expect(lines).toContainEqual(expect.stringMatching(/rate limited for provider "local" from .*repeated authentication failures from this address for this provider/));
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
 
