@@ -143,12 +143,13 @@ export class WorkerConnection implements WorkerChannel {
   private onFrame(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     this.lastInboundAt = this.deps.clock.now();
+    // Checked before buffering: frames held during authentication are replayed as text.
+    if (isBinary) return this.protocolError('binary frames are not part of the protocol');
     if (this.state === 'authenticating') {
       if (this.pending.length < 16) this.pending.push(data);
       else this.protocolError('too many frames before authentication completed');
       return;
     }
-    if (isBinary) return this.protocolError('binary frames are not part of the protocol');
     let message: WorkerToServerMessage;
     try {
       message = parseWorkerMessage(data.toString());

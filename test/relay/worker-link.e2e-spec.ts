@@ -24,6 +24,8 @@ providers:
   - name: small
     secret: small-secret
     max_models: 2
+  - name: binary
+    secret: binary-secret
 `),
       AUTH_FAILURE_LIMIT: '1000',
     });
@@ -140,6 +142,20 @@ providers:
   ])('closes 1002 after registration on %s', async (_label, frame) => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] });
     worker.send(frame as never);
+    expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
+  });
+
+  it('closes 1002 on a binary register sent while the secret is still being checked', async () => {
+    // A provider no other test authenticates against: its first secret check is the slow one.
+    const worker = await ScriptedWorker.connect(gw.workerUrl, { provider: 'binary', secret: 'binary-secret' });
+    worker.ws.send(Buffer.from(JSON.stringify({ type: 'register', worker_name: 'bin', models: ['a'], max_concurrent: 1 })), { binary: true });
+    expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
+    expect(worker.count('register_ack')).toBe(0);
+  });
+
+  it('closes 1002 on a binary frame after registration', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] });
+    worker.ws.send(Buffer.from(JSON.stringify({ type: 'pong', current_load: 0 })), { binary: true });
     expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
   });
 
