@@ -52,7 +52,12 @@ export class GatewayError extends Error {
 /** Stable, sanitized client messages for each code (no internal names). */
 export const Errors = {
   invalidRequest: (message: string, param?: string) => new GatewayError('invalid_request', message, { param }),
-  modelNotFound: (model: string) => new GatewayError('model_not_found', `Model '${model}' not found`),
+  // The name is the client's and unbounded: echo a prefix (never ending in half a surrogate pair).
+  modelNotFound: (model: string) =>
+    new GatewayError(
+      'model_not_found',
+      `Model '${model.length > 256 ? `${model.slice(0, 256).replace(/[\uD800-\uDBFF]$/, '')}…` : model}' not found`,
+    ),
   aliasTargetNotFound: (alias: string, target: string) =>
     new GatewayError('model_not_found', `Model '${alias}' is an alias of '${target}', and model '${target}' not found`),
   capabilityMismatch: (model: string, missing: string[]) =>

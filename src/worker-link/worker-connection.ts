@@ -21,7 +21,7 @@ import { LiveWorker, WorkerChannel } from '../registry/live-worker';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
-import { sanitizeModels } from './sanitize-models';
+import { sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName, WorkerLimits } from './sanitize-models';
 
 export interface WorkerLinkDeps {
   config: AppConfig;
@@ -37,8 +37,7 @@ type State = 'authenticating' | 'awaiting_register' | 'registered' | 'closed';
 
 const log = new Logger('WorkerLink');
 
-/** Column sizes of worker records (worker_records.name / remote_address). */
-const MAX_WORKER_NAME_LENGTH = 255;
+/** Column size of worker records' remote_address. */
 const MAX_ADDRESS_LENGTH = 128;
 
 /**
@@ -178,14 +177,17 @@ export class WorkerConnection implements WorkerChannel {
       this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_FAILED);
       return;
     }
+    if (message.models.length > WorkerLimits.rawModelEntries) return this.protocolError(`register with ${message.models.length} model entries`);
     const { models, warnings } = sanitizeModels(message.models, provider.maxModelsPerWorker);
+    const name = sanitizeWorkerName(message.worker_name, warnings);
+    const maxConcurrent = sanitizeMaxConcurrent(message.max_concurrent, warnings);
     const now = this.deps.clock.now();
     const worker = new LiveWorker(
       `w-${randomUUID()}`,
       provider.name,
-      message.worker_name.trim().slice(0, MAX_WORKER_NAME_LENGTH) || 'unnamed',
+      name,
       models,
-      Math.max(1, message.max_concurrent),
+      maxConcurrent,
       this.clientKey,
       now,
       this,
@@ -223,6 +225,7 @@ export class WorkerConnection implements WorkerChannel {
         dispatcher.onPong(worker, message.current_load);
         return;
       case 'models_update': {
+        if (message.models.length > WorkerLimits.rawModelEntries) return this.protocolError(`models_update with ${message.models.length} model entries`);
         const provider = this.deps.providers.get(worker.provider);
         const { models, warnings } = sanitizeModels(message.models, provider?.maxModelsPerWorker ?? this.deps.config.providerDefaults.maxModelsPerWorker);
         if (warnings.length) log.warn(`worker ${worker.id} models_update: ${warnings.join('; ')}`);

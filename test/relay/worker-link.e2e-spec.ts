@@ -26,6 +26,9 @@ providers:
     max_models: 2
   - name: binary
     secret: binary-secret
+  - name: big
+    secret: big-secret
+    max_models: 5000
 `),
       AUTH_FAILURE_LIMIT: '1000',
     });
@@ -96,6 +99,55 @@ providers:
       expect.arrayContaining([expect.stringMatching(/empty/), expect.stringMatching(/duplicate/), expect.stringMatching(/truncated/)]),
     );
     worker.close();
+  });
+
+  it('drops model names longer than 256 characters with a warning', async () => {
+    const long = 'm'.repeat(257);
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['ok', long, 'n'.repeat(256)] });
+    expect(ack.models).toEqual(['ok', 'n'.repeat(256)]);
+    expect(ack.warnings).toEqual(['dropped 1 model name longer than 256 characters']);
+    worker.close();
+  });
+
+  it('caps the model list at 1,024 entries even when the provider allows more', async () => {
+    const models = Array.from({ length: 1500 }, (_, i) => `model-${i}`);
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models }, { provider: 'big', secret: 'big-secret' });
+    expect(ack.models).toEqual(models.slice(0, 1024));
+    expect(ack.warnings).toEqual(['model list truncated from 1500 to 1024 entries (gateway limit)']);
+    worker.close();
+  });
+
+  it('caps the model list at 65,536 characters of names in total', async () => {
+    const models = Array.from({ length: 300 }, (_, i) => `${String(i).padStart(3, '0')}${'t'.repeat(247)}`); // 250 characters each
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models }, { provider: 'big', secret: 'big-secret' });
+    expect(ack.models).toEqual(models.slice(0, 262));
+    expect(ack.warnings).toEqual(['model list truncated from 300 to 262 entries (model names above 65536 characters in total)']);
+    worker.close();
+  });
+
+  it('applies the same model limits to models_update', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['before-update'], worker_name: 'updating' });
+    worker.send({ type: 'models_update', models: ['after-update', 'u'.repeat(300)], current_load: 0 });
+    const listed = async () =>
+      ((await admin(gw.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json.data as Array<{ name: string; models: string[] }>).find((w) => w.name === 'updating')?.models;
+    await eventually(async () => JSON.stringify(await listed()) === JSON.stringify(['after-update']));
+    worker.close();
+  });
+
+  it('truncates a worker name above 255 characters and lowers max_concurrent above 4,096, with warnings', async () => {
+    const name = 'w'.repeat(1000);
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'], worker_name: name, max_concurrent: 1_000_000 });
+    expect(ack.warnings).toEqual(['worker_name truncated to 255 characters', 'max_concurrent lowered from 1000000 to 4096 (gateway limit)']);
+    const listed = (await admin(gw.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json.data.find((w: { id: string }) => w.id === ack.worker_id);
+    expect(listed).toMatchObject({ name: 'w'.repeat(255), max_concurrent: 4096 });
+    worker.close();
+  });
+
+  it('closes 1002 on a register with more than 65,536 model entries', async () => {
+    const worker = await ScriptedWorker.connect(gw.workerUrl);
+    worker.send({ type: 'register', worker_name: 'flood', models: new Array(65_537).fill(''), max_concurrent: 1 });
+    expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
+    expect(worker.count('register_ack')).toBe(0);
   });
 
   it('omits warnings when nothing was dropped and echoes the protocol version', async () => {
