@@ -28,6 +28,7 @@ export type GatewayErrorCode =
   | 'unauthorized'
   | 'forbidden'
   | 'not_found'
+  | 'conflict'
   | 'internal_error';
 
 export interface GatewayErrorDetails {
@@ -108,6 +109,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   model_not_allowed: 403,
   provider_not_found: 404,
   not_found: 404,
+  conflict: 409,
   payload_too_large: 413,
   queue_full: 429,
   internal_error: 500,
@@ -139,6 +141,7 @@ const NOT_RETRIABLE = new Set<GatewayErrorCode>([
   'model_not_found',
   'provider_not_found',
   'not_found',
+  'conflict',
   'payload_too_large',
   'stream_too_large',
   'client_too_slow',
