@@ -1,6 +1,6 @@
 /**
- * Contract: "repeated failed auth attempts are rate-limited by client IP" and "failed auth
- * rate-limit entries expire automatically". Needs its own gateway (AUTH_FAILURE_LIMIT etc.), so
+ * Contract: repeated failed auth attempts are rate-limited by client IP (for the provider they
+ * target, see docs/protocol.md) and the blocks expire by themselves. Needs its own gateway (AUTH_FAILURE_LIMIT etc.), so
  * this file always spawns one from dist/ — also when SWITCHBOARD_URL points elsewhere.
  */
 import { spawnGateway, SpawnedGateway } from './support/server';

@@ -1,6 +1,8 @@
 /**
- * Contract: capability-aware routing, aliases, fallback chains, strategies and pinning — the
- * routing specification's user stories US-01…US-06, black-box. Aliases and fallbacks are gateway
+ * Contract: capability-aware routing, aliases, fallback chains, strategies and pinning, black-box
+ * (docs/routing.md). The test labels number the routing scenarios: US-01 routing by model,
+ * US-02 capability requirements (vision, tools, context length), US-04 aliases, US-05 fallback
+ * chains, US-06 strategies (round_robin, priority_only). Aliases and fallbacks are gateway
  * configuration, so this file runs its own gateways.
  */
 import { expectAnthropicError, expectOpenAiError } from './support/expect-error';

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppConfig } from './config';
@@ -7,6 +8,8 @@ import { registerCorrelationId } from './observability/correlation-id';
 import { WorkerWsAdapter } from './worker-link/worker-ws.adapter';
 import { createLogger } from './observability/logger';
 import { registerAccessLog } from './observability/access-log';
+import { openFilesWarning, readSoftOpenFilesLimit } from './observability/open-files';
+import { ProvidersService } from './providers/providers.service';
 
 /**
  * Builds and starts the gateway on config.listenHost:config.listenPort (port 0 = any free port).
@@ -30,5 +33,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   });
   app.useWebSocketAdapter(new WorkerWsAdapter(app));
   await app.listen(config.listenPort, config.listenHost);
+  const queueLens = app.get(ProvidersService).list().map((p) => p.maxQueueLen);
+  const fdWarning = openFilesWarning(readSoftOpenFilesLimit(), queueLens);
+  if (fdWarning) new Logger('Boot').warn(fdWarning);
   return app;
 }

@@ -43,4 +43,12 @@ describe('FailedAuthLimiter', () => {
     expect(limiter.clientKey('10.0.0.1', { forwarded: 'for="[2001:db8::1]:4711";proto=https' })).toBe('2001:db8::1');
     expect(limiter.clientKey('10.0.0.1', {})).toBe('10.0.0.1');
   });
+
+  it('scopes keys by provider, so failures for one provider do not block another', () => {
+    const a = limiter.scopedKey('1.1.1.1', 'a');
+    for (let i = 0; i < 3; i++) limiter.recordFailure(a);
+    expect(limiter.isBlocked(a)).toBe(true);
+    expect(limiter.isBlocked(limiter.scopedKey('1.1.1.1', 'b'))).toBe(false);
+    expect(limiter.isBlocked(limiter.scopedKey('2.2.2.2', 'a'))).toBe(false);
+  });
 });

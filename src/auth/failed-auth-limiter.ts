@@ -12,7 +12,7 @@ interface Entry {
 const MAX_ENTRIES = 100_000;
 
 /**
- * Per-client failed worker-authentication limiter: `maxFailures` failures within `windowMs`
+ * Failed worker-authentication limiter, per key (see `scopedKey`): `maxFailures` failures within `windowMs`
  * block the client for `blockMs`. Entries expire on their own (lazy check plus a periodic sweep).
  */
 export class FailedAuthLimiter {
@@ -46,6 +46,16 @@ export class FailedAuthLimiter {
       if (!this.trusted.has(hop)) return hop;
     }
     return peer;
+  }
+
+  /**
+   * The limiter key for a client authenticating against one provider. Failures are counted per
+   * (client, provider): a worker with a stale secret must not lock out the other providers' workers
+   * on the same host, while guessing one provider's secret is still throttled.
+   */
+  scopedKey(clientKey: string, provider: string): string {
+    // Bounded: the provider name comes from the URL (real names are at most 64 characters).
+    return JSON.stringify([clientKey, provider.slice(0, 128)]);
   }
 
   isBlocked(key: string): boolean {

@@ -28,6 +28,7 @@ export type GatewayErrorCode =
   | 'unauthorized'
   | 'forbidden'
   | 'not_found'
+  | 'conflict'
   | 'internal_error';
 
 export interface GatewayErrorDetails {
@@ -52,7 +53,12 @@ export class GatewayError extends Error {
 /** Stable, sanitized client messages for each code (no internal names). */
 export const Errors = {
   invalidRequest: (message: string, param?: string) => new GatewayError('invalid_request', message, { param }),
-  modelNotFound: (model: string) => new GatewayError('model_not_found', `Model '${model}' not found`),
+  // The name is the client's and unbounded: echo a prefix (never ending in half a surrogate pair).
+  modelNotFound: (model: string) =>
+    new GatewayError(
+      'model_not_found',
+      `Model '${model.length > 256 ? `${model.slice(0, 256).replace(/[\uD800-\uDBFF]$/, '')}…` : model}' not found`,
+    ),
   aliasTargetNotFound: (alias: string, target: string) =>
     new GatewayError('model_not_found', `Model '${alias}' is an alias of '${target}', and model '${target}' not found`),
   capabilityMismatch: (model: string, missing: string[]) =>
@@ -103,6 +109,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   model_not_allowed: 403,
   provider_not_found: 404,
   not_found: 404,
+  conflict: 409,
   payload_too_large: 413,
   queue_full: 429,
   internal_error: 500,
@@ -134,6 +141,7 @@ const NOT_RETRIABLE = new Set<GatewayErrorCode>([
   'model_not_found',
   'provider_not_found',
   'not_found',
+  'conflict',
   'payload_too_large',
   'stream_too_large',
   'client_too_slow',

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
@@ -48,11 +48,29 @@ export class AdminController {
     return this.describeProvider(p);
   }
 
-  /** Fails the provider's queued and in-flight requests (`provider_deleted`) and closes its workers. */
+  /**
+   * Fails the provider's queued and in-flight requests (`provider_deleted`) and closes its workers.
+   * A provider from configuration is rewritten at every boot, so deleting it only takes effect
+   * until the next restart: that needs `?force=true`.
+   */
   @Delete('providers/:name')
-  async deleteProvider(@Param('name') name: string) {
+  async deleteProvider(@Param('name') name: string, @Query('force') force?: string) {
+    if (force !== undefined && force !== 'true' && force !== 'false') {
+      throw Errors.invalidRequest("Query parameter 'force' must be true or false", 'force');
+    }
+    const p = this.providers.get(name);
+    if (!p) throw new GatewayError('provider_not_found', `Provider '${name}' not found`);
+    if (p.source === 'config' && force !== 'true') {
+      throw new GatewayError(
+        'conflict',
+        `Provider '${name}' comes from configuration (environment or config file) and returns at the next boot; ` +
+          'deleting it now drops its workers and fails its requests until then. Remove it from the configuration, ' +
+          'or repeat with ?force=true to delete it until the next boot.',
+      );
+    }
     if (!(await this.providers.remove(name))) throw new GatewayError('provider_not_found', `Provider '${name}' not found`);
-    return { deleted: name };
+    if (p.source !== 'config') return { deleted: name };
+    return { deleted: name, source: 'config', note: `Provider '${name}' comes from configuration and returns at the next boot` };
   }
 
   @Get('workers')

@@ -1,4 +1,5 @@
 import { ServerResponse, validateHeaderName, validateHeaderValue } from 'node:http';
+import type { Socket } from 'node:net';
 import { GatewayError, statusOf } from '../common/gateway-error';
 import { ResponseSink } from '../dispatch/relay-request';
 import { forwardableHeaders } from '../protocol';
@@ -35,15 +36,24 @@ export class HttpResponseSink implements ResponseSink {
    * when the client has already gone (its socket closed before the handler ran).
    */
   watchClient(onGone: () => void): boolean {
-    if (!this.res.socket || this.res.socket.destroyed) {
+    // A request pipelined behind another gets its response's socket only once the earlier
+    // responses on the connection are finished; until then the request's socket is the one to watch.
+    const socket = this.res.socket ?? this.res.req?.socket;
+    if (!socket || socket.destroyed) {
       this.clientGone = true;
       return false;
     }
-    this.res.on('close', () => {
-      if (this.ended) return;
+    const gone = () => {
+      if (this.ended || this.clientGone) return;
       this.clientGone = true;
       onGone();
-    });
+    };
+    this.res.on('close', gone);
+    if (!this.res.socket) {
+      // A response still waiting for its socket gets no 'close' when the connection drops.
+      const stop = onSocketClose(socket, gone);
+      this.res.once('socket', stop);
+    }
     return true;
   }
 
@@ -103,6 +113,25 @@ export class HttpResponseSink implements ResponseSink {
     });
     this.res.end(body);
   }
+}
+
+/** Close callbacks of responses queued behind others, one socket listener per connection. */
+const queuedOnSocket = new WeakMap<Socket, Set<() => void>>();
+
+/** Runs `fn` when the socket closes; the returned function unsubscribes. */
+function onSocketClose(socket: Socket, fn: () => void): () => void {
+  let callbacks = queuedOnSocket.get(socket);
+  if (!callbacks) {
+    const set = new Set<() => void>();
+    callbacks = set;
+    queuedOnSocket.set(socket, set);
+    socket.once('close', () => {
+      queuedOnSocket.delete(socket);
+      for (const cb of set) cb();
+    });
+  }
+  callbacks.add(fn);
+  return () => callbacks.delete(fn);
 }
 
 /**

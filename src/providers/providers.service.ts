@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, AppConfig, ProviderConfig } from '../config';
 import { hashSecret, verifySecret } from '../auth/secret-hash';
+import { VerifiedSecretCache } from '../auth/verified-secret-cache';
 import { ProviderRecord, ProviderStore } from './provider-store';
 import type { ModelCapabilities } from '../protocol';
 
@@ -37,6 +38,7 @@ export class ProvidersService implements OnModuleInit {
   private readonly log = new Logger('Providers');
   private readonly providers = new Map<string, Provider>();
   private readonly deletedListeners: DeletedListener[] = [];
+  private readonly verified = new VerifiedSecretCache();
   /** Compared against when the provider is unknown, so timing does not reveal provider names. */
   private dummyHash: Promise<string> | undefined;
 
@@ -110,10 +112,16 @@ export class ProvidersService implements OnModuleInit {
       return provider ? 'bad_secret' : 'unknown_provider';
     }
     if (!secret) return 'no_secret';
-    const ok = await verifySecret(secret, provider.secretHash);
-    if (!ok) return 'bad_secret';
+    const hash = provider.secretHash;
+    if (!this.verified.matches(name, secret, hash)) {
+      if (!(await verifySecret(secret, hash))) return 'bad_secret';
+      this.verified.remember(name, secret, hash);
+    }
+    const current = this.providers.get(name);
+    // The secret changed while it was being checked: it matched the old one.
+    if (current?.secretHash !== hash) return 'bad_secret';
     // Checked after the secret so a disabled provider answers exactly like a wrong secret.
-    return this.providers.get(name)?.enabled ? 'ok' : 'disabled';
+    return current.enabled ? 'ok' : 'disabled';
   }
 
   async create(input: ProviderInput): Promise<Provider> {
@@ -140,7 +148,10 @@ export class ProvidersService implements OnModuleInit {
   async update(name: string, patch: Omit<ProviderInput, 'name'>): Promise<Provider | undefined> {
     const p = this.providers.get(name);
     if (!p) return undefined;
-    if (patch.secret) p.secretHash = await hashSecret(patch.secret);
+    if (patch.secret) {
+      p.secretHash = await hashSecret(patch.secret);
+      this.verified.forget(name);
+    }
     if (patch.enabled !== undefined) p.enabled = patch.enabled;
     if (patch.maxQueueLen !== undefined) p.maxQueueLen = patch.maxQueueLen;
     if (patch.queueTimeoutMs !== undefined) p.queueTimeoutMs = patch.queueTimeoutMs;
@@ -160,6 +171,7 @@ export class ProvidersService implements OnModuleInit {
     const p = this.providers.get(name);
     if (!p) return false;
     this.providers.delete(name);
+    this.verified.forget(name);
     for (const l of this.deletedListeners) l(p);
     await this.store.delete(name);
     return true;

@@ -1,4 +1,4 @@
-import { sanitizeModels } from './sanitize-models';
+import { sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName } from './sanitize-models';
 
 describe('sanitizeModels', () => {
   it('trims, drops empties and duplicates keeping first-seen order', () => {
@@ -15,5 +15,45 @@ describe('sanitizeModels', () => {
   it('warns about an empty result and stays silent for a clean list', () => {
     expect(sanitizeModels([], 5).warnings).toEqual(['worker registered without any routable models']);
     expect(sanitizeModels(['x', '*'], 5)).toEqual({ models: ['x', '*'], warnings: [] });
+  });
+
+  it('drops names longer than 256 characters instead of shortening them', () => {
+    expect(sanitizeModels(['a'.repeat(257), 'b'.repeat(256)], 10)).toEqual({
+      models: ['b'.repeat(256)],
+      warnings: ['dropped 1 model name longer than 256 characters'],
+    });
+  });
+
+  it('never keeps more than 1,024 models, whatever the provider limit', () => {
+    const many = Array.from({ length: 2000 }, (_, i) => `m${i}`);
+    const { models, warnings } = sanitizeModels(many, 1_000_000);
+    expect(models).toHaveLength(1024);
+    expect(warnings).toEqual(['model list truncated from 2000 to 1024 entries (gateway limit)']);
+  });
+
+  it('keeps at most 65,536 characters of model names in total', () => {
+    const names = Array.from({ length: 300 }, (_, i) => `${String(i).padStart(3, '0')}${'x'.repeat(253)}`); // 256 each
+    const { models, warnings } = sanitizeModels(names, 1000);
+    expect(models).toEqual(names.slice(0, 256));
+    expect(warnings).toEqual(['model list truncated from 300 to 256 entries (model names above 65536 characters in total)']);
+  });
+});
+
+describe('sanitizeWorkerName / sanitizeMaxConcurrent', () => {
+  it('bounds the worker name to 255 characters with a warning, and names an empty one', () => {
+    const warnings: string[] = [];
+    expect(sanitizeWorkerName(` ${'n'.repeat(300)} `, warnings)).toBe('n'.repeat(255));
+    expect(sanitizeWorkerName('  ', warnings)).toBe('unnamed');
+    expect(sanitizeWorkerName(`${'n'.repeat(254)}🙂`, warnings)).toBe('n'.repeat(254)); // no half surrogate pair
+    expect(warnings).toEqual(['worker_name truncated to 255 characters', 'worker_name truncated to 255 characters']);
+  });
+
+  it('counts 0 as 1 and lowers values above 4,096 with a warning', () => {
+    const warnings: string[] = [];
+    expect(sanitizeMaxConcurrent(0, warnings)).toBe(1);
+    expect(sanitizeMaxConcurrent(4096, warnings)).toBe(4096);
+    expect(warnings).toEqual([]);
+    expect(sanitizeMaxConcurrent(2 ** 40, warnings)).toBe(4096);
+    expect(warnings).toEqual([`max_concurrent lowered from ${2 ** 40} to 4096 (gateway limit)`]);
   });
 });

@@ -20,7 +20,8 @@ import { ProvidersService } from '../providers/providers.service';
 import { LiveWorker, WorkerChannel } from '../registry/live-worker';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { MetricsService } from '../observability/metrics.service';
-import { sanitizeModels } from './sanitize-models';
+import { LifecycleState } from '../observability/lifecycle-state';
+import { sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName, WorkerLimits } from './sanitize-models';
 
 export interface WorkerLinkDeps {
   config: AppConfig;
@@ -29,14 +30,14 @@ export interface WorkerLinkDeps {
   limiter: FailedAuthLimiter;
   dispatcher: Dispatcher;
   metrics: MetricsService;
+  lifecycle: LifecycleState;
 }
 
 type State = 'authenticating' | 'awaiting_register' | 'registered' | 'closed';
 
 const log = new Logger('WorkerLink');
 
-/** Column sizes of worker records (worker_records.name / remote_address). */
-const MAX_WORKER_NAME_LENGTH = 255;
+/** Column size of worker records' remote_address. */
 const MAX_ADDRESS_LENGTH = 128;
 
 /**
@@ -52,6 +53,7 @@ export class WorkerConnection implements WorkerChannel {
   private refreshTimer: TimerHandle | undefined;
   private lastInboundAt: number;
   private readonly clientKey: string;
+  private readonly limiterKey: string;
   private readonly providerName: string;
   private readonly secret: string | undefined;
 
@@ -65,6 +67,7 @@ export class WorkerConnection implements WorkerChannel {
     this.clientKey = deps.limiter.clientKey(request.socket.remoteAddress, request.headers).slice(0, MAX_ADDRESS_LENGTH);
     const url = new URL(request.url ?? '/', 'ws://gateway');
     this.providerName = url.searchParams.get('provider') || deps.config.defaultProviderName;
+    this.limiterKey = deps.limiter.scopedKey(this.clientKey, this.providerName);
     // The header wins whenever it is present, even when it is wrong (no silent fallback).
     const header = request.headers['x-worker-secret'];
     this.secret = header !== undefined ? (Array.isArray(header) ? header[0] : header) : (url.searchParams.get('worker_secret') ?? undefined);
@@ -74,6 +77,9 @@ export class WorkerConnection implements WorkerChannel {
     this.socket.on('message', (data, isBinary) => this.onFrame(data, isBinary));
     this.socket.on('close', () => this.teardown());
     this.socket.on('error', (err) => log.warn(`worker socket error from ${this.clientKey}: ${err.message}`));
+    // A worker drained by our shutdown reconnects at once; accepting it would only drain it again,
+    // in a loop until the process exits. Refused before any secret work, and not an auth failure.
+    if (this.deps.lifecycle.isShuttingDown) return this.refuseRestarting();
     this.authenticate().catch((e) => {
       log.error(`worker authentication error from ${this.clientKey}: ${(e as Error).stack ?? e}`);
       this.close(CloseCodes.INTERNAL_ERROR, 'internal error');
@@ -105,16 +111,19 @@ export class WorkerConnection implements WorkerChannel {
 
   private async authenticate(): Promise<void> {
     const { limiter, providers, metrics } = this.deps;
-    if (limiter.isBlocked(this.clientKey)) {
+    if (limiter.isBlocked(this.limiterKey)) {
       metrics.workerAuthFailure('rate_limited');
-      log.warn(`worker authentication rate limited for ${this.clientKey}`);
+      log.warn(
+        `worker authentication rate limited for provider "${this.providerName}" from ${this.clientKey}: ` +
+          'repeated authentication failures from this address for this provider',
+      );
       this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_RATE_LIMITED);
       return;
     }
     const result = await providers.verifyWorkerSecret(this.providerName, this.secret);
     if (this.state === 'closed') return;
     if (result !== 'ok') {
-      limiter.recordFailure(this.clientKey);
+      limiter.recordFailure(this.limiterKey);
       metrics.workerAuthFailure(result);
       log.warn(`worker authentication failed for provider "${this.providerName}" from ${this.clientKey}: ${result}`);
       this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_FAILED);
@@ -133,12 +142,13 @@ export class WorkerConnection implements WorkerChannel {
   private onFrame(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     this.lastInboundAt = this.deps.clock.now();
+    // Checked before buffering: frames held during authentication are replayed as text.
+    if (isBinary) return this.protocolError('binary frames are not part of the protocol');
     if (this.state === 'authenticating') {
       if (this.pending.length < 16) this.pending.push(data);
       else this.protocolError('too many frames before authentication completed');
       return;
     }
-    if (isBinary) return this.protocolError('binary frames are not part of the protocol');
     let message: WorkerToServerMessage;
     try {
       message = parseWorkerMessage(data.toString());
@@ -161,19 +171,23 @@ export class WorkerConnection implements WorkerChannel {
     if (version === undefined ? this.deps.config.rejectLegacyWorkers : version !== PROTOCOL_VERSION) {
       return this.protocolError(`unsupported protocol version ${version ?? '(none)'}`);
     }
+    if (this.deps.lifecycle.isShuttingDown) return this.refuseRestarting();
     const provider = this.deps.providers.get(this.providerName);
     if (!provider || !provider.enabled) {
       this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_FAILED);
       return;
     }
+    if (message.models.length > WorkerLimits.rawModelEntries) return this.protocolError(`register with ${message.models.length} model entries`);
     const { models, warnings } = sanitizeModels(message.models, provider.maxModelsPerWorker);
+    const name = sanitizeWorkerName(message.worker_name, warnings);
+    const maxConcurrent = sanitizeMaxConcurrent(message.max_concurrent, warnings);
     const now = this.deps.clock.now();
     const worker = new LiveWorker(
       `w-${randomUUID()}`,
       provider.name,
-      message.worker_name.trim().slice(0, MAX_WORKER_NAME_LENGTH) || 'unnamed',
+      name,
       models,
-      Math.max(1, message.max_concurrent),
+      maxConcurrent,
       this.clientKey,
       now,
       this,
@@ -211,6 +225,7 @@ export class WorkerConnection implements WorkerChannel {
         dispatcher.onPong(worker, message.current_load);
         return;
       case 'models_update': {
+        if (message.models.length > WorkerLimits.rawModelEntries) return this.protocolError(`models_update with ${message.models.length} model entries`);
         const provider = this.deps.providers.get(worker.provider);
         const { models, warnings } = sanitizeModels(message.models, provider?.maxModelsPerWorker ?? this.deps.config.providerDefaults.maxModelsPerWorker);
         if (warnings.length) log.warn(`worker ${worker.id} models_update: ${warnings.join('; ')}`);
@@ -258,6 +273,11 @@ export class WorkerConnection implements WorkerChannel {
   }
 
   // ---- teardown
+
+  private refuseRestarting(): void {
+    log.log(`refused a worker connection from ${this.clientKey}: the gateway is shutting down`);
+    this.close(CloseCodes.SERVICE_RESTART, CloseReasons.GATEWAY_RESTARTING);
+  }
 
   private protocolError(detail: string): void {
     log.warn(`worker protocol error from ${this.worker?.id ?? this.clientKey}: ${detail}`);

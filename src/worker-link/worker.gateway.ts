@@ -9,6 +9,7 @@ import { FailedAuthLimiter } from '../auth/failed-auth-limiter';
 import { ProvidersService } from '../providers/providers.service';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { MetricsService } from '../observability/metrics.service';
+import { LifecycleState } from '../observability/lifecycle-state';
 import { WorkerConnection, WorkerLinkDeps } from './worker-connection';
 
 /** `GET /v1/worker/connect?provider=<name>` upgraded to WebSocket, on the HTTP port. */
@@ -23,8 +24,9 @@ export class WorkerGateway implements OnGatewayConnection, OnGatewayInit {
     limiter: FailedAuthLimiter,
     dispatcher: Dispatcher,
     metrics: MetricsService,
+    lifecycle: LifecycleState,
   ) {
-    this.deps = { config, clock, providers, limiter, dispatcher, metrics };
+    this.deps = { config, clock, providers, limiter, dispatcher, metrics, lifecycle };
   }
 
   /** The 101 Switching Protocols answer carries X-Correlation-Id like every other response. */

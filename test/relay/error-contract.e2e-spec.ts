@@ -86,6 +86,14 @@ describe('client-facing error contract', () => {
     });
   });
 
+  it('404 model_not_found echoes at most 256 characters of an unknown model name', async () => {
+    const res = await post(gw.url, '/v1/chat/completions', chat('x'.repeat(1500)));
+    expect(res.status).toBe(404);
+    expect(res.json.error).toMatchObject({ code: 'model_not_found', message: `Model '${'x'.repeat(256)}…' not found` });
+    const exact = await post(gw.url, '/v1/messages', { model: 'y'.repeat(256), max_tokens: 5, messages: [] });
+    expect(exact.json.error.message).toBe(`Model '${'y'.repeat(256)}' not found`);
+  });
+
   it('503 provider_disabled for a model only a disabled provider serves', async () => {
     const res = await post(gw.url, '/v1/chat/completions', chat('paused-model'));
     expect(res.status).toBe(503);

@@ -1,9 +1,10 @@
 import { writeFileSync, mkdtempSync } from 'node:fs';
+import { Logger } from '@nestjs/common';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGateway, TestGateway, TEST_SECRET } from '../support/gateway';
+import { startGateway, TestGateway, TEST_ADMIN_TOKEN, TEST_SECRET } from '../support/gateway';
 import { ScriptedWorker } from '../support/scripted-worker';
-import { eventually } from '../support/http';
+import { admin, chat, eventually, post } from '../support/http';
 
 function configFile(yaml: string): string {
   const path = join(mkdtempSync(join(tmpdir(), 'sb-cfg-')), 'switchboard.yaml');
@@ -23,6 +24,11 @@ providers:
   - name: small
     secret: small-secret
     max_models: 2
+  - name: binary
+    secret: binary-secret
+  - name: big
+    secret: big-secret
+    max_models: 5000
 `),
       AUTH_FAILURE_LIMIT: '1000',
     });
@@ -95,6 +101,55 @@ providers:
     worker.close();
   });
 
+  it('drops model names longer than 256 characters with a warning', async () => {
+    const long = 'm'.repeat(257);
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['ok', long, 'n'.repeat(256)] });
+    expect(ack.models).toEqual(['ok', 'n'.repeat(256)]);
+    expect(ack.warnings).toEqual(['dropped 1 model name longer than 256 characters']);
+    worker.close();
+  });
+
+  it('caps the model list at 1,024 entries even when the provider allows more', async () => {
+    const models = Array.from({ length: 1500 }, (_, i) => `model-${i}`);
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models }, { provider: 'big', secret: 'big-secret' });
+    expect(ack.models).toEqual(models.slice(0, 1024));
+    expect(ack.warnings).toEqual(['model list truncated from 1500 to 1024 entries (gateway limit)']);
+    worker.close();
+  });
+
+  it('caps the model list at 65,536 characters of names in total', async () => {
+    const models = Array.from({ length: 300 }, (_, i) => `${String(i).padStart(3, '0')}${'t'.repeat(247)}`); // 250 characters each
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models }, { provider: 'big', secret: 'big-secret' });
+    expect(ack.models).toEqual(models.slice(0, 262));
+    expect(ack.warnings).toEqual(['model list truncated from 300 to 262 entries (model names above 65536 characters in total)']);
+    worker.close();
+  });
+
+  it('applies the same model limits to models_update', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['before-update'], worker_name: 'updating' });
+    worker.send({ type: 'models_update', models: ['after-update', 'u'.repeat(300)], current_load: 0 });
+    const listed = async () =>
+      ((await admin(gw.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json.data as Array<{ name: string; models: string[] }>).find((w) => w.name === 'updating')?.models;
+    await eventually(async () => JSON.stringify(await listed()) === JSON.stringify(['after-update']));
+    worker.close();
+  });
+
+  it('truncates a worker name above 255 characters and lowers max_concurrent above 4,096, with warnings', async () => {
+    const name = 'w'.repeat(1000);
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'], worker_name: name, max_concurrent: 1_000_000 });
+    expect(ack.warnings).toEqual(['worker_name truncated to 255 characters', 'max_concurrent lowered from 1000000 to 4096 (gateway limit)']);
+    const listed = (await admin(gw.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json.data.find((w: { id: string }) => w.id === ack.worker_id);
+    expect(listed).toMatchObject({ name: 'w'.repeat(255), max_concurrent: 4096 });
+    worker.close();
+  });
+
+  it('closes 1002 on a register with more than 65,536 model entries', async () => {
+    const worker = await ScriptedWorker.connect(gw.workerUrl);
+    worker.send({ type: 'register', worker_name: 'flood', models: new Array(65_537).fill(''), max_concurrent: 1 });
+    expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
+    expect(worker.count('register_ack')).toBe(0);
+  });
+
   it('omits warnings when nothing was dropped and echoes the protocol version', async () => {
     const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] });
     expect(ack).not.toHaveProperty('warnings');
@@ -139,6 +194,20 @@ providers:
   ])('closes 1002 after registration on %s', async (_label, frame) => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] });
     worker.send(frame as never);
+    expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
+  });
+
+  it('closes 1002 on a binary register sent while the secret is still being checked', async () => {
+    // A provider no other test authenticates against: its first secret check is the slow one.
+    const worker = await ScriptedWorker.connect(gw.workerUrl, { provider: 'binary', secret: 'binary-secret' });
+    worker.ws.send(Buffer.from(JSON.stringify({ type: 'register', worker_name: 'bin', models: ['a'], max_concurrent: 1 })), { binary: true });
+    expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
+    expect(worker.count('register_ack')).toBe(0);
+  });
+
+  it('closes 1002 on a binary frame after registration', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['a'] });
+    worker.ws.send(Buffer.from(JSON.stringify({ type: 'pong', current_load: 0 })), { binary: true });
     expect(await worker.closed).toEqual({ code: 1002, reason: 'worker registration protocol error' });
   });
 
@@ -199,6 +268,43 @@ describe('worker link: timers and rate limiting', () => {
   });
 });
 
+describe('worker link: failed-auth rate limiting per (address, provider)', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({
+      CONFIG_FILE: configFile(`
+providers:
+  - name: other
+    secret: other-secret
+`),
+      AUTH_FAILURE_LIMIT: '3',
+      AUTH_FAILURE_WINDOW_SECS: '60',
+      AUTH_BLOCK_SECS: '60',
+    });
+  });
+  afterAll(() => gw.close());
+
+  it('blocks the failing provider on that address but lets workers of other providers register', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      for (let i = 0; i < 3; i++) {
+        const bad = await ScriptedWorker.connect(gw.workerUrl, { secret: 'stale-secret' });
+        expect(await bad.closed).toEqual({ code: 1008, reason: 'worker authentication failed' });
+      }
+      const { worker: other, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['o'] }, { provider: 'other', secret: 'other-secret' });
+      expect(ack.worker_id).toMatch(/^w-/);
+      other.close();
+
+      const good = await ScriptedWorker.connect(gw.workerUrl);
+      expect(await good.closed).toEqual({ code: 1008, reason: 'worker authentication temporarily rate limited' });
+      const lines = warn.mock.calls.map((c) => String(c[0]));
+      expect(lines).toContainEqual(expect.stringMatching(/rate limited for provider "local" from .*repeated authentication failures from this address for this provider/));
+    } finally {
+      warn.mockRestore();
+    }
+  });
+});
+
 describe('worker link: periodic model refresh', () => {
   let gw: TestGateway;
   beforeAll(async () => {
@@ -218,3 +324,34 @@ describe('worker link: periodic model refresh', () => {
   });
 });
 
+
+describe('worker link: while the gateway shuts down', () => {
+  it('refuses a new worker with 1012 "gateway restarting" before authenticating it, without counting an auth failure', async () => {
+    const gw = await startGateway({ SHUTDOWN_DRAIN_TIMEOUT_SECS: '10' });
+    const { worker: busy } = await ScriptedWorker.register(gw.workerUrl, { models: ['in-flight'], worker_name: 'busy' });
+    let closing: Promise<void> | undefined;
+    try {
+      const inFlight = post(gw.url, '/v1/chat/completions', chat('in-flight'));
+      const req = await busy.next('request');
+      closing = gw.close();
+      await busy.next('graceful_shutdown');
+
+      // What a drained worker does: reconnect at once and register.
+      const again = await ScriptedWorker.connect(gw.workerUrl);
+      again.send({ type: 'register', worker_name: 'again', models: ['in-flight'], max_concurrent: 1, protocol_version: '2026-04-bridge-v1' });
+      expect(await again.closed).toEqual({ code: 1012, reason: 'gateway restarting: retry soon without penalty' });
+      expect(again.count('register_ack')).toBe(0);
+      const workers = await admin(gw.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN);
+      expect(workers.json.data.map((w: { name: string }) => w.name)).toEqual(['busy']);
+      const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+      expect(metrics).not.toMatch(/worker_auth_failures_total\{[^}]*\} [1-9]/);
+
+      busy.complete(req.request_id, { ok: true });
+      expect((await inFlight).status).toBe(200);
+      expect(await busy.closed).toEqual({ code: 1000, reason: 'graceful shutdown complete' });
+    } finally {
+      busy.kill();
+      await (closing ?? gw.close());
+    }
+  });
+});
