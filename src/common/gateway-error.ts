@@ -76,10 +76,11 @@ export const Errors = {
   invalidParams: (message: string, param?: string) => new GatewayError('invalid_params', message, { param }),
   poolUnready: (provider: string, reason: string) =>
     new GatewayError('pool_unready', `Provider '${provider}' is not ready: ${reason}`, { retryAfterMs: 1000, fields: { pool_id: provider } }),
-  queueFull: (retryAfterMs: number) =>
-    new GatewayError('queue_full', 'Service temporarily at capacity, please retry', {
+  queueFull: (retryAfterMs: number, queueDepth: number, avgWaitMs: number, tenantShare = false) =>
+    new GatewayError('queue_full', tenantShare ? "Your tenant's share of the queue is full, please retry" : 'Service temporarily at capacity, please retry', {
       retryAfterMs,
-      policyLabel: 'queue_full_reject',
+      policyLabel: tenantShare ? 'tenant_queue_full_reject' : 'queue_full_reject',
+      fields: { queue_depth: queueDepth, avg_wait_ms: avgWaitMs },
     }),
   queueTimeout: () => new GatewayError('queue_timeout', 'No worker became available within the queue timeout'),
   requestTimeout: () => new GatewayError('request_timeout', 'The request timed out'),

@@ -65,6 +65,7 @@ class RecordingSink implements ResponseSink {
     this.outcome.error = error;
   }
   routed() {}
+  queueWaited() {}
 }
 
 describe('Dispatcher (fake clock)', () => {
@@ -108,6 +109,7 @@ describe('Dispatcher (fake clock)', () => {
       headers: undefined,
       correlationId: 'c',
       tenant: 'default',
+      priority: 1,
       sink,
       route: { model: 'm', requirements: extractRequirements('/v1/chat/completions', {}) },
     });

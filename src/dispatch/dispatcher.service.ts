@@ -114,9 +114,12 @@ export class Dispatcher implements OnApplicationBootstrap {
   private enqueue(req: RelayRequest, model: string, requeued: boolean): void {
     const p = req.provider;
     req.targetModel = model;
-    if (requeued) this.queue.requeue(req);
-    else if (!this.queue.admit(req, p.maxQueueLen)) return this.reject(req, Errors.queueFull(1000));
     const now = this.clock.now();
+    if (requeued) this.queue.requeue(req);
+    else {
+      const admitted = this.queue.admit(req, p.maxQueueLen, req.maxQueued);
+      if (admitted !== 'admitted') return this.reject(req, this.queueFull(req, admitted === 'tenant_full', now));
+    }
     req.phase = 'queued';
     req.queuedAt = now;
     // A requeued request waits at most one more queue timeout, never past its lifetime.
@@ -125,9 +128,27 @@ export class Dispatcher implements OnApplicationBootstrap {
     this.metrics.setQueueDepth(p.name, this.queue.depth(p.name));
   }
 
+  /** 429 with a retry hint from the queue's observed drain rate. */
+  private queueFull(req: RelayRequest, tenantShare: boolean, now: number): GatewayError {
+    const provider = req.provider.name;
+    const ahead = tenantShare ? this.queue.tenantDepth(req.tenant) : this.queue.depth(provider);
+    return Errors.queueFull(this.queue.stats.retryAfterMs(provider, ahead + 1, now), this.queue.depth(provider), this.queue.stats.avgWaitMs(provider), tenantShare);
+  }
+
+  /** The request leaves the queue (for a worker, a timeout or its client leaving). */
+  private leaveQueue(req: RelayRequest, now: number): void {
+    if (!req.queuedAt) return;
+    const waited = now - req.queuedAt;
+    req.waitedMs += waited;
+    req.queuedAt = 0;
+    req.sink.queueWaited(req.waitedMs);
+    this.metrics.queueWait(req.provider.name, waited / 1000);
+  }
+
   private onQueueTimeout(req: RelayRequest): void {
     if (req.phase !== 'queued') return;
     this.queue.remove(req);
+    this.leaveQueue(req, this.clock.now());
     this.metrics.setQueueDepth(req.provider.name, this.queue.depth(req.provider.name));
     const lifetimeOver = this.clock.now() >= req.deadline;
     this.metrics.cancellation('timeout');
@@ -138,8 +159,8 @@ export class Dispatcher implements OnApplicationBootstrap {
     const now = this.clock.now();
     this.clearTimer(req);
     if (req.queuedAt) {
-      this.metrics.queueWait(req.provider.name, (now - req.queuedAt) / 1000);
-      req.queuedAt = 0;
+      this.queue.stats.departed(req.provider.name, now - req.queuedAt, now);
+      this.leaveQueue(req, now);
     } else if (req.requeues === 0) {
       // Dispatched at once: a zero wait, so the histogram's percentiles cover every request.
       this.metrics.queueWait(req.provider.name, 0);
@@ -450,7 +471,7 @@ export class Dispatcher implements OnApplicationBootstrap {
   private pullWork(worker: LiveWorker): void {
     if (worker.draining || this.registry.get(worker.id) !== worker) return;
     while (worker.freeSlots > 0) {
-      const req = this.queue.takeFor(worker, (r) => this.router.canServe(worker, r.plan, r.targetModel));
+      const req = this.queue.takeFor(worker, (r) => this.router.canServe(worker, r.plan, r.targetModel), this.clock.now());
       if (!req) return;
       this.assign(req, this.router.pick(req.plan, req.targetModel) ?? worker, req.targetModel);
       this.metrics.setQueueDepth(req.provider.name, this.queue.depth(req.provider.name));

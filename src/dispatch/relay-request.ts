@@ -33,6 +33,8 @@ export interface ResponseSink {
    * serves it; the response carries them as headers. Called on every assignment.
    */
   routed(servedModel: string, fallbackFor: string | undefined): void;
+  /** Total time the request has waited in the queue so far; the response reports it. */
+  queueWaited(ms: number): void;
 }
 
 export type RequestPhase = 'queued' | 'assigned' | 'streaming' | 'finished';
@@ -46,6 +48,10 @@ export interface RelayRequestInit {
   headers: Record<string, string> | undefined;
   correlationId: string;
   tenant: string;
+  /** Queue level: 0 = high, 1 = normal, 2 = low. */
+  priority: number;
+  /** How many requests of this tenant may wait in the queue at once. */
+  maxQueued?: number;
   sink: ResponseSink;
   route: RouteRequest;
 }
@@ -60,6 +66,8 @@ export class RelayRequest {
   readonly headers: Record<string, string> | undefined;
   readonly correlationId: string;
   readonly tenant: string;
+  readonly priority: number;
+  readonly maxQueued: number;
   readonly sink: ResponseSink;
   /** What routing needs: requested model, requirements, pin. */
   readonly route: RouteRequest;
@@ -78,6 +86,8 @@ export class RelayRequest {
   deadline = 0;
   /** When this request entered the queue most recently (for queue-wait metrics). */
   queuedAt = 0;
+  /** Time spent in the queue so far, over every wait (requeues included). */
+  waitedMs = 0;
   /** When the current worker was given the request (its time to first byte starts here). */
   assignedAt = 0;
   requeues = 0;
@@ -96,6 +106,8 @@ export class RelayRequest {
     this.headers = init.headers;
     this.correlationId = init.correlationId;
     this.tenant = init.tenant;
+    this.priority = init.priority;
+    this.maxQueued = init.maxQueued ?? Infinity;
     this.sink = init.sink;
     this.route = init.route;
   }

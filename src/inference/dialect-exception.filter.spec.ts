@@ -34,10 +34,10 @@ describe('DialectExceptionFilter', () => {
 
   it('answers domain errors with their contract status, headers and dialect', () => {
     const { host, sent } = capture('/v1/messages');
-    filter.catch(Errors.queueFull(2000), host);
+    filter.catch(Errors.queueFull(2000, 7, 350), host);
     expect(sent.status).toBe(429);
     expect(sent.headers).toMatchObject({ 'retry-after': '2', 'x-backoff-ms': '2000' });
-    expect(sent.body).toMatchObject({ type: 'error', error: { type: 'rate_limit_error', code: 'queue_full' } });
+    expect(sent.body).toMatchObject({ type: 'error', error: { type: 'rate_limit_error', code: 'queue_full', queue_depth: 7, avg_wait_ms: 350 } });
   });
 
   it('keeps the status of framework 4xx errors it has no code for', () => {

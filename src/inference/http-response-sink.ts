@@ -19,11 +19,14 @@ const SSE_HEADERS = {
 /** Response headers naming the model that served the request (and the one asked for, on fallback). */
 const SERVED_MODEL_HEADER = 'x-switchboard-model';
 const FALLBACK_HEADER = 'x-switchboard-fallback';
+/** Milliseconds the request waited in the gateway's queue (0 when a worker took it at once). */
+const QUEUE_WAIT_HEADER = 'x-queue-wait-ms';
 
 export class HttpResponseSink implements ResponseSink {
   clientGone = false;
   private ended = false;
   private routeHeaders: Record<string, string> | undefined;
+  private queueWaitMs = 0;
 
   constructor(
     private readonly res: ServerResponse,
@@ -64,8 +67,12 @@ export class HttpResponseSink implements ResponseSink {
     this.routeHeaders = sendableHeaders(headers);
   }
 
+  queueWaited(ms: number): void {
+    this.queueWaitMs = ms;
+  }
+
   startStream(): void {
-    this.res.writeHead(200, { ...SSE_HEADERS, ...this.routeHeaders, [CORRELATION_HEADER]: this.correlationId });
+    this.res.writeHead(200, { ...SSE_HEADERS, ...this.routeHeaders, [QUEUE_WAIT_HEADER]: String(this.queueWaitMs), [CORRELATION_HEADER]: this.correlationId });
   }
 
   writeChunk(chunk: string): boolean {
@@ -91,6 +98,7 @@ export class HttpResponseSink implements ResponseSink {
       if (body && !safe['content-type']) safe['content-type'] = 'application/json';
     }
     Object.assign(safe, this.routeHeaders);
+    safe[QUEUE_WAIT_HEADER] = String(this.queueWaitMs);
     safe[CORRELATION_HEADER] = this.correlationId;
     this.res.writeHead(status, safe);
     this.res.end(bodiless ? undefined : body);
@@ -108,6 +116,7 @@ export class HttpResponseSink implements ResponseSink {
       'content-type': 'application/json',
       'content-length': String(Buffer.byteLength(body)),
       ...this.routeHeaders,
+      [QUEUE_WAIT_HEADER]: String(this.queueWaitMs),
       [CORRELATION_HEADER]: this.correlationId,
       ...errorHeaders(error),
     });

@@ -10,6 +10,8 @@ import { dialectOf } from './error-dialect';
 import { HttpResponseSink } from './http-response-sink';
 import { parseInferenceBody } from './parse-inference-body';
 import { extractRequirements } from '../routing/requirements';
+import { identifyByHeaders, TENANT_HEADER } from '../tenancy/client-identity';
+import { TenantsService } from '../tenancy/tenants.service';
 
 /** Names a provider to route within (pinning); meant for the gateway, never forwarded. */
 const PIN_HEADER = 'x-switchboard-provider';
@@ -22,7 +24,10 @@ export interface EndpointOptions {
 /** Turns an OpenAI/Anthropic HTTP request into a RelayRequest and hands it to the dispatcher. */
 @Injectable()
 export class InferenceService {
-  constructor(private readonly dispatcher: Dispatcher) {}
+  constructor(
+    private readonly dispatcher: Dispatcher,
+    private readonly tenants: TenantsService,
+  ) {}
 
   relay(req: FastifyRequest, reply: FastifyReply, endpointPath: string, options: EndpointOptions): void {
     reply.hijack();
@@ -30,6 +35,8 @@ export class InferenceService {
     const sink = new HttpResponseSink(reply.raw, req.correlationId, dialect);
     const envelope = parseInferenceBody(req.body);
     if (envelope instanceof GatewayError) return sink.fail(envelope);
+    const identity = identifyByHeaders(req.headers, (tenant) => this.tenants.settingsOf(tenant));
+    if (identity instanceof GatewayError) return sink.fail(identity);
 
     const headers = forwardableHeaders(req.headers) ?? {};
     // Responses travel back as text frames: a compressed backend body could not cross them.
@@ -37,7 +44,8 @@ export class InferenceService {
     const pin = headers[PIN_HEADER];
     delete headers[PIN_HEADER];
     headers[CORRELATION_HEADER] = req.correlationId;
-    const tenantHeader = req.headers['x-tenant-id'];
+    // The worker learns the tenant the gateway resolved, never what a client claimed beyond it.
+    headers[TENANT_HEADER] = identity.tenant;
     const request = new RelayRequest({
       id: `r-${randomUUID()}`,
       model: envelope.model,
@@ -46,12 +54,15 @@ export class InferenceService {
       body: req.body as string,
       headers,
       correlationId: req.correlationId,
-      tenant: typeof tenantHeader === 'string' && tenantHeader ? tenantHeader : 'default',
+      tenant: identity.tenant,
+      priority: identity.priority,
+      maxQueued: this.tenants.settingsOf(identity.tenant).maxQueued,
       sink,
       route: {
         model: envelope.model,
         requirements: extractRequirements(endpointPath, envelope.json),
         pin: pin === undefined ? undefined : pin.trim(),
+        allowedModels: identity.allowedModels,
       },
     });
     if (!sink.watchClient(() => this.dispatcher.clientGone(request))) return;

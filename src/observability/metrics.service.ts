@@ -73,7 +73,7 @@ export class MetricsService {
     });
     this.queueWaitSeconds = new Histogram({
       name: `${PREFIX}queue_wait_seconds`,
-      help: 'Time a request waited in the provider queue before it was dispatched.',
+      help: 'Time a request waited in the provider queue: 0 when a worker took it at once; requests that timed out in the queue count too.',
       labelNames: ['provider'],
       buckets: QUEUE_WAIT_BUCKETS,
       registers,

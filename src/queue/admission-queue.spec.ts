@@ -1,54 +1,111 @@
 import { AdmissionQueue, Queueable } from './admission-queue';
 
-const item = (targetModel: string, receivedAt: number, queueProvider = 'p'): Queueable => ({ targetModel, receivedAt, queueProvider });
+interface Item extends Queueable {
+  id: string;
+}
+let seq = 0;
+const item = (targetModel: string, receivedAt: number, opts: { provider?: string; tenant?: string; priority?: number } = {}): Item => ({
+  id: `i${++seq}`,
+  targetModel,
+  receivedAt,
+  queueProvider: opts.provider ?? 'p',
+  tenant: opts.tenant ?? 't',
+  priority: opts.priority ?? 1,
+});
 const serving = (...models: string[]) => ({ wildcard: false, models: new Set(models) });
 const anyModel = { wildcard: true, models: new Set<string>() };
+const all = () => true;
+
+function drain(q: AdmissionQueue<Item>, now = 0): string[] {
+  const out: string[] = [];
+  for (let it = q.takeFor(anyModel, all, now); it; it = q.takeFor(anyModel, all, now)) out.push(it.id);
+  return out;
+}
 
 describe('AdmissionQueue', () => {
-  it('bounds each provider separately', () => {
-    const q = new AdmissionQueue();
-    expect(q.admit(item('m', 1, 'a'), 2)).toBe(true);
-    expect(q.admit(item('n', 2, 'a'), 2)).toBe(true);
-    expect(q.admit(item('m', 3, 'a'), 2)).toBe(false);
-    expect(q.admit(item('m', 4, 'b'), 2)).toBe(true);
-    expect([q.depth('a'), q.depth('b'), q.totalDepth()]).toEqual([2, 1, 3]);
+  it('bounds each provider, and each tenant to its own share', () => {
+    const q = new AdmissionQueue<Item>();
+    expect(q.admit(item('m', 1, { provider: 'a' }), 2)).toBe('admitted');
+    expect(q.admit(item('n', 2, { provider: 'a' }), 2)).toBe('admitted');
+    expect(q.admit(item('m', 3, { provider: 'a' }), 2)).toBe('provider_full');
+    expect(q.admit(item('m', 4, { provider: 'b', tenant: 'greedy' }), 10, 1)).toBe('admitted');
+    expect(q.admit(item('m', 5, { provider: 'b', tenant: 'greedy' }), 10, 1)).toBe('tenant_full');
+    expect(q.admit(item('m', 6, { provider: 'b', tenant: 'modest' }), 10, 1)).toBe('admitted');
+    expect([q.depth('a'), q.depth('b'), q.tenantDepth('greedy'), q.totalDepth()]).toEqual([2, 2, 1, 4]);
   });
 
   it('hands a worker the oldest request for any of its models, skipping models it does not serve', () => {
-    const q = new AdmissionQueue();
+    const q = new AdmissionQueue<Item>();
     const [x1, y2, y3, z0] = [item('x', 1), item('y', 2), item('y', 3), item('z', 0)];
     [x1, y2, y3, z0].forEach((i) => q.admit(i, 10));
-    expect(q.takeFor(serving('y', 'x'), () => true)).toBe(x1);
-    expect(q.takeFor(serving('y'), () => true)).toBe(y2);
-    expect(q.takeFor(anyModel, () => true)).toBe(z0);
-    expect(q.takeFor(serving('nothing'), () => true)).toBeUndefined();
+    expect(q.takeFor(serving('y', 'x'), all, 0)).toBe(x1);
+    expect(q.takeFor(serving('y'), all, 0)).toBe(y2);
+    expect(q.takeFor(anyModel, all, 0)).toBe(z0);
+    expect(q.takeFor(serving('nothing'), all, 0)).toBeUndefined();
     expect(q.totalDepth()).toBe(1);
   });
 
   it('skips requests the worker may not take (capabilities, pin) without losing their place', () => {
-    const q = new AdmissionQueue();
+    const q = new AdmissionQueue<Item>();
     const [vision, plain] = [item('m', 1), item('m', 2)];
     q.admit(vision, 10);
     q.admit(plain, 10);
-    expect(q.takeFor(serving('m'), (r) => r !== vision)).toBe(plain);
-    expect(q.takeFor(serving('m'), () => true)).toBe(vision);
+    expect(q.takeFor(serving('m'), (r) => r !== vision, 0)).toBe(plain);
+    expect(q.takeFor(serving('m'), all, 0)).toBe(vision);
+  });
+
+  it('serves higher priorities first, and FIFO within a priority and tenant', () => {
+    const q = new AdmissionQueue<Item>();
+    const low = item('m', 1, { priority: 2 });
+    const normal1 = item('m', 2, { priority: 1 });
+    const high = item('m', 3, { priority: 0 });
+    const normal2 = item('m', 4, { priority: 1 });
+    [low, normal1, high, normal2].forEach((i) => q.admit(i, 10));
+    expect(drain(q)).toEqual([high.id, normal1.id, normal2.id, low.id]);
+  });
+
+  it('takes turns between tenants within a priority: a burst cannot starve a later tenant', () => {
+    const q = new AdmissionQueue<Item>();
+    const burst = Array.from({ length: 100 }, (_, i) => item('m', i, { tenant: 'a' }));
+    burst.forEach((i) => q.admit(i, 1000));
+    const b = [item('m', 200, { tenant: 'b' }), item('m', 201, { tenant: 'b' })];
+    b.forEach((i) => q.admit(i, 1000));
+    const order = drain(q);
+    expect(order.indexOf(b[0].id)).toBeLessThan(3);
+    expect(order.indexOf(b[1].id)).toBeLessThan(5);
+    expect(order.filter((id) => burst.some((x) => x.id === id))).toEqual(burst.map((x) => x.id)); // a's own order kept
+  });
+
+  it('promotes a waiting request one level per aging period, so low never starves', () => {
+    const q = new AdmissionQueue<Item>({ queue: { agingMs: 10_000 } });
+    const low = item('m', 0, { priority: 2 });
+    q.admit(low, 10);
+    const normals = [item('m', 5_000), item('m', 6_000)];
+    normals.forEach((i) => q.admit(i, 10));
+    expect(q.takeFor(anyModel, all, 9_999)).toBe(normals[0]); // still low
+    expect(q.takeFor(anyModel, all, 10_000)).toBe(low); // aged to normal, and it arrived first
+    const lateLow = item('m', 20_000, { priority: 2 });
+    const high = item('m', 30_000, { priority: 0 });
+    q.admit(lateLow, 10);
+    q.admit(high, 10);
+    // At 40 s everything has aged to high: arrival order decides, the late low before the high.
+    expect(drain(q, 40_000)).toEqual([normals[1].id, lateLow.id, high.id]);
   });
 
   it('puts requeued requests back by arrival, ahead of newer ones, past the bound', () => {
-    const q = new AdmissionQueue();
+    const q = new AdmissionQueue<Item>();
     const newer = item('m', 50);
     q.admit(newer, 1);
     const [first, second] = [item('m', 10), item('m', 20)];
     q.requeue(second);
     q.requeue(first);
     expect(q.depth('p')).toBe(3);
-    const order = [q.takeFor(serving('m'), () => true), q.takeFor(serving('m'), () => true), q.takeFor(serving('m'), () => true)];
-    expect(order).toEqual([first, second, newer]);
+    expect(drain(q)).toEqual([first.id, second.id, newer.id]);
   });
 
   it('removes and discards by provider, oldest first', () => {
-    const q = new AdmissionQueue();
-    const [a1, b2, a3] = [item('m', 1, 'a'), item('n', 2, 'b'), item('o', 3, 'a')];
+    const q = new AdmissionQueue<Item>();
+    const [a1, b2, a3] = [item('m', 1, { provider: 'a' }), item('n', 2, { provider: 'b' }), item('o', 3, { provider: 'a', priority: 0 })];
     [a3, b2, a1].forEach((i) => q.requeue(i));
     expect(q.remove(b2)).toBe(true);
     expect(q.remove(b2)).toBe(false);

@@ -1,13 +1,18 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config';
+import { QueueStats } from './queue-stats';
 
 /** What the queue needs to know about a waiting request. */
 export interface Queueable {
-  /** When the request first arrived; requeued requests keep their place by it. */
+  /** When the request first arrived; it keeps its place by it (also when requeued) and ages from it. */
   readonly receivedAt: number;
   /** The model it waits for (the routing decision's model). */
   readonly targetModel: string;
   /** The provider whose bound and queue-depth figures it counts against. */
   readonly queueProvider: string;
+  readonly tenant: string;
+  /** 0 = high, 1 = normal, 2 = low. */
+  readonly priority: number;
 }
 
 /** What the queue needs to know about a worker that has a free slot. */
@@ -16,75 +21,121 @@ export interface ServingWorker {
   readonly models: ReadonlySet<string>;
 }
 
+export type AdmitResult = 'admitted' | 'provider_full' | 'tenant_full';
+
+const LEVELS = 3;
+
+/** Requests waiting for one model: per priority level, per tenant, oldest first. */
+class ModelQueue<T extends Queueable> {
+  readonly levels: Array<Map<string, T[]>> = Array.from({ length: LEVELS }, () => new Map<string, T[]>());
+  size = 0;
+
+  listFor(item: T): T[] {
+    const level = this.levels[item.priority];
+    let list = level.get(item.tenant);
+    if (!list) level.set(item.tenant, (list = []));
+    return list;
+  }
+}
+
 /**
- * Requests waiting for a worker slot. Bounded per provider, and indexed by the model they wait
- * for, so a worker that frees a slot looks only at the requests for its models and takes the
- * oldest one it can serve: a request nobody free can serve does not block the others.
- * Requeued requests go back in by arrival time, ahead of everything that arrived after them.
+ * Admission and ordering of requests waiting for a worker slot.
+ *
+ * - Bounds: per provider (`max_queue_len`) and per tenant (`max_queued`); requeued requests were
+ *   admitted already and are never refused.
+ * - Order, when a worker frees a slot: among the requests for models it serves and may take,
+ *   the highest priority first; within a priority, tenants take turns (the tenant served least
+ *   recently goes first), so one tenant's burst cannot starve another; within a tenant, oldest
+ *   first. A request waiting longer than the aging period rises one level per period, so `low`
+ *   never starves.
+ * - Indexed by model, then level, then tenant: a decision looks only at the heads of the lists
+ *   for the worker's models.
  */
 @Injectable()
 export class AdmissionQueue<T extends Queueable = Queueable> {
-  private readonly byModel = new Map<string, T[]>();
+  private readonly byModel = new Map<string, ModelQueue<T>>();
   private readonly depthByProvider = new Map<string, number>();
+  private readonly depthByTenant = new Map<string, number>();
+  /** When each tenant with waiting requests was last served (rotation among tenants). */
+  private readonly tenantTurn = new Map<string, number>();
+  private turn = 0;
   private total = 0;
+  private readonly agingMs: number;
+  /** Drain rate and waits, per provider (Retry-After advice, operators' figures). */
+  readonly stats = new QueueStats();
 
-  /** Queues a new request unless its provider's queue holds `bound` already. */
-  admit(item: T, bound: number): boolean {
-    if (this.depth(item.queueProvider) >= bound) return false;
-    this.listFor(item.targetModel).push(item);
-    this.count(item.queueProvider, 1);
-    return true;
+  constructor(@Optional() @Inject(APP_CONFIG) config?: Pick<AppConfig, 'queue'>) {
+    this.agingMs = config?.queue.agingMs ?? 0;
+  }
+
+  /** Queues a new request unless its provider's or its tenant's share of the queue is full. */
+  admit(item: T, providerBound: number, tenantBound = Infinity): AdmitResult {
+    if (this.depth(item.queueProvider) >= providerBound) return 'provider_full';
+    if (this.tenantDepth(item.tenant) >= tenantBound) return 'tenant_full';
+    this.insert(item);
+    return 'admitted';
   }
 
   /** Puts an already admitted request back where its arrival time places it (no bound). */
   requeue(item: T): void {
-    const list = this.listFor(item.targetModel);
-    let i = list.length;
-    while (i > 0 && list[i - 1].receivedAt > item.receivedAt) i--;
-    list.splice(i, 0, item);
-    this.count(item.queueProvider, 1);
+    this.insert(item);
   }
 
   remove(item: T): boolean {
-    const list = this.byModel.get(item.targetModel);
+    const mq = this.byModel.get(item.targetModel);
+    const list = mq?.levels[item.priority].get(item.tenant);
     const i = list ? list.indexOf(item) : -1;
     if (i < 0) return false;
-    this.removeAt(list!, i, item);
+    this.removeAt(mq!, list!, i);
     return true;
   }
 
   /**
-   * Removes and returns the oldest request, among those waiting for a model the worker serves,
-   * that `accept` takes.
+   * Removes and returns the next request, among those waiting for a model the worker serves, that
+   * `accept` takes (the worker's capabilities, a pin): see the class comment for the order.
    */
-  takeFor(worker: ServingWorker, accept: (item: T) => boolean): T | undefined {
+  takeFor(worker: ServingWorker, accept: (item: T) => boolean, now: number): T | undefined {
     if (this.total === 0) return undefined;
-    let best: { list: T[]; index: number } | undefined;
-    const consider = (list: T[] | undefined) => {
-      if (!list) return;
-      for (let i = 0; i < list.length; i++) {
-        if (best && list[i].receivedAt >= best.list[best.index].receivedAt) return;
-        if (accept(list[i])) {
-          best = { list, index: i };
-          return;
+    let best: { mq: ModelQueue<T>; list: T[]; index: number; level: number; turn: number } | undefined;
+    const consider = (mq: ModelQueue<T> | undefined) => {
+      if (!mq) return;
+      for (let base = 0; base < LEVELS; base++) {
+        for (const [tenant, list] of mq.levels[base]) {
+          // The oldest acceptable request of the list: it has aged the most of the list.
+          let index = 0;
+          while (index < list.length && !accept(list[index])) index++;
+          if (index === list.length) continue;
+          const item = list[index];
+          const level = this.effectiveLevel(base, now - item.receivedAt);
+          const turn = this.tenantTurn.get(tenant) ?? 0;
+          if (
+            !best ||
+            level < best.level ||
+            (level === best.level && (turn < best.turn || (turn === best.turn && item.receivedAt < best.list[best.index].receivedAt)))
+          ) {
+            best = { mq, list, index, level, turn };
+          }
         }
       }
     };
     if (worker.wildcard || worker.models.size > this.byModel.size) {
-      for (const [model, list] of this.byModel) if (worker.wildcard || worker.models.has(model)) consider(list);
+      for (const [model, mq] of this.byModel) if (worker.wildcard || worker.models.has(model)) consider(mq);
     } else {
       for (const model of worker.models) consider(this.byModel.get(model));
     }
     if (!best) return undefined;
     const item = best.list[best.index];
-    this.removeAt(best.list, best.index, item);
+    this.removeAt(best.mq, best.list, best.index);
+    if (this.tenantDepth(item.tenant) > 0) this.tenantTurn.set(item.tenant, ++this.turn);
     return item;
   }
 
   /** Removes every request counted against a provider, oldest first. */
   discard(provider: string): T[] {
     const out: T[] = [];
-    for (const list of this.byModel.values()) for (const item of list) if (item.queueProvider === provider) out.push(item);
+    for (const mq of this.byModel.values()) {
+      for (const level of mq.levels) for (const list of level.values()) for (const item of list) if (item.queueProvider === provider) out.push(item);
+    }
     for (const item of out) this.remove(item);
     return out.sort((a, b) => a.receivedAt - b.receivedAt);
   }
@@ -93,26 +144,48 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
     return this.depthByProvider.get(provider) ?? 0;
   }
 
+  tenantDepth(tenant: string): number {
+    return this.depthByTenant.get(tenant) ?? 0;
+  }
+
   totalDepth(): number {
     return this.total;
   }
 
-  private listFor(model: string): T[] {
-    let list = this.byModel.get(model);
-    if (!list) this.byModel.set(model, (list = []));
-    return list;
+  /** Base level minus one per aging period waited, never above high. */
+  private effectiveLevel(base: number, waitedMs: number): number {
+    if (this.agingMs <= 0 || base === 0) return base;
+    return Math.max(0, base - Math.floor(waitedMs / this.agingMs));
   }
 
-  private removeAt(list: T[], index: number, item: T): void {
-    list.splice(index, 1);
-    if (list.length === 0) this.byModel.delete(item.targetModel);
-    this.count(item.queueProvider, -1);
+  private insert(item: T): void {
+    let mq = this.byModel.get(item.targetModel);
+    if (!mq) this.byModel.set(item.targetModel, (mq = new ModelQueue<T>()));
+    const list = mq.listFor(item);
+    let i = list.length;
+    while (i > 0 && list[i - 1].receivedAt > item.receivedAt) i--;
+    list.splice(i, 0, item);
+    mq.size++;
+    this.count(item, 1);
   }
 
-  private count(provider: string, delta: number): void {
-    const n = this.depth(provider) + delta;
-    if (n === 0) this.depthByProvider.delete(provider);
-    else this.depthByProvider.set(provider, n);
+  private removeAt(mq: ModelQueue<T>, list: T[], index: number): void {
+    const [item] = list.splice(index, 1);
+    if (list.length === 0) mq.levels[item.priority].delete(item.tenant);
+    if (--mq.size === 0) this.byModel.delete(item.targetModel);
+    this.count(item, -1);
+  }
+
+  private count(item: T, delta: number): void {
+    bump(this.depthByProvider, item.queueProvider, delta);
+    if (bump(this.depthByTenant, item.tenant, delta) === 0) this.tenantTurn.delete(item.tenant);
     this.total += delta;
   }
+}
+
+function bump(map: Map<string, number>, key: string, delta: number): number {
+  const n = (map.get(key) ?? 0) + delta;
+  if (n === 0) map.delete(key);
+  else map.set(key, n);
+  return n;
 }
