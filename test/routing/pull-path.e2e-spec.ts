@@ -9,7 +9,7 @@ function visionChat(model: string, marker: number) {
   return chat(model, { marker, messages: [{ role: 'user', content: [{ type: 'text', text: 'what is it?' }, IMAGE] }] });
 }
 
-function marker(frame: { body: string }): number {
+function marker(frame: { [key: string]: any }): number {
   return JSON.parse(frame.body).marker;
 }
 
