@@ -213,6 +213,27 @@ routing:
       worker.close();
     });
 
+    it('when the fallback has workers but they are busy, the request waits for the fallback and is served by it', async () => {
+      const fallback = await ScriptedWorker.register(gw.workerUrl, { models: ['gone-2', 'gone-2-busy'], max_concurrent: 1 });
+      const held = post(gw.url, '/v1/chat/completions', chat('gone-2-busy'));
+      const h = await fallback.worker.next('request');
+      const pending = post(gw.url, '/v1/chat/completions', chat('lonely'));
+      await sleep(100);
+      expect(fallback.worker.count('request')).toBe(1);
+      fallback.worker.complete(h.request_id, OK_BODY);
+      const req = await fallback.worker.next('request');
+      expect(req.model).toBe('gone-2');
+      expect(JSON.parse(req.body).model).toBe('gone-2');
+      fallback.worker.complete(req.request_id, OK_BODY);
+      const res = await pending;
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-switchboard-model')).toBe('gone-2');
+      expect(res.headers.get('x-switchboard-fallback')).toBe('lonely');
+      expect((await held).status).toBe(200);
+      fallback.worker.close();
+      await fallback.worker.closed;
+    });
+
     it('503 fallback_exhausted listing the attempted models (OpenAI SDK)', async () => {
       const err = await openai.chat.completions.create({ model: 'lonely', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
       expect(err).toBeInstanceOf(OpenAI.APIError);
@@ -237,5 +258,36 @@ routing:
       expect(worker.count('request')).toBe(0);
       worker.close();
     });
+  });
+});
+
+describe('/v1/models with a wildcard worker', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({
+      CONFIG_FILE: writeConfig(`
+providers:
+  - name: local
+    secret: test-worker-secret
+routing:
+  aliases:
+    gpt-4: served-by-wildcard
+`),
+    });
+  });
+  afterAll(() => gw.close());
+
+  it('an alias whose target only a * worker serves is routed, and listed in /v1/models', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['named-model', '*'] });
+    const pending = post(gw.url, '/v1/chat/completions', chat('gpt-4'));
+    const req = await worker.next('request');
+    expect(req.model).toBe('served-by-wildcard');
+    worker.complete(req.request_id, OK_BODY);
+    expect((await pending).status).toBe(200);
+    const ids = await listedModels(gw);
+    expect(ids).toContain('named-model');
+    expect(ids).not.toContain('*');
+    expect(ids).toContain('gpt-4');
+    worker.close();
   });
 });

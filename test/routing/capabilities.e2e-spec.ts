@@ -134,6 +134,8 @@ describe('routing by model and capability (US-01, US-02)', () => {
 providers:
   - name: local
     secret: test-worker-secret
+  - name: pausable
+    secret: pausable-secret
   - name: curated
     secret: curated-secret
     capabilities:
@@ -165,6 +167,24 @@ providers:
       expect(b.worker.count('request')).toBe(0);
       a.worker.close();
       b.worker.close();
+    });
+
+    it('a worker of a disabled provider takes no new work and its models leave /v1/models', async () => {
+      const paused = await ScriptedWorker.register(gw.workerUrl, { models: ['pause-shared', 'pause-only'] }, { provider: 'pausable', secret: 'pausable-secret' });
+      const local = await ScriptedWorker.register(gw.workerUrl, { models: ['pause-shared'] });
+      expect((await admin(gw.url, 'PATCH', '/admin/providers/pausable', TEST_ADMIN_TOKEN, { enabled: false })).status).toBe(200);
+      for (let i = 0; i < 3; i++) expect(await served(gw, { path: '/v1/chat/completions', body: chat('pause-shared') }, [paused.worker, local.worker])).toBe(local.worker);
+      const refused = await post(gw.url, '/v1/chat/completions', chat('pause-only'));
+      expect(refused.status).toBeGreaterThanOrEqual(400);
+      expect(paused.worker.count('request')).toBe(0);
+      const models: any = await (await fetch(`${gw.url}/v1/models`)).json();
+      const ids = models.data.map((m: { id: string }) => m.id);
+      expect(ids).toContain('pause-shared');
+      expect(ids).not.toContain('pause-only');
+      expect((await admin(gw.url, 'PATCH', '/admin/providers/pausable', TEST_ADMIN_TOKEN, { enabled: true })).status).toBe(200);
+      expect(await served(gw, { path: '/v1/chat/completions', body: chat('pause-only') }, [paused.worker, local.worker])).toBe(paused.worker);
+      paused.worker.close();
+      local.worker.close();
     });
 
     it("404 model_not_found \"Model 'gpt-5' not found\" in the OpenAI dialect (SDK)", async () => {

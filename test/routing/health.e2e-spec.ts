@@ -362,6 +362,31 @@ routing:
     for (const w of workers) w.worker.close();
   });
 
+  it('the worker that answered backend_unavailable is avoided for that request even when it is the only free one', async () => {
+    const a = await ScriptedWorker.register(gw.workerUrl, { models: ['bu-avoid', 'bu-avoid-a'], max_concurrent: 1 });
+    const b = await ScriptedWorker.register(gw.workerUrl, { models: ['bu-avoid', 'bu-avoid-b'], max_concurrent: 1 });
+    const heldB = post(gw.url, '/v1/chat/completions', chat('bu-avoid-b'));
+    const hb = await b.worker.next('request');
+    const pending = post(gw.url, '/v1/chat/completions', chat('bu-avoid', { marker: 1 }));
+    const ra = await a.worker.next('request');
+    a.worker.send({ type: 'error', request_id: ra.request_id, code: 'backend_unavailable', message: 'down' });
+    await sleep(150);
+    expect(a.worker.count('request')).toBe(1); // A is free, but not for this request
+    b.worker.complete(hb.request_id, OK_BODY);
+    const rb = await b.worker.next('request');
+    expect(JSON.parse(rb.body).marker).toBe(1);
+    b.worker.complete(rb.request_id, OK_BODY);
+    expect((await pending).status).toBe(200);
+    expect((await heldB).status).toBe(200);
+    // Other requests may still use A.
+    const other = post(gw.url, '/v1/chat/completions', chat('bu-avoid-a'));
+    const ro = await a.worker.next('request');
+    a.worker.complete(ro.request_id, OK_BODY);
+    expect((await other).status).toBe(200);
+    a.worker.close();
+    b.worker.close();
+  });
+
   it('backend_unavailable requeues count toward the requeue limit (routing.max_retries: 1)', async () => {
     const workers = [];
     for (let i = 0; i < 3; i++) workers.push((await ScriptedWorker.register(gw.workerUrl, { models: ['bu-limit'] })).worker);
