@@ -65,7 +65,17 @@ export class ScriptedWorker {
   /** Connects and registers; resolves with the register_ack. */
   static async register(
     workerUrl: string,
-    register: { models: string[]; max_concurrent?: number; worker_name?: string; protocol_version?: string | null; current_load?: number },
+    register: {
+      models: string[];
+      max_concurrent?: number;
+      worker_name?: string;
+      protocol_version?: string | null;
+      current_load?: number;
+      /** Switchboard extensions, sent only when given: per-model capabilities, endpoint paths, priority. */
+      capabilities?: Record<string, Record<string, unknown>>;
+      endpoints?: string[];
+      priority?: number;
+    },
     options: ScriptedWorkerOptions = {},
   ): Promise<{ worker: ScriptedWorker; ack: Frame }> {
     const worker = await ScriptedWorker.connect(workerUrl, options);
@@ -78,6 +88,9 @@ export class ScriptedWorker {
       current_load: register.current_load ?? 0,
     };
     if (register.protocol_version !== null) frame.protocol_version = register.protocol_version ?? '2026-04-bridge-v1';
+    if (register.capabilities !== undefined) frame.capabilities = register.capabilities;
+    if (register.endpoints !== undefined) frame.endpoints = register.endpoints;
+    if (register.priority !== undefined) frame.priority = register.priority;
     worker.send(frame);
     const ack = await worker.next('register_ack');
     return { worker, ack };
