@@ -52,6 +52,10 @@ export class Dispatcher implements OnApplicationBootstrap {
     private readonly lifecycle: LifecycleState,
   ) {
     providers.onDeleted((p) => this.onProviderDeleted(p));
+    // New capabilities, priority or enabling may make idle workers eligible for queued requests.
+    providers.onChanged((p) => {
+      for (const w of [...this.registry.ofProvider(p.name)]) this.pullWork(w);
+    });
     router.onWorkerReady((w) => this.pullWork(w));
     metrics.collectSlotsWith(() => this.collectSlotGauges());
   }
@@ -252,7 +256,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     // Oldest first, so the earliest arrival gets the first free slot elsewhere.
     const orphans = ([...worker.assigned.values()] as RelayRequest[]).sort((a, b) => a.receivedAt - b.receivedAt);
     worker.assigned.clear();
-    if (orphans.some((req) => !req.started)) this.router.failed(worker, 'disconnect');
+    if (orphans.some((req) => req.streamedBytes === 0)) this.router.failed(worker, 'disconnect');
     for (const req of orphans) this.rescue(req);
     this.metrics.setWorkersConnected(worker.provider, this.registry.ofProvider(worker.provider).size);
     if (this.lifecycle.isShuttingDown && this.registry.count() === 0) this.notifyShutdownWaiters();
@@ -268,6 +272,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (req.requeues >= this.config.maxRequeues) return this.fail(req, Errors.requeueExhausted());
     req.requeues++;
     req.bufferedBody = undefined;
+    req.streamedBytes = 0;
     this.metrics.requeue(req.provider.name);
     if (this.lifecycle.isShuttingDown) return this.fail(req, Errors.serverShutdown());
     this.dispatch(req, true);
@@ -276,6 +281,7 @@ export class Dispatcher implements OnApplicationBootstrap {
   onChunk(worker: LiveWorker, requestId: string, chunk: string): FrameVerdict {
     const req = worker.assigned.get(requestId) as RelayRequest | undefined;
     if (!req) return this.lateFrame(worker, requestId);
+    if (req.streamedBytes === 0) this.firstByte(req, worker);
     req.streamedBytes += Buffer.byteLength(chunk);
     if (req.streamedBytes > this.config.maxStreamBytes) {
       this.cancelOnWorker(req, 'client_disconnect');
@@ -288,7 +294,6 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
     if (req.phase !== 'streaming') {
       req.phase = 'streaming';
-      this.firstByte(req, worker);
       req.sink.startStream();
     }
     if (!req.sink.writeChunk(chunk)) this.backpressure(req, worker);
@@ -306,8 +311,11 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
     this.release(worker, req);
     if (msg.token_counts) this.countTokens(req, msg.token_counts);
-    if (req.phase === 'assigned' && msg.status_code >= 500) this.router.failed(worker, `http_${msg.status_code}`);
-    else this.router.succeeded(worker);
+    if (req.streamedBytes === 0) {
+      this.firstByte(req, worker);
+      if (msg.status_code >= 500) this.router.failed(worker, `http_${msg.status_code}`);
+      else this.router.succeeded(worker);
+    } else this.router.succeeded(worker);
     if (req.phase === 'streaming') {
       this.settle(req, 200);
       req.sink.endStream();
@@ -315,7 +323,6 @@ export class Dispatcher implements OnApplicationBootstrap {
       // An interim (1xx) status is not an answer: relaying it would leave the client waiting.
       this.fail(req, Errors.workerError());
     } else {
-      if (req.phase === 'assigned') this.firstByte(req, worker);
       this.settle(req, msg.status_code);
       const body = msg.body ?? req.bufferedBody?.join('') ?? '';
       req.sink.sendComplete(msg.status_code, msg.headers ?? {}, body);
@@ -332,8 +339,9 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
     this.log.warn({ msg: 'worker reported an error', worker_id: worker.id, request_id: requestId, code, correlation_id: req.correlationId });
     this.release(worker, req);
-    if (!req.started) this.router.failed(worker, code);
-    if (code === BACKEND_UNAVAILABLE && !req.started) {
+    const beforeFirstByte = req.streamedBytes === 0;
+    if (beforeFirstByte) this.router.failed(worker, code);
+    if (code === BACKEND_UNAVAILABLE && beforeFirstByte) {
       // Nothing reached the backend: another worker may serve it (counts toward the requeue limit).
       (req.plan.avoid ??= new Set()).add(worker.id);
       this.rescue(req);

@@ -27,7 +27,7 @@ export interface ProviderInput {
   capabilities?: Record<string, ModelCapabilities>;
 }
 
-type DeletedListener = (provider: Provider) => void;
+type ProviderListener = (provider: Provider) => void;
 
 /**
  * Providers from configuration (rewritten at every boot) and from the admin API (persisted),
@@ -37,7 +37,8 @@ type DeletedListener = (provider: Provider) => void;
 export class ProvidersService implements OnModuleInit {
   private readonly log = new Logger('Providers');
   private readonly providers = new Map<string, Provider>();
-  private readonly deletedListeners: DeletedListener[] = [];
+  private readonly deletedListeners: ProviderListener[] = [];
+  private readonly changedListeners: ProviderListener[] = [];
   private readonly verified = new VerifiedSecretCache();
   /** Compared against when the provider is unknown, so timing does not reveal provider names. */
   private dummyHash: Promise<string> | undefined;
@@ -163,6 +164,7 @@ export class ProvidersService implements OnModuleInit {
       p.models = patch.models;
       p.declaredModels = new Set(patch.models);
     }
+    for (const l of this.changedListeners) l(p);
     await this.store.save(toRecord(p));
     return p;
   }
@@ -177,8 +179,13 @@ export class ProvidersService implements OnModuleInit {
     return true;
   }
 
-  onDeleted(listener: DeletedListener): void {
+  onDeleted(listener: ProviderListener): void {
     this.deletedListeners.push(listener);
+  }
+
+  /** Called (synchronously) after a provider's settings changed through `update`. */
+  onChanged(listener: ProviderListener): void {
+    this.changedListeners.push(listener);
   }
 
   private defaults() {

@@ -212,9 +212,11 @@ describe('Router', () => {
   });
 
   it('/v1/models lists served models and the aliases pointing at them', () => {
-    worker(['llama3:70b', '*']);
+    worker(['llama3:70b']);
     const draining = worker(['hidden']);
     draining.draining = true;
     expect(router.listModels().map((m) => m.id).sort()).toEqual(['gpt-4', 'llama3:70b']);
+    worker(['*']); // serves every alias target
+    expect(router.listModels().map((m) => m.id).sort()).toEqual(['claude-3-opus', 'gpt-4', 'llama3:70b']);
   });
 });

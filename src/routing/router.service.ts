@@ -13,7 +13,7 @@ import { RequestRequirements } from './requirements';
 import { RoutingConfig } from './routing-config';
 import { DEFAULT_PRIORITY } from './scoring';
 import { createStrategy, RoutingStrategy } from './strategies';
-import { HealthTracker } from './worker-health';
+import { HealthTracker, WorkerHealth } from './worker-health';
 
 /** What routing needs to know about a request (serialisable). */
 export interface RouteRequest {
@@ -162,17 +162,18 @@ export class Router implements OnModuleInit {
     this.strategy.begin();
     this.judgeWorkers(this.registry.servingExactly(model), model, plan, now, v);
     const wildcards = this.registry.wildcardWorkers();
-    if (wildcards.size > 0) this.judgeWorkers(wildcards, model, plan, now, v);
+    if (wildcards.size > 0) this.judgeWorkers(wildcards, model, plan, now, v, true);
     v.chosen = this.strategy.end();
     return v;
   }
 
-  private judgeWorkers(workers: ReadonlySet<LiveWorker>, model: string, plan: RoutePlan, now: number, v: ModelVerdict): void {
+  private judgeWorkers(workers: ReadonlySet<LiveWorker>, model: string, plan: RoutePlan, now: number, v: ModelVerdict, wildcardPass = false): void {
     // Workers of one model mostly share a provider: look it up once per run of the same name.
     let providerName: string | undefined;
     let provider: Provider | undefined;
     let providerCaps: ModelCapabilities | undefined;
     for (const w of workers) {
+      if (wildcardPass && w.models.has(model)) continue; // already judged by its exact name
       if (w.provider !== providerName) {
         providerName = w.provider;
         provider = this.providers.get(providerName);
@@ -217,17 +218,19 @@ export class Router implements OnModuleInit {
     const reject = (error: GatewayError): RouteDecision => ({ kind: 'reject', error });
     const missing = new Set<string>();
     for (const v of verdicts) for (const m of v.missing ?? []) missing.add(m);
+    if (plan.pin) {
+      // Never a silent fallback to other providers: say why the pinned one cannot serve.
+      const unhealthy = verdicts.some((v) => v.unhealthy > 0);
+      if (missing.size > 0 && !unhealthy) return reject(Errors.capabilityMismatch(plan.target, [...missing]));
+      return reject(Errors.poolUnready(plan.pin.name, unhealthy ? `no healthy worker for model '${plan.target}'` : `no worker serves model '${plan.target}'`));
+    }
     if (plan.candidates.length > 1) {
       return reject(Errors.fallbackExhausted([...plan.candidates], missing.size > 0 ? [...missing] : undefined));
     }
     const [v] = verdicts;
     const model = plan.target;
-    if (v.unhealthy > 0) {
-      if (plan.pin) return reject(Errors.poolUnready(plan.pin.name, `no healthy worker for model '${model}'`));
-      return reject(Errors.noHealthyWorker(model, Math.max(1, Math.ceil(v.soonestReturn))));
-    }
+    if (v.unhealthy > 0) return reject(Errors.noHealthyWorker(model, Math.max(1, Math.ceil(v.soonestReturn))));
     if (missing.size > 0) return reject(Errors.capabilityMismatch(model, [...missing]));
-    if (plan.pin) return reject(Errors.poolUnready(plan.pin.name, `no worker serves model '${model}'`));
     const known = this.providerKnowing(model);
     if (known instanceof GatewayError) {
       return reject(plan.requested !== plan.target && known.code === 'model_not_found' ? Errors.aliasTargetNotFound(plan.requested, model) : known);
@@ -293,13 +296,21 @@ export class Router implements OnModuleInit {
       cause,
       ejected_for_ms: outcome.ejectedForMs,
     });
-    const health = worker.health;
+    this.wakeWhenBack(worker.provider, worker.health, outcome.ejectedForMs);
+  }
+
+  /**
+   * When an ejection ends, every live connection of that name may take queued work again. Timers
+   * may fire a little early by the wall clock, so an early wake-up waits for the rest.
+   */
+  private wakeWhenBack(provider: string, health: WorkerHealth, inMs: number): void {
     this.clock.setTimeout(() => {
-      // Every live connection of this name may take work again.
-      for (const w of this.registry.ofProvider(worker.provider)) {
-        if (w.health === health && !health.isEjected(this.clock.now())) for (const l of this.readyListeners) l(w);
+      const left = health.ejectedUntil - this.clock.now();
+      if (left > 0) return this.wakeWhenBack(provider, health, left);
+      for (const w of this.registry.ofProvider(provider)) {
+        if (w.health === health) for (const l of this.readyListeners) l(w);
       }
-    }, outcome.ejectedForMs);
+    }, inMs);
   }
 
   // ---------------------------------------------------------------- listing
@@ -314,9 +325,15 @@ export class Router implements OnModuleInit {
         if (!prev || prev.createdAt > w.connectedAt) out.set(model, { id: model, provider: w.provider, createdAt: w.connectedAt });
       }
     }
+    // A usable `*` worker serves any target, so every alias is then servable.
+    let wildcard: LiveWorker | undefined;
+    for (const w of this.registry.wildcardWorkers()) {
+      if (!w.draining && this.providers.get(w.provider)?.enabled === true && (!wildcard || w.connectedAt < wildcard.connectedAt)) wildcard = w;
+    }
     for (const [alias, target] of this.routing.aliases) {
-      const served = out.get(target);
-      if (served && !out.has(alias)) out.set(alias, { ...served, id: alias });
+      if (out.has(alias)) continue;
+      const served = out.get(target) ?? (wildcard && { id: target, provider: wildcard.provider, createdAt: wildcard.connectedAt });
+      if (served) out.set(alias, { ...served, id: alias });
     }
     return [...out.values()];
   }
