@@ -219,10 +219,27 @@ function startBackend() {
       res.writeHead(200, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ object: 'list', data: [{ id: 'bench', object: 'model' }] }));
     }
+    // The worker daemon probes its backend at start (GET /props, /version, POST {} to each
+    // endpoint): answer like an OpenAI-compatible server that has no such extras.
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      return res.end('{"error":"not found"}');
+    }
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {
-      if (JSON.parse(body).stream) {
+      let parsed;
+      try {
+        parsed = JSON.parse(body);
+      } catch {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        return res.end('{"error":"bad json"}');
+      }
+      if (!parsed.model) {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        return res.end('{"error":"model is required"}');
+      }
+      if (parsed.stream) {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         for (let i = 0; i < CHUNKS; i++) res.write(chunk(i));
         return res.end('data: [DONE]\n\n');
