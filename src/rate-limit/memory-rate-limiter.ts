@@ -29,8 +29,7 @@ export class MemoryRateLimiter extends RateLimiter {
   private readonly buckets = new Map<string, Entry>();
   private readonly maxBuckets: number;
   private sweepTimer: TimerHandle | undefined;
-  /** Live buckets forgotten because the map was full. */
-  evictions = 0;
+  private evicted = 0;
 
   constructor(
     private readonly clock: Clock = systemClock,
@@ -57,6 +56,11 @@ export class MemoryRateLimiter extends RateLimiter {
   /** Buckets currently held (those not yet back at full capacity, give or take the sweep). */
   size(): number {
     return this.buckets.size;
+  }
+
+  /** Buckets forgotten while still holding cost, because `maxBuckets` was reached. */
+  get evictions(): number {
+    return this.evicted;
   }
 
   /** Drops every bucket back at full capacity; returns how many were dropped. */
@@ -96,6 +100,6 @@ export class MemoryRateLimiter extends RateLimiter {
     const oldest = this.buckets.entries().next().value as [string, Entry] | undefined;
     if (!oldest) return;
     this.buckets.delete(oldest[0]);
-    if (oldest[1].expiresAt > now) this.evictions++;
+    if (oldest[1].expiresAt > now) this.evicted++;
   }
 }

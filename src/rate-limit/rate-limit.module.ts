@@ -11,10 +11,8 @@ import { RedisRateLimiter } from './redis-rate-limiter';
 /** Builds the limiter the config asks for: Redis when REDIS_URL is set, in-memory otherwise. */
 export function createRateLimiter(config: AppConfig, clock: Clock, metrics?: MetricsService, logger?: AppLogger): RateLimiter {
   if (!config.redisUrl) return new MemoryRateLimiter(clock);
-  const limiter = new RedisRateLimiter({ url: config.redisUrl, clock, metrics, logger });
-  // Boot never waits for Redis: decisions are local until it answers.
-  limiter.start();
-  return limiter;
+  // Connects in the background: boot never waits for Redis, decisions are local until it answers.
+  return new RedisRateLimiter({ url: config.redisUrl, clock, metrics, logger });
 }
 
 /**

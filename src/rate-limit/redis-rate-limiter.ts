@@ -95,6 +95,8 @@ export class RedisRateLimiter extends RateLimiter {
       autoResendUnfulfilledCommands: false,
       commandTimeout: options.commandTimeoutMs ?? 500,
       connectTimeout: options.connectTimeoutMs ?? 1000,
+      // How long disconnect() waits for a socket to close before destroying it (default 2 s).
+      disconnectTimeout: 200,
       retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt - 1, 16), maxDelay),
       lazyConnect: true,
       connectionName: options.redisOptions?.connectionName ?? 'switchboard-rate-limiter',
@@ -105,9 +107,13 @@ export class RedisRateLimiter extends RateLimiter {
     // Every failed reconnect emits 'error': remembered for the next transition line, not logged.
     this.client.on('error', (err: Error) => (this.lastError = describe(err)));
     this.metrics?.setRedisUp(false);
+    this.start();
   }
 
-  /** Starts connecting without waiting: until Redis answers, decisions are local. */
+  /**
+   * Starts connecting without waiting (the constructor does; idempotent): until Redis answers,
+   * decisions are local.
+   */
   start(): void {
     if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
   }

@@ -11,9 +11,7 @@ const MINUTE = 60_000;
 
 /** Fast reconnects and probes, so recovery is quick; the production defaults are larger. */
 function limiter(url: string, extra: Partial<RedisRateLimiterOptions> = {}): RedisRateLimiter {
-  const l = new RedisRateLimiter({ url, maxReconnectDelayMs: 100, probeIntervalMs: 100, commandTimeoutMs: 300, connectTimeoutMs: 500, ...extra });
-  l.start();
-  return l;
+  return new RedisRateLimiter({ url, maxReconnectDelayMs: 100, probeIntervalMs: 100, commandTimeoutMs: 300, connectTimeoutMs: 500, ...extra });
 }
 
 async function metricValue(metrics: MetricsService, name: string): Promise<number> {
