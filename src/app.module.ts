@@ -13,6 +13,7 @@ import { InferenceModule } from './inference/inference.module';
 import { ControlPlaneModule } from './control-plane/control-plane.module';
 import { HealthModule } from './observability/health.module';
 import { RelayHealthSnapshot } from './control-plane/relay-health-snapshot';
+import { RateLimitModule } from './rate-limit/rate-limit.module';
 
 @Module({})
 export class AppModule {
@@ -23,6 +24,7 @@ export class AppModule {
         ConfigModule.forRoot(config),
         CommonModule,
         ObservabilityModule,
+        RateLimitModule,
         DatabaseModule.forRoot(config),
         ProvidersModule,
         RegistryModule,

@@ -49,6 +49,8 @@ export interface AppConfig {
   registerTimeoutMs: number;
   adminToken?: string;
   databaseUrl: string;
+  /** Redis shared by the replicas' rate limiters (redis:// or rediss://); unset = in-memory limits. */
+  redisUrl?: string;
   configFile?: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   maxBodyBytes: number;

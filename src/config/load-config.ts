@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { isWellFormedSecretHash } from '../auth/secret-hash';
 import { parseDatabaseUrl } from '../database/database-url';
+import { validateRedisUrl } from '../rate-limit/redis-url';
 import { parse as parseYaml } from 'yaml';
 import { AppConfig, ProviderConfig, ProviderDefaults } from './app-config';
 import { parseCapabilityDeclarations, readRoutingConfig } from '../routing/routing-config';
@@ -186,6 +187,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     registerTimeoutMs: r.seconds('REGISTER_TIMEOUT_SECS', 'register_timeout_secs', 10, TIMER),
     adminToken: env.ADMIN_TOKEN || env.MODELRELAY_ADMIN_TOKEN || undefined,
     databaseUrl: r.string('DATABASE_URL', 'database_url', 'sqlite:./data/switchboard.db'),
+    redisUrl: r.string('REDIS_URL', 'redis_url') || undefined,
     configFile,
     logLevel: logLevel as AppConfig['logLevel'],
     maxBodyBytes: r.number('MAX_BODY_BYTES', 'max_body_bytes', 10 * 1024 * 1024, { min: 1, integer: true }),
@@ -222,6 +224,13 @@ export function loadConfig(env: Env = process.env): AppConfig {
     parseDatabaseUrl(config.databaseUrl);
   } catch (e) {
     problems.push(`${(e as Error).message} (got "${config.databaseUrl.replace(/\/\/[^@]*@/, '//***@')}")`);
+  }
+  if (config.redisUrl !== undefined) {
+    try {
+      validateRedisUrl(config.redisUrl);
+    } catch (e) {
+      problems.push((e as Error).message);
+    }
   }
   if (!INSTANCE_ID.test(config.instanceId)) problems.push(`INSTANCE_ID must match ${INSTANCE_ID.source}`);
   const unknownKeys = [...Object.keys(file), ...Object.keys(server)].filter((k) => !r.knownYamlKeys.has(k));

@@ -21,3 +21,19 @@ export const EMPTY_HEALTH_SNAPSHOT: HealthSnapshot = {
   queueDepth: () => 0,
   providers: () => [],
 };
+
+/** The rate limiter's Redis as GET /health shows it: host:port only, never credentials. */
+export interface RedisHealth {
+  status: 'ok' | 'down' | 'disabled';
+  url?: string;
+  /** ISO time of the last ok/down transition. */
+  since?: string;
+}
+
+/** What the rate-limit module provides under REDIS_HEALTH (RateLimiter implements it). */
+export interface RedisHealthSource {
+  health(): RedisHealth;
+}
+
+/** Injection token for the RedisHealthSource; without one, /health has no `redis` field. */
+export const REDIS_HEALTH = Symbol('REDIS_HEALTH');

@@ -2,7 +2,15 @@ import { Controller, Get, Inject, Optional, Res, ServiceUnavailableException } f
 import type { FastifyReply } from 'fastify';
 import { HealthCheck, HealthCheckResult, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { appVersion } from './app-version';
-import { EMPTY_HEALTH_SNAPSHOT, HEALTH_SNAPSHOT, HealthSnapshot, ProviderHealth } from './health-snapshot';
+import {
+  EMPTY_HEALTH_SNAPSHOT,
+  HEALTH_SNAPSHOT,
+  HealthSnapshot,
+  ProviderHealth,
+  REDIS_HEALTH,
+  RedisHealth,
+  RedisHealthSource,
+} from './health-snapshot';
 import { LifecycleHealthIndicator } from './lifecycle.health';
 import { LifecycleState } from './lifecycle-state';
 
@@ -15,6 +23,8 @@ export interface HealthSummary {
   workers_connected: number;
   queue_depth: number;
   providers: ProviderHealth[];
+  /** The rate limiter's Redis; absent while REDIS_URL is not set (status `disabled`). */
+  redis?: RedisHealth;
 }
 
 @Controller('health')
@@ -28,6 +38,7 @@ export class HealthController {
     private readonly lifecycleIndicator: LifecycleHealthIndicator,
     private readonly lifecycle: LifecycleState,
     @Optional() @Inject(HEALTH_SNAPSHOT) snapshot?: HealthSnapshot,
+    @Optional() @Inject(REDIS_HEALTH) private readonly redis?: RedisHealthSource,
   ) {
     this.snapshot = snapshot ?? EMPTY_HEALTH_SNAPSHOT;
   }
@@ -64,9 +75,14 @@ export class HealthController {
     }
   }
 
-  /** Operator summary: counts only, no secrets, no worker addresses. */
+  /**
+   * Operator summary: counts only, no secrets, no worker addresses. `redis` (host:port only)
+   * appears when REDIS_URL is set; Redis being down never changes `status` or readiness: the
+   * rate limiter keeps deciding locally.
+   */
   @Get()
   summary(): HealthSummary {
+    const redis = this.redis?.health();
     return {
       status: this.lifecycle.isShuttingDown ? 'shutting_down' : 'ok',
       version: appVersion(),
@@ -79,6 +95,7 @@ export class HealthController {
         workers: p.workers,
         queue_depth: p.queue_depth,
       })),
+      ...(redis && redis.status !== 'disabled' ? { redis: { status: redis.status, url: redis.url, ...(redis.since ? { since: redis.since } : {}) } } : {}),
     };
   }
 }

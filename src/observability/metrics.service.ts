@@ -37,6 +37,8 @@ export class MetricsService {
   private readonly rejections: Counter<'code'>;
   private readonly workerAuthFailures: Counter<'reason'>;
   private readonly workerEjections: Counter<'provider'>;
+  private readonly redisUp: Gauge;
+  private readonly rateLimiterFallbacks: Counter;
   /** Fills the slot gauges at scrape time, so no request pays for walking the workers. */
   private slotCollector: (() => void) | undefined;
   /** Client-chosen label values are capped (see LabelBudget). */
@@ -121,6 +123,16 @@ export class MetricsService {
       labelNames: ['provider'],
       registers,
     });
+    this.redisUp = new Gauge({
+      name: `${PREFIX}redis_up`,
+      help: 'Whether the rate limiter\'s Redis answers (1) or not (0); stays 0 when REDIS_URL is not set.',
+      registers,
+    });
+    this.rateLimiterFallbacks = new Counter({
+      name: `${PREFIX}rate_limiter_fallbacks_total`,
+      help: 'Rate-limit decisions taken by the local in-memory limiter because Redis was down.',
+      registers,
+    });
     this.workerAuthFailures = new Counter({
       name: `${PREFIX}worker_auth_failures_total`,
       help: 'Worker connections refused during the handshake, by reason.',
@@ -178,6 +190,16 @@ export class MetricsService {
 
   rejection(code: string): void {
     this.rejections.inc({ code });
+  }
+
+  /** The rate limiter's Redis answers (or not); see RedisRateLimiter. */
+  setRedisUp(up: boolean): void {
+    this.redisUp.set(up ? 1 : 0);
+  }
+
+  /** One rate-limit decision taken locally because Redis was down. */
+  rateLimiterFallback(): void {
+    this.rateLimiterFallbacks.inc();
   }
 
   workerAuthFailure(reason: string): void {

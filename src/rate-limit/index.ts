@@ -1,0 +1,6 @@
+export * from './rate-limiter';
+export * from './gcra';
+export * from './memory-rate-limiter';
+export * from './redis-rate-limiter';
+export * from './redis-url';
+export * from './rate-limit.module';
