@@ -11,6 +11,8 @@ export type GatewayErrorCode =
   | 'invalid_params'
   | 'pool_unready'
   | 'model_not_allowed'
+  | 'rate_limit_exceeded'
+  | 'budget_exceeded'
   | 'queue_full'
   | 'queue_timeout'
   | 'request_timeout'
@@ -37,6 +39,21 @@ export interface GatewayErrorDetails {
   param?: string;
   /** Extra fields for the dialect's error object, beside `code` and `retriable` (e.g. `missing`). */
   fields?: Record<string, unknown>;
+}
+
+/** What a refused rate-limit check reports (fields `limit`, `remaining`, `reset_at`, `retry_after_ms`). */
+export interface RateLimitDetails {
+  limit: number;
+  remaining: number;
+  resetAt: number;
+  retryAfterMs: number;
+}
+
+function rateLimitDetails(d: RateLimitDetails): GatewayErrorDetails {
+  return {
+    retryAfterMs: d.retryAfterMs,
+    fields: { limit: d.limit, remaining: d.remaining, reset_at: new Date(d.resetAt).toISOString() },
+  };
 }
 
 export class GatewayError extends Error {
@@ -72,6 +89,9 @@ export const Errors = {
     }),
   noHealthyWorker: (model: string, retryAfterMs: number) =>
     new GatewayError('no_healthy_worker', `No healthy worker available for model '${model}'`, { retryAfterMs }),
+  rateLimitExceeded: (kind: 'requests' | 'tokens', d: RateLimitDetails) =>
+    new GatewayError('rate_limit_exceeded', `Rate limit exceeded for ${kind} per minute, please retry`, rateLimitDetails(d)),
+  budgetExceeded: (d: RateLimitDetails) => new GatewayError('budget_exceeded', 'Daily token budget exceeded, please retry later', rateLimitDetails(d)),
   modelNotAllowed: (model: string) => new GatewayError('model_not_allowed', `This API key or tenant may not use model '${model}'`),
   invalidParams: (message: string, param?: string) => new GatewayError('invalid_params', message, { param }),
   poolUnready: (provider: string, reason: string) =>
@@ -108,6 +128,8 @@ const STATUS: Record<GatewayErrorCode, number> = {
   no_healthy_worker: 503,
   pool_unready: 503,
   model_not_allowed: 403,
+  rate_limit_exceeded: 429,
+  budget_exceeded: 429,
   provider_not_found: 404,
   not_found: 404,
   conflict: 409,

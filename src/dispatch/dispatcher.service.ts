@@ -520,13 +520,16 @@ export class Dispatcher implements OnApplicationBootstrap {
 
   private countTokens(req: RelayRequest, counts: TokenCounts): void {
     const provider = req.provider.name;
+    req.onTokens?.(counts.total_tokens ?? (counts.prompt_tokens ?? 0) + (counts.completion_tokens ?? 0));
     if (counts.prompt_tokens) this.metrics.tokens(provider, req.targetModel, req.tenant, 'prompt', counts.prompt_tokens);
     if (counts.completion_tokens) {
       this.metrics.tokens(provider, req.targetModel, req.tenant, 'completion', counts.completion_tokens);
     }
   }
 
-  private reject(req: RelayRequest, error: GatewayError): void {
+  /** Refuses a request before it runs (admission, routing, queue bounds): counted as a rejection. */
+  reject(req: RelayRequest, error: GatewayError): void {
+    if (!req.receivedAt) req.receivedAt = this.clock.now();
     this.metrics.rejection(error.code);
     this.fail(req, error);
   }

@@ -54,6 +54,8 @@ export interface RelayRequestInit {
   maxQueued?: number;
   sink: ResponseSink;
   route: RouteRequest;
+  /** Told the request's tokens when the worker reports them (token limits, budgets). */
+  onTokens?: (tokens: number) => void;
 }
 
 /** One client request across its life: queue → worker → response, with requeues. */
@@ -71,6 +73,7 @@ export class RelayRequest {
   readonly sink: ResponseSink;
   /** What routing needs: requested model, requirements, pin. */
   readonly route: RouteRequest;
+  readonly onTokens: ((tokens: number) => void) | undefined;
 
   /** Routing plan made on arrival (aliases, fallbacks, pin), reused on requeue. */
   plan!: RoutePlan;
@@ -110,6 +113,7 @@ export class RelayRequest {
     this.maxQueued = init.maxQueued ?? Infinity;
     this.sink = init.sink;
     this.route = init.route;
+    this.onTokens = init.onTokens;
   }
 
   get queueProvider(): string {

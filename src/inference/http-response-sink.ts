@@ -25,8 +25,8 @@ const QUEUE_WAIT_HEADER = 'x-queue-wait-ms';
 export class HttpResponseSink implements ResponseSink {
   clientGone = false;
   private ended = false;
-  private routeHeaders: Record<string, string> | undefined;
-  private queueWaitMs = 0;
+  /** Gateway headers every response carries: served model, queue wait, rate-limit state. */
+  private readonly gatewayHeaders: Record<string, string> = { [QUEUE_WAIT_HEADER]: '0' };
 
   constructor(
     private readonly res: ServerResponse,
@@ -64,15 +64,20 @@ export class HttpResponseSink implements ResponseSink {
     const headers: Record<string, string> = { [SERVED_MODEL_HEADER]: servedModel };
     if (fallbackFor !== undefined) headers[FALLBACK_HEADER] = fallbackFor;
     // Model names are client or worker text: only values HTTP can carry are sent.
-    this.routeHeaders = sendableHeaders(headers);
+    Object.assign(this.gatewayHeaders, sendableHeaders(headers));
   }
 
   queueWaited(ms: number): void {
-    this.queueWaitMs = ms;
+    this.gatewayHeaders[QUEUE_WAIT_HEADER] = String(ms);
+  }
+
+  /** Adds gateway headers (e.g. `x-ratelimit-*`) to whatever response is written. */
+  addHeaders(headers: Record<string, string>): void {
+    Object.assign(this.gatewayHeaders, headers);
   }
 
   startStream(): void {
-    this.res.writeHead(200, { ...SSE_HEADERS, ...this.routeHeaders, [QUEUE_WAIT_HEADER]: String(this.queueWaitMs), [CORRELATION_HEADER]: this.correlationId });
+    this.res.writeHead(200, { ...SSE_HEADERS, ...this.gatewayHeaders, [CORRELATION_HEADER]: this.correlationId });
   }
 
   writeChunk(chunk: string): boolean {
@@ -97,8 +102,7 @@ export class HttpResponseSink implements ResponseSink {
       safe['content-length'] = String(Buffer.byteLength(body));
       if (body && !safe['content-type']) safe['content-type'] = 'application/json';
     }
-    Object.assign(safe, this.routeHeaders);
-    safe[QUEUE_WAIT_HEADER] = String(this.queueWaitMs);
+    Object.assign(safe, this.gatewayHeaders);
     safe[CORRELATION_HEADER] = this.correlationId;
     this.res.writeHead(status, safe);
     this.res.end(bodiless ? undefined : body);
@@ -115,8 +119,7 @@ export class HttpResponseSink implements ResponseSink {
     this.res.writeHead(statusOf(error.code), {
       'content-type': 'application/json',
       'content-length': String(Buffer.byteLength(body)),
-      ...this.routeHeaders,
-      [QUEUE_WAIT_HEADER]: String(this.queueWaitMs),
+      ...this.gatewayHeaders,
       [CORRELATION_HEADER]: this.correlationId,
       ...errorHeaders(error),
     });

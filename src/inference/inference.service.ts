@@ -12,6 +12,7 @@ import { parseInferenceBody } from './parse-inference-body';
 import { extractRequirements } from '../routing/requirements';
 import { identifyByHeaders, TENANT_HEADER } from '../tenancy/client-identity';
 import { TenantsService } from '../tenancy/tenants.service';
+import { LimitVerdict, TenantLimits } from '../tenancy/tenant-limits.service';
 
 /** Names a provider to route within (pinning); meant for the gateway, never forwarded. */
 const PIN_HEADER = 'x-switchboard-provider';
@@ -27,6 +28,7 @@ export class InferenceService {
   constructor(
     private readonly dispatcher: Dispatcher,
     private readonly tenants: TenantsService,
+    private readonly limits: TenantLimits,
   ) {}
 
   relay(req: FastifyRequest, reply: FastifyReply, endpointPath: string, options: EndpointOptions): void {
@@ -64,8 +66,17 @@ export class InferenceService {
         pin: pin === undefined ? undefined : pin.trim(),
         allowedModels: identity.allowedModels,
       },
+      onTokens: (tokens) => this.limits.chargeTokens(identity, tokens),
     });
     if (!sink.watchClient(() => this.dispatcher.clientGone(request))) return;
-    this.dispatcher.submit(request);
+    // Limits are checked before the request may queue: synchronously in memory, over the network with Redis.
+    const verdict = this.limits.admit(identity);
+    const proceed = (v: LimitVerdict) => {
+      sink.addHeaders(v.headers);
+      if (v.error) return this.dispatcher.reject(request, v.error);
+      if (!sink.clientGone) this.dispatcher.submit(request);
+    };
+    if (verdict instanceof Promise) verdict.then(proceed);
+    else proceed(verdict);
   }
 }

@@ -37,6 +37,7 @@ export class MetricsService {
   private readonly rejections: Counter<'code'>;
   private readonly workerAuthFailures: Counter<'reason'>;
   private readonly workerEjections: Counter<'provider'>;
+  private readonly rateLimitedTotal: Counter<'tenant' | 'kind'>;
   private readonly redisUp: Gauge;
   private readonly rateLimiterFallbacks: Counter;
   /** Fills the slot gauges at scrape time, so no request pays for walking the workers. */
@@ -133,6 +134,12 @@ export class MetricsService {
       help: 'Rate-limit decisions taken by the local in-memory limiter because Redis was down.',
       registers,
     });
+    this.rateLimitedTotal = new Counter({
+      name: `${PREFIX}rate_limited_total`,
+      help: 'Requests refused at admission by a rate limit or budget, by tenant and kind (requests, tokens, budget).',
+      labelNames: ['tenant', 'kind'],
+      registers,
+    });
     this.workerAuthFailures = new Counter({
       name: `${PREFIX}worker_auth_failures_total`,
       help: 'Worker connections refused during the handshake, by reason.',
@@ -166,6 +173,10 @@ export class MetricsService {
   /** Registers what sets the slot gauges (through setWorkerSlots) whenever metrics are scraped. */
   collectSlotsWith(collector: () => void): void {
     this.slotCollector = collector;
+  }
+
+  rateLimited(tenant: string, kind: string): void {
+    this.rateLimitedTotal.inc({ tenant: this.tenants.label(tenant), kind });
   }
 
   workerEjection(provider: string): void {

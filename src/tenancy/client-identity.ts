@@ -10,6 +10,10 @@ export interface ClientIdentity {
   priority: PriorityLevel;
   /** Models the caller may use (after alias resolution); undefined = all. */
   allowedModels?: ReadonlySet<string>;
+  /** The client API key the caller presented (its id, never the key). */
+  keyId?: string;
+  /** The key's own limits, beside its tenant's. */
+  keyLimits?: { rpm?: number; tpm?: number };
 }
 
 export const TENANT_HEADER = 'x-tenant-id';
