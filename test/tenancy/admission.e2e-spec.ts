@@ -167,7 +167,7 @@ describe('tenancy at admission: tenants, limits, priorities, fairness', () => {
     const gate = post(gw.url, '/v1/chat/completions', chat('share-model'));
     const gateReq = await worker.next('request');
     const mine = [0, 1].map(() => post(gw.url, '/v1/chat/completions', chat('share-model'), { 'x-tenant-id': 'small' }));
-    await eventually(async () => (await (await fetch(`${gw.url}/health`)).json()).queue_depth >= 2);
+    await eventually(async () => ((await (await fetch(`${gw.url}/health`)).json()) as any).queue_depth >= 2);
     const over = await post(gw.url, '/v1/chat/completions', chat('share-model'), { 'x-tenant-id': 'small' });
     expect(over.status).toBe(429);
     expect(over.json.error).toMatchObject({ code: 'queue_full', retriable: true, queue_depth: 2, avg_wait_ms: expect.any(Number) });

@@ -13,7 +13,7 @@ describe('tenant limits through Redis', () => {
     const [a, b] = [await startGateway(env), await startGateway(env)];
     try {
       for (const gw of [a, b]) {
-        await eventually(async () => (await (await fetch(`${gw.url}/health`)).json()).redis?.status === 'ok');
+        await eventually(async () => ((await (await fetch(`${gw.url}/health`)).json()) as any).redis?.status === 'ok');
         const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['shared-model'], max_concurrent: 50 });
         autoRespond(worker);
       }
@@ -36,7 +36,7 @@ describe('tenant limits through Redis', () => {
     beforeAll(async () => {
       redis = await TestRedisServer.start();
       gw = await startGateway({ REDIS_URL: redis.url, [`TENANT_RATE_LIMIT_${tenant}`]: '3req/min' });
-      await eventually(async () => (await (await fetch(`${gw.url}/health`)).json()).redis?.status === 'ok');
+      await eventually(async () => ((await (await fetch(`${gw.url}/health`)).json()) as any).redis?.status === 'ok');
       const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['solo-model'], max_concurrent: 20 });
       autoRespond(worker);
     });
@@ -50,11 +50,11 @@ describe('tenant limits through Redis', () => {
       const during = await Promise.all(Array.from({ length: 6 }, () => post(gw.url, '/v1/chat/completions', chat('solo-model'), { 'x-tenant-id': tenant })));
       expect(during.filter((r) => r.status === 200)).toHaveLength(3);
       expect(during.filter((r) => r.status === 429)).toHaveLength(3);
-      const health = await (await fetch(`${gw.url}/health`)).json();
+      const health: any = await (await fetch(`${gw.url}/health`)).json();
       expect(health.redis.status).toBe('down');
       expect((await fetch(`${gw.url}/health/ready`)).status).toBe(200);
       await redis.start();
-      await eventually(async () => (await (await fetch(`${gw.url}/health`)).json()).redis?.status === 'ok', 15_000);
+      await eventually(async () => ((await (await fetch(`${gw.url}/health`)).json()) as any).redis?.status === 'ok', 15_000);
       // Back on Redis: a fresh (empty) Redis has the tenant's whole minute again.
       const after = await Promise.all(Array.from({ length: 4 }, () => post(gw.url, '/v1/chat/completions', chat('solo-model'), { 'x-tenant-id': tenant })));
       expect(after.filter((r) => r.status === 200)).toHaveLength(3);
