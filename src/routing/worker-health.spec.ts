@@ -62,13 +62,15 @@ describe('HealthTracker (passive outlier detection)', () => {
     expect(again.isEjected(10)).toBe(true);
   });
 
-  it('keeps a moving average of time to first byte, starting from the first sample', () => {
+  it('keeps a moving average of time to first byte, starting from 0 (no data), so one slow sample moves it by a third', () => {
     const t = new HealthTracker(policy);
     const h = t.attach('p', 'w', 0);
     expect(h.latencyMs).toBe(0);
     t.recordLatency(h, 100);
-    expect(h.latencyMs).toBe(100);
-    t.recordLatency(h, 200);
-    expect(h.latencyMs).toBeCloseTo(130);
+    expect(h.latencyMs).toBeCloseTo(30);
+    t.recordLatency(h, 100);
+    expect(h.latencyMs).toBeCloseTo(51);
+    for (let i = 0; i < 20; i++) t.recordLatency(h, 100);
+    expect(h.latencyMs).toBeGreaterThan(99);
   });
 });

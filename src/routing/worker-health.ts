@@ -76,8 +76,13 @@ export class HealthTracker {
     return { ejectedForMs: ms };
   }
 
+  /**
+   * The average starts at 0 ("no data" scores as the best latency), so one slow sample — a
+   * scheduling hiccup — moves a worker by a third of it, while a worker that is really slower
+   * gets there within a few requests.
+   */
   recordLatency(h: WorkerHealth, ms: number): void {
-    h.latencyMs = h.latencySamples === 0 ? ms : h.latencyMs + LATENCY_ALPHA * (ms - h.latencyMs);
+    h.latencyMs += LATENCY_ALPHA * (ms - h.latencyMs);
     h.latencySamples++;
   }
 

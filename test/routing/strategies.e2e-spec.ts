@@ -233,7 +233,7 @@ routing:
       });
       autoRespond(fastP2.worker);
       await sendSequentially(gw, 'po-lat', 4);
-      expect((await workerView(gw, slowP1.ack.worker_id)).latency_ms).toBeGreaterThanOrEqual(300);
+      expect((await workerView(gw, slowP1.ack.worker_id)).latency_ms).toBeGreaterThan(200); // 4 samples of 300 ms, average starting at 0
       expect(slowP1.worker.count('request')).toBe(4);
       expect(fastP2.worker.count('request')).toBe(0);
       slowP1.worker.close();
