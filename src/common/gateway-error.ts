@@ -65,6 +65,16 @@ export class GatewayError extends Error {
     super(message);
     this.name = 'GatewayError';
   }
+
+  /** The same error with more details (fields are merged; the error's own win). */
+  with(details: GatewayErrorDetails): GatewayError {
+    return new GatewayError(this.code, this.message, {
+      ...details,
+      ...this.details,
+      retryAfterMs: this.details.retryAfterMs ?? details.retryAfterMs,
+      fields: { ...details.fields, ...this.details.fields },
+    });
+  }
 }
 
 /** Stable, sanitized client messages for each code (no internal names). */
@@ -148,6 +158,58 @@ const STATUS: Record<GatewayErrorCode, number> = {
   queue_timeout: 504,
   request_timeout: 504,
 };
+
+/**
+ * The error taxonomy every body carries as `kind` (the control-plane specification's kinds): what
+ * sort of failure it is, whatever the precise `code`.
+ */
+export type ErrorKind =
+  | 'ADMISSION_REJECT'
+  | 'QUEUE_FULL_DROP_LRU'
+  | 'INVALID_PARAMS'
+  | 'POOL_UNREADY'
+  | 'POOL_UNAVAILABLE'
+  | 'REPLICA_EXHAUSTED'
+  | 'DECODE_TIMEOUT'
+  | 'WORKER_RESET'
+  | 'INTERNAL';
+
+const KIND: Record<GatewayErrorCode, ErrorKind> = {
+  invalid_request: 'INVALID_PARAMS',
+  invalid_params: 'INVALID_PARAMS',
+  payload_too_large: 'INVALID_PARAMS',
+  model_not_found: 'INVALID_PARAMS',
+  provider_not_found: 'INVALID_PARAMS',
+  not_found: 'INVALID_PARAMS',
+  conflict: 'INVALID_PARAMS',
+  capability_mismatch: 'ADMISSION_REJECT',
+  model_not_allowed: 'ADMISSION_REJECT',
+  rate_limit_exceeded: 'ADMISSION_REJECT',
+  budget_exceeded: 'ADMISSION_REJECT',
+  unauthorized: 'ADMISSION_REJECT',
+  forbidden: 'ADMISSION_REJECT',
+  queue_full: 'QUEUE_FULL_DROP_LRU',
+  pool_unready: 'POOL_UNREADY',
+  provider_disabled: 'POOL_UNREADY',
+  queue_timeout: 'POOL_UNAVAILABLE',
+  no_healthy_worker: 'POOL_UNAVAILABLE',
+  fallback_exhausted: 'POOL_UNAVAILABLE',
+  provider_deleted: 'POOL_UNAVAILABLE',
+  server_shutdown: 'POOL_UNAVAILABLE',
+  requeue_exhausted: 'REPLICA_EXHAUSTED',
+  request_timeout: 'DECODE_TIMEOUT',
+  drain_timeout: 'WORKER_RESET',
+  worker_error: 'WORKER_RESET',
+  worker_disconnected: 'WORKER_RESET',
+  stream_too_large: 'INTERNAL',
+  client_too_slow: 'INTERNAL',
+  internal_error: 'INTERNAL',
+};
+
+/** The taxonomy kind of an error code (see docs/api.md for the table). */
+export function kindOf(code: GatewayErrorCode): ErrorKind {
+  return KIND[code];
+}
 
 /** The HTTP status for an error code (the only such mapping). */
 export function statusOf(code: GatewayErrorCode): number {

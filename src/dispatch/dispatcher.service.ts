@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
-import { Errors, GatewayError, statusOf } from '../common/gateway-error';
+import { Errors, GatewayError, isRetriable, statusOf } from '../common/gateway-error';
 import { CancelReason, CloseCodes, CloseReasons, ModelCapabilities, ResponseCompleteMessage, TokenCounts } from '../protocol';
 import { LiveWorker } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
@@ -537,7 +537,21 @@ export class Dispatcher implements OnApplicationBootstrap {
   private fail(req: RelayRequest, error: GatewayError): void {
     if (req.phase === 'finished') return;
     this.settle(req, statusOf(error.code));
-    if (!req.sink.clientGone) req.sink.fail(error);
+    if (!req.sink.clientGone) req.sink.fail(this.inContext(req, error));
+  }
+
+  /**
+   * Adds what the client may act on: the pool and engine involved, and for every retriable
+   * error a retry hint from the pool's current queue state.
+   */
+  private inContext(req: RelayRequest, error: GatewayError): GatewayError {
+    const provider = req.provider?.name;
+    if (!provider) return error;
+    const fields: Record<string, unknown> = { pool_id: provider };
+    const engine = req.worker?.runner?.type;
+    if (engine) fields.engine = engine;
+    const retryAfterMs = isRetriable(error.code) ? this.queue.stats.retryAfterMs(provider, this.queue.depth(provider) + 1, this.clock.now()) : undefined;
+    return error.with({ retryAfterMs, fields });
   }
 
   /** Marks the request finished exactly once and records it. */

@@ -1,4 +1,4 @@
-import { GatewayError, GatewayErrorCode, isRetriable, statusOf } from '../common/gateway-error';
+import { GatewayError, GatewayErrorCode, isRetriable, kindOf, statusOf } from '../common/gateway-error';
 
 /** The API family a caller speaks, chosen by route. */
 export type Dialect = 'openai' | 'anthropic';
@@ -34,7 +34,7 @@ function anthropicType(status: number, code: GatewayErrorCode): string {
 /** The JSON error body in the caller's dialect (also used as the SSE `error` event payload). */
 export function errorBody(dialect: Dialect, error: GatewayError): Record<string, unknown> {
   const status = statusOf(error.code);
-  const extra: Record<string, unknown> = { ...error.details.fields, retriable: isRetriable(error.code) };
+  const extra: Record<string, unknown> = { kind: kindOf(error.code), ...error.details.fields, retriable: isRetriable(error.code) };
   if (error.details.retryAfterMs !== undefined) extra.retry_after_ms = error.details.retryAfterMs;
   if (error.details.policyLabel !== undefined) extra.policy_label = error.details.policyLabel;
   if (dialect === 'anthropic') {
@@ -61,7 +61,19 @@ export function errorHeaders(error: GatewayError): Record<string, string> {
   return { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))), 'x-backoff-ms': String(ms) };
 }
 
-/** One SSE `error` event; nothing may follow it on the stream. */
+/**
+ * One SSE `error` event; nothing may follow it on the stream. Its data is the dialect's error
+ * body (what SDKs parse) plus the stream-failure fields at the top level: `code`, `kind`,
+ * `retriable`, `retry_after_ms` when retriable, `message`.
+ */
 export function sseErrorEvent(dialect: Dialect, error: GatewayError): string {
-  return `event: error\ndata: ${JSON.stringify(errorBody(dialect, error))}\n\n`;
+  const data: Record<string, unknown> = {
+    ...errorBody(dialect, error),
+    code: error.code,
+    kind: kindOf(error.code),
+    retriable: isRetriable(error.code),
+    message: error.message,
+  };
+  if (error.details.retryAfterMs !== undefined) data.retry_after_ms = error.details.retryAfterMs;
+  return `event: error\ndata: ${JSON.stringify(data)}\n\n`;
 }

@@ -7,7 +7,7 @@ import { startGateway, TestGateway, TEST_ADMIN_TOKEN } from '../support/gateway'
 import { ScriptedWorker } from '../support/scripted-worker';
 import { admin, chat, post } from '../support/http';
 
-const OPENAI_ERROR_KEYS = ['code', 'message', 'param', 'retriable', 'type'];
+const OPENAI_ERROR_KEYS = ['code', 'kind', 'message', 'param', 'retriable', 'type'];
 
 describe('client-facing error contract', () => {
   let gw: TestGateway;
@@ -57,7 +57,7 @@ describe('client-facing error contract', () => {
       expect(res.status).toBe(400);
       expect(res.json).toEqual({
         type: 'error',
-        error: { type: 'invalid_request_error', message: expect.any(String), code: 'invalid_request', retriable: false },
+        error: { type: 'invalid_request_error', message: expect.any(String), code: 'invalid_request', kind: 'INVALID_PARAMS', retriable: false },
       });
     });
 
@@ -82,7 +82,7 @@ describe('client-facing error contract', () => {
     expect(err).toBeInstanceOf(Anthropic.NotFoundError);
     expect(err.error).toEqual({
       type: 'error',
-      error: { type: 'not_found_error', message: "Model 'ghost' not found", code: 'model_not_found', retriable: false },
+      error: { type: 'not_found_error', message: "Model 'ghost' not found", code: 'model_not_found', kind: 'INVALID_PARAMS', retriable: false },
     });
   });
 

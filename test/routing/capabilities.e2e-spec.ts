@@ -202,7 +202,7 @@ providers:
       expect(err).toBeInstanceOf(Anthropic.NotFoundError);
       expect(err.error).toEqual({
         type: 'error',
-        error: { type: 'not_found_error', message: "Model 'gpt-5' not found", code: 'model_not_found', retriable: false },
+        error: { type: 'not_found_error', message: "Model 'gpt-5' not found", code: 'model_not_found', kind: 'INVALID_PARAMS', retriable: false },
       });
     });
   });
