@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/comm
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError, isRetriable, statusOf } from '../common/gateway-error';
-import { CancelReason, CloseCodes, CloseReasons, ModelCapabilities, ResponseCompleteMessage, TokenCounts } from '../protocol';
+import { CancelReason, CloseCodes, CloseReasons, EXTENDED_CANCEL_REASONS, Features, ModelCapabilities, ResponseCompleteMessage, ResponseStartMessage, TokenCounts } from '../protocol';
 import { LiveWorker } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import { WorkerRecords } from '../registry/worker-records.port';
@@ -201,7 +201,10 @@ export class Dispatcher implements OnApplicationBootstrap {
   private cancelOnWorker(req: RelayRequest, reason: CancelReason): void {
     const worker = req.worker;
     if (!worker || !worker.assigned.delete(req.id)) return;
-    worker.channel.send({ type: 'cancel', request_id: req.id, reason });
+    // Reasons beyond the six every worker knows go only to workers that negotiated them.
+    const wire = (EXTENDED_CANCEL_REASONS as readonly string[]).includes(reason) && !worker.features.has(Features.CANCEL_REASONS) ? 'client_disconnect' : reason;
+    worker.channel.send({ type: 'cancel', request_id: req.id, reason: wire });
+    this.log.debug({ msg: 'cancel sent', request_id: req.id, reason, wire_reason: wire, worker_id: worker.id, correlation_id: req.correlationId });
     const timer = this.clock.setTimeout(() => this.releaseHeld(worker, req.id), this.config.cancelGraceMs);
     worker.held.set(req.id, () => this.clock.clearTimeout(timer));
     this.relieve(req);
@@ -284,7 +287,8 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (req.streamedBytes === 0) this.firstByte(req, worker);
     req.streamedBytes += Buffer.byteLength(chunk);
     if (req.streamedBytes > this.config.maxStreamBytes) {
-      this.cancelOnWorker(req, 'client_disconnect');
+      this.metrics.cancellation('stream_too_large');
+      this.cancelOnWorker(req, 'stream_too_large');
       this.fail(req, Errors.streamTooLarge());
       return 'ok';
     }
@@ -297,6 +301,16 @@ export class Dispatcher implements OnApplicationBootstrap {
       req.sink.startStream();
     }
     if (!req.sink.writeChunk(chunk)) this.backpressure(req, worker);
+    return 'ok';
+  }
+
+  /** Negotiated `response_start`: the stream begins now, with the backend's status and headers. */
+  onResponseStart(worker: LiveWorker, msg: ResponseStartMessage): FrameVerdict {
+    const req = worker.assigned.get(msg.request_id) as RelayRequest | undefined;
+    if (!req) return this.lateFrame(worker, msg.request_id);
+    if (!req.isStreaming || req.phase !== 'assigned' || msg.status_code < 200) return 'ok';
+    req.phase = 'streaming';
+    req.sink.startStream(msg.status_code, msg.headers);
     return 'ok';
   }
 
@@ -317,7 +331,8 @@ export class Dispatcher implements OnApplicationBootstrap {
       else this.router.succeeded(worker);
     } else this.router.succeeded(worker);
     if (req.phase === 'streaming') {
-      this.settle(req, 200);
+      // The stream's final status is what the worker reports (its backend's).
+      this.settle(req, msg.status_code);
       req.sink.endStream();
     } else if (msg.status_code < 200) {
       // An interim (1xx) status is not an answer: relaying it would leave the client waiting.
@@ -498,7 +513,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     req.slowClientTimer = this.clock.setTimeout(() => {
       if (req.phase !== 'streaming') return;
       this.metrics.cancellation('client_too_slow');
-      this.cancelOnWorker(req, 'client_disconnect');
+      this.cancelOnWorker(req, 'client_too_slow');
       this.fail(req, Errors.clientTooSlow());
     }, this.config.slowClientTimeoutMs);
   }

@@ -13,8 +13,8 @@ import { replaceTopLevelModel } from '../routing/rewrite-model';
 export interface ResponseSink {
   /** The client went away (socket closed before the response finished). */
   readonly clientGone: boolean;
-  /** Begins a streamed (SSE) response; called before the first chunk. */
-  startStream(): void;
+  /** Begins a streamed (SSE) response; called before the first chunk, with the backend's status and headers when the worker sent them. */
+  startStream(status?: number, headers?: Record<string, string>): void;
   /** Writes one chunk as received; false when the client's socket buffer is full. */
   writeChunk(chunk: string): boolean;
   /** Called once when a previously full client buffer has drained. */

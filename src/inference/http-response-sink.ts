@@ -76,8 +76,10 @@ export class HttpResponseSink implements ResponseSink {
     Object.assign(this.gatewayHeaders, headers);
   }
 
-  startStream(): void {
-    this.res.writeHead(200, { ...SSE_HEADERS, ...this.gatewayHeaders, [CORRELATION_HEADER]: this.correlationId });
+  startStream(status = 200, headers?: Record<string, string>): void {
+    const backend = headers ? sendableHeaders(headers) : undefined;
+    if (backend) delete backend['content-length']; // the stream is written as it arrives
+    this.res.writeHead(status, { ...SSE_HEADERS, ...backend, ...this.gatewayHeaders, [CORRELATION_HEADER]: this.correlationId });
   }
 
   writeChunk(chunk: string): boolean {

@@ -1,6 +1,7 @@
 import {
   CANCEL_REASONS,
   CancelReason,
+  EXTENDED_CANCEL_REASONS,
   ModelCapabilities,
   RunnerInfo,
   ServerToWorkerMessage,
@@ -138,6 +139,13 @@ function optRunner(o: Json): RunnerInfo | undefined {
   return runner;
 }
 
+/** Feature names a worker asks for: a list of short strings; anything else is ignored. */
+function optFeatures(o: Json): string[] | undefined {
+  const v = o.features;
+  if (!Array.isArray(v)) return undefined;
+  return v.filter((f): f is string => typeof f === 'string' && f.length <= 64).slice(0, 32);
+}
+
 function parseObject(text: string): Json {
   let value: unknown;
   try {
@@ -169,6 +177,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         endpoints: optEndpoints(o),
         priority: optPriority(o),
         runner: optRunner(o),
+        features: optFeatures(o),
       };
     case 'models_update':
       return {
@@ -192,6 +201,11 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         body: optStr(o, type, 'body'),
         token_counts: optTokenCounts(o, type),
       };
+    }
+    case 'response_start': {
+      const status = uint(o, type, 'status_code');
+      if (status < 100 || status > 599) fail(type, 'status_code', 'HTTP status 100-599');
+      return { type, request_id: str(o, type, 'request_id'), status_code: status, headers: optStrMap(o, type, 'headers') };
     }
     case 'pong':
       return {
@@ -223,6 +237,7 @@ export function parseServerMessage(text: string): ServerToWorkerMessage {
         models: strArray(o, type, 'models'),
         warnings: optStrArray(o, type, 'warnings'),
         protocol_version: optStr(o, type, 'protocol_version'),
+        features: optStrArray(o, type, 'features'),
       };
     case 'request':
       return {
@@ -236,7 +251,7 @@ export function parseServerMessage(text: string): ServerToWorkerMessage {
       };
     case 'cancel': {
       const reason = str(o, type, 'reason');
-      if (!(CANCEL_REASONS as readonly string[]).includes(reason)) fail(type, 'reason', 'a cancel reason');
+      if (![...CANCEL_REASONS, ...EXTENDED_CANCEL_REASONS].includes(reason as CancelReason)) fail(type, 'reason', 'a cancel reason');
       return { type, request_id: str(o, type, 'request_id'), reason: reason as CancelReason };
     }
     case 'ping':

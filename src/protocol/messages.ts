@@ -14,7 +14,24 @@ export const CANCEL_REASONS = [
   'requeue_exhausted',
   'server_shutdown',
 ] as const;
-export type CancelReason = (typeof CANCEL_REASONS)[number];
+/**
+ * Cancel reasons only sent to workers that negotiated the `cancel_reasons` feature: the deployed
+ * ModelRelay daemon drops its session on a reason it does not know.
+ */
+export const EXTENDED_CANCEL_REASONS = ['stream_too_large', 'client_too_slow'] as const;
+export type CancelReason = (typeof CANCEL_REASONS)[number] | (typeof EXTENDED_CANCEL_REASONS)[number];
+
+/**
+ * Protocol extensions a worker may ask for in `register.features`; the gateway answers with the
+ * subset it accepts in `register_ack.features` and never uses one that was not accepted.
+ */
+export const Features = {
+  /** The worker sends `response_start` (status and headers) before a stream's first chunk. */
+  RESPONSE_START: 'response_start',
+  /** The gateway may send the extended cancel reasons. */
+  CANCEL_REASONS: 'cancel_reasons',
+} as const;
+export const GATEWAY_FEATURES: readonly string[] = [Features.RESPONSE_START, Features.CANCEL_REASONS];
 
 export interface TokenCounts {
   prompt_tokens?: number;
@@ -53,6 +70,8 @@ export interface RegisterMessage {
   priority?: number;
   /** The backend the worker relays to (Switchboard extension; informational). */
   runner?: RunnerInfo;
+  /** Protocol extensions the worker asks for (see `Features`). */
+  features?: string[];
 }
 
 export interface ModelsUpdateMessage {
@@ -80,6 +99,14 @@ export interface ResponseCompleteMessage {
   token_counts?: TokenCounts;
 }
 
+/** Negotiated (`response_start`): a stream's status and headers, before its first chunk. */
+export interface ResponseStartMessage {
+  type: 'response_start';
+  request_id: string;
+  status_code: number;
+  headers?: Record<string, string>;
+}
+
 export interface PongMessage {
   type: 'pong';
   current_load: number;
@@ -98,6 +125,7 @@ export type WorkerToServerMessage =
   | ModelsUpdateMessage
   | ResponseChunkMessage
   | ResponseCompleteMessage
+  | ResponseStartMessage
   | PongMessage
   | WorkerErrorMessage;
 
@@ -109,6 +137,8 @@ export interface RegisterAckMessage {
   models: string[];
   warnings?: string[];
   protocol_version?: string;
+  /** The accepted subset of the worker's `features`; only sent when the worker sent `features`. */
+  features?: string[];
 }
 
 export interface RequestMessage {

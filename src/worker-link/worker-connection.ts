@@ -7,6 +7,8 @@ import { Clock, TimerHandle } from '../common/clock';
 import {
   CloseCodes,
   CloseReasons,
+  Features,
+  GATEWAY_FEATURES,
   encodeMessage,
   parseWorkerMessage,
   PROTOCOL_VERSION,
@@ -200,7 +202,9 @@ export class WorkerConnection implements WorkerChannel {
     if (this.registerTimer) this.deps.clock.clearTimeout(this.registerTimer);
     this.state = 'registered';
     this.worker = worker;
-    this.send(registerAck(worker.id, models, message, warnings));
+    const features = acceptedFeatures(message);
+    worker.features = new Set(features);
+    this.send(registerAck(worker.id, models, message, warnings, features));
     if (warnings.length) log.warn(`worker ${worker.id} (${worker.name}) registered with warnings: ${warnings.join('; ')}`);
     log.log(`worker ${worker.id} (${worker.name}) registered for provider "${provider.name}" with ${models.length} model(s)`);
     this.startHeartbeat();
@@ -223,6 +227,12 @@ export class WorkerConnection implements WorkerChannel {
         return;
       case 'pong':
         dispatcher.onPong(worker, message.current_load);
+        return;
+      case 'response_start':
+        if (!worker.features.has(Features.RESPONSE_START)) return this.protocolError('response_start without the negotiated feature');
+        if (dispatcher.onResponseStart(worker, message) === 'unknown') {
+          this.protocolError(`response_start for request ${message.request_id} this worker does not own`);
+        }
         return;
       case 'models_update': {
         if (message.models.length > WorkerLimits.rawModelEntries) return this.protocolError(`models_update with ${message.models.length} model entries`);
@@ -300,12 +310,19 @@ export class WorkerConnection implements WorkerChannel {
   }
 }
 
-function registerAck(workerId: string, models: string[], message: RegisterMessage, warnings: string[]): ServerToWorkerMessage {
+function registerAck(workerId: string, models: string[], message: RegisterMessage, warnings: string[], features: string[]): ServerToWorkerMessage {
   return {
     type: 'register_ack',
     worker_id: workerId,
     models,
     warnings: warnings.length ? warnings : undefined,
     protocol_version: message.protocol_version,
+    // Only a worker that asked for extensions hears about them (ModelRelay's daemon never asks).
+    features: message.features !== undefined ? features : undefined,
   };
+}
+
+/** The extensions a worker asked for that this gateway speaks. */
+function acceptedFeatures(message: RegisterMessage): string[] {
+  return (message.features ?? []).filter((f, i, all) => GATEWAY_FEATURES.includes(f) && all.indexOf(f) === i);
 }

@@ -14,6 +14,7 @@ import {
   WorkerToServerMessage,
   encodeMessage,
   parseServerMessage,
+  Features,
 } from '../protocol';
 import { BackendClient } from './backend-client';
 import { Backoff } from './backoff';
@@ -97,6 +98,8 @@ class Session {
   closed = false;
   draining = false;
   workerId?: string;
+  /** Protocol extensions the gateway accepted in register_ack (none until then). */
+  features: ReadonlySet<string> = new Set();
   idleTimer?: NodeJS.Timeout;
   pollTimer?: NodeJS.Timeout;
   drainTimer?: NodeJS.Timeout;
@@ -350,6 +353,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       endpoints: this.probed?.endpoints,
       priority: this.config.priority,
       runner: this.probed?.runner,
+      features: [Features.RESPONSE_START, Features.CANCEL_REASONS],
     });
     this.log.info('connected to gateway; registering', { models, max_concurrent: this.config.maxConcurrency });
     this.armIdleTimer(session);
@@ -527,6 +531,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
 
   private onRegisterAck(session: Session, ack: RegisterAckMessage): void {
     session.workerId = ack.worker_id;
+    session.features = new Set(ack.features ?? []);
     this.restartingSince = undefined;
     this.log.info('registered with the gateway', {
       worker_id: ack.worker_id,
@@ -647,6 +652,10 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     const id = task.request.request_id;
     let chunks = 0;
     return {
+      start: (status, headers) => {
+        if (task.settled || !session.open || !session.features.has(Features.RESPONSE_START)) return;
+        this.send(session, { type: 'response_start', request_id: id, status_code: status, headers });
+      },
       chunk: (text) => {
         if (task.settled || !session.open) return;
         chunks++;

@@ -31,6 +31,8 @@ export interface CompleteParts {
 
 /** Where one request's answer goes. The daemon turns these into wire frames. */
 export interface ResponseSink {
+  /** A successful stream begins: the backend's status and headers, before the first chunk. */
+  start?(status: number, headers: Record<string, string> | undefined): void;
   /** May return a promise to apply backpressure (the runner waits before reading more). */
   chunk(text: string): void | Promise<void>;
   complete(parts: CompleteParts): void;
@@ -67,6 +69,7 @@ export async function runBackendRequest(
       return;
     }
 
+    sink.start?.(res.status, res.headers);
     const decoder = new StringDecoder('utf8');
     const usage = new SseUsageTracker();
     for await (const buf of res.body) {

@@ -29,6 +29,7 @@ describe('worker daemon: registration and relaying requests', () => {
       protocol_version: '2026-04-bridge-v1',
       current_load: 0,
       capabilities: { 'qwen2.5:7b': { tools: true, context_length: 32768 } },
+      features: ['response_start', 'cancel_reasons'],
     });
   });
 
@@ -109,6 +110,7 @@ describe('worker daemon: registration and relaying requests', () => {
     expect(frames[frames.length - 1]).toBe(done);
     expect(chunks.length).toBeGreaterThan(1);
     expect(chunks.map((c) => c.chunk).join('')).toBe(openAiChatSse(env.backend.replyText, 'llama3'));
+    expect(frames.some((f) => f.type === 'response_start')).toBe(false); // not negotiated
     expect(done).toEqual({
       type: 'response_complete',
       request_id: req.request_id,
@@ -116,6 +118,24 @@ describe('worker daemon: registration and relaying requests', () => {
       headers: expect.objectContaining({ 'content-type': 'text/event-stream' }),
       token_counts: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
     });
+  });
+
+  it('sends response_start with the backend status and headers before the first chunk once the gateway accepted the feature', async () => {
+    env.gateway.ackFeatures = ['response_start'];
+    startWorker();
+    const conn = await env.gateway.connection(1);
+    const req = requestFrame({ stream: true });
+    conn.send(req);
+    await conn.final(req.request_id);
+    const frames = conn.framesFor(req.request_id);
+    expect(frames[0]).toEqual({
+      type: 'response_start',
+      request_id: req.request_id,
+      status_code: 200,
+      headers: expect.objectContaining({ 'content-type': 'text/event-stream' }),
+    });
+    expect(frames[1].type).toBe('response_chunk');
+    expect(frames.filter((f) => f.type === 'response_start')).toHaveLength(1);
   });
 
   it('relays Anthropic /v1/messages, non-streaming and streaming, with input/output tokens as token counts', async () => {

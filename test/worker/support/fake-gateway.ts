@@ -100,6 +100,8 @@ export class FakeGateway {
   private port_ = 0;
   /** Warnings put into the next register_acks. */
   ackWarnings?: string[];
+  /** Features accepted in the next register_acks (the real gateway answers the subset it speaks). */
+  ackFeatures?: string[];
   /** While set, every upgrade is completed and then closed with this code and reason (like the gateway's refusals). */
   rejectWith?: { code: number; reason: string };
 
@@ -152,6 +154,7 @@ export class FakeGateway {
               models: reg.models,
               ...(this.ackWarnings ? { warnings: this.ackWarnings } : {}),
               protocol_version: reg.protocol_version,
+              ...(this.ackFeatures ? { features: this.ackFeatures } : {}),
             });
           });
         }
