@@ -6,11 +6,13 @@ import { QueueModule } from '../queue/queue.module';
 import { RegistryModule } from '../registry/registry.module';
 import { RoutingModule } from '../routing/routing.module';
 import { AdminController } from './admin.controller';
+import { CapabilitiesController } from './capabilities.controller';
+import { CapabilitiesService } from './capabilities.service';
 import { ShutdownCoordinator } from './shutdown-coordinator.service';
 
 @Module({
   imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, RegistryModule, RoutingModule],
-  controllers: [AdminController],
-  providers: [ShutdownCoordinator],
+  controllers: [AdminController, CapabilitiesController],
+  providers: [ShutdownCoordinator, CapabilitiesService],
 })
 export class ControlPlaneModule {}

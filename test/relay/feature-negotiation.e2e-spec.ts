@@ -6,7 +6,7 @@ const SSE = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n';
 
 async function registerWith(gw: TestGateway, model: string, features?: unknown): Promise<{ worker: ScriptedWorker; ack: Record<string, any> }> {
   const worker = await ScriptedWorker.connect(gw.workerUrl);
-  const frame: Record<string, unknown> = { type: 'register', worker_name: `w-${model}`, models: [model], max_concurrent: 2, protocol_version: '2026-04-bridge-v1' };
+  const frame: { type: string; [k: string]: unknown } = { type: 'register', worker_name: `w-${model}`, models: [model], max_concurrent: 2, protocol_version: '2026-04-bridge-v1' };
   if (features !== undefined) frame.features = features;
   worker.send(frame);
   return { worker, ack: await worker.next('register_ack') };

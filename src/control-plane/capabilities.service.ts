@@ -1,0 +1,130 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config';
+import { CLOCK, Clock } from '../common/clock';
+import { Provider, ProvidersService } from '../providers/providers.service';
+import { AdmissionQueue } from '../queue/admission-queue';
+import { WorkerRegistry } from '../registry/worker-registry.service';
+import { LiveWorker } from '../registry/live-worker';
+import { effectiveCapabilities } from '../routing/capabilities';
+import { appVersion } from '../observability/app-version';
+
+/** How long one discovery answer is reused: discovery is polled by dashboards and CLIs. */
+const CACHE_MS = 5000;
+
+const INFERENCE_ENDPOINTS = ['/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/embeddings', '/v1/messages'];
+
+/** The discovery document's version; the OpenAPI document's `info.version` is the same value. */
+export function apiVersion(): string {
+  return appVersion();
+}
+
+export interface LoadedModel {
+  id: string;
+  context_length?: number;
+  capabilities: string[];
+  workers: number;
+}
+
+export interface PoolCapabilities {
+  id: string;
+  engines: Array<{ type: string; version?: string }>;
+  ctx_max?: number;
+  slots: { total: number; busy: number; free: number };
+  workers: number;
+  supported_workloads: string[];
+  models: { loaded: LoadedModel[]; loading: Array<{ id: string; progress: number; eta?: number }>; available: string[] };
+  queue: { depth: number; max_depth: number; avg_wait_ms: number; p95_wait_ms: number };
+  rate_limits: { default_rpm?: number; default_tpm?: number; per_tenant: boolean };
+  features: string[];
+  health: { enabled: boolean; ready: boolean };
+}
+
+export interface CapabilitiesDocument {
+  api_version: string;
+  generated_at: string;
+  pools: PoolCapabilities[];
+}
+
+/**
+ * `GET /v1/capabilities`: what each pool (provider) can do right now — engines, models and their
+ * context, slots, endpoints, queue, limits and features — built from live state and cached.
+ */
+@Injectable()
+export class CapabilitiesService {
+  private cached: { at: number; doc: CapabilitiesDocument } | undefined;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly providers: ProvidersService,
+    private readonly registry: WorkerRegistry,
+    private readonly queue: AdmissionQueue,
+  ) {}
+
+  document(): CapabilitiesDocument {
+    const now = this.clock.now();
+    if (this.cached && now - this.cached.at < CACHE_MS) return this.cached.doc;
+    const doc: CapabilitiesDocument = {
+      api_version: apiVersion(),
+      generated_at: new Date(now).toISOString(),
+      pools: this.providers.list().map((p) => this.pool(p)),
+    };
+    this.cached = { at: now, doc };
+    return doc;
+  }
+
+  private pool(p: Provider): PoolCapabilities {
+    const workers = [...this.registry.ofProvider(p.name)];
+    const engines = new Map<string, { type: string; version?: string }>();
+    const workloads = new Set<string>();
+    const loaded = new Map<string, LoadedModel & { caps: Set<string> }>();
+    const slots = { total: 0, busy: 0, free: 0 };
+    for (const w of workers) {
+      if (w.runner) engines.set(`${w.runner.type}@${w.runner.version ?? ''}`, { ...w.runner });
+      for (const e of w.endpoints ?? INFERENCE_ENDPOINTS) workloads.add(e);
+      slots.total += w.maxConcurrent;
+      slots.busy += w.pending;
+      slots.free += w.freeSlots;
+      if (!w.draining) for (const model of w.models) this.addModel(loaded, model, p, w);
+    }
+    const ctxMax = Math.max(0, ...[...loaded.values()].map((m) => m.context_length ?? 0));
+    const features = ['streaming', 'cancellation', 'openai', 'anthropic', 'aliases', 'fallbacks', 'priorities', 'tenant_fairness'];
+    for (const e of ['/v1/responses', '/v1/embeddings', '/v1/completions']) if (workloads.has(e)) features.push(e.slice(4));
+    for (const c of ['vision', 'tools', 'json_mode']) if ([...loaded.values()].some((m) => m.caps.has(c))) features.push(c);
+    if (this.config.routing.allowPinning) features.push('pinning');
+    const defaults = this.config.tenancy.defaults;
+    return {
+      id: p.name,
+      engines: [...engines.values()],
+      ...(ctxMax > 0 ? { ctx_max: ctxMax } : {}),
+      slots,
+      workers: workers.length,
+      supported_workloads: [...workloads].sort(),
+      models: {
+        loaded: [...loaded.values()].map(({ caps: _caps, ...m }) => m),
+        loading: [],
+        available: p.models.filter((m) => !loaded.has(m)),
+      },
+      queue: {
+        depth: this.queue.depth(p.name),
+        max_depth: p.maxQueueLen,
+        avg_wait_ms: this.queue.stats.avgWaitMs(p.name),
+        p95_wait_ms: this.queue.stats.p95WaitMs(p.name),
+      },
+      rate_limits: { default_rpm: defaults.rpm, default_tpm: defaults.tpm, per_tenant: true },
+      features,
+      health: { enabled: p.enabled, ready: p.enabled && workers.some((w) => !w.draining) },
+    };
+  }
+
+  /** One worker's view of a model: the context it allows and what it declares it can do. */
+  private addModel(loaded: Map<string, LoadedModel & { caps: Set<string> }>, model: string, p: Provider, w: LiveWorker): void {
+    let m = loaded.get(model);
+    if (!m) loaded.set(model, (m = { id: model, capabilities: [], workers: 0, caps: new Set() }));
+    m.workers++;
+    const caps = effectiveCapabilities(model, p.capabilities, w.capabilities);
+    if (caps.context_length !== undefined) m.context_length = Math.max(m.context_length ?? 0, caps.context_length);
+    for (const c of ['vision', 'tools', 'json_mode'] as const) if (caps[c] === true) m.caps.add(c);
+    m.capabilities = [...m.caps].sort();
+  }
+}
