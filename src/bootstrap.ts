@@ -32,6 +32,16 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     bodyParser: false,
   });
   app.useWebSocketAdapter(new WorkerWsAdapter(app));
+  if (config.corsOrigins.length > 0) {
+    // Off unless configured: browsers on the listed origins may call the API and read these headers.
+    app.enableCors({
+      origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
+      methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+      allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'x-correlation-id', 'x-tenant-id', 'x-priority', 'x-switchboard-provider', 'anthropic-version', 'anthropic-beta', 'openai-organization'],
+      exposedHeaders: ['x-correlation-id', 'x-queue-wait-ms', 'x-switchboard-model', 'x-switchboard-fallback', 'retry-after', 'x-backoff-ms', 'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests', 'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
+      maxAge: 600,
+    });
+  }
   await app.listen(config.listenPort, config.listenHost);
   const queueLens = app.get(ProvidersService).list().map((p) => p.maxQueueLen);
   const fdWarning = openFilesWarning(readSoftOpenFilesLimit(), queueLens);

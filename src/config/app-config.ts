@@ -70,6 +70,8 @@ export interface AppConfig {
   recentWorkerWindowMs: number;
   instanceId: string;
   routing: RoutingConfig;
+  /** Browser origins allowed to call the API (CORS); empty = CORS off. */
+  corsOrigins: string[];
   tenancy: TenancyConfig;
   queue: QueueConfig;
 }

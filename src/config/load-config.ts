@@ -129,6 +129,23 @@ function readProviders(file: Yaml, defaults: ProviderDefaults, problems: string[
   return out;
 }
 
+/** `CORS_ORIGINS`: comma-separated origins (`https://dash.example.com`) or `*`. */
+function readCorsOrigins(value: string, problems: string[]): string[] {
+  const origins = value.split(',').map((o) => o.trim()).filter(Boolean);
+  for (const o of origins) {
+    if (o === '*') continue;
+    let ok = false;
+    try {
+      const u = new URL(o);
+      ok = (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === o;
+    } catch {
+      ok = false;
+    }
+    if (!ok) problems.push(`CORS_ORIGINS entry "${o}" must be an origin such as https://dashboard.example.com (scheme://host[:port], no path) or *`);
+  }
+  return origins;
+}
+
 /**
  * Builds the configuration from environment variables and the optional YAML file named by
  * CONFIG_FILE. Environment variables override the file. Throws ConfigError naming every bad key.
@@ -213,6 +230,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     recentWorkerWindowMs: r.seconds('RECENT_WORKER_WINDOW_SECS', 'recent_worker_window_secs', 300, { min: 0 }),
     instanceId: r.string('INSTANCE_ID', 'instance_id', `gw-${randomUUID().slice(0, 8)}`),
     routing,
+    corsOrigins: readCorsOrigins(r.string('CORS_ORIGINS', 'cors_origins', ''), problems),
     tenancy,
     queue,
   };

@@ -14,6 +14,14 @@ import { identifyByHeaders, TENANT_HEADER } from '../tenancy/client-identity';
 import { TenantsService } from '../tenancy/tenants.service';
 import { LimitVerdict, TenantLimits } from '../tenancy/tenant-limits.service';
 
+function presetHeaders(reply: FastifyReply): Record<string, string> | undefined {
+  let out: Record<string, string> | undefined;
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value !== undefined) (out ??= {})[name] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  return out;
+}
+
 /** Names a provider to route within (pinning); meant for the gateway, never forwarded. */
 const PIN_HEADER = 'x-switchboard-provider';
 
@@ -32,9 +40,12 @@ export class InferenceService {
   ) {}
 
   relay(req: FastifyRequest, reply: FastifyReply, endpointPath: string, options: EndpointOptions): void {
+    // Headers hooks already set (CORS) would be lost with the hijacked reply: the sink writes them.
+    const preset = presetHeaders(reply);
     reply.hijack();
     const dialect = dialectOf(endpointPath);
     const sink = new HttpResponseSink(reply.raw, req.correlationId, dialect);
+    if (preset) sink.addHeaders(preset);
     const envelope = parseInferenceBody(req.body);
     if (envelope instanceof GatewayError) return sink.fail(envelope);
     const identity = identifyByHeaders(req.headers, (tenant) => this.tenants.settingsOf(tenant));
