@@ -14,6 +14,7 @@ import { ControlPlaneModule } from './control-plane/control-plane.module';
 import { HealthModule } from './observability/health.module';
 import { RelayHealthSnapshot } from './control-plane/relay-health-snapshot';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
+import { UsageModule } from './usage/usage.module';
 
 @Module({})
 export class AppModule {
@@ -26,6 +27,7 @@ export class AppModule {
         ObservabilityModule,
         RateLimitModule,
         DatabaseModule.forRoot(config),
+        UsageModule,
         ProvidersModule,
         RegistryModule,
         AuthModule,

@@ -3,6 +3,7 @@ import type { ModelCapabilities } from '../protocol';
 import type { RoutingConfig } from '../routing/routing-config';
 import type { TenancyConfig } from '../tenancy/tenancy-config';
 import type { QueueConfig } from '../queue/queue-config';
+import type { UsageConfig } from '../usage/usage-config';
 
 export interface ProviderConfig {
   name: string;
@@ -74,4 +75,5 @@ export interface AppConfig {
   corsOrigins: string[];
   tenancy: TenancyConfig;
   queue: QueueConfig;
+  usage: UsageConfig;
 }

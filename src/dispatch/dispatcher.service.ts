@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError, isRetriable, statusOf } from '../common/gateway-error';
@@ -12,6 +12,9 @@ import { Router } from '../routing/router.service';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { RelayRequest } from './relay-request';
+import { NO_USAGE_RECORDS, UsageRecorder } from '../usage/usage-recorder.port';
+import { usageRecordOf } from '../usage/usage-record';
+import { readCacheHeaders } from '../usage/cache-headers';
 
 /** What a worker's `models_update` changes (already sanitized). */
 export interface WorkerModelsUpdate {
@@ -50,6 +53,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     private readonly records: WorkerRecords,
     private readonly metrics: MetricsService,
     private readonly lifecycle: LifecycleState,
+    @Optional() private readonly usage: UsageRecorder = NO_USAGE_RECORDS,
   ) {
     providers.onDeleted((p) => this.onProviderDeleted(p));
     // New capabilities, priority or enabling may make idle workers eligible for queued requests.
@@ -325,6 +329,8 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
     this.release(worker, req);
     if (msg.token_counts) this.countTokens(req, msg.token_counts);
+    req.tokenCounts = msg.token_counts;
+    this.metrics.backendCache(worker.provider, req.targetModel, readCacheHeaders(msg.headers));
     if (req.streamedBytes === 0) {
       this.firstByte(req, worker);
       if (msg.status_code >= 500) this.router.failed(worker, `http_${msg.status_code}`);
@@ -529,6 +535,7 @@ export class Dispatcher implements OnApplicationBootstrap {
 
   private firstByte(req: RelayRequest, worker: LiveWorker): void {
     const now = this.clock.now();
+    req.firstByteAt = now;
     this.metrics.timeToFirstByte(worker.provider, req.targetModel, (now - req.receivedAt) / 1000);
     this.router.firstByte(worker, now - req.assignedAt);
   }
@@ -551,6 +558,7 @@ export class Dispatcher implements OnApplicationBootstrap {
 
   private fail(req: RelayRequest, error: GatewayError): void {
     if (req.phase === 'finished') return;
+    req.errorCode = error.code;
     this.settle(req, statusOf(error.code));
     if (!req.sink.clientGone) req.sink.fail(this.inContext(req, error));
   }
@@ -574,11 +582,14 @@ export class Dispatcher implements OnApplicationBootstrap {
     this.clearTimer(req);
     this.relieve(req);
     req.phase = 'finished';
+    const now = this.clock.now();
     // A request no provider took names a model nobody serves: its name is not worth a series.
     this.metrics.requestFinished(
-      { provider: req.provider?.name ?? 'none', model: req.targetModel || '(unrouted)', endpoint: req.endpointPath, status },
-      (this.clock.now() - req.receivedAt) / 1000,
+      { provider: req.provider?.name ?? 'none', model: req.targetModel || '(unrouted)', endpoint: req.endpointPath, status, tenant: req.tenant },
+      (now - req.receivedAt) / 1000,
     );
+    // Appended to a bounded buffer and written later, in batches: nothing here waits on the database.
+    this.usage.record(usageRecordOf(req, status, now));
   }
 
   private clearTimer(req: RelayRequest): void {

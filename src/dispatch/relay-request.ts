@@ -1,4 +1,5 @@
-import { GatewayError } from '../common/gateway-error';
+import { GatewayError, GatewayErrorCode } from '../common/gateway-error';
+import { TokenCounts } from '../protocol';
 import { TimerHandle } from '../common/clock';
 import { LiveWorker } from '../registry/live-worker';
 import { Provider } from '../providers/providers.service';
@@ -48,6 +49,8 @@ export interface RelayRequestInit {
   headers: Record<string, string> | undefined;
   correlationId: string;
   tenant: string;
+  /** The client API key that authenticated the request, when keys are in use (usage records). */
+  keyId?: string;
   /** Queue level: 0 = high, 1 = normal, 2 = low. */
   priority: number;
   /** How many requests of this tenant may wait in the queue at once. */
@@ -68,6 +71,7 @@ export class RelayRequest {
   readonly headers: Record<string, string> | undefined;
   readonly correlationId: string;
   readonly tenant: string;
+  readonly keyId: string | undefined;
   readonly priority: number;
   readonly maxQueued: number;
   readonly sink: ResponseSink;
@@ -95,6 +99,12 @@ export class RelayRequest {
   assignedAt = 0;
   requeues = 0;
   streamedBytes = 0;
+  /** When the client's first response byte came from a worker (0 = none yet); usage records. */
+  firstByteAt = 0;
+  /** Token counts of the worker's completion, when it reported them; usage records. */
+  tokenCounts: TokenCounts | undefined;
+  /** The error the request ended with, if it failed; usage records. */
+  errorCode: GatewayErrorCode | undefined;
   /** Chunks a worker sent for a non-streaming request, used when its completion has no body. */
   bufferedBody: string[] | undefined;
   timer: TimerHandle | undefined;
@@ -109,6 +119,7 @@ export class RelayRequest {
     this.headers = init.headers;
     this.correlationId = init.correlationId;
     this.tenant = init.tenant;
+    this.keyId = init.keyId;
     this.priority = init.priority;
     this.maxQueued = init.maxQueued ?? Infinity;
     this.sink = init.sink;

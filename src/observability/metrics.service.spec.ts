@@ -43,8 +43,9 @@ describe('MetricsService', () => {
 
   it('records each relay event in the exposition', async () => {
     const m = new MetricsService();
-    m.requestFinished({ provider: 'gpu', model: 'llama', endpoint: '/v1/chat/completions', status: 200 }, 2.5);
-    m.requestFinished({ provider: 'gpu', model: 'llama', endpoint: '/v1/chat/completions', status: 200 }, 400);
+    m.requestFinished({ provider: 'gpu', model: 'llama', endpoint: '/v1/chat/completions', status: 200, tenant: 'acme' }, 2.5);
+    m.requestFinished({ provider: 'gpu', model: 'llama', endpoint: '/v1/chat/completions', status: 200, tenant: 'acme' }, 400);
+    m.requestFinished({ provider: 'gpu', model: 'llama', endpoint: '/v1/chat/completions', status: 200, tenant: 'globex' }, 1);
     m.timeToFirstByte('gpu', 'llama', 0.3);
     m.setQueueDepth('gpu', 4);
     m.queueWait('gpu', 0.02);
@@ -59,16 +60,28 @@ describe('MetricsService', () => {
     m.rejection('QUEUE_FULL');
     m.rejection('QUEUE_FULL');
     m.workerAuthFailure('bad_secret');
+    m.rateLimited('acme', 'rpm');
+    m.rateLimited('acme', 'rpm');
+    m.rateLimited('acme', 'tokens_per_day');
+    m.backendCache('gpu', 'llama', { hit: true, tokensReused: 100 });
+    m.backendCache('gpu', 'llama', { hit: true, tokensReused: 20 });
+    m.backendCache('gpu', 'llama', { hit: false });
+    m.backendCache('gpu', 'llama', {});
+    m.usageRecordsWritten(5);
+    m.usageRecordsDropped('buffer_full', 2);
+    m.collectUsageBufferWith(() => 7);
 
     const f = await scrape(m.registry);
     const gpu = { provider: 'gpu' };
     const route = { ...gpu, model: 'llama' };
-    expect(valueOf(f.get('switchboard_requests_total'), 'switchboard_requests_total', { ...route, endpoint: '/v1/chat/completions', status: '200' })).toBe(2);
+    const finished = { ...route, endpoint: '/v1/chat/completions', status: '200' };
+    expect(valueOf(f.get('switchboard_requests_total'), 'switchboard_requests_total', { ...finished, tenant: 'acme' })).toBe(2);
+    expect(valueOf(f.get('switchboard_requests_total'), 'switchboard_requests_total', { ...finished, tenant: 'globex' })).toBe(1);
     const duration = f.get('switchboard_request_duration_seconds');
-    expect(valueOf(duration, 'switchboard_request_duration_seconds_count', route)).toBe(2);
-    expect(valueOf(duration, 'switchboard_request_duration_seconds_sum', route)).toBe(402.5);
-    expect(valueOf(duration, 'switchboard_request_duration_seconds_bucket', { ...route, le: '5' })).toBe(1);
-    expect(valueOf(duration, 'switchboard_request_duration_seconds_bucket', { ...route, le: '600' })).toBe(2);
+    expect(valueOf(duration, 'switchboard_request_duration_seconds_count', route)).toBe(3);
+    expect(valueOf(duration, 'switchboard_request_duration_seconds_sum', route)).toBe(403.5);
+    expect(valueOf(duration, 'switchboard_request_duration_seconds_bucket', { ...route, le: '5' })).toBe(2);
+    expect(valueOf(duration, 'switchboard_request_duration_seconds_bucket', { ...route, le: '600' })).toBe(3);
     expect(valueOf(f.get('switchboard_time_to_first_byte_seconds'), 'switchboard_time_to_first_byte_seconds_bucket', { ...route, le: '0.5' })).toBe(1);
     expect(valueOf(f.get('switchboard_queue_depth'), 'switchboard_queue_depth', gpu)).toBe(4);
     expect(valueOf(f.get('switchboard_queue_wait_seconds'), 'switchboard_queue_wait_seconds_count', gpu)).toBe(1);
@@ -81,6 +94,18 @@ describe('MetricsService', () => {
     expect(valueOf(f.get('switchboard_cancellations_total'), 'switchboard_cancellations_total', { reason: 'client_disconnect' })).toBe(1);
     expect(valueOf(f.get('switchboard_rejections_total'), 'switchboard_rejections_total', { code: 'QUEUE_FULL' })).toBe(2);
     expect(valueOf(f.get('switchboard_worker_auth_failures_total'), 'switchboard_worker_auth_failures_total', { reason: 'bad_secret' })).toBe(1);
+    const limited = f.get('switchboard_rate_limited_total');
+    expect(valueOf(limited, 'switchboard_rate_limited_total', { tenant: 'acme', kind: 'rpm' })).toBe(2);
+    expect(valueOf(limited, 'switchboard_rate_limited_total', { tenant: 'acme', kind: 'tokens_per_day' })).toBe(1);
+    const cache = f.get('switchboard_cache_hits_total');
+    expect(valueOf(cache, 'switchboard_cache_hits_total', { ...route, result: 'hit' })).toBe(2);
+    expect(valueOf(cache, 'switchboard_cache_hits_total', { ...route, result: 'miss' })).toBe(1);
+    expect(valueOf(f.get('switchboard_cache_tokens_reused_total'), 'switchboard_cache_tokens_reused_total', route)).toBe(120);
+    expect(valueOf(f.get('switchboard_usage_records_written_total'), 'switchboard_usage_records_written_total', {})).toBe(5);
+    const dropped = f.get('switchboard_usage_records_dropped_total');
+    expect(valueOf(dropped, 'switchboard_usage_records_dropped_total', { reason: 'buffer_full' })).toBe(2);
+    expect(valueOf(dropped, 'switchboard_usage_records_dropped_total', { reason: 'write_failed' })).toBe(0);
+    expect(valueOf(f.get('switchboard_usage_records_buffered'), 'switchboard_usage_records_buffered', {})).toBe(7);
   });
 
   it('gauges follow the latest value, down to zero', async () => {

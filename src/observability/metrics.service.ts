@@ -7,6 +7,8 @@ const MAX_TENANT_LABELS = 200;
 
 export type SlotState = 'busy' | 'free' | 'held';
 export type TokenKind = 'prompt' | 'completion';
+/** Why usage records were lost: the buffer was full (oldest dropped) or their batch kept failing. */
+export type UsageDropReason = 'buffer_full' | 'write_failed';
 
 const PREFIX = 'switchboard_';
 
@@ -24,7 +26,7 @@ const QUEUE_WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
  */
 @Injectable()
 export class MetricsService {
-  private readonly requests: Counter<'provider' | 'model' | 'endpoint' | 'status'>;
+  private readonly requests: Counter<'provider' | 'model' | 'endpoint' | 'status' | 'tenant'>;
   private readonly requestDuration: Histogram<'provider' | 'model'>;
   private readonly firstByte: Histogram<'provider' | 'model'>;
   private readonly queueDepth: Gauge<'provider'>;
@@ -40,6 +42,13 @@ export class MetricsService {
   private readonly rateLimitedTotal: Counter<'tenant' | 'kind'>;
   private readonly redisUp: Gauge;
   private readonly rateLimiterFallbacks: Counter;
+  private readonly cacheResults: Counter<'provider' | 'model' | 'result'>;
+  private readonly cacheTokensReused: Counter<'provider' | 'model'>;
+  private readonly usageWritten: Counter;
+  private readonly usageDropped: Counter<'reason'>;
+  private readonly usageBuffered: Gauge;
+  /** Reads the usage recorder's buffer size at scrape time. */
+  private usageBufferCollector: (() => number) | undefined;
   /** Fills the slot gauges at scrape time, so no request pays for walking the workers. */
   private slotCollector: (() => void) | undefined;
   /** Client-chosen label values are capped (see LabelBudget). */
@@ -50,8 +59,8 @@ export class MetricsService {
     const registers = [registry];
     this.requests = new Counter({
       name: `${PREFIX}requests_total`,
-      help: 'Client requests finished, by provider, model, endpoint and HTTP status.',
-      labelNames: ['provider', 'model', 'endpoint', 'status'],
+      help: 'Client requests finished, by provider, model, endpoint, HTTP status and tenant.',
+      labelNames: ['provider', 'model', 'endpoint', 'status', 'tenant'],
       registers,
     });
     this.requestDuration = new Histogram({
@@ -140,6 +149,39 @@ export class MetricsService {
       labelNames: ['tenant', 'kind'],
       registers,
     });
+    this.cacheResults = new Counter({
+      name: `${PREFIX}cache_hits_total`,
+      help: 'Responses whose backend reported a cache result (x-cache-hit), by provider, model and result (hit, miss).',
+      labelNames: ['provider', 'model', 'result'],
+      registers,
+    });
+    this.cacheTokensReused = new Counter({
+      name: `${PREFIX}cache_tokens_reused_total`,
+      help: 'Prompt tokens the backend reported as served from its cache (x-cache-tokens-reused).',
+      labelNames: ['provider', 'model'],
+      registers,
+    });
+    this.usageWritten = new Counter({
+      name: `${PREFIX}usage_records_written_total`,
+      help: 'Usage records written to the database.',
+      registers,
+    });
+    this.usageDropped = new Counter({
+      name: `${PREFIX}usage_records_dropped_total`,
+      help: 'Usage records lost: buffer_full (the database fell behind, the oldest were dropped) or write_failed (their batch failed repeatedly).',
+      labelNames: ['reason'],
+      registers,
+    });
+    // Both series exist from the start, so an alert on their increase sees zeros, not gaps.
+    for (const reason of ['buffer_full', 'write_failed'] as const) this.usageDropped.inc({ reason }, 0);
+    this.usageBuffered = new Gauge({
+      name: `${PREFIX}usage_records_buffered`,
+      help: 'Usage records waiting in memory to be written.',
+      registers,
+      collect: () => {
+        if (this.usageBufferCollector) this.usageBuffered.set(this.usageBufferCollector());
+      },
+    });
     this.workerAuthFailures = new Counter({
       name: `${PREFIX}worker_auth_failures_total`,
       help: 'Worker connections refused during the handshake, by reason.',
@@ -148,9 +190,9 @@ export class MetricsService {
     });
   }
 
-  requestFinished(l: { provider: string; model: string; endpoint: string; status: number }, durationSec: number): void {
+  requestFinished(l: { provider: string; model: string; endpoint: string; status: number; tenant: string }, durationSec: number): void {
     const model = this.models.label(l.model);
-    this.requests.inc({ provider: l.provider, model, endpoint: l.endpoint, status: String(l.status) });
+    this.requests.inc({ provider: l.provider, model, endpoint: l.endpoint, status: String(l.status), tenant: this.tenants.label(l.tenant) });
     this.requestDuration.observe({ provider: l.provider, model }, durationSec);
   }
 
@@ -211,6 +253,30 @@ export class MetricsService {
   /** One rate-limit decision taken locally because Redis was down. */
   rateLimiterFallback(): void {
     this.rateLimiterFallbacks.inc();
+  }
+
+  /**
+   * What a worker's response said about the backend's cache (see usage/cache-headers.ts): a hit or
+   * a miss when it said either, and the prompt tokens it reused when it said how many.
+   */
+  backendCache(provider: string, model: string, report: { hit?: boolean; tokensReused?: number }): void {
+    if (report.hit === undefined && report.tokensReused === undefined) return;
+    const labels = { provider, model: this.models.label(model) };
+    if (report.hit !== undefined) this.cacheResults.inc({ ...labels, result: report.hit ? 'hit' : 'miss' });
+    if (report.tokensReused !== undefined) this.cacheTokensReused.inc(labels, report.tokensReused);
+  }
+
+  usageRecordsWritten(count: number): void {
+    if (count > 0) this.usageWritten.inc(count);
+  }
+
+  usageRecordsDropped(reason: UsageDropReason, count: number): void {
+    if (count > 0) this.usageDropped.inc({ reason }, count);
+  }
+
+  /** Registers what reports the usage buffer's size whenever metrics are scraped. */
+  collectUsageBufferWith(collector: () => number): void {
+    this.usageBufferCollector = collector;
   }
 
   workerAuthFailure(reason: string): void {

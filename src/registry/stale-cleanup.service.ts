@@ -8,7 +8,12 @@ import { WorkerRecordEntity } from './worker-record.entity';
 export interface SweepResult {
   markedOffline: number;
   deleted: number;
+  /** Rows deleted by each registered retention task (present once a task is registered). */
+  pruned?: Record<string, number>;
 }
+
+/** Deletes rows older than its own retention as of `now`; returns how many. */
+export type RetentionTask = (now: number) => Promise<number>;
 
 /**
  * Keeps worker records truthful when nobody recorded a disconnect (a gateway crashed or was
@@ -18,12 +23,16 @@ export interface SweepResult {
  *   `heartbeatTimeoutMs` plus one flush interval (persisted heartbeats lag by up to that) are marked offline,
  *   and offline records older than `workerRecordRetentionMs` are deleted.
  * A record marked offline here gets its last heartbeat as its disconnect time.
+ *
+ * Other features register their own retention in the same pass (`addRetentionTask`, e.g. usage
+ * records); each task runs after the worker-record steps and fails on its own.
  */
 @Injectable()
 export class StaleCleanupService implements OnModuleInit, BeforeApplicationShutdown {
   private readonly log = new Logger('StaleCleanup');
   private timer: TimerHandle | undefined;
   private running: Promise<SweepResult> | undefined;
+  private readonly retentionTasks = new Map<string, RetentionTask>();
 
   constructor(
     @InjectRepository(WorkerRecordEntity) private readonly repo: Repository<WorkerRecordEntity>,
@@ -46,6 +55,11 @@ export class StaleCleanupService implements OnModuleInit, BeforeApplicationShutd
     if (this.timer !== undefined) this.clock.clearInterval(this.timer);
     this.timer = undefined;
     await this.running;
+  }
+
+  /** Adds a pruning step to every sweep, named for logs and results (register before boot: in a constructor). */
+  addRetentionTask(name: string, task: RetentionTask): void {
+    this.retentionTasks.set(name, task);
   }
 
   /** Marks records of this gateway instance that are still online offline; returns how many. */
@@ -78,6 +92,16 @@ export class StaleCleanupService implements OnModuleInit, BeforeApplicationShutd
       }
     } catch (e) {
       this.log.warn(`worker record sweep failed: ${(e as Error).message}`);
+    }
+    for (const [name, task] of this.retentionTasks) {
+      result.pruned ??= {};
+      result.pruned[name] = 0;
+      try {
+        result.pruned[name] = await task(now);
+        if (result.pruned[name] > 0) this.log.log(`deleted ${result.pruned[name]} expired row(s) of ${name}`);
+      } catch (e) {
+        this.log.warn(`pruning ${name} failed: ${(e as Error).message}`);
+      }
     }
     return result;
   }

@@ -185,4 +185,10 @@ export const SWITCHBOARD_FAMILIES: Record<string, MetricType> = {
   switchboard_rejections_total: 'counter',
   switchboard_worker_auth_failures_total: 'counter',
   switchboard_worker_ejections_total: 'counter',
+  switchboard_rate_limited_total: 'counter',
+  switchboard_cache_hits_total: 'counter',
+  switchboard_cache_tokens_reused_total: 'counter',
+  switchboard_usage_records_written_total: 'counter',
+  switchboard_usage_records_dropped_total: 'counter',
+  switchboard_usage_records_buffered: 'gauge',
 };

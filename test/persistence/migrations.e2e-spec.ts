@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { createTestDatabase, TestDatabase } from './support/test-database';
 
-const TABLES = ['providers', 'worker_records', 'api_keys'];
+const TABLES = ['providers', 'worker_records', 'api_keys', 'usage_records'];
 
 describe('migrations', () => {
   let db: TestDatabase;
@@ -42,19 +42,19 @@ describe('migrations', () => {
     expect(ds.migrations.map((m) => m.name)).toContain('InitialSchema1763683200000');
   });
 
-  it('up creates providers, worker_records and api_keys', async () => {
+  it('up creates providers, worker_records, api_keys and usage_records', async () => {
     expect(await existingTables()).toEqual([]);
     const applied = await ds.runMigrations();
-    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000']);
+    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'UsageRecords1764720000000']);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
       // Isolation: the tables landed in this run's schema, not in public.
       const [{ schema }] = await ds.query('SELECT current_schema() AS schema');
       expect(db.url).toContain(`schema=${schema}`);
       const [{ n }] = await ds.query(
-        "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('providers', 'worker_records', 'api_keys')",
+        "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('providers', 'worker_records', 'api_keys', 'usage_records')",
       );
-      expect(n).toBe(3);
+      expect(n).toBe(4);
     }
   });
 
@@ -92,6 +92,24 @@ describe('migrations', () => {
     }
   });
 
+  it('indexes usage_records by received_at, and by tenant and key id over time', async () => {
+    const qr = ds.createQueryRunner();
+    try {
+      const usage = await qr.getTable('usage_records');
+      expect(usage!.primaryColumns.map((c) => c.name)).toEqual(['id']);
+      expect(usage!.indices.map((i) => i.name).sort()).toEqual([
+        'IDX_usage_records_key_received_at',
+        'IDX_usage_records_received_at',
+        'IDX_usage_records_tenant_received_at',
+      ]);
+      expect(await indexColumns('IDX_usage_records_received_at')).toEqual(['received_at']);
+      expect(await indexColumns('IDX_usage_records_tenant_received_at')).toEqual(['tenant', 'received_at']);
+      expect(await indexColumns('IDX_usage_records_key_received_at')).toEqual(['key_id', 'received_at']);
+    } finally {
+      await qr.release();
+    }
+  });
+
   it('rejects a second api key with the same hash', async () => {
     const row = { name: 'k', prefix: 'sk-abc', tenant: 't', enabled: true, createdAt: 1, lastUsedAt: null, revokedAt: null };
     const repo = ds.getRepository('ApiKeyEntity');
@@ -106,6 +124,8 @@ describe('migrations', () => {
   });
 
   it('down drops the tables and forgets the migrations', async () => {
+    await ds.undoLastMigration();
+    expect(await existingTables()).toEqual(['providers', 'worker_records', 'api_keys']);
     await ds.undoLastMigration();
     const qr = ds.createQueryRunner();
     try {

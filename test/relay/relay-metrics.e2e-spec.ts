@@ -36,7 +36,7 @@ describe('relay metrics', () => {
     expect((await pending).status).toBe(200);
 
     const requests = await samples('switchboard_requests_total');
-    expect(value(requests, { provider: 'local', model: 'metered', endpoint: '/v1/chat/completions', status: '200' })).toBe(1);
+    expect(value(requests, { provider: 'local', model: 'metered', endpoint: '/v1/chat/completions', status: '200', tenant: 'team-a' })).toBe(1);
     const tokens = await samples('switchboard_tokens_total');
     expect(value(tokens, { model: 'metered', tenant: 'team-a', kind: 'prompt' })).toBe(11);
     expect(value(tokens, { model: 'metered', tenant: 'team-a', kind: 'completion' })).toBe(7);

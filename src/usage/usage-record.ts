@@ -1,0 +1,103 @@
+import type { RelayRequest } from '../dispatch/relay-request';
+
+/**
+ * One finished client request, as chargeback needs it: who (tenant, key), what (models, provider,
+ * worker, endpoint), how it ended (status, error code), how much (tokens) and how long. Never the
+ * prompt, the output or any header.
+ */
+export interface UsageRecord {
+  /** The request id (`r-<uuid>`): unique across gateways, so it is the primary key. */
+  id: string;
+  /** When the gateway received the request (epoch ms). */
+  receivedAt: number;
+  /** `receivedAt` as a UTC calendar day, `YYYY-MM-DD` (group_by=day without date functions in SQL). */
+  day: string;
+  tenant: string;
+  keyId: string | null;
+  /** The model the client asked for (an alias, or a model a fallback replaced). */
+  requestedModel: string;
+  /** The model that served, or would have served, the request; null when no provider took it. */
+  servedModel: string | null;
+  provider: string | null;
+  workerId: string | null;
+  workerName: string | null;
+  endpoint: string;
+  /** HTTP status sent (499: the client left first). */
+  status: number;
+  /** The gateway's error code when the request failed in the gateway; null for worker answers. */
+  errorCode: string | null;
+  /** As the worker reported them; null when it reported none. */
+  promptTokens: number | null;
+  completionTokens: number | null;
+  /** Time spent in the queue, over every wait (requeues included). */
+  queueWaitMs: number;
+  /** Arrival to the first response byte from a worker; null when none came. */
+  ttfbMs: number | null;
+  /** Arrival to the end of the request. */
+  durationMs: number;
+}
+
+/** Column widths of `usage_records`; longer values are cut (PostgreSQL would reject the whole batch). */
+export const USAGE_WIDTHS = {
+  id: 64,
+  tenant: 64,
+  keyId: 64,
+  model: 255,
+  provider: 64,
+  workerId: 128,
+  workerName: 255,
+  endpoint: 64,
+  errorCode: 64,
+} as const;
+
+const MAX_INT = 2_147_483_647;
+
+/** The UTC day of an epoch-ms time, `YYYY-MM-DD`. */
+export function utcDay(epochMs: number): string {
+  return new Date(epochMs).toISOString().slice(0, 10);
+}
+
+/** The usage record of a request that has just finished with `status` at `finishedAt`. */
+export function usageRecordOf(req: RelayRequest, status: number, finishedAt: number): UsageRecord {
+  // A request still queued when it ends (client gone) has not folded its current wait in yet.
+  const queueWaitMs = req.waitedMs + (req.queuedAt ? finishedAt - req.queuedAt : 0);
+  const counts = req.tokenCounts;
+  return {
+    id: cut(req.id, USAGE_WIDTHS.id),
+    receivedAt: req.receivedAt,
+    day: utcDay(req.receivedAt),
+    tenant: cut(req.tenant, USAGE_WIDTHS.tenant),
+    keyId: req.keyId ? cut(req.keyId, USAGE_WIDTHS.keyId) : null,
+    requestedModel: cut(req.model, USAGE_WIDTHS.model),
+    servedModel: req.targetModel ? cut(req.targetModel, USAGE_WIDTHS.model) : null,
+    provider: req.provider ? cut(req.provider.name, USAGE_WIDTHS.provider) : null,
+    workerId: req.worker ? cut(req.worker.id, USAGE_WIDTHS.workerId) : null,
+    workerName: req.worker ? cut(req.worker.name, USAGE_WIDTHS.workerName) : null,
+    endpoint: cut(req.endpointPath, USAGE_WIDTHS.endpoint),
+    status,
+    errorCode: req.errorCode ?? null,
+    promptTokens: tokenCount(counts?.prompt_tokens),
+    completionTokens: tokenCount(counts?.completion_tokens),
+    queueWaitMs: millis(queueWaitMs),
+    ttfbMs: req.firstByteAt ? millis(req.firstByteAt - req.receivedAt) : null,
+    durationMs: millis(finishedAt - req.receivedAt),
+  };
+}
+
+/**
+ * Fits a (possibly client-chosen) string to its column: NUL characters, which PostgreSQL refuses in
+ * text, are removed, and the value is cut to `width` without leaving half a surrogate pair.
+ */
+function cut(value: string, width: number): string {
+  const clean = value.includes('\u0000') ? value.replace(/\u0000/g, '') : value;
+  return clean.length > width ? clean.slice(0, width).replace(/[\uD800-\uDBFF]$/, '') : clean;
+}
+
+function tokenCount(n: number | undefined): number | null {
+  return typeof n === 'number' && Number.isInteger(n) && n >= 0 ? Math.min(n, MAX_INT) : null;
+}
+
+/** A duration for an INTEGER column: whole, not negative, within 32 bits. */
+function millis(ms: number): number {
+  return Number.isFinite(ms) ? Math.min(MAX_INT, Math.max(0, Math.round(ms))) : 0;
+}

@@ -1,0 +1,42 @@
+import { Controller, Get, Query, UseGuards } from '@nestjs/common';
+import { AdminGuard } from '../auth/admin.guard';
+import { GatewayError } from '../common/gateway-error';
+import { UsageAggregates, UsageTotals } from './usage-aggregates.service';
+import { parseUsageQuery, UsageGroupBy } from './usage-query';
+
+/** Operator API (bearer ADMIN_TOKEN): usage totals for chargeback. */
+@Controller('admin')
+@UseGuards(AdminGuard)
+export class UsageController {
+  constructor(private readonly aggregates: UsageAggregates) {}
+
+  /** `GET /admin/usage?tenant=&key=&since=&until=&group_by=tenant|key|model|day` (see docs/api.md). */
+  @Get('usage')
+  async usage(@Query() raw: Record<string, unknown>) {
+    const query = parseUsageQuery(raw ?? {});
+    if (query instanceof GatewayError) throw query;
+    const totals = await this.aggregates.totals(query);
+    return {
+      object: 'usage',
+      group_by: query.groupBy ?? null,
+      filters: {
+        tenant: query.tenant ?? null,
+        key: query.keyId ?? null,
+        since: query.since === undefined ? null : new Date(query.since).toISOString(),
+        until: query.until === undefined ? null : new Date(query.until).toISOString(),
+      },
+      data: totals.map((t) => describe(t, query.groupBy)),
+    };
+  }
+}
+
+function describe(t: UsageTotals, groupBy: UsageGroupBy | undefined) {
+  return {
+    ...(groupBy ? { [groupBy]: t.group ?? null } : {}),
+    requests: t.requests,
+    errors: t.errors,
+    prompt_tokens: t.promptTokens,
+    completion_tokens: t.completionTokens,
+    total_tokens: t.totalTokens,
+  };
+}
