@@ -25,7 +25,7 @@ describe('LabelBudget', () => {
     const metrics = new MetricsService();
     for (let i = 0; i < 1000; i++) {
       metrics.requestFinished({ provider: 'p', model: 'm', endpoint: '/v1/chat/completions', status: 200, tenant: `tenant-${i}` }, 0.1);
-      metrics.rateLimited(`tenant-${i}`, 'rpm');
+      metrics.rateLimited(`tenant-${i}`, 'requests');
     }
     const text = await metrics.registry.metrics();
     const requestSeries = text.split('\n').filter((l) => l.startsWith('switchboard_requests_total{'));

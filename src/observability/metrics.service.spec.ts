@@ -60,9 +60,9 @@ describe('MetricsService', () => {
     m.rejection('QUEUE_FULL');
     m.rejection('QUEUE_FULL');
     m.workerAuthFailure('bad_secret');
-    m.rateLimited('acme', 'rpm');
-    m.rateLimited('acme', 'rpm');
-    m.rateLimited('acme', 'tokens_per_day');
+    m.rateLimited('acme', 'requests');
+    m.rateLimited('acme', 'requests');
+    m.rateLimited('acme', 'budget');
     m.backendCache('gpu', 'llama', { hit: true, tokensReused: 100 });
     m.backendCache('gpu', 'llama', { hit: true, tokensReused: 20 });
     m.backendCache('gpu', 'llama', { hit: false });
@@ -95,8 +95,8 @@ describe('MetricsService', () => {
     expect(valueOf(f.get('switchboard_rejections_total'), 'switchboard_rejections_total', { code: 'QUEUE_FULL' })).toBe(2);
     expect(valueOf(f.get('switchboard_worker_auth_failures_total'), 'switchboard_worker_auth_failures_total', { reason: 'bad_secret' })).toBe(1);
     const limited = f.get('switchboard_rate_limited_total');
-    expect(valueOf(limited, 'switchboard_rate_limited_total', { tenant: 'acme', kind: 'rpm' })).toBe(2);
-    expect(valueOf(limited, 'switchboard_rate_limited_total', { tenant: 'acme', kind: 'tokens_per_day' })).toBe(1);
+    expect(valueOf(limited, 'switchboard_rate_limited_total', { tenant: 'acme', kind: 'requests' })).toBe(2);
+    expect(valueOf(limited, 'switchboard_rate_limited_total', { tenant: 'acme', kind: 'budget' })).toBe(1);
     const cache = f.get('switchboard_cache_hits_total');
     expect(valueOf(cache, 'switchboard_cache_hits_total', { ...route, result: 'hit' })).toBe(2);
     expect(valueOf(cache, 'switchboard_cache_hits_total', { ...route, result: 'miss' })).toBe(1);
