@@ -68,6 +68,7 @@ export class InferenceService {
       headers,
       correlationId: req.correlationId,
       tenant: identity.tenant,
+      keyId: identity.keyId,
       priority: identity.priority,
       maxQueued: this.tenants.settingsOf(identity.tenant).maxQueued,
       sink,
