@@ -14,6 +14,8 @@ import { ControlPlaneModule } from './control-plane/control-plane.module';
 import { HealthModule } from './observability/health.module';
 import { RelayHealthSnapshot } from './control-plane/relay-health-snapshot';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
+import { TenancyModule } from './tenancy/tenancy.module';
+import { ApiKeysModule } from './api-keys/api-keys.module';
 
 @Module({})
 export class AppModule {
@@ -29,6 +31,8 @@ export class AppModule {
         ProvidersModule,
         RegistryModule,
         AuthModule,
+        TenancyModule,
+        ApiKeysModule,
         QueueModule,
         DispatchModule,
         WorkerLinkModule,

@@ -3,6 +3,7 @@ import type { ModelCapabilities } from '../protocol';
 import type { RoutingConfig } from '../routing/routing-config';
 import type { TenancyConfig } from '../tenancy/tenancy-config';
 import type { QueueConfig } from '../queue/queue-config';
+import type { ApiKeysConfig } from '../api-keys/api-keys-config';
 
 export interface ProviderConfig {
   name: string;
@@ -74,4 +75,6 @@ export interface AppConfig {
   corsOrigins: string[];
   tenancy: TenancyConfig;
   queue: QueueConfig;
+  /** Client API keys: `REQUIRE_API_KEYS`, the config file's `keys:` (see docs/tenancy.md). */
+  apiKeys: ApiKeysConfig;
 }

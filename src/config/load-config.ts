@@ -9,6 +9,7 @@ import { AppConfig, ProviderConfig, ProviderDefaults } from './app-config';
 import { parseCapabilityDeclarations, readRoutingConfig } from '../routing/routing-config';
 import { readTenancyConfig } from '../tenancy/tenancy-config';
 import { readQueueConfig } from '../queue/queue-config';
+import { API_KEYS_YAML_KEYS, readApiKeysConfig } from '../api-keys/api-keys-config';
 import { checkNumber, Env, NumberOpts, Reader, TIMER, TIMER_OR_ZERO, toMillis, Yaml } from './config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
@@ -155,7 +156,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const configFile = env.CONFIG_FILE || undefined;
   const file = configFile ? readConfigFile(configFile, problems) : {};
   const server = (file.server && typeof file.server === 'object' ? file.server : {}) as Yaml;
-  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue']);
+  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue', ...API_KEYS_YAML_KEYS]);
 
   const listen = parseListenAddr(r.string('LISTEN_ADDR', 'listen_addr', '127.0.0.1:8080'), problems);
   const logLevel = r.string('LOG_LEVEL', 'log_level', 'info').toLowerCase();
@@ -193,6 +194,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const routing = readRoutingConfig(env, file.routing, problems);
   const tenancy = readTenancyConfig(env, file.tenants, problems);
   const queue = readQueueConfig(env, file.queue, problems);
+  const apiKeys = readApiKeysConfig(env, { ...file, ...server }, problems);
   const config: AppConfig = {
     listenHost: listen.host,
     listenPort: listen.port,
@@ -233,6 +235,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     corsOrigins: readCorsOrigins(r.string('CORS_ORIGINS', 'cors_origins', ''), problems),
     tenancy,
     queue,
+    apiKeys,
   };
 
   if (heartbeatTimeoutMs <= heartbeatIntervalMs && !r.problems.some((p) => p.startsWith('HEARTBEAT'))) {

@@ -4,8 +4,9 @@ import { DataSource, DataSourceOptions, Logger as TypeOrmLogger } from 'typeorm'
 import { ApiKeyEntity } from '../auth/api-key.entity';
 import { ProviderEntity } from '../providers/provider.entity';
 import { WorkerRecordEntity } from '../registry/worker-record.entity';
+import { TenantEntity } from '../tenancy/tenant.entity';
 
-export const ENTITIES = [ProviderEntity, WorkerRecordEntity, ApiKeyEntity];
+export const ENTITIES = [ProviderEntity, WorkerRecordEntity, ApiKeyEntity, TenantEntity];
 
 /**
  * The hand-written migrations in the top-level `migrations/` folder: the TypeScript sources when

@@ -7,6 +7,8 @@ const MAX_TENANT_LABELS = 200;
 
 export type SlotState = 'busy' | 'free' | 'held';
 export type TokenKind = 'prompt' | 'completion';
+/** A fixed set, so a client can never grow the label's cardinality. */
+export type ClientAuthFailureReason = 'missing' | 'invalid' | 'revoked' | 'disabled' | 'expired' | 'malformed' | 'rate_limited';
 
 const PREFIX = 'switchboard_';
 
@@ -36,6 +38,7 @@ export class MetricsService {
   private readonly cancellations: Counter<'reason'>;
   private readonly rejections: Counter<'code'>;
   private readonly workerAuthFailures: Counter<'reason'>;
+  private readonly clientAuthFailures: Counter<'reason'>;
   private readonly workerEjections: Counter<'provider'>;
   private readonly rateLimitedTotal: Counter<'tenant' | 'kind'>;
   private readonly redisUp: Gauge;
@@ -146,6 +149,12 @@ export class MetricsService {
       labelNames: ['reason'],
       registers,
     });
+    this.clientAuthFailures = new Counter({
+      name: `${PREFIX}client_auth_failures_total`,
+      help: 'Client requests refused by API-key authentication, by reason (missing, invalid, revoked, disabled, expired, malformed, rate_limited).',
+      labelNames: ['reason'],
+      registers,
+    });
   }
 
   requestFinished(l: { provider: string; model: string; endpoint: string; status: number }, durationSec: number): void {
@@ -215,5 +224,10 @@ export class MetricsService {
 
   workerAuthFailure(reason: string): void {
     this.workerAuthFailures.inc({ reason });
+  }
+
+  /** A client request refused by API-key authentication (see ApiKeysService for the reasons). */
+  clientAuthFailure(reason: ClientAuthFailureReason): void {
+    this.clientAuthFailures.inc({ reason });
   }
 }
