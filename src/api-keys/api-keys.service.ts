@@ -196,6 +196,11 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     return this.flushChain;
   }
 
+  /** Resolves once the flushes started so far have finished (without starting one); for tests. */
+  whenIdle(): Promise<void> {
+    return this.flushChain;
+  }
+
   // ---- admin (write-through)
 
   list(): ApiKeyRecord[] {
