@@ -89,7 +89,7 @@ describe('ApiKeysService', () => {
       const deleted = await keys.create({ name: 'd', tenant: 't' });
       await keys.remove(deleted.record.id);
       clock.advance(1000);
-      const cases = [
+      const cases: Array<Record<string, string>> = [
         {},
         { authorization: 'Bearer sb-unknown' },
         { authorization: 'Bearer some-backend-key' },
