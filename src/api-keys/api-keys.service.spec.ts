@@ -221,6 +221,25 @@ describe('ApiKeysService', () => {
       expect(JSON.stringify(keys.list())).not.toContain(key.slice(11));
     });
 
+    it('never bring back a key deleted while a change to it was being written', async () => {
+      const keys = await start();
+      const { record, key } = await keys.create({ name: 'a', tenant: 't' });
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const save = store.save.bind(store);
+      jest.spyOn(store, 'save').mockImplementationOnce(async (r) => {
+        await gate; // the PATCH's write is slow…
+        await save(r);
+      });
+      const patching = keys.update(record.id, { rpm: 1 });
+      await keys.remove(record.id); // …and the DELETE finishes meanwhile
+      release();
+      expect(await patching).toBeUndefined();
+      expect(keys.get(record.id)).toBeUndefined();
+      expect(store.rows.has(record.id)).toBe(false);
+      expect((keys.authenticate(request({ 'x-api-key': key })) as GatewayError).code).toBe('invalid_api_key');
+    });
+
     it('are written through and survive a restart', async () => {
       const first = await start();
       const { record, key } = await first.create({ name: 'a', tenant: 't', models: ['m'] });

@@ -271,8 +271,13 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
       next.revokedAt = fields.enabled ? null : this.clock.now();
     }
     await this.store.save(next);
-    // The use recorded while the write ran is kept.
-    next.lastUsedAt = this.byId.get(id)?.lastUsedAt ?? next.lastUsedAt;
+    const latest = this.byId.get(id);
+    if (!latest) {
+      // Deleted while this write ran: the upsert must not bring it back.
+      await this.store.delete(id);
+      return undefined;
+    }
+    next.lastUsedAt = latest.lastUsedAt; // the use recorded while the write ran is kept
     this.index(next);
     if (next.enabled !== current.enabled) this.log.log(`API key ${id} ${next.enabled ? 'restored' : 'revoked'}`);
     return next;

@@ -174,7 +174,7 @@ describe('admin API: /admin/keys', () => {
           body,
         });
         expect(res.status).toBe(400);
-        expect((await res.json()).error.code).toBe('invalid_request');
+        expect(((await res.json()) as any).error.code).toBe('invalid_request');
       }
     });
 

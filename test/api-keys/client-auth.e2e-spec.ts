@@ -144,7 +144,7 @@ describe('client API keys: REQUIRE_API_KEYS=true', () => {
       expect(anthropic.json).toEqual({ type: 'error', error: expect.objectContaining({ type: 'authentication_error', code: 'invalid_api_key' }) });
       const models = await fetch(`${gw.url}/v1/models`);
       expect(models.status).toBe(401);
-      expect((await models.json()).error.code).toBe('invalid_api_key');
+      expect(((await models.json()) as any).error.code).toBe('invalid_api_key');
     });
 
     it('before looking at the body (a 401, not a 400, for a malformed body)', async () => {
