@@ -115,14 +115,14 @@ describe('client API keys: REQUIRE_API_KEYS=true', () => {
       const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: presented(), maxRetries: 0 });
       const err = await openai.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
       expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
-      expect(openAiError(err)).toEqual({ message: 'Invalid API key', type: 'authentication_error', code: 'invalid_api_key', param: null, retriable: false });
+      expect(openAiError(err)).toEqual({ message: 'Invalid API key', type: 'authentication_error', code: 'invalid_api_key', param: null, kind: 'ADMISSION_REJECT', retriable: false });
     });
 
     it.each(cases)('%s, Anthropic SDK', async (_label, presented) => {
       const anthropic = new Anthropic({ baseURL: gw.url, apiKey: presented(), maxRetries: 0 });
       const err = await anthropic.messages.create(message).catch((e) => e);
       expect(err).toBeInstanceOf(Anthropic.AuthenticationError);
-      expect(anthropicError(err)).toEqual({ type: 'authentication_error', message: 'Invalid API key', code: 'invalid_api_key', retriable: false });
+      expect(anthropicError(err)).toEqual({ type: 'authentication_error', message: 'Invalid API key', code: 'invalid_api_key', kind: 'ADMISSION_REJECT', retriable: false });
     });
 
     it.each(cases)('%s, GET /v1/models', async (_label, presented) => {
