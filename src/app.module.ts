@@ -15,6 +15,8 @@ import { HealthModule } from './observability/health.module';
 import { RelayHealthSnapshot } from './control-plane/relay-health-snapshot';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { UsageModule } from './usage/usage.module';
+import { TenancyModule } from './tenancy/tenancy.module';
+import { ApiKeysModule } from './api-keys/api-keys.module';
 
 @Module({})
 export class AppModule {
@@ -31,6 +33,8 @@ export class AppModule {
         ProvidersModule,
         RegistryModule,
         AuthModule,
+        TenancyModule,
+        ApiKeysModule,
         QueueModule,
         DispatchModule,
         WorkerLinkModule,

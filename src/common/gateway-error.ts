@@ -28,6 +28,9 @@ export type GatewayErrorCode =
   | 'payload_too_large'
   | 'server_shutdown'
   | 'unauthorized'
+  | 'invalid_api_key'
+  | 'tenant_mismatch'
+  | 'auth_rate_limited'
   | 'forbidden'
   | 'not_found'
   | 'conflict'
@@ -125,11 +128,19 @@ export const Errors = {
   clientTooSlow: () => new GatewayError('client_too_slow', 'The client did not read the response fast enough'),
   payloadTooLarge: (limit: number) => new GatewayError('payload_too_large', `Request body exceeds ${limit} bytes`),
   serverShutdown: () => new GatewayError('server_shutdown', 'The gateway is shutting down'),
+  // Client API keys (api-keys/): one message whatever was wrong, so answers never tell which keys exist.
+  missingApiKey: () => new GatewayError('invalid_api_key', 'Missing API key: send it as Authorization: Bearer <key> or x-api-key: <key>'),
+  invalidApiKey: () => new GatewayError('invalid_api_key', 'Invalid API key'),
+  authRateLimited: (retryAfterMs: number) =>
+    new GatewayError('auth_rate_limited', 'Too many failed API key authentications from this address, retry later', { retryAfterMs }),
 } as const;
 
 const STATUS: Record<GatewayErrorCode, number> = {
   invalid_request: 400,
   unauthorized: 401,
+  invalid_api_key: 401,
+  tenant_mismatch: 403,
+  auth_rate_limited: 429,
   forbidden: 403,
   model_not_found: 404,
   capability_mismatch: 400,
@@ -187,6 +198,9 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   rate_limit_exceeded: 'ADMISSION_REJECT',
   budget_exceeded: 'ADMISSION_REJECT',
   unauthorized: 'ADMISSION_REJECT',
+  invalid_api_key: 'ADMISSION_REJECT',
+  tenant_mismatch: 'ADMISSION_REJECT',
+  auth_rate_limited: 'ADMISSION_REJECT',
   forbidden: 'ADMISSION_REJECT',
   queue_full: 'QUEUE_FULL_DROP_LRU',
   pool_unready: 'POOL_UNREADY',
@@ -222,6 +236,8 @@ const NOT_RETRIABLE = new Set<GatewayErrorCode>([
   'capability_mismatch',
   'model_not_allowed',
   'unauthorized',
+  'invalid_api_key',
+  'tenant_mismatch',
   'forbidden',
   'model_not_found',
   'provider_not_found',

@@ -4,6 +4,7 @@ import type { RoutingConfig } from '../routing/routing-config';
 import type { TenancyConfig } from '../tenancy/tenancy-config';
 import type { QueueConfig } from '../queue/queue-config';
 import type { UsageConfig } from '../usage/usage-config';
+import type { ApiKeysConfig } from '../api-keys/api-keys-config';
 
 export interface ProviderConfig {
   name: string;
@@ -76,4 +77,6 @@ export interface AppConfig {
   tenancy: TenancyConfig;
   queue: QueueConfig;
   usage: UsageConfig;
+  /** Client API keys: `REQUIRE_API_KEYS`, the config file's `keys:` (see docs/tenancy.md). */
+  apiKeys: ApiKeysConfig;
 }

@@ -10,6 +10,7 @@ import { parseCapabilityDeclarations, readRoutingConfig } from '../routing/routi
 import { readTenancyConfig } from '../tenancy/tenancy-config';
 import { readQueueConfig } from '../queue/queue-config';
 import { readUsageConfig } from '../usage/usage-config';
+import { API_KEYS_YAML_KEYS, readApiKeysConfig } from '../api-keys/api-keys-config';
 import { checkNumber, Env, NumberOpts, Reader, TIMER, TIMER_OR_ZERO, toMillis, Yaml } from './config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
@@ -156,7 +157,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const configFile = env.CONFIG_FILE || undefined;
   const file = configFile ? readConfigFile(configFile, problems) : {};
   const server = (file.server && typeof file.server === 'object' ? file.server : {}) as Yaml;
-  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue', 'usage']);
+  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue', 'usage', ...API_KEYS_YAML_KEYS]);
 
   const listen = parseListenAddr(r.string('LISTEN_ADDR', 'listen_addr', '127.0.0.1:8080'), problems);
   const logLevel = r.string('LOG_LEVEL', 'log_level', 'info').toLowerCase();
@@ -195,6 +196,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const tenancy = readTenancyConfig(env, file.tenants, problems);
   const queue = readQueueConfig(env, file.queue, problems);
   const usage = readUsageConfig(env, file.usage, problems);
+  const apiKeys = readApiKeysConfig(env, { ...file, ...server }, problems);
   const config: AppConfig = {
     listenHost: listen.host,
     listenPort: listen.port,
@@ -236,6 +238,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     tenancy,
     queue,
     usage,
+    apiKeys,
   };
 
   if (heartbeatTimeoutMs <= heartbeatIntervalMs && !r.problems.some((p) => p.startsWith('HEARTBEAT'))) {

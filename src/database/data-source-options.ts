@@ -5,8 +5,9 @@ import { ApiKeyEntity } from '../auth/api-key.entity';
 import { ProviderEntity } from '../providers/provider.entity';
 import { WorkerRecordEntity } from '../registry/worker-record.entity';
 import { UsageRecordEntity } from '../usage/usage-record.entity';
+import { TenantEntity } from '../tenancy/tenant.entity';
 
-export const ENTITIES = [ProviderEntity, WorkerRecordEntity, ApiKeyEntity, UsageRecordEntity];
+export const ENTITIES = [ProviderEntity, WorkerRecordEntity, ApiKeyEntity, TenantEntity, UsageRecordEntity];
 
 /**
  * The hand-written migrations in the top-level `migrations/` folder: the TypeScript sources when

@@ -1,6 +1,8 @@
 import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Router } from '../routing/router.service';
+import { ApiKeysService } from '../api-keys/api-keys.service';
+import { GatewayError } from '../common/gateway-error';
 import { InferenceService } from './inference.service';
 
 /** OpenAI- and Anthropic-compatible endpoints. Thin: everything happens in InferenceService. */
@@ -9,6 +11,7 @@ export class InferenceController {
   constructor(
     private readonly inference: InferenceService,
     private readonly router: Router,
+    private readonly apiKeys: ApiKeysService,
   ) {}
 
   @Post('chat/completions')
@@ -42,7 +45,9 @@ export class InferenceController {
    */
   @Get('models')
   @HttpCode(200)
-  models(): { object: 'list'; data: Array<{ id: string; object: 'model'; created: number; owned_by: string }> } {
+  models(@Req() req: FastifyRequest): { object: 'list'; data: Array<{ id: string; object: 'model'; created: number; owned_by: string }> } {
+    const caller = this.apiKeys.authenticate(req);
+    if (caller instanceof GatewayError) throw caller;
     return {
       object: 'list',
       data: this.router.listModels().map((m) => ({

@@ -10,9 +10,10 @@ import { dialectOf } from './error-dialect';
 import { HttpResponseSink } from './http-response-sink';
 import { parseInferenceBody } from './parse-inference-body';
 import { extractRequirements } from '../routing/requirements';
-import { identifyByHeaders, TENANT_HEADER } from '../tenancy/client-identity';
+import { TENANT_HEADER } from '../tenancy/client-identity';
 import { TenantsService } from '../tenancy/tenants.service';
 import { LimitVerdict, TenantLimits } from '../tenancy/tenant-limits.service';
+import { ApiKeysService } from '../api-keys/api-keys.service';
 
 function presetHeaders(reply: FastifyReply): Record<string, string> | undefined {
   let out: Record<string, string> | undefined;
@@ -37,6 +38,7 @@ export class InferenceService {
     private readonly dispatcher: Dispatcher,
     private readonly tenants: TenantsService,
     private readonly limits: TenantLimits,
+    private readonly apiKeys: ApiKeysService,
   ) {}
 
   relay(req: FastifyRequest, reply: FastifyReply, endpointPath: string, options: EndpointOptions): void {
@@ -46,10 +48,11 @@ export class InferenceService {
     const dialect = dialectOf(endpointPath);
     const sink = new HttpResponseSink(reply.raw, req.correlationId, dialect);
     if (preset) sink.addHeaders(preset);
+    // API key (401 before anything else) and tenant; a gateway key is taken out of req.headers here.
+    const identity = this.apiKeys.identify(req);
+    if (identity instanceof GatewayError) return sink.fail(identity);
     const envelope = parseInferenceBody(req.body);
     if (envelope instanceof GatewayError) return sink.fail(envelope);
-    const identity = identifyByHeaders(req.headers, (tenant) => this.tenants.settingsOf(tenant));
-    if (identity instanceof GatewayError) return sink.fail(identity);
 
     const headers = forwardableHeaders(req.headers) ?? {};
     // Responses travel back as text frames: a compressed backend body could not cross them.

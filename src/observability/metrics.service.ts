@@ -9,6 +9,8 @@ export type SlotState = 'busy' | 'free' | 'held';
 export type TokenKind = 'prompt' | 'completion';
 /** Why usage records were lost: the buffer was full (oldest dropped) or their batch kept failing. */
 export type UsageDropReason = 'buffer_full' | 'write_failed';
+/** A fixed set, so a client can never grow the label's cardinality. */
+export type ClientAuthFailureReason = 'missing' | 'invalid' | 'revoked' | 'disabled' | 'expired' | 'malformed' | 'rate_limited';
 
 const PREFIX = 'switchboard_';
 
@@ -38,6 +40,7 @@ export class MetricsService {
   private readonly cancellations: Counter<'reason'>;
   private readonly rejections: Counter<'code'>;
   private readonly workerAuthFailures: Counter<'reason'>;
+  private readonly clientAuthFailures: Counter<'reason'>;
   private readonly workerEjections: Counter<'provider'>;
   private readonly rateLimitedTotal: Counter<'tenant' | 'kind'>;
   private readonly redisUp: Gauge;
@@ -188,6 +191,12 @@ export class MetricsService {
       labelNames: ['reason'],
       registers,
     });
+    this.clientAuthFailures = new Counter({
+      name: `${PREFIX}client_auth_failures_total`,
+      help: 'Client requests refused by API-key authentication, by reason (missing, invalid, revoked, disabled, expired, malformed, rate_limited).',
+      labelNames: ['reason'],
+      registers,
+    });
   }
 
   requestFinished(l: { provider: string; model: string; endpoint: string; status: number; tenant: string }, durationSec: number): void {
@@ -281,5 +290,10 @@ export class MetricsService {
 
   workerAuthFailure(reason: string): void {
     this.workerAuthFailures.inc({ reason });
+  }
+
+  /** A client request refused by API-key authentication (see ApiKeysService for the reasons). */
+  clientAuthFailure(reason: ClientAuthFailureReason): void {
+    this.clientAuthFailures.inc({ reason });
   }
 }

@@ -20,6 +20,7 @@ const SECRET_FIELDS = new Set(
     'secret_hash',
     'client_secret',
     'key_hash',
+    'key_sha256',
     'admin_token',
     'x-admin-token',
     'token',
@@ -93,9 +94,11 @@ function isPlainObject(value: object): value is Record<string, unknown> {
 const SECRET_PAIR = /\b((?:worker[_-]?secret|secret(?:[_-]?hash)?|api[_-]?key|admin[_-]?token|access[_-]?token|token|password)=)[^&\s"'\\]*/gi;
 /** A bearer credential that ended up inside a message. */
 const BEARER = /\b(Bearer)\s+[A-Za-z0-9\-._~+/]+=*/g;
+/** A client API key issued by the gateway (`sb-` + 43 base64url characters), wherever it appears. */
+const GATEWAY_KEY = /\b(sb-)[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g;
 
 /** Replaces secret values inside free text (messages, URLs, a whole serialized log line). */
 export function scrubSecretText(text: string): string {
-  if (!text.includes('=') && !text.includes('Bearer')) return text;
-  return text.replace(SECRET_PAIR, `$1${REDACTED}`).replace(BEARER, `$1 ${REDACTED}`);
+  if (!text.includes('=') && !text.includes('Bearer') && !text.includes('sb-')) return text;
+  return text.replace(SECRET_PAIR, `$1${REDACTED}`).replace(BEARER, `$1 ${REDACTED}`).replace(GATEWAY_KEY, `$1${REDACTED}`);
 }

@@ -86,7 +86,8 @@ export function parseTenantSettings(raw: unknown, where: string, problems: strin
   const count = (key: string) => {
     if (o[key] === undefined || o[key] === null) return undefined;
     const before = problems.length;
-    const n = checkNumber(o[key], `${where}.${key}`, 0, { min: 0, integer: true }, problems);
+    // Bounded so every value fits a BIGINT column and a JS number exactly.
+    const n = checkNumber(o[key], `${where}.${key}`, 0, { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }, problems);
     return problems.length === before ? n : undefined;
   };
   const priority = (key: string) => {

@@ -1,6 +1,16 @@
 import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module';
 import { TenantLimits } from './tenant-limits.service';
+import { TenantStore } from './tenant-store';
+import { TypeOrmTenantStore } from './tenant-store.typeorm';
+import { TenantsController } from './tenants.controller';
 import { TenantsService } from './tenants.service';
 
-@Module({ providers: [TenantsService, TenantLimits], exports: [TenantsService, TenantLimits] })
+/** Tenant settings (config file + `tenants` table), `/admin/tenants` and admission limits. Needs the global DatabaseModule. */
+@Module({
+  imports: [AuthModule],
+  controllers: [TenantsController],
+  providers: [TenantsService, TenantLimits, TypeOrmTenantStore, { provide: TenantStore, useExisting: TypeOrmTenantStore }],
+  exports: [TenantsService, TenantLimits],
+})
 export class TenancyModule {}

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { createTestDatabase, TestDatabase } from './support/test-database';
 
-const TABLES = ['providers', 'worker_records', 'api_keys', 'usage_records'];
+const TABLES = ['providers', 'worker_records', 'api_keys', 'tenants', 'usage_records'];
 
 describe('migrations', () => {
   let db: TestDatabase;
@@ -42,19 +42,19 @@ describe('migrations', () => {
     expect(ds.migrations.map((m) => m.name)).toContain('InitialSchema1763683200000');
   });
 
-  it('up creates providers, worker_records, api_keys and usage_records', async () => {
+  it('up creates providers, worker_records, api_keys, tenants and usage_records', async () => {
     expect(await existingTables()).toEqual([]);
     const applied = await ds.runMigrations();
-    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'UsageRecords1764720000000']);
+    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000']);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
       // Isolation: the tables landed in this run's schema, not in public.
       const [{ schema }] = await ds.query('SELECT current_schema() AS schema');
       expect(db.url).toContain(`schema=${schema}`);
       const [{ n }] = await ds.query(
-        "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('providers', 'worker_records', 'api_keys', 'usage_records')",
+        "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('providers', 'worker_records', 'api_keys', 'tenants', 'usage_records')",
       );
-      expect(n).toBe(4);
+      expect(n).toBe(5);
     }
   });
 
@@ -125,7 +125,17 @@ describe('migrations', () => {
 
   it('down drops the tables and forgets the migrations', async () => {
     await ds.undoLastMigration();
+    expect(await existingTables()).toEqual(['providers', 'worker_records', 'api_keys', 'tenants']);
+    await ds.undoLastMigration();
     expect(await existingTables()).toEqual(['providers', 'worker_records', 'api_keys']);
+    const keys = ds.createQueryRunner();
+    try {
+      for (const column of ['source', 'rpm', 'tpm', 'priority', 'models', 'expires_at']) expect(await keys.hasColumn('api_keys', column)).toBe(false);
+      // The unique index on key_hash survives the table rebuild SQLite needs to drop columns.
+      expect((await keys.getTable('api_keys'))!.indices.find((i) => i.name === 'UQ_api_keys_key_hash')?.isUnique).toBe(true);
+    } finally {
+      await keys.release();
+    }
     await ds.undoLastMigration();
     const qr = ds.createQueryRunner();
     try {
@@ -142,5 +152,33 @@ describe('migrations', () => {
   it('up works again after down', async () => {
     await ds.runMigrations();
     expect(await existingTables()).toEqual(TABLES);
+  });
+});
+
+describe('migration ApiKeysTenants1764633600000 on a database with keys', () => {
+  let db: TestDatabase;
+  let ds: DataSource;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('migrations_keys');
+    ds = await db.connect();
+  });
+
+  afterAll(async () => {
+    await db.dispose();
+  });
+
+  it('keeps existing api_keys rows (source admin, no limits) and their unique hash', async () => {
+    await ds.runMigrations({ transaction: 'each' });
+    await ds.undoLastMigration();
+    await ds.query(
+      `INSERT INTO api_keys (id, name, key_hash, prefix, tenant, enabled, created_at, last_used_at, revoked_at) VALUES ('k1', 'old', 'h1', 'sb-abc', 't', ${db.kind === 'postgres' ? 'true' : '1'}, 5, NULL, NULL)`,
+    );
+    await ds.runMigrations();
+    const rows = await ds.query("SELECT id, source, rpm, tpm, priority, models, expires_at FROM api_keys WHERE id = 'k1'");
+    expect(rows).toEqual([{ id: 'k1', source: 'admin', rpm: null, tpm: null, priority: null, models: null, expires_at: null }]);
+    await expect(
+      ds.query(`INSERT INTO api_keys (id, name, key_hash, prefix, tenant, enabled, created_at, source) VALUES ('k2', 'dup', 'h1', '', 't', ${db.kind === 'postgres' ? 'true' : '1'}, 6, 'admin')`),
+    ).rejects.toThrow();
   });
 });

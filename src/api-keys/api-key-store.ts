@@ -1,0 +1,34 @@
+import type { Priority } from '../tenancy/priority';
+
+/** A client API key as persisted (and held in memory). Never holds the key itself. */
+export interface ApiKeyRecord {
+  id: string;
+  name: string;
+  /** SHA-256 of the key, lower-case hex. */
+  keyHash: string;
+  /** `sb-` + 8 characters for gateway-issued keys; '' for keys from the config file. */
+  prefix: string;
+  tenant: string;
+  /** false once revoked (`PATCH {enabled: false}`) or disabled in the config file. */
+  enabled: boolean;
+  source: 'admin' | 'config';
+  rpm: number | null;
+  tpm: number | null;
+  priority: Priority | null;
+  models: string[] | null;
+  expiresAt: number | null;
+  createdAt: number;
+  lastUsedAt: number | null;
+  /** When the key was revoked through the admin API; null while enabled. */
+  revokedAt: number | null;
+}
+
+/** Persistence port for API keys; the TypeORM implementation lives in api-key-store.typeorm.ts. */
+export abstract class ApiKeyStore {
+  abstract loadAll(): Promise<ApiKeyRecord[]>;
+  /** Insert or replace every column but `last_used_at`, which only `recordLastUsed` moves. */
+  abstract save(record: ApiKeyRecord): Promise<void>;
+  abstract delete(id: string): Promise<void>;
+  /** Sets `last_used_at` of many keys at once (one statement); unknown ids are ignored. */
+  abstract recordLastUsed(entries: ReadonlyArray<readonly [id: string, at: number]>): Promise<void>;
+}

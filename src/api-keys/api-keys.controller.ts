@@ -1,0 +1,64 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { AdminGuard } from '../auth/admin.guard';
+import { CLOCK, Clock } from '../common/clock';
+import { GatewayError } from '../common/gateway-error';
+import { describeKey, parseCreateKeyBody, parseUpdateKeyBody } from './api-key.dto';
+import type { ApiKeyRecord } from './api-key-store';
+import { ApiKeysService } from './api-keys.service';
+
+/** Operator API for client API keys (bearer ADMIN_TOKEN); see docs/tenancy.md. */
+@Controller('admin/keys')
+@UseGuards(AdminGuard)
+export class ApiKeysController {
+  constructor(
+    private readonly keys: ApiKeysService,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  /** 201 with the key in `key`: the only time it is shown. */
+  @Post()
+  @HttpCode(201)
+  async create(@Body() raw: unknown) {
+    const { record, key } = await this.keys.create(parseCreateKeyBody(raw, this.clock.now()));
+    return { ...this.describe(record), key };
+  }
+
+  @Get()
+  list() {
+    return { data: this.keys.list().map((k) => this.describe(k)) };
+  }
+
+  @Get(':id')
+  get(@Param('id') id: string) {
+    return this.describe(this.keyOr404(id));
+  }
+
+  @Patch(':id')
+  async update(@Param('id') id: string, @Body() raw: unknown) {
+    this.keyOr404(id);
+    const updated = await this.keys.update(id, parseUpdateKeyBody(raw, this.clock.now()));
+    return this.describe(updated ?? this.keyOr404(id));
+  }
+
+  @Delete(':id')
+  async remove(@Param('id') id: string) {
+    this.keyOr404(id);
+    if (!(await this.keys.remove(id))) throw notFound(id);
+    return { deleted: id };
+  }
+
+  private keyOr404(id: string): ApiKeyRecord {
+    const key = this.keys.get(id);
+    if (!key) throw notFound(id);
+    return key;
+  }
+
+  private describe(r: ApiKeyRecord) {
+    return describeKey(r, this.keys.statusOf(r));
+  }
+}
+
+function notFound(id: string): GatewayError {
+  // The id comes from the URL: echo a bounded prefix.
+  return new GatewayError('not_found', `API key '${id.slice(0, 80)}' not found`);
+}

@@ -1,0 +1,378 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyRequest } from 'fastify';
+import { APP_CONFIG, AppConfig } from '../config';
+import { CLOCK, Clock, TimerHandle } from '../common/clock';
+import { Errors, GatewayError } from '../common/gateway-error';
+import { FailedAuthLimiter } from '../auth/failed-auth-limiter';
+import { ClientAuthFailureReason, MetricsService } from '../observability/metrics.service';
+import { ClientIdentity, identifyByHeaders } from '../tenancy/client-identity';
+import { TenantsService } from '../tenancy/tenants.service';
+import type { KeyFields } from './api-key-fields';
+import { displayPrefix, generateKey, hasOnlyKeyCharacters, hashKey, looksLikeGatewayKey } from './api-key-material';
+import { ApiKeyRecord, ApiKeyStore } from './api-key-store';
+import { identifyByKey } from './key-identity';
+
+export type KeyStatus = 'active' | 'disabled' | 'revoked' | 'expired';
+
+/** Headers a client may carry its key in (the OpenAI SDK sends the first, the Anthropic SDK the second). */
+type CredentialHeader = 'authorization' | 'x-api-key';
+
+interface Presented {
+  header: CredentialHeader;
+  value: string;
+}
+
+type Verdict =
+  | { kind: 'foreign'; p: Presented } // not a gateway key: a backend credential, forwarded as it is
+  | { kind: 'malformed'; p: Presented }
+  | { kind: 'unknown'; p: Presented } // in the gateway's format (`sb-`), but no such key
+  | { kind: 'key'; p: Presented; record: ApiKeyRecord };
+
+export interface NewKey {
+  record: ApiKeyRecord;
+  /** The key itself: returned once, never stored. */
+  key: string;
+}
+
+/**
+ * Client API keys. Verification never touches the database: keys are held in memory, indexed by
+ * the SHA-256 of the key, and every admin change is written through to the store and applied to
+ * the index before it answers. `last_used_at` is written behind: remembered per key and written
+ * for all keys used meanwhile in one statement every `API_KEY_LAST_USED_FLUSH_SECS`.
+ */
+@Injectable()
+export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
+  private readonly log = new Logger('ApiKeys');
+  private readonly byId = new Map<string, ApiKeyRecord>();
+  private readonly byHash = new Map<string, ApiKeyRecord>();
+  /** `enabled` as the config file declares it, for keys from the file. */
+  private readonly configEnabled = new Map<string, boolean>();
+  private pendingLastUsed = new Map<string, number>();
+  private flushChain: Promise<void> = Promise.resolve();
+  private flushRunning = false;
+  private flushTimer: TimerHandle | undefined;
+  private closed = false;
+  /** Failed key authentications per client address (its own instance: worker failures are separate). */
+  readonly limiter: FailedAuthLimiter;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly store: ApiKeyStore,
+    private readonly tenants: TenantsService,
+    private readonly metrics: MetricsService,
+  ) {
+    this.limiter = new FailedAuthLimiter({ ...config.apiKeys.authLimiter, trustedProxies: config.authLimiter.trustedProxies }, clock);
+  }
+
+  /** `REQUIRE_API_KEYS`: requests without a valid key are refused. */
+  get required(): boolean {
+    return this.config.apiKeys.requireApiKeys;
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.load();
+    this.flushTimer = this.clock.setInterval(() => {
+      if (!this.flushRunning) void this.flushLastUsed();
+    }, this.config.apiKeys.lastUsedFlushIntervalMs);
+    if (this.required && ![...this.byId.values()].some((k) => this.statusOf(k) === 'active')) {
+      this.log.warn('REQUIRE_API_KEYS is on and no usable API key exists: every client request is refused until one is created (POST /admin/keys) or declared (keys: in the config file)');
+    }
+  }
+
+  /** Runs before the DataSource is destroyed: writes the pending `last_used_at` values. */
+  async beforeApplicationShutdown(): Promise<void> {
+    if (this.flushTimer !== undefined) this.clock.clearInterval(this.flushTimer);
+    this.flushTimer = undefined;
+    this.limiter.stop();
+    await this.flushLastUsed();
+    this.closed = true;
+  }
+
+  // ---- request path (synchronous, in memory)
+
+  /**
+   * Who is calling an inference route: authenticates the request's key when one is required or
+   * presented, then identifies the tenant (the key's, else `x-tenant-id`). A gateway key is removed
+   * from `req.headers`, so it is never forwarded to a worker.
+   */
+  identify(req: FastifyRequest): ClientIdentity | GatewayError {
+    const key = this.authenticate(req);
+    if (key instanceof GatewayError) return key;
+    const settingsOf = (tenant: string) => this.tenants.settingsOf(tenant);
+    return key ? identifyByKey(key, req.headers, settingsOf) : identifyByHeaders(req.headers, settingsOf);
+  }
+
+  /**
+   * The key that authenticates this request, or null for an anonymous request (keys not required
+   * and no gateway key presented), or the error to answer. Gateway keys are removed from
+   * `req.headers`; other credentials (a backend's own key) stay and are forwarded.
+   */
+  authenticate(req: FastifyRequest): ApiKeyRecord | null | GatewayError {
+    const headers = req.headers;
+    const presented = presentedCredentials(headers);
+    if (presented.length === 0 && !this.required) return null;
+    const verdicts = presented.map((p) => this.classify(p));
+    const gateway = verdicts.filter((v) => v.kind !== 'foreign');
+    if (gateway.length === 0 && !this.required) return null;
+
+    // From here on the request authenticates with a key.
+    const client = this.limiter.clientKey(req.raw.socket?.remoteAddress, headers);
+    if (this.limiter.isBlocked(client)) return this.refuse('rate_limited', Errors.authRateLimited(this.config.apiKeys.authLimiter.blockMs));
+    const malformed = gateway.find((v) => v.kind === 'malformed');
+    if (malformed) {
+      return this.refuse('malformed', Errors.invalidRequest(`The API key in ${malformed.p.header} has characters an API key cannot have (only visible ASCII)`, malformed.p.header));
+    }
+    if (gateway.length === 0) {
+      if (presented.length === 0) return this.refuse('missing', Errors.missingApiKey());
+      // Only credentials that are not keys: counted like a guess.
+      this.limiter.recordFailure(client);
+      return this.refuse('invalid', Errors.invalidApiKey());
+    }
+    if (gateway.some((v) => v.kind === 'unknown')) {
+      this.limiter.recordFailure(client);
+      return this.refuse('invalid', Errors.invalidApiKey());
+    }
+    const keys = gateway as Array<Extract<Verdict, { kind: 'key' }>>;
+    for (const { record } of keys) {
+      const status = this.statusOf(record);
+      // A real key that no longer works is not a guess: counted, but it does not block the address.
+      if (status !== 'active') return this.refuse(status, Errors.invalidApiKey());
+    }
+    const record = keys[0].record;
+    if (keys.some((k) => k.record !== record)) {
+      return this.refuse('malformed', Errors.invalidRequest('Authorization and x-api-key carry two different API keys; send one'));
+    }
+    for (const v of keys) delete headers[v.p.header];
+    this.touch(record);
+    return record;
+  }
+
+  private classify(p: Presented): Verdict {
+    if (!hasOnlyKeyCharacters(p.value)) return this.required || looksLikeGatewayKey(p.value) ? { kind: 'malformed', p } : { kind: 'foreign', p };
+    // Hash, then one Map lookup: the work is the same whatever was presented, and no string is compared.
+    const record = this.byHash.get(hashKey(p.value));
+    if (record) return { kind: 'key', p, record };
+    return looksLikeGatewayKey(p.value) ? { kind: 'unknown', p } : { kind: 'foreign', p };
+  }
+
+  private refuse(reason: ClientAuthFailureReason, error: GatewayError): GatewayError {
+    this.metrics.clientAuthFailure(reason);
+    return error;
+  }
+
+  private touch(record: ApiKeyRecord): void {
+    const now = this.clock.now();
+    record.lastUsedAt = now;
+    if (!this.closed) this.pendingLastUsed.set(record.id, now);
+  }
+
+  statusOf(record: ApiKeyRecord): KeyStatus {
+    if (!record.enabled) return record.revokedAt !== null ? 'revoked' : 'disabled';
+    if (record.expiresAt !== null && record.expiresAt <= this.clock.now()) return 'expired';
+    return 'active';
+  }
+
+  // ---- write-behind of last_used_at
+
+  /** Writes the pending `last_used_at` values (one statement) and waits for earlier flushes too. */
+  flushLastUsed(): Promise<void> {
+    this.flushChain = this.flushChain.then(async () => {
+      if (this.pendingLastUsed.size === 0) return;
+      // Taken when the write starts, so uses that arrive while an earlier write runs are included.
+      const batch = this.pendingLastUsed;
+      this.pendingLastUsed = new Map();
+      this.flushRunning = true;
+      try {
+        await this.store.recordLastUsed([...batch]);
+      } catch (e) {
+        this.log.warn(`writing last_used_at of ${batch.size} API key(s) failed: ${(e as Error).message}`);
+      } finally {
+        this.flushRunning = false;
+      }
+    });
+    return this.flushChain;
+  }
+
+  /** Resolves once the flushes started so far have finished (without starting one); for tests. */
+  whenIdle(): Promise<void> {
+    return this.flushChain;
+  }
+
+  // ---- admin (write-through)
+
+  list(): ApiKeyRecord[] {
+    return [...this.byId.values()].sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  }
+
+  get(id: string): ApiKeyRecord | undefined {
+    return this.byId.get(id);
+  }
+
+  /** A new key for `fields.tenant`; the key itself is in the result and nowhere else. */
+  async create(fields: KeyFields & { name: string; tenant: string }): Promise<NewKey> {
+    const key = generateKey();
+    let id: string;
+    do id = `key_${randomBytes(12).toString('base64url')}`;
+    while (this.byId.has(id));
+    const enabled = fields.enabled ?? true;
+    const now = this.clock.now();
+    const record: ApiKeyRecord = {
+      id,
+      name: fields.name,
+      keyHash: hashKey(key),
+      prefix: displayPrefix(key),
+      tenant: fields.tenant,
+      enabled,
+      source: 'admin',
+      rpm: fields.rpm ?? null,
+      tpm: fields.tpm ?? null,
+      priority: fields.priority ?? null,
+      models: fields.models ?? null,
+      expiresAt: fields.expiresAt ?? null,
+      createdAt: now,
+      lastUsedAt: null,
+      revokedAt: enabled ? null : now,
+    };
+    await this.store.save(record);
+    this.index(record);
+    this.log.log(`API key ${id} (${record.prefix}…) created for tenant ${record.tenant}`);
+    return { record, key };
+  }
+
+  /**
+   * Changes a key; `enabled: false` revokes it at once (`revoked_at` set), `enabled: true`
+   * restores it. Keys from the config file only take `enabled` (their settings live in the file).
+   */
+  async update(id: string, fields: KeyFields): Promise<ApiKeyRecord | undefined> {
+    const current = this.byId.get(id);
+    if (!current) return undefined;
+    if (current.source === 'config') {
+      const other = (Object.keys(fields) as Array<keyof KeyFields>).filter((k) => k !== 'enabled' && fields[k] !== undefined);
+      if (other.length > 0) {
+        throw new GatewayError('conflict', `Key '${id}' is declared in the config file: change its settings there (the admin API may only set enabled)`);
+      }
+      if (fields.enabled === true && this.configEnabled.get(id) === false) {
+        throw new GatewayError('conflict', `Key '${id}' is disabled in the config file: enable it there`);
+      }
+    }
+    const next: ApiKeyRecord = { ...current };
+    if (fields.name !== undefined) next.name = fields.name;
+    if (fields.tenant !== undefined) next.tenant = fields.tenant;
+    if (fields.rpm !== undefined) next.rpm = fields.rpm;
+    if (fields.tpm !== undefined) next.tpm = fields.tpm;
+    if (fields.priority !== undefined) next.priority = fields.priority;
+    if (fields.models !== undefined) next.models = fields.models;
+    if (fields.expiresAt !== undefined) next.expiresAt = fields.expiresAt;
+    if (fields.enabled !== undefined && fields.enabled !== current.enabled) {
+      next.enabled = fields.enabled;
+      next.revokedAt = fields.enabled ? null : this.clock.now();
+    }
+    await this.store.save(next);
+    const latest = this.byId.get(id);
+    if (!latest) {
+      // Deleted while this write ran: the upsert must not bring it back.
+      await this.store.delete(id);
+      return undefined;
+    }
+    next.lastUsedAt = latest.lastUsedAt; // the use recorded while the write ran is kept
+    this.index(next);
+    if (next.enabled !== current.enabled) this.log.log(`API key ${id} ${next.enabled ? 'restored' : 'revoked'}`);
+    return next;
+  }
+
+  /** Deletes an admin key: it stops working at once and its row is removed. */
+  async remove(id: string): Promise<boolean> {
+    const current = this.byId.get(id);
+    if (!current) return false;
+    if (current.source === 'config') {
+      throw new GatewayError(
+        'conflict',
+        `Key '${id}' is declared in the config file and returns at the next boot: remove it there, or revoke it now with PATCH {"enabled": false}`,
+      );
+    }
+    await this.store.delete(id);
+    this.byId.delete(id);
+    this.byHash.delete(current.keyHash);
+    this.pendingLastUsed.delete(id);
+    this.log.log(`API key ${id} deleted`);
+    return true;
+  }
+
+  private index(record: ApiKeyRecord): void {
+    this.byId.set(record.id, record);
+    this.byHash.set(record.keyHash, record);
+  }
+
+  // ---- boot
+
+  /**
+   * Loads the stored keys and rewrites those of the config file: a key removed from the file is
+   * deleted; a key revoked through the admin API stays revoked while the file holds the same hash.
+   */
+  private async load(): Promise<void> {
+    const stored = await this.store.loadAll();
+    const configured = this.config.apiKeys.keys;
+    const configIds = new Set(configured.map((k) => configKeyId(k.name)));
+    const kept = new Map<string, ApiKeyRecord>();
+    for (const r of stored) {
+      if (r.source === 'config' && !configIds.has(r.id)) await this.store.delete(r.id);
+      else kept.set(r.id, r);
+    }
+    const now = this.clock.now();
+    for (const k of configured) {
+      const id = configKeyId(k.name);
+      const clash = [...kept.values()].find((r) => r.keyHash === k.keySha256 && r.id !== id);
+      if (clash) throw new Error(`keys: "${k.name}" in the config file is the same key as API key ${clash.id}; remove one of them`);
+      let prev = kept.get(id);
+      if (prev && (prev.source !== 'config' || prev.keyHash !== k.keySha256)) {
+        await this.store.delete(id); // new key material under the same name: a new key
+        prev = undefined;
+      }
+      const revokedByApi = prev !== undefined && prev.revokedAt !== null;
+      if (revokedByApi) this.log.warn(`API key ${id} from the config file was revoked through the admin API and stays revoked`);
+      const record: ApiKeyRecord = {
+        id,
+        name: k.name,
+        keyHash: k.keySha256,
+        prefix: '',
+        tenant: k.tenant,
+        enabled: k.enabled && !revokedByApi,
+        source: 'config',
+        rpm: k.rpm ?? null,
+        tpm: k.tpm ?? null,
+        priority: k.priority ?? null,
+        models: k.models ?? null,
+        expiresAt: k.expiresAt ?? null,
+        createdAt: prev?.createdAt ?? now,
+        lastUsedAt: prev?.lastUsedAt ?? null,
+        revokedAt: revokedByApi ? prev!.revokedAt : null,
+      };
+      await this.store.save(record);
+      kept.set(id, record);
+      this.configEnabled.set(id, k.enabled);
+    }
+    for (const r of kept.values()) this.index(r);
+    this.log.log(`${kept.size} API key(s) loaded (${configured.length} from the config file)${this.required ? '; keys are required' : ''}`);
+  }
+}
+
+export function configKeyId(name: string): string {
+  return `cfg_${name}`;
+}
+
+/** `Authorization: Bearer <key>` and `x-api-key: <key>`, as presented (Node trims the values). */
+function presentedCredentials(headers: IncomingHttpHeaders): Presented[] {
+  const out: Presented[] = [];
+  const auth = headers.authorization;
+  if (typeof auth === 'string') {
+    const m = /^Bearer\s+(\S.*)$/i.exec(auth);
+    if (m) out.push({ header: 'authorization', value: m[1].trim() });
+  }
+  const raw = headers['x-api-key'];
+  const xKey = Array.isArray(raw) ? raw.join(', ') : raw;
+  if (xKey !== undefined && xKey.trim() !== '') out.push({ header: 'x-api-key', value: xKey.trim() });
+  return out;
+}

@@ -1,0 +1,17 @@
+import type { TenantSettings } from './tenancy-config';
+
+/** A tenant's settings as stored through the admin API. */
+export interface TenantRecord {
+  id: string;
+  settings: TenantSettings;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** Persistence port for tenants; the TypeORM implementation lives in tenant-store.typeorm.ts. */
+export abstract class TenantStore {
+  abstract loadAll(): Promise<TenantRecord[]>;
+  /** Insert or replace the tenant's settings; returns the record as stored (created_at kept). */
+  abstract save(id: string, settings: TenantSettings): Promise<TenantRecord>;
+  abstract delete(id: string): Promise<void>;
+}

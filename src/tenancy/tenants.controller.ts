@@ -1,0 +1,74 @@
+import { Body, Controller, Delete, Get, Param, Put, UseGuards } from '@nestjs/common';
+import { AdminGuard } from '../auth/admin.guard';
+import { Errors, GatewayError } from '../common/gateway-error';
+import { parseJsonObject } from './json-object';
+import { parseTenantSettings, TENANT_ID, TenantSettings } from './tenancy-config';
+import { TenantsService, TenantView } from './tenants.service';
+
+/** Operator API for tenant settings (bearer ADMIN_TOKEN); see docs/tenancy.md. */
+@Controller('admin/tenants')
+@UseGuards(AdminGuard)
+export class TenantsController {
+  constructor(private readonly tenants: TenantsService) {}
+
+  /** Tenants with settings of their own (stored or configured), and the defaults of all others. */
+  @Get()
+  list() {
+    return { data: this.tenants.list().map(describeTenant), defaults: settingsJson(this.tenants.defaultSettings()) };
+  }
+
+  /** The tenant's effective settings and where they come from (`admin`, `config` or `default`). */
+  @Get(':id')
+  get(@Param('id') id: string) {
+    return describeTenant(this.tenants.describe(checkTenantId(id)));
+  }
+
+  /**
+   * Replaces the tenant's settings (snake_case like the config file; absent = no limit / default),
+   * stores them and applies them at once. They take precedence over the config file's entry.
+   */
+  @Put(':id')
+  async put(@Param('id') id: string, @Body() raw: unknown) {
+    checkTenantId(id);
+    const problems: string[] = [];
+    const settings = parseTenantSettings(parseJsonObject(raw), 'body', problems);
+    if (problems.length > 0) throw Errors.invalidRequest(problems.join('; '));
+    return describeTenant(await this.tenants.put(id, settings));
+  }
+
+  /** Forgets the stored settings: the config file's entry (or the defaults) applies again. */
+  @Delete(':id')
+  async remove(@Param('id') id: string) {
+    checkTenantId(id);
+    if (!(await this.tenants.remove(id))) throw new GatewayError('not_found', `Tenant '${id}' has no settings stored through the admin API`);
+    return { deleted: id, now: describeTenant(this.tenants.describe(id)) };
+  }
+}
+
+function checkTenantId(id: string): string {
+  if (!TENANT_ID.test(id)) throw Errors.invalidRequest('Tenant ids are 1-64 characters of A-Z a-z 0-9 . _ -', 'id');
+  return id;
+}
+
+function describeTenant(t: TenantView) {
+  return {
+    id: t.id,
+    source: t.source,
+    settings: settingsJson(t.settings),
+    ...(t.createdAt !== undefined ? { created_at: new Date(t.createdAt).toISOString() } : {}),
+    ...(t.updatedAt !== undefined ? { updated_at: new Date(t.updatedAt).toISOString() } : {}),
+  };
+}
+
+/** The settings as the config file and PUT bodies spell them; unset ones are null. */
+function settingsJson(s: TenantSettings) {
+  return {
+    rpm: s.rpm ?? null,
+    tpm: s.tpm ?? null,
+    tokens_per_day: s.tokensPerDay ?? null,
+    priority: s.priority ?? null,
+    max_priority: s.maxPriority ?? null,
+    max_queued: s.maxQueued ?? null,
+    models: s.models ?? null,
+  };
+}
