@@ -23,6 +23,7 @@ describe('admin and pool route errors', () => {
       type: 'invalid_request_error',
       code: 'conflict',
       param: null,
+      kind: 'INVALID_PARAMS',
       retriable: false,
     });
     expect((await call(gw, 'POST', '/admin/providers', { name: 'twice' })).status).toBe(201);
@@ -32,7 +33,7 @@ describe('admin and pool route errors', () => {
   it('fields that fail validation are 422 validation_failed with one entry per field', async () => {
     const res = await call(gw, 'POST', '/admin/providers', { name: 'bad name!', max_queue_len: -1, enabled: 'yes', bogus: 1 });
     expect(res.status).toBe(422);
-    expect(res.json.error).toMatchObject({ code: 'validation_failed', type: 'invalid_request_error', retriable: false });
+    expect(res.json.error).toMatchObject({ code: 'validation_failed', type: 'invalid_request_error', kind: 'INVALID_PARAMS', retriable: false });
     expect(res.json.error.message).toMatch(/^Request body failed validation: /);
     const fields = res.json.error.fields as Array<{ field: string; message: string }>;
     expect(new Set(fields.map((f) => f.field))).toEqual(new Set(['name', 'max_queue_len', 'enabled', 'bogus']));
