@@ -72,8 +72,21 @@ export class Admin {
     return (await this.workers()).find((w) => w.id === id);
   }
 
+  /** Ids drained through this client: a drain cordons the worker name until undrain (see `undrainAll`). */
+  readonly drained: string[] = [];
+
   drain(workerId: string, body: { timeout_secs?: number; reason?: string }): Promise<HttpResult> {
+    this.drained.push(workerId);
     return this.call('POST', `/admin/workers/${encodeURIComponent(workerId)}/drain`, body);
+  }
+
+  undrain(workerId: string): Promise<HttpResult> {
+    return this.call('POST', `/admin/workers/${encodeURIComponent(workerId)}/undrain`);
+  }
+
+  /** Lifts the cordons of every worker this client drained, so their names may register again. */
+  async undrainAll(): Promise<void> {
+    for (const id of this.drained.splice(0)) await this.undrain(id).catch(() => undefined);
   }
 
   refreshModels(workerId: string): Promise<HttpResult> {

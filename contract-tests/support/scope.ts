@@ -50,6 +50,8 @@ export class Scope {
     for (const x of this.exchanges) x.abort();
     for (const w of this.workers) w.terminate();
     await Promise.all(this.workers.map((w) => w.closed));
+    // A drained worker's name stays cordoned until undrain; later tests may reuse the name.
+    await this.admin.undrainAll();
     for (const name of this.providerNames) {
       await this.admin.deleteProvider(name).catch(() => undefined);
     }

@@ -10,6 +10,7 @@ export type GatewayErrorCode =
   | 'no_healthy_worker'
   | 'invalid_params'
   | 'pool_unready'
+  | 'pool_unavailable'
   | 'model_not_allowed'
   | 'rate_limit_exceeded'
   | 'budget_exceeded'
@@ -34,6 +35,7 @@ export type GatewayErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'conflict'
+  | 'validation_failed'
   | 'internal_error';
 
 export interface GatewayErrorDetails {
@@ -80,6 +82,9 @@ export class GatewayError extends Error {
   }
 }
 
+/** Retry hint of `pool_unavailable`: a cordon lasts until an operator lifts it, so not seconds. */
+export const POOL_UNAVAILABLE_RETRY_MS = 30_000;
+
 /** Stable, sanitized client messages for each code (no internal names). */
 export const Errors = {
   invalidRequest: (message: string, param?: string) => new GatewayError('invalid_request', message, { param }),
@@ -109,6 +114,20 @@ export const Errors = {
   invalidParams: (message: string, param?: string) => new GatewayError('invalid_params', message, { param }),
   poolUnready: (provider: string, reason: string) =>
     new GatewayError('pool_unready', `Provider '${provider}' is not ready: ${reason}`, { retryAfterMs: 1000, fields: { pool_id: provider } }),
+  /** The provider is cordoned (drained by an operator until undrain) and no other pool can serve. */
+  poolUnavailable: (provider: string) =>
+    new GatewayError('pool_unavailable', `Provider '${provider}' is drained by an operator and takes no new requests`, {
+      retryAfterMs: POOL_UNAVAILABLE_RETRY_MS,
+      fields: { pool_id: provider },
+    }),
+  /** A request body that parsed but failed validation: one entry per field. */
+  validationFailed: (fields: Array<{ field: string; message: string }>) =>
+    new GatewayError('validation_failed', `Request body failed validation: ${fields.map((f) => f.field).join(', ')}`, {
+      param: fields[0]?.field,
+      fields: { fields },
+    }),
+  notFound: (kind: string, id: string) => new GatewayError('not_found', `${kind} '${id.length > 128 ? `${id.slice(0, 128)}…` : id}' not found`),
+  conflict: (message: string) => new GatewayError('conflict', message),
   queueFull: (retryAfterMs: number, queueDepth: number, avgWaitMs: number, tenantShare = false) =>
     new GatewayError('queue_full', tenantShare ? "Your tenant's share of the queue is full, please retry" : 'Service temporarily at capacity, please retry', {
       retryAfterMs,
@@ -148,12 +167,14 @@ const STATUS: Record<GatewayErrorCode, number> = {
   fallback_exhausted: 503,
   no_healthy_worker: 503,
   pool_unready: 503,
+  pool_unavailable: 503,
   model_not_allowed: 403,
   rate_limit_exceeded: 429,
   budget_exceeded: 429,
   provider_not_found: 404,
   not_found: 404,
   conflict: 409,
+  validation_failed: 422,
   payload_too_large: 413,
   queue_full: 429,
   internal_error: 500,
@@ -193,6 +214,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   provider_not_found: 'INVALID_PARAMS',
   not_found: 'INVALID_PARAMS',
   conflict: 'INVALID_PARAMS',
+  validation_failed: 'INVALID_PARAMS',
   capability_mismatch: 'ADMISSION_REJECT',
   model_not_allowed: 'ADMISSION_REJECT',
   rate_limit_exceeded: 'ADMISSION_REJECT',
@@ -204,6 +226,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   forbidden: 'ADMISSION_REJECT',
   queue_full: 'QUEUE_FULL_DROP_LRU',
   pool_unready: 'POOL_UNREADY',
+  pool_unavailable: 'POOL_UNAVAILABLE',
   provider_disabled: 'POOL_UNREADY',
   queue_timeout: 'POOL_UNAVAILABLE',
   no_healthy_worker: 'POOL_UNAVAILABLE',
@@ -243,6 +266,7 @@ const NOT_RETRIABLE = new Set<GatewayErrorCode>([
   'provider_not_found',
   'not_found',
   'conflict',
+  'validation_failed',
   'payload_too_large',
   'stream_too_large',
   'client_too_slow',

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
-import { Errors, GatewayError } from '../common/gateway-error';
+import { Errors } from '../common/gateway-error';
 import { parseCapabilityDeclarations } from '../routing/routing-config';
 import { AdminGuard } from '../auth/admin.guard';
 import { Dispatcher } from '../dispatch/dispatcher.service';
@@ -14,8 +14,16 @@ import { WorkerRegistry } from '../registry/worker-registry.service';
 import { CreateProviderDto, UpdateProviderDto } from './dto/provider.dto';
 import { DrainWorkerDto } from './dto/drain-worker.dto';
 import { JsonBodyPipe } from './json-body.pipe';
+import { PoolsService } from './pools.service';
 
-/** Operator API (bearer ADMIN_TOKEN): providers, workers, drain, model refresh. */
+const DRAIN_WORKER_BODY = new JsonBodyPipe(DrainWorkerDto);
+const CREATE_PROVIDER_BODY = new JsonBodyPipe(CreateProviderDto);
+const UPDATE_PROVIDER_BODY = new JsonBodyPipe(UpdateProviderDto);
+
+/**
+ * Operator API (bearer ADMIN_TOKEN): providers, workers, drain/undrain (cordon), model refresh,
+ * stats. Errors: 404 `not_found` for any unknown id, 409 `conflict`, 422 `validation_failed`.
+ */
 @Controller('admin')
 @UseGuards(AdminGuard)
 export class AdminController {
@@ -27,6 +35,7 @@ export class AdminController {
     private readonly queues: AdmissionQueue,
     private readonly dispatcher: Dispatcher,
     private readonly router: Router,
+    private readonly pools: PoolsService,
   ) {}
 
   @Get('providers')
@@ -36,15 +45,24 @@ export class AdminController {
 
   @Post('providers')
   @HttpCode(201)
-  async createProvider(@Body(new JsonBodyPipe(CreateProviderDto)) dto: CreateProviderDto) {
-    if (this.providers.get(dto.name)) throw new GatewayError('invalid_request', `Provider '${dto.name}' already exists`, { param: 'name' });
-    return this.describeProvider(await this.providers.create({ name: dto.name, ...toInput(dto) }));
+  async createProvider(@Body(CREATE_PROVIDER_BODY) dto: CreateProviderDto) {
+    const conflict = () => Errors.conflict(`Provider '${dto.name}' already exists`);
+    if (this.providers.get(dto.name)) throw conflict();
+    const input = { name: dto.name, ...toInput(dto) };
+    // Two creations of one name racing: the second finds it taken once the first has hashed its secret.
+    const created = await this.providers.create(input).catch((e: unknown) => {
+      if (this.providers.get(dto.name)) throw conflict();
+      throw e;
+    });
+    return this.describeProvider(created);
   }
 
   @Patch('providers/:name')
-  async updateProvider(@Param('name') name: string, @Body(new JsonBodyPipe(UpdateProviderDto)) dto: UpdateProviderDto) {
+  async updateProvider(@Param('name') name: string, @Body() body: unknown) {
+    if (!this.providers.get(name)) throw Errors.notFound('Provider', name); // before its body is judged
+    const dto = UPDATE_PROVIDER_BODY.transform(body);
     const p = await this.providers.update(name, toInput(dto));
-    if (!p) throw new GatewayError('provider_not_found', `Provider '${name}' not found`);
+    if (!p) throw Errors.notFound('Provider', name);
     return this.describeProvider(p);
   }
 
@@ -59,16 +77,15 @@ export class AdminController {
       throw Errors.invalidRequest("Query parameter 'force' must be true or false", 'force');
     }
     const p = this.providers.get(name);
-    if (!p) throw new GatewayError('provider_not_found', `Provider '${name}' not found`);
+    if (!p) throw Errors.notFound('Provider', name);
     if (p.source === 'config' && force !== 'true') {
-      throw new GatewayError(
-        'conflict',
+      throw Errors.conflict(
         `Provider '${name}' comes from configuration (environment or config file) and returns at the next boot; ` +
           'deleting it now drops its workers and fails its requests until then. Remove it from the configuration, ' +
           'or repeat with ?force=true to delete it until the next boot.',
       );
     }
-    if (!(await this.providers.remove(name))) throw new GatewayError('provider_not_found', `Provider '${name}' not found`);
+    if (!(await this.providers.remove(name))) throw Errors.notFound('Provider', name);
     if (p.source !== 'config') return { deleted: name };
     return { deleted: name, source: 'config', note: `Provider '${name}' comes from configuration and returns at the next boot` };
   }
@@ -78,33 +95,61 @@ export class AdminController {
     return { data: [...this.registry.all()].map((w) => this.describeWorker(w)) };
   }
 
+  @Get('workers/:id')
+  getWorker(@Param('id') id: string) {
+    const w = this.pools.workerOr404(id);
+    return {
+      ...this.describeWorker(w),
+      in_flight_request_ids: [...w.assigned.keys()],
+      held_request_ids: [...w.held.keys()],
+    };
+  }
+
+  /**
+   * 202: every live connection with this worker's name drains, and the name stays cordoned
+   * (reconnections refused with 1013) until `POST /admin/workers/:id/undrain`.
+   */
   @Post('workers/:id/drain')
   @HttpCode(202)
-  drainWorker(@Param('id') id: string, @Body(new JsonBodyPipe(DrainWorkerDto)) dto: DrainWorkerDto) {
-    const worker = this.workerOr404(id);
+  drainWorker(@Param('id') id: string, @Body() body: unknown) {
+    const worker = this.pools.workerOr404(id);
+    const dto = DRAIN_WORKER_BODY.transform(body);
     const timeoutMs = Math.round((dto.timeout_secs ?? this.config.shutdownDrainTimeoutMs / 1000) * 1000);
-    this.dispatcher.drainWorker(worker, timeoutMs, dto.reason ?? 'admin');
+    this.pools.drainWorker(worker, timeoutMs, dto.reason ?? 'admin');
     return this.describeWorker(worker);
+  }
+
+  /** Lifts the cordon of the worker's name; the id may belong to a drained worker that is gone. */
+  @Post('workers/:id/undrain')
+  @HttpCode(200)
+  undrainWorker(@Param('id') id: string) {
+    return this.pools.undrainWorker(id);
+  }
+
+  @Get('cordons')
+  cordons() {
+    return this.pools.cordons();
+  }
+
+  @Get('stats')
+  stats() {
+    return this.pools.snapshot();
   }
 
   @Post('workers/:id/refresh-models')
   @HttpCode(202)
   refreshModels(@Param('id') id: string) {
-    const worker = this.workerOr404(id);
+    const worker = this.pools.workerOr404(id);
     this.dispatcher.requestModelsRefresh(worker, 'admin');
     return this.describeWorker(worker);
-  }
-
-  private workerOr404(id: string): LiveWorker {
-    const worker = this.registry.get(id);
-    if (!worker) throw new GatewayError('not_found', `Worker '${id}' not found`);
-    return worker;
   }
 
   private describeWorker(w: LiveWorker) {
     const providerCaps = this.providers.get(w.provider)?.capabilities ?? {};
     const health = w.health;
     const now = this.clock.now();
+    const pool = this.providers.get(w.provider);
+    const cordon = pool?.cordon ? 'pool' : this.registry.nameCordon(w.provider, w.name) ? 'worker' : null;
     return {
       id: w.id,
       name: w.name,
@@ -119,6 +164,8 @@ export class AdminController {
       held_slots: w.held.size,
       load: w.load,
       draining: w.draining,
+      cordoned: cordon !== null,
+      cordon,
       latency_ms: health.latencySamples > 0 ? Math.round(health.latencyMs) : null,
       consecutive_failures: health.consecutiveFailures,
       ejected: health.isEjected(now),
@@ -150,7 +197,11 @@ export class AdminController {
 function toInput(dto: UpdateProviderDto): Omit<ProviderInput, 'name'> {
   const problems: string[] = [];
   const capabilities = dto.capabilities === undefined ? undefined : parseCapabilityDeclarations(dto.capabilities, 'capabilities', problems);
-  if (problems.length) throw Errors.invalidRequest(problems.join('; '), 'capabilities');
+  if (problems.length) {
+    const byField = new Map<string, string[]>();
+    for (const message of problems) byField.set(problemField(message), [...(byField.get(problemField(message)) ?? []), message]);
+    throw Errors.validationFailed([...byField].map(([field, messages]) => ({ field, message: messages.join('; ') })));
+  }
   return {
     secret: dto.secret,
     enabled: dto.enabled,
@@ -162,4 +213,9 @@ function toInput(dto: UpdateProviderDto): Omit<ProviderInput, 'name'> {
     priority: dto.priority,
     capabilities,
   };
+}
+
+/** The dotted field a capability problem names (`capabilities.m.vision must be …` → `capabilities.m.vision`). */
+function problemField(problem: string): string {
+  return /^(capabilities[^\s:]*)/.exec(problem)?.[1] ?? 'capabilities';
 }

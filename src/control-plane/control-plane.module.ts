@@ -8,11 +8,13 @@ import { RoutingModule } from '../routing/routing.module';
 import { AdminController } from './admin.controller';
 import { CapabilitiesController } from './capabilities.controller';
 import { CapabilitiesService } from './capabilities.service';
+import { PoolsController } from './pools.controller';
+import { PoolsService } from './pools.service';
 import { ShutdownCoordinator } from './shutdown-coordinator.service';
 
 @Module({
   imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, RegistryModule, RoutingModule],
-  controllers: [AdminController, CapabilitiesController],
-  providers: [ShutdownCoordinator, CapabilitiesService],
+  controllers: [AdminController, CapabilitiesController, PoolsController],
+  providers: [ShutdownCoordinator, CapabilitiesService, PoolsService],
 })
 export class ControlPlaneModule {}

@@ -7,6 +7,7 @@ import { LiveWorker } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import { WorkerRecords } from '../registry/worker-records.port';
 import { Provider, ProvidersService } from '../providers/providers.service';
+import { PoolStats } from '../providers/pool-stats';
 import { AdmissionQueue } from '../queue/admission-queue';
 import { Router } from '../routing/router.service';
 import { MetricsService } from '../observability/metrics.service';
@@ -54,6 +55,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     private readonly metrics: MetricsService,
     private readonly lifecycle: LifecycleState,
     @Optional() private readonly usage: UsageRecorder = NO_USAGE_RECORDS,
+    @Optional() private readonly poolStats: PoolStats = new PoolStats(clock),
   ) {
     providers.onDeleted((p) => this.onProviderDeleted(p));
     // New capabilities, priority or enabling may make idle workers eligible for queued requests.
@@ -441,6 +443,20 @@ export class Dispatcher implements OnApplicationBootstrap {
     for (const w of waiters) w();
   }
 
+  /**
+   * A pool was cordoned: its queued requests are routed again as if they had just arrived — to
+   * another pool's worker or queue, or to the router's verdict (`pool_unavailable`).
+   */
+  rerouteQueued(provider: string): void {
+    const now = this.clock.now();
+    for (const req of this.queue.discard(provider)) {
+      this.clearTimer(req);
+      this.leaveQueue(req, now);
+      this.dispatch(req, false);
+    }
+    this.metrics.setQueueDepth(provider, this.queue.depth(provider));
+  }
+
   private onProviderDeleted(provider: Provider): void {
     this.failQueued(provider.name, Errors.providerDeleted);
     for (const worker of [...this.registry.ofProvider(provider.name)]) {
@@ -547,19 +563,21 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (counts.completion_tokens) {
       this.metrics.tokens(provider, req.targetModel, req.tenant, 'completion', counts.completion_tokens);
     }
+    this.poolStats.tokens(provider, counts.prompt_tokens ?? 0, counts.completion_tokens ?? 0);
   }
 
   /** Refuses a request before it runs (admission, routing, queue bounds): counted as a rejection. */
   reject(req: RelayRequest, error: GatewayError): void {
     if (!req.receivedAt) req.receivedAt = this.clock.now();
     this.metrics.rejection(error.code);
+    this.poolStats.rejected(poolOf(req, error), error.code);
     this.fail(req, error);
   }
 
   private fail(req: RelayRequest, error: GatewayError): void {
     if (req.phase === 'finished') return;
     req.errorCode = error.code;
-    this.settle(req, statusOf(error.code));
+    this.settle(req, statusOf(error.code), error);
     if (!req.sink.clientGone) req.sink.fail(this.inContext(req, error));
   }
 
@@ -578,7 +596,7 @@ export class Dispatcher implements OnApplicationBootstrap {
   }
 
   /** Marks the request finished exactly once and records it. */
-  private settle(req: RelayRequest, status: number): void {
+  private settle(req: RelayRequest, status: number, error?: GatewayError): void {
     this.clearTimer(req);
     this.relieve(req);
     req.phase = 'finished';
@@ -590,6 +608,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     );
     // Appended to a bounded buffer and written later, in batches: nothing here waits on the database.
     this.usage.record(usageRecordOf(req, status, now));
+    this.poolStats.finished(poolOf(req, error), status, error?.code);
   }
 
   private clearTimer(req: RelayRequest): void {
@@ -615,4 +634,11 @@ export class Dispatcher implements OnApplicationBootstrap {
       this.metrics.setWorkerSlots(p.name, 'free', free);
     }
   }
+}
+
+/** The pool a finished request counts for: where it was admitted, else the pool its error names. */
+function poolOf(req: RelayRequest, error?: GatewayError): string | undefined {
+  if (req.provider) return req.provider.name;
+  const named = error?.details.fields?.pool_id;
+  return typeof named === 'string' ? named : undefined;
 }

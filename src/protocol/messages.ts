@@ -189,6 +189,11 @@ export const CloseCodes = {
   INTERNAL_ERROR: 1011,
   /** RFC 6455 "service restart": the gateway is restarting; reconnect soon, no backoff penalty. */
   SERVICE_RESTART: 1012,
+  /**
+   * RFC 6455 "try again later": this worker's pool or worker name is cordoned (drained by an
+   * operator until undrain). Wait a long, capped interval before reconnecting; do not loop.
+   */
+  TRY_AGAIN_LATER: 1013,
 } as const;
 
 export const CloseReasons = {
@@ -199,4 +204,5 @@ export const CloseReasons = {
   DRAIN_TIMED_OUT: 'graceful shutdown timed out',
   HEARTBEAT_TIMEOUT: 'worker heartbeat timed out',
   GATEWAY_RESTARTING: 'gateway restarting: retry soon without penalty',
+  CORDONED: 'worker cordoned by an operator: retry later',
 } as const;

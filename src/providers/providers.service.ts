@@ -9,7 +9,31 @@ import type { ModelCapabilities } from '../protocol';
 export type Provider = ProviderRecord & {
   /** `models` as a set, for lookups on the request path. */
   declaredModels: Set<string>;
+  /** Set while an operator has the pool drained (`POST /v1/pools/:id/drain` until undrain); memory only. */
+  cordon?: PoolCordon;
 };
+
+/**
+ * A cordoned pool: its workers drain and new ones are refused (close 1013), so it serves nothing
+ * until undrain. Kept in memory only: a gateway restart lifts it (see docs/control-plane.md).
+ */
+export interface PoolCordon {
+  /** When the first drain of this cordon was asked (epoch ms). */
+  since: number;
+  reason: string;
+  /** The drain deadline given to the pool's workers. */
+  deadlineMs: number;
+  /**
+   * Models the pool's workers advertised when it was cordoned (`*` included): requests for them
+   * answer `pool_unavailable`, not `model_not_found`, however long the cordon lasts.
+   */
+  models: ReadonlySet<string>;
+}
+
+/** Whether a cordoned pool served `model` when it was cordoned. */
+export function cordonCovers(cordon: PoolCordon, model: string): boolean {
+  return cordon.models.has(model) || cordon.models.has('*');
+}
 
 export type WorkerAuthResult = 'ok' | 'unknown_provider' | 'disabled' | 'bad_secret' | 'no_secret';
 
@@ -179,6 +203,22 @@ export class ProvidersService implements OnModuleInit {
     return true;
   }
 
+  /** Cordons a pool (kept across updates, dropped with the provider); false when it is unknown. */
+  cordon(name: string, cordon: PoolCordon): boolean {
+    const p = this.providers.get(name);
+    if (!p) return false;
+    p.cordon = cordon;
+    return true;
+  }
+
+  /** Lifts a pool's cordon; false when the provider is unknown (lifting an absent cordon is fine). */
+  uncordon(name: string): boolean {
+    const p = this.providers.get(name);
+    if (!p) return false;
+    p.cordon = undefined;
+    return true;
+  }
+
   onDeleted(listener: ProviderListener): void {
     this.deletedListeners.push(listener);
   }
@@ -197,6 +237,6 @@ function toProvider(record: ProviderRecord): Provider {
   return { ...record, declaredModels: new Set(record.models) };
 }
 
-function toRecord({ declaredModels: _derived, ...record }: Provider): ProviderRecord {
+function toRecord({ declaredModels: _derived, cordon: _memoryOnly, ...record }: Provider): ProviderRecord {
   return record;
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
-import { Provider, ProvidersService } from '../providers/providers.service';
+import { cordonCovers, Provider, ProvidersService } from '../providers/providers.service';
 import { ModelCapabilities } from '../protocol';
 import { LiveWorker } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
@@ -56,6 +56,8 @@ interface ModelVerdict {
   missing?: Set<string>;
   /** Workers that serve the model with the right capabilities but are ejected, draining or silent. */
   unhealthy: number;
+  /** A cordoned pool whose workers serve the model (they are not eligible). */
+  cordoned?: Provider;
   /** Soonest time an ejected worker returns. */
   soonestReturn: number;
 }
@@ -107,6 +109,7 @@ export class Router implements OnModuleInit {
       pin = this.providers.get(req.pin);
       if (!pin) return Errors.invalidParams(`Unknown provider '${req.pin.slice(0, 64)}' in x-switchboard-provider`, 'x-switchboard-provider');
       if (!pin.enabled) return Errors.poolUnready(pin.name, 'provider is disabled');
+      if (pin.cordon) return Errors.poolUnavailable(pin.name);
     }
     const target = this.routing.aliases.get(req.model) ?? req.model;
     if (req.allowedModels && !req.allowedModels.has(target)) return Errors.modelNotAllowed(target);
@@ -180,6 +183,10 @@ export class Router implements OnModuleInit {
         providerCaps = provider && declaredFor(provider.capabilities, model);
       }
       if (!provider || !provider.enabled || (plan.pin && plan.pin !== provider)) continue;
+      if (provider.cordon) {
+        v.cordoned ??= provider;
+        continue;
+      }
       const missing = missingCapabilities(plan.requirements, providerCaps, w.capabilitiesFor(model), w.endpoints);
       if (missing) {
         v.missing ??= new Set();
@@ -220,6 +227,7 @@ export class Router implements OnModuleInit {
     for (const v of verdicts) for (const m of v.missing ?? []) missing.add(m);
     if (plan.pin) {
       // Never a silent fallback to other providers: say why the pinned one cannot serve.
+      if (plan.pin.cordon) return reject(Errors.poolUnavailable(plan.pin.name));
       const unhealthy = verdicts.some((v) => v.unhealthy > 0);
       if (missing.size > 0 && !unhealthy) return reject(Errors.capabilityMismatch(plan.target, [...missing]));
       return reject(Errors.poolUnready(plan.pin.name, unhealthy ? `no healthy worker for model '${plan.target}'` : `no worker serves model '${plan.target}'`));
@@ -230,6 +238,7 @@ export class Router implements OnModuleInit {
     const [v] = verdicts;
     const model = plan.target;
     if (v.unhealthy > 0) return reject(Errors.noHealthyWorker(model, Math.max(1, Math.ceil(v.soonestReturn))));
+    if (v.cordoned) return reject(Errors.poolUnavailable(v.cordoned.name));
     if (missing.size > 0) return reject(Errors.capabilityMismatch(model, [...missing]));
     const known = this.providerKnowing(model);
     if (known instanceof GatewayError) {
@@ -244,11 +253,16 @@ export class Router implements OnModuleInit {
    */
   private providerKnowing(model: string): Provider | GatewayError {
     let disabledKnows = false;
+    let cordoned: Provider | undefined;
     for (const p of this.providers.all()) {
-      if (!p.declaredModels.has(model) && !this.records.recentlyKnowsModel(p.name, model)) continue;
-      if (p.enabled) return p;
-      disabledKnows = true;
+      const cordonKnows = p.cordon !== undefined && cordonCovers(p.cordon, model);
+      if (!cordonKnows && !p.declaredModels.has(model) && !this.records.recentlyKnowsModel(p.name, model)) continue;
+      if (!p.enabled) disabledKnows = true;
+      else if (p.cordon) cordoned ??= p;
+      else return p;
     }
+    // A drained pool is the reason, when no other pool could take the request.
+    if (cordoned) return Errors.poolUnavailable(cordoned.name);
     return disabledKnows ? Errors.providerDisabled() : Errors.modelNotFound(model);
   }
 

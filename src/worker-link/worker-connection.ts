@@ -20,6 +20,7 @@ import {
 import { FailedAuthLimiter } from '../auth/failed-auth-limiter';
 import { ProvidersService } from '../providers/providers.service';
 import { LiveWorker, WorkerChannel } from '../registry/live-worker';
+import { WorkerRegistry } from '../registry/worker-registry.service';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
@@ -33,6 +34,7 @@ export interface WorkerLinkDeps {
   dispatcher: Dispatcher;
   metrics: MetricsService;
   lifecycle: LifecycleState;
+  registry: WorkerRegistry;
 }
 
 type State = 'authenticating' | 'awaiting_register' | 'registered' | 'closed';
@@ -182,6 +184,11 @@ export class WorkerConnection implements WorkerChannel {
     if (message.models.length > WorkerLimits.rawModelEntries) return this.protocolError(`register with ${message.models.length} model entries`);
     const { models, warnings } = sanitizeModels(message.models, provider.maxModelsPerWorker);
     const name = sanitizeWorkerName(message.worker_name, warnings);
+    // An operator drained this pool or this worker name until undrain: tell the daemon to wait.
+    if (provider.cordon) return this.refuseCordoned(`provider "${provider.name}" is cordoned (POST /v1/pools/${provider.name}/undrain lifts it)`, name);
+    if (this.deps.registry.nameCordon(provider.name, name)) {
+      return this.refuseCordoned(`worker name "${name}" of provider "${provider.name}" is cordoned (POST /admin/workers/:id/undrain lifts it)`, name);
+    }
     const maxConcurrent = sanitizeMaxConcurrent(message.max_concurrent, warnings);
     const now = this.deps.clock.now();
     const worker = new LiveWorker(
@@ -287,6 +294,11 @@ export class WorkerConnection implements WorkerChannel {
   private refuseRestarting(): void {
     log.log(`refused a worker connection from ${this.clientKey}: the gateway is shutting down`);
     this.close(CloseCodes.SERVICE_RESTART, CloseReasons.GATEWAY_RESTARTING);
+  }
+
+  private refuseCordoned(why: string, name: string): void {
+    log.log(`refused worker "${name}" from ${this.clientKey}: ${why}; closing ${CloseCodes.TRY_AGAIN_LATER}`);
+    this.close(CloseCodes.TRY_AGAIN_LATER, CloseReasons.CORDONED);
   }
 
   private protocolError(detail: string): void {

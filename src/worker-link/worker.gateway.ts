@@ -10,6 +10,7 @@ import { ProvidersService } from '../providers/providers.service';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
+import { WorkerRegistry } from '../registry/worker-registry.service';
 import { WorkerConnection, WorkerLinkDeps } from './worker-connection';
 
 /** `GET /v1/worker/connect?provider=<name>` upgraded to WebSocket, on the HTTP port. */
@@ -25,8 +26,9 @@ export class WorkerGateway implements OnGatewayConnection, OnGatewayInit {
     dispatcher: Dispatcher,
     metrics: MetricsService,
     lifecycle: LifecycleState,
+    registry: WorkerRegistry,
   ) {
-    this.deps = { config, clock, providers, limiter, dispatcher, metrics, lifecycle };
+    this.deps = { config, clock, providers, limiter, dispatcher, metrics, lifecycle, registry };
   }
 
   /** The 101 Switching Protocols answer carries X-Correlation-Id like every other response. */

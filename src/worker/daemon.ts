@@ -42,6 +42,14 @@ export interface WorkerDaemonOptions {
   restartReconnectMaxMs?: number;
   /** How long to keep retrying at the short restart interval before falling back to the normal backoff. Default 2 min. */
   restartWindowMs?: number;
+  /**
+   * After the gateway refused this worker with 1013 (cordoned: its pool or worker name is drained
+   * by an operator), wait between this and `cordonRetryMaxMs` (uniform jitter) before trying again.
+   * Default 30 s.
+   */
+  cordonRetryMs?: number;
+  /** Upper bound of the wait after a 1013 refusal. Default 60 s. */
+  cordonRetryMaxMs?: number;
   userAgent?: string;
   random?: () => number;
 }
@@ -154,6 +162,11 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
   private readonly drainGraceMs: number;
   private readonly restartBackoff: Backoff;
   private readonly restartWindowMs: number;
+  private readonly cordonRetryMs: number;
+  private readonly cordonRetryMaxMs: number;
+  /** Refusals with 1013 in a row (reset once registered). */
+  private cordonRefusals = 0;
+  private readonly random: () => number;
   /** Set by a 1012 close: retry at the short restart interval until registered (or the window ends). */
   private restartingSince?: number;
   private readonly prober?: BackendProber;
@@ -189,6 +202,9 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       random: options.random,
     });
     this.restartWindowMs = options.restartWindowMs ?? 120_000;
+    this.cordonRetryMs = options.cordonRetryMs ?? 30_000;
+    this.cordonRetryMaxMs = Math.max(this.cordonRetryMs, options.cordonRetryMaxMs ?? 60_000);
+    this.random = options.random ?? Math.random;
     this.stableSessionMs = options.stableSessionMs ?? 30_000;
     this.modelsTimeoutMs = options.modelsTimeoutMs ?? 5_000;
     this.drainGraceMs = options.drainGraceMs ?? 5_000;
@@ -403,7 +419,21 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       this.log.info('drained by the gateway; exiting (--exit-on-drain)');
       return this.finish(0);
     }
+    if (code === CloseCodes.TRY_AGAIN_LATER) return this.scheduleCordonRetry();
     this.scheduleReconnect();
+  }
+
+  /**
+   * Refused with 1013: an operator cordoned this worker's pool or name. Retrying sooner would only
+   * be refused again, so wait a long, capped interval (no exponential growth, no loop) and try once.
+   */
+  private scheduleCordonRetry(): void {
+    const attempt = ++this.cordonRefusals;
+    const delayMs = Math.round(this.cordonRetryMs + (this.cordonRetryMaxMs - this.cordonRetryMs) * this.random());
+    this.state = 'waiting_to_reconnect';
+    this.log.warn('waiting for an operator to lift the cordon before reconnecting', { delay_ms: delayMs, attempt });
+    this.emit('reconnect_scheduled', { delayMs, attempt });
+    this.reconnectTimer = setTimeout(() => void this.connect(), delayMs);
   }
 
   /** One specific line per close the gateway can send (the reasons are part of the protocol contract). */
@@ -430,6 +460,13 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       });
     } else if (code === CloseCodes.SERVICE_RESTART) {
       this.log.info('gateway restarting: reconnecting in about a second, without backoff penalty', fields);
+    } else if (code === CloseCodes.TRY_AGAIN_LATER) {
+      this.log.warn('gateway refused this worker: it is cordoned (an operator drained its pool or its worker name)', {
+        ...fields,
+        hint:
+          'nothing is wrong with this worker; it is kept out of rotation until an operator runs POST /v1/pools/<provider>/undrain ' +
+          `or POST /admin/workers/<id>/undrain on the gateway. It retries every ${Math.round(this.cordonRetryMs / 1000)}-${Math.round(this.cordonRetryMaxMs / 1000)} s`,
+      });
     } else if (code === CloseCodes.NORMAL && reason === CloseReasons.DRAIN_COMPLETE) {
       this.log.info('drain complete: the gateway closed the link once this worker had finished its requests', fields);
     } else if (code === CloseCodes.NORMAL && reason === CloseReasons.DRAIN_TIMED_OUT) {
@@ -533,6 +570,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     session.workerId = ack.worker_id;
     session.features = new Set(ack.features ?? []);
     this.restartingSince = undefined;
+    this.cordonRefusals = 0;
     this.log.info('registered with the gateway', {
       worker_id: ack.worker_id,
       models: ack.models,

@@ -474,7 +474,8 @@ describe('providers created through the admin API', () => {
     expect(res.status).toBe(201);
     expect(res.json).toMatchObject({ name: 'fresh', max_queue_len: 7, queue_timeout_secs: 5, has_secret: false });
     const bad = await admin(gw.url, 'POST', '/admin/providers', TEST_ADMIN_TOKEN, { name: 'huge', queue_timeout_secs: 1e9 });
-    expect(bad.status).toBe(400);
+    expect(bad.status).toBe(422);
+    expect(bad.json.error).toMatchObject({ code: 'validation_failed', fields: [expect.objectContaining({ field: 'queue_timeout_secs' })] });
   });
 });
 

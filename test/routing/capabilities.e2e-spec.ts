@@ -438,7 +438,8 @@ providers:
 
     it('the admin API rejects malformed capability declarations', async () => {
       const res = await admin(gw.url, 'PATCH', '/admin/providers/curated', TEST_ADMIN_TOKEN, { capabilities: { m: { vision: 'yes' } } });
-      expect(res.status).toBe(400);
+      expect(res.status).toBe(422);
+      expect(res.json.error).toMatchObject({ code: 'validation_failed', fields: [expect.objectContaining({ field: 'capabilities.m.vision' })] });
     });
   });
 });

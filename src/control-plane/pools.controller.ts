@@ -1,0 +1,46 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config';
+import { AdminGuard } from '../auth/admin.guard';
+import { DrainPoolDto } from './dto/drain-pool.dto';
+import { JsonBodyPipe } from './json-body.pipe';
+import { PoolsService } from './pools.service';
+
+const DRAIN_BODY = new JsonBodyPipe(DrainPoolDto);
+
+/**
+ * Pools (providers) on the control plane, behind the admin token: health, and drain/undrain of a
+ * whole pool. See docs/control-plane.md.
+ */
+@Controller('v1/pools')
+@UseGuards(AdminGuard)
+export class PoolsController {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly pools: PoolsService,
+  ) {}
+
+  @Get()
+  list() {
+    return { data: this.pools.list() };
+  }
+
+  @Get(':id/health')
+  health(@Param('id') id: string) {
+    return this.pools.health(id);
+  }
+
+  /** 202: the pool's workers drain within `deadline_ms`, and it stays cordoned until undrain. */
+  @Post(':id/drain')
+  @HttpCode(202)
+  drain(@Param('id') id: string, @Body() body: unknown) {
+    this.pools.providerOr404(id); // an unknown pool is 404 before its body is judged
+    const dto = DRAIN_BODY.transform(body);
+    return this.pools.drain(id, dto.deadline_ms ?? this.config.shutdownDrainTimeoutMs, dto.reason ?? 'pool_drain');
+  }
+
+  @Post(':id/undrain')
+  @HttpCode(200)
+  undrain(@Param('id') id: string) {
+    return this.pools.undrain(id);
+  }
+}

@@ -1,0 +1,206 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { CLOCK, Clock } from '../common/clock';
+import { Errors } from '../common/gateway-error';
+import { Dispatcher } from '../dispatch/dispatcher.service';
+import { PoolStats } from '../providers/pool-stats';
+import { Provider, ProvidersService } from '../providers/providers.service';
+import { AdmissionQueue } from '../queue/admission-queue';
+import { LiveWorker } from '../registry/live-worker';
+import { NameCordon, WorkerRegistry } from '../registry/worker-registry.service';
+
+/** `GET /v1/pools/:id/health`. */
+export interface PoolHealth {
+  id: string;
+  /** At least one worker of the pool is connected (draining ones included). */
+  live: boolean;
+  /** The pool takes new requests: enabled, not cordoned, with a connected worker that is neither draining nor ejected. */
+  ready: boolean;
+  /** Cordoned: drained by an operator and refusing workers until `POST /v1/pools/:id/undrain`. */
+  draining: boolean;
+  enabled: boolean;
+  cordon: { since: string; reason: string; deadline_ms: number } | null;
+  metrics: {
+    queue_depth: number;
+    /** Requests running on the pool's workers (draining ones included). */
+    in_flight: number;
+    /** Concurrency of the workers that take new work (draining workers excluded): busy + free = total. */
+    slots: { total: number; busy: number; free: number };
+    workers: number;
+    requests_per_min: number;
+    error_rate: number;
+  };
+}
+
+/**
+ * Pools (providers) as operators steer them: health, drain and undrain of a whole pool or of one
+ * worker name, and the figures behind `/admin/stats`. Cordons live in memory (ProvidersService for
+ * pools, WorkerRegistry for names) and are lifted by a gateway restart.
+ */
+@Injectable()
+export class PoolsService {
+  private readonly log = new Logger('Pools');
+  private readonly startedAt: number;
+
+  constructor(
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly providers: ProvidersService,
+    private readonly registry: WorkerRegistry,
+    private readonly queues: AdmissionQueue,
+    private readonly dispatcher: Dispatcher,
+    private readonly stats: PoolStats,
+  ) {
+    this.startedAt = clock.now();
+    providers.onDeleted((p) => {
+      registry.clearNameCordons(p.name);
+      stats.forget(p.name);
+    });
+  }
+
+  providerOr404(id: string): Provider {
+    const p = this.providers.get(id);
+    if (!p) throw Errors.notFound('Pool', id);
+    return p;
+  }
+
+  workerOr404(id: string): LiveWorker {
+    const worker = this.registry.get(id);
+    if (!worker) throw Errors.notFound('Worker', id);
+    return worker;
+  }
+
+  health(id: string): PoolHealth {
+    const p = this.providerOr404(id);
+    const now = this.clock.now();
+    const workers = this.registry.ofProvider(p.name);
+    let inFlight = 0;
+    let total = 0;
+    let busy = 0;
+    let free = 0;
+    let serving = false;
+    for (const w of workers) {
+      inFlight += w.assigned.size;
+      if (w.draining) continue;
+      total += w.maxConcurrent;
+      busy += Math.min(w.load, w.maxConcurrent);
+      free += w.freeSlots;
+      if (!w.health.isEjected(now)) serving = true;
+    }
+    return {
+      id: p.name,
+      live: workers.size > 0,
+      ready: p.enabled && !p.cordon && serving,
+      draining: p.cordon !== undefined,
+      enabled: p.enabled,
+      cordon: p.cordon ? { since: new Date(p.cordon.since).toISOString(), reason: p.cordon.reason, deadline_ms: p.cordon.deadlineMs } : null,
+      metrics: {
+        queue_depth: this.queues.depth(p.name),
+        in_flight: inFlight,
+        slots: { total, busy, free },
+        workers: workers.size,
+        ...this.stats.rates(p.name),
+      },
+    };
+  }
+
+  list(): PoolHealth[] {
+    return this.providers.list().map((p) => this.health(p.name));
+  }
+
+  /**
+   * Cordons the pool and drains every worker of it (graceful_shutdown with the deadline); queued
+   * requests are routed again (another pool, or `pool_unavailable`). Draining again keeps the
+   * cordon's start and adds the models of workers that joined meanwhile (there are none: they are refused).
+   */
+  drain(id: string, deadlineMs: number, reason: string): PoolHealth {
+    const p = this.providerOr404(id);
+    const workers = [...this.registry.ofProvider(p.name)];
+    const models = new Set(p.cordon?.models ?? []);
+    for (const w of workers) for (const m of w.advertisedModels()) models.add(m);
+    this.providers.cordon(p.name, { since: p.cordon?.since ?? this.clock.now(), reason, deadlineMs, models });
+    for (const w of workers) this.dispatcher.drainWorker(w, deadlineMs, reason);
+    this.dispatcher.rerouteQueued(p.name);
+    this.log.log(`pool "${p.name}" cordoned (${reason}): draining ${workers.length} worker(s) within ${deadlineMs} ms; new workers are refused until undrain`);
+    return this.health(p.name);
+  }
+
+  /** Lifts the pool's cordon: its workers may register again (their daemons retry within about a minute). */
+  undrain(id: string): PoolHealth {
+    const p = this.providerOr404(id);
+    if (p.cordon) this.log.log(`pool "${p.name}" undrained: workers may register again`);
+    this.providers.uncordon(p.name);
+    return this.health(p.name);
+  }
+
+  /**
+   * Cordons the worker's name within its provider and drains every live connection with that name:
+   * they finish within the deadline, and reconnections are refused until undrain.
+   */
+  drainWorker(worker: LiveWorker, timeoutMs: number, reason: string): void {
+    const now = this.clock.now();
+    for (const w of [...this.registry.ofProvider(worker.provider)]) {
+      if (w.name !== worker.name) continue;
+      this.registry.cordonName(w.provider, w.name, w.id, reason, now);
+      this.dispatcher.drainWorker(w, timeoutMs, reason);
+    }
+    this.log.log(`worker name "${worker.name}" of provider "${worker.provider}" cordoned (${reason}): reconnections are refused until undrain`);
+  }
+
+  /**
+   * Lifts the cordon of the worker's name. The id may be a live worker's or one drained into a
+   * cordon that has since disconnected; any other id is 404.
+   */
+  undrainWorker(id: string): { id: string; provider: string; name: string; undrained: boolean; connected: boolean } {
+    const live = this.registry.get(id);
+    const cordon: Pick<NameCordon, 'provider' | 'name'> | undefined = live ?? this.registry.cordonOfWorkerId(id);
+    if (!cordon) throw Errors.notFound('Worker', id);
+    const undrained = this.registry.uncordonName(cordon.provider, cordon.name);
+    if (undrained) this.log.log(`worker name "${cordon.name}" of provider "${cordon.provider}" undrained: it may register again`);
+    return { id, provider: cordon.provider, name: cordon.name, undrained, connected: live !== undefined };
+  }
+
+  /** What is cordoned now, for operators (`GET /admin/cordons`). */
+  cordons() {
+    return {
+      pools: this.providers
+        .list()
+        .filter((p) => p.cordon)
+        .map((p) => ({ pool: p.name, since: new Date(p.cordon!.since).toISOString(), reason: p.cordon!.reason, deadline_ms: p.cordon!.deadlineMs })),
+      workers: this.registry.nameCordons().map((c) => ({
+        provider: c.provider,
+        name: c.name,
+        since: new Date(c.since).toISOString(),
+        reason: c.reason,
+        worker_ids: [...c.workerIds],
+      })),
+    };
+  }
+
+  /** `GET /admin/stats`: per pool, since the gateway started. */
+  snapshot() {
+    const pools = this.providers.list().map((p) => {
+      const c = this.stats.of(p.name);
+      let inFlight = 0;
+      for (const w of this.registry.ofProvider(p.name)) inFlight += w.assigned.size;
+      return {
+        pool: p.name,
+        draining: p.cordon !== undefined,
+        workers: this.registry.ofProvider(p.name).size,
+        queue_depth: this.queues.depth(p.name),
+        in_flight: inFlight,
+        served: c.served,
+        cancelled: c.cancelled,
+        rejected_by_code: Object.fromEntries(c.rejectedByCode),
+        errors_by_code: Object.fromEntries(c.errorsByCode),
+        queue_wait_ms: { avg: this.queues.stats.avgWaitMs(p.name), p95: this.queues.stats.p95WaitMs(p.name) },
+        tokens: { prompt: c.promptTokens, completion: c.completionTokens, total: c.promptTokens + c.completionTokens },
+        ...this.stats.rates(p.name),
+      };
+    });
+    const u = this.stats.unrouted;
+    return {
+      since: new Date(this.startedAt).toISOString(),
+      pools,
+      unrouted: { rejected_by_code: Object.fromEntries(u.rejectedByCode), errors_by_code: Object.fromEntries(u.errorsByCode) },
+    };
+  }
+}
