@@ -1,5 +1,7 @@
-import { Controller, Get } from '@nestjs/common';
-import { Errors } from '../common/gateway-error';
+import { Controller, Get, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { ApiKeysService } from '../api-keys/api-keys.service';
+import { Errors, GatewayError } from '../common/gateway-error';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { CapabilitiesDocument, CapabilitiesService } from './capabilities.service';
 
@@ -9,10 +11,14 @@ export class CapabilitiesController {
   constructor(
     private readonly capabilities: CapabilitiesService,
     private readonly lifecycle: LifecycleState,
+    private readonly apiKeys: ApiKeysService,
   ) {}
 
+  /** Needs a client key when keys are required, like the inference routes and /v1/models. */
   @Get('capabilities')
-  document(): CapabilitiesDocument {
+  document(@Req() req: FastifyRequest): CapabilitiesDocument {
+    const caller = this.apiKeys.authenticate(req);
+    if (caller instanceof GatewayError) throw caller;
     if (this.lifecycle.isShuttingDown) throw Errors.serverShutdown();
     return this.capabilities.document();
   }

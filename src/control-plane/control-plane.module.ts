@@ -1,3 +1,4 @@
+import { ApiKeysModule } from '../api-keys/api-keys.module';
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { DispatchModule } from '../dispatch/dispatch.module';
@@ -13,7 +14,7 @@ import { PoolsService } from './pools.service';
 import { ShutdownCoordinator } from './shutdown-coordinator.service';
 
 @Module({
-  imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, RegistryModule, RoutingModule],
+  imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, RegistryModule, RoutingModule, ApiKeysModule],
   controllers: [AdminController, CapabilitiesController, PoolsController],
   providers: [ShutdownCoordinator, CapabilitiesService, PoolsService],
 })

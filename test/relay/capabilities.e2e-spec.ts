@@ -2,6 +2,8 @@ import { LifecycleState } from '../../src/observability/lifecycle-state';
 import { startGateway, TestGateway } from '../support/gateway';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { writeConfig } from '../support/routing';
+import { admin } from '../support/http';
+import { TEST_ADMIN_TOKEN } from '../support/gateway';
 
 const CONFIG = `
 providers:
@@ -81,6 +83,21 @@ describe('GET /v1/capabilities', () => {
       expect(((await res.json()) as any).error).toMatchObject({ code: 'server_shutdown', retriable: true });
     } finally {
       await other.close();
+    }
+  });
+
+  it('needs a client key when keys are required', async () => {
+    const locked = await startGateway({ REQUIRE_API_KEYS: 'true' });
+    try {
+      const created = await admin(locked.url, 'POST', '/admin/keys', TEST_ADMIN_TOKEN, { name: 'discovery', tenant: 'ops' });
+      expect(created.status).toBe(201);
+      const without = await fetch(`${locked.url}/v1/capabilities`);
+      expect(without.status).toBe(401);
+      expect(((await without.json()) as any).error.code).toBe('invalid_api_key');
+      const withKey = await fetch(`${locked.url}/v1/capabilities`, { headers: { authorization: `Bearer ${created.json.key}` } });
+      expect(withKey.status).toBe(200);
+    } finally {
+      await locked.close();
     }
   });
 });
