@@ -1,5 +1,7 @@
 /** Test tiers: unit specs next to the code, integration suites under test/ (real ports, real sockets). */
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json' }];
+/** Quiet output: Nest's logger is silent in tests (TEST_LOGS=1 shows it), see the file. */
+const setupFiles = ['<rootDir>/test/setup/quiet-logs.ts'];
 
 module.exports = {
   testTimeout: 30000,
@@ -10,6 +12,7 @@ module.exports = {
       rootDir: __dirname,
       testMatch: ['<rootDir>/src/**/*.spec.ts'],
       transform: { '^.+\\.ts$': tsJest },
+      setupFiles,
     },
     {
       displayName: 'e2e',
@@ -17,6 +20,7 @@ module.exports = {
       rootDir: __dirname,
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
       transform: { '^.+\\.ts$': tsJest },
+      setupFiles,
     },
   ],
 };

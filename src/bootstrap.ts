@@ -6,23 +6,52 @@ import { AppConfig } from './config';
 import { AppModule } from './app.module';
 import { registerCorrelationId } from './observability/correlation-id';
 import { WorkerWsAdapter } from './worker-link/worker-ws.adapter';
-import { createLogger } from './observability/logger';
+import { AppLogger, createLogger, LogFormat, registerAppLogger } from './observability/logger';
 import { registerAccessLog } from './observability/access-log';
 import { openFilesWarning, readSoftOpenFilesLimit } from './observability/open-files';
+import { appVersion } from './observability/app-version';
+import { bootSummary } from './observability/boot-summary';
 import { ProvidersService } from './providers/providers.service';
+
+export interface CreateAppOptions {
+  /** Log format (default `json`; `main.ts` resolves LOG_FORMAT). */
+  logFormat?: LogFormat;
+  /** Colour the pretty format's levels. */
+  logColor?: boolean;
+}
+
+/** The listening socket could not be opened (port in use, no permission, no such address). */
+export class ListenError extends Error {
+  constructor(
+    readonly address: string,
+    readonly code: string | undefined,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`cannot listen on ${address}: ${reason}`, options);
+    this.name = 'ListenError';
+  }
+}
+
+const LISTEN_REASONS: Record<string, string> = {
+  EADDRINUSE: 'address already in use',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'address not available on this host',
+};
 
 /**
  * Builds and starts the gateway on config.listenHost:config.listenPort (port 0 = any free port).
  * Shared by `main.ts` and the integration tests, so both get identical wiring.
  */
-export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
+export async function createApp(config: AppConfig, options: CreateAppOptions = {}): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({ bodyLimit: config.maxBodyBytes, logger: false });
   const fastify = adapter.getInstance();
   // Inference bodies are forwarded to workers unmodified, so every body is kept as the raw string;
   // handlers parse what they need and answer malformed JSON in the caller's dialect.
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, { format: options.logFormat ?? 'json', color: options.logColor });
+  registerAppLogger(config, logger);
   registerCorrelationId(fastify);
   registerAccessLog(fastify, logger);
 
@@ -42,9 +71,37 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       maxAge: 600,
     });
   }
-  await app.listen(config.listenPort, config.listenHost);
-  const queueLens = app.get(ProvidersService).list().map((p) => p.maxQueueLen);
-  const fdWarning = openFilesWarning(readSoftOpenFilesLimit(), queueLens);
+  await listen(app, config, logger);
+
+  const providers = app.get(ProvidersService).list();
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : config.listenPort;
+  const summary = bootSummary(config, { host: config.listenHost, port }, providers, appVersion());
+  logger.child({ context: 'Boot' }).pino.info(summary.fields, summary.message);
+  const fdWarning = openFilesWarning(readSoftOpenFilesLimit(), providers.map((p) => p.maxQueueLen));
   if (fdWarning) new Logger('Boot').warn(fdWarning);
   return app;
+}
+
+/**
+ * Initialises the app, then opens the socket. A socket error becomes a ListenError with one
+ * clear message (Nest's own error line for it is muted), and the app is closed again.
+ */
+async function listen(app: NestFastifyApplication, config: AppConfig, logger: AppLogger): Promise<void> {
+  await app.init();
+  const unmute = logger.muteWhile((level, context) => level === 'error' && context === 'NestApplication');
+  try {
+    await app.listen(config.listenPort, config.listenHost);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const host = config.listenHost.includes(':') ? `[${config.listenHost}]` : config.listenHost;
+    const reason = (code && LISTEN_REASONS[code]) ?? (e as Error).message;
+    // Nothing was served yet: close quietly (database, timers) so the caller decides what to print.
+    const unmuteAll = logger.muteWhile(() => true);
+    await app.close().catch(() => undefined);
+    unmuteAll();
+    throw new ListenError(`${host}:${config.listenPort}`, code, reason, { cause: e });
+  } finally {
+    unmute();
+  }
 }

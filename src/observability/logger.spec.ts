@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { Logger } from '@nestjs/common';
-import { AppLogger, createLogger } from './logger';
+import { AppLogger, appLoggerFor, createLogger, formatPretty, registerAppLogger, resolveLogFormat } from './logger';
 import { REDACTED, scrubSecretFields, scrubSecretText } from './redaction';
 
 const SECRETS = ['sw-worker-s3cret', 'sk-client-key-123', 'admin-t0ken-xyz', 'scrypt$N=16384$abc$def', 'bearer-abc.def'];
@@ -122,11 +122,127 @@ describe('createLogger', () => {
     const out = capture('info');
     Logger.overrideLogger(out.logger);
     try {
-      new Logger('RoutesResolver').log('Mapped {/health, GET} route');
+      new Logger('WorkerLink').log('worker registered');
     } finally {
       Logger.overrideLogger(false);
     }
-    expect(out.lines()[0]).toMatchObject({ context: 'RoutesResolver', msg: 'Mapped {/health, GET} route' });
+    expect(out.lines()[0]).toMatchObject({ context: 'WorkerLink', msg: 'worker registered' });
+  });
+
+  it('logs Nest\'s start-up chatter at debug, keeping its warnings and errors', () => {
+    const info = capture('info');
+    for (const context of ['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']) {
+      info.logger.log('framework line', context);
+    }
+    info.logger.warn('deprecated option', 'NestApplication');
+    info.logger.error('listen failed', 'NestApplication');
+    expect(info.lines().map((l) => [l.level, l.msg])).toEqual([
+      ['warn', 'deprecated option'],
+      ['error', 'listen failed'],
+    ]);
+
+    const debug = capture('debug');
+    debug.logger.log('Mapped {/health, GET} route', 'RouterExplorer');
+    expect(debug.lines()).toEqual([expect.objectContaining({ level: 'debug', context: 'RouterExplorer', msg: 'Mapped {/health, GET} route' })]);
+  });
+
+  it('drops the lines a mute matches until it is lifted', () => {
+    const out = capture('info');
+    const unmute = out.logger.muteWhile((level, context) => level === 'error' && context === 'NestApplication');
+    out.logger.error('Error: listen EADDRINUSE', 'NestApplication');
+    out.logger.error('other failure', 'Dispatch');
+    unmute();
+    out.logger.error('after', 'NestApplication');
+    expect(out.lines().map((l) => l.msg)).toEqual(['other failure', 'after']);
+  });
+});
+
+describe('the pretty format', () => {
+  function prettyCapture(level = 'trace', color = false): { logger: AppLogger; text: () => string } {
+    let text = '';
+    const stream = { write: (s: string) => (text += s) };
+    return { logger: createLogger(level, stream, { format: 'pretty', color }), text: () => text };
+  }
+
+  it('prints time, level, context, message and key=value fields on one line', () => {
+    const out = prettyCapture();
+    out.logger.child({ context: 'AccessLog' }).pino.info(
+      { method: 'POST', url: '/v1/chat/completions', status: 200, duration_ms: 812.4, note: 'two words', ok: true, tags: ['a', 'b'], obj: { n: 1 } },
+      'request completed',
+    );
+    expect(out.text()).toMatch(
+      /^\d{2}:\d{2}:\d{2}\.\d{3} INFO  \[AccessLog\] request completed method=POST url=\/v1\/chat\/completions status=200 duration_ms=812\.4 note="two words" ok=true tags=a,b obj=\{"n":1\}\n$/,
+    );
+    expect(out.text()).not.toContain('pid=');
+    expect(out.text()).not.toContain('hostname=');
+  });
+
+  it('puts error stacks on indented lines after the entry', () => {
+    const out = prettyCapture();
+    out.logger.error('upstream refused', 'Error: refused\n    at connect (net.js:1:2)', 'Dispatch');
+    out.logger.error(new Error('kaput'), 'Bootstrap');
+    const lines = out.text().split('\n');
+    expect(lines[0]).toMatch(/ERROR \[Dispatch\] upstream refused$/);
+    expect(lines[1]).toBe('    Error: refused');
+    expect(lines[2]).toBe('        at connect (net.js:1:2)');
+    expect(out.text()).toMatch(/ERROR \[Bootstrap\] kaput err=kaput\n    Error: kaput\n        at /);
+  });
+
+  it('redacts secrets exactly like the JSON format', () => {
+    const out = prettyCapture();
+    out.logger.pino.info(
+      {
+        headers: { authorization: `Bearer ${SECRETS[4]}`, 'x-api-key': SECRETS[1] },
+        provider: { name: 'gpu', secret_hash: SECRETS[3], limits: { nested: { worker_secret: SECRETS[0] } } },
+        adminToken: SECRETS[2],
+      },
+      'provider loaded',
+    );
+    out.logger.warn(`worker dialled wss://gw/v1/worker/connect?provider=gpu&worker_secret=${SECRETS[0]}`, 'WorkerLink');
+    out.logger.error('upstream refused', `Error: Authorization: Bearer ${SECRETS[4]}\n    at x (y.js:1:2)`, 'Dispatch');
+    out.logger.child({ worker_secret: SECRETS[0] }).log({ msg: 'key created', api_key: SECRETS[1] }, 'Admin');
+    expectNoSecrets(out.text());
+    expect(out.text()).toContain('worker_secret=[redacted]');
+    expect(out.text()).toContain('"authorization":"[redacted]"');
+  });
+
+  it('colours the level only when asked to', () => {
+    const plain = prettyCapture('info', false);
+    plain.logger.warn('careful', 'Boot');
+    expect(plain.text()).not.toContain('\x1b[');
+    const colored = prettyCapture('info', true);
+    colored.logger.warn('careful', 'Boot');
+    expect(colored.text()).toContain('\x1b[33mWARN \x1b[0m');
+  });
+
+  it('passes lines that are not JSON through unchanged', () => {
+    expect(formatPretty('not json')).toBe('not json\n');
+  });
+});
+
+describe('resolveLogFormat', () => {
+  it('follows LOG_FORMAT, and the terminal when it is unset or auto', () => {
+    expect(resolveLogFormat('json', true)).toBe('json');
+    expect(resolveLogFormat('PRETTY', false)).toBe('pretty');
+    expect(resolveLogFormat(undefined, true)).toBe('pretty');
+    expect(resolveLogFormat('', false)).toBe('json');
+    expect(resolveLogFormat('auto', false)).toBe('json');
+  });
+
+  it('names the variable and the accepted values for anything else', () => {
+    expect(() => resolveLogFormat('fancy', true)).toThrow('LOG_FORMAT must be one of json, pretty, auto, got "fancy"');
+  });
+});
+
+describe('registerAppLogger', () => {
+  it('gives the injected logger of an app the logger bootstrap built for its config', () => {
+    const config = {};
+    const logger = createLogger('silent');
+    expect(appLoggerFor(config)).toBeUndefined();
+    registerAppLogger(config, logger);
+    expect(appLoggerFor(config)).toBe(logger);
+    expect(appLoggerFor({})).toBeUndefined();
+    expect(appLoggerFor(undefined)).toBeUndefined();
   });
 });
 

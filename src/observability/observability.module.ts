@@ -3,7 +3,7 @@ import { PrometheusModule } from '@willsoto/nestjs-prometheus';
 import { Registry } from 'prom-client';
 import { APP_CONFIG, AppConfig } from '../config';
 import { LifecycleState } from './lifecycle-state';
-import { AppLogger, createLogger } from './logger';
+import { AppLogger, appLoggerFor, createLogger } from './logger';
 import { MetricsController } from './metrics.controller';
 import { createMetricsRegistry } from './metrics-registry';
 import { MetricsService } from './metrics.service';
@@ -23,7 +23,7 @@ import { MetricsService } from './metrics.service';
     {
       provide: AppLogger,
       inject: [{ token: APP_CONFIG, optional: true }],
-      useFactory: (config?: AppConfig) => createLogger(config?.logLevel ?? 'info'),
+      useFactory: (config?: AppConfig) => appLoggerFor(config) ?? createLogger(config?.logLevel ?? 'info'),
     },
   ],
   exports: [Registry, MetricsService, LifecycleState, AppLogger],

@@ -45,24 +45,28 @@ function proxyPasswords(config: { httpProxy?: string; httpsProxy?: string }): st
   return out;
 }
 
-/** Runs the worker until it stops; resolves with the process exit code. */
-export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io: CliIo = processIo): Promise<number> {
+/**
+ * Runs the worker until it stops; resolves with the process exit code. `prog` names the program
+ * in help, usage errors and --version: `switchboard-worker`, or `switchboard worker` when the
+ * daemon is started through the main CLI.
+ */
+export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io: CliIo = processIo, prog = 'switchboard-worker'): Promise<number> {
   let loaded;
   try {
     loaded = loadWorkerConfig(argv, env);
   } catch (err) {
     if (err instanceof WorkerConfigError) {
-      io.stderr(`switchboard-worker: ${err.message}\nRun with --help for the list of options.\n`);
+      io.stderr(`${prog}: ${err.message}\nRun '${prog} --help' for the list of options.\n`);
       return 2;
     }
     throw err;
   }
   if (loaded.help) {
-    io.stdout(helpText());
+    io.stdout(helpText().replace(/^Usage: switchboard-worker/, `Usage: ${prog}`));
     return 0;
   }
   if (loaded.version || !loaded.config) {
-    io.stdout(`switchboard-worker ${packageVersion()}\n`);
+    io.stdout(`${prog} ${packageVersion()}\n`);
     return 0;
   }
   const config = loaded.config;
@@ -78,7 +82,7 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, io
     daemon = new WorkerDaemon(config, { logger, userAgent: `switchboard-worker/${version}` });
   } catch (err) {
     if (err instanceof WorkerConfigError) {
-      io.stderr(`switchboard-worker: ${err.message}\n`);
+      io.stderr(`${prog}: ${err.message}\n`);
       return 2;
     }
     throw err;
