@@ -70,6 +70,7 @@ describe('MetricsService', () => {
     m.usageRecordsWritten(5);
     m.usageRecordsDropped('buffer_full', 2);
     m.collectUsageBufferWith(() => 7);
+    m.workerHeartbeatTimeout('gpu');
 
     const f = await scrape(m.registry);
     const gpu = { provider: 'gpu' };
@@ -106,6 +107,7 @@ describe('MetricsService', () => {
     expect(valueOf(dropped, 'switchboard_usage_records_dropped_total', { reason: 'buffer_full' })).toBe(2);
     expect(valueOf(dropped, 'switchboard_usage_records_dropped_total', { reason: 'write_failed' })).toBe(0);
     expect(valueOf(f.get('switchboard_usage_records_buffered'), 'switchboard_usage_records_buffered', {})).toBe(7);
+    expect(valueOf(f.get('switchboard_worker_heartbeat_timeouts_total'), 'switchboard_worker_heartbeat_timeouts_total', gpu)).toBe(1);
   });
 
   it('gauges follow the latest value, down to zero', async () => {

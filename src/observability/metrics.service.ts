@@ -43,6 +43,7 @@ export class MetricsService {
   private readonly clientAuthFailures: Counter<'reason'>;
   private readonly workerEjections: Counter<'provider'>;
   private readonly rateLimitedTotal: Counter<'tenant' | 'kind'>;
+  private readonly heartbeatTimeouts: Counter<'provider'>;
   private readonly redisUp: Gauge;
   private readonly rateLimiterFallbacks: Counter;
   private readonly cacheResults: Counter<'provider' | 'model' | 'result'>;
@@ -133,6 +134,12 @@ export class MetricsService {
     this.workerEjections = new Counter({
       name: `${PREFIX}worker_ejections_total`,
       help: 'Workers taken out of rotation after failing requests in a row (passive outlier detection).',
+      labelNames: ['provider'],
+      registers,
+    });
+    this.heartbeatTimeouts = new Counter({
+      name: `${PREFIX}worker_heartbeat_timeouts_total`,
+      help: 'Worker connections the gateway closed because the worker went silent for HEARTBEAT_TIMEOUT_SECS.',
       labelNames: ['provider'],
       registers,
     });
@@ -232,6 +239,11 @@ export class MetricsService {
 
   workerEjection(provider: string): void {
     this.workerEjections.inc({ provider });
+  }
+
+  /** The gateway closed a registered worker's connection after hearing nothing for the heartbeat timeout. */
+  workerHeartbeatTimeout(provider: string): void {
+    this.heartbeatTimeouts.inc({ provider });
   }
 
   setWorkerSlots(provider: string, state: SlotState, count: number): void {

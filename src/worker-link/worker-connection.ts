@@ -276,6 +276,7 @@ export class WorkerConnection implements WorkerChannel {
       if (paused) this.lastInboundAt = now;
       if (now - this.lastInboundAt >= config.heartbeatTimeoutMs) {
         log.warn(`worker ${this.worker?.id} heartbeat timed out`);
+        this.deps.metrics.workerHeartbeatTimeout(this.worker?.provider ?? this.providerName);
         this.close(CloseCodes.NORMAL, CloseReasons.HEARTBEAT_TIMEOUT);
         return;
       }

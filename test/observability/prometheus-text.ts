@@ -191,4 +191,7 @@ export const SWITCHBOARD_FAMILIES: Record<string, MetricType> = {
   switchboard_usage_records_written_total: 'counter',
   switchboard_usage_records_dropped_total: 'counter',
   switchboard_usage_records_buffered: 'gauge',
+  switchboard_worker_heartbeat_timeouts_total: 'counter',
+  switchboard_redis_up: 'gauge',
+  switchboard_rate_limiter_fallbacks_total: 'counter',
 };
