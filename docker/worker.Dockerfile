@@ -6,6 +6,9 @@
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
+# npm ci installs every dependency, better-sqlite3 included: it compiles when no prebuilt binary
+# can be downloaded, as in docker/Dockerfile.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
