@@ -12,7 +12,7 @@ describe('bootSummary', () => {
     const s = bootSummary(config, { host: '0.0.0.0', port: 8080 }, [
       { name: 'local', enabled: true },
       { name: 'gpu', enabled: false },
-    ], '1.2.3', {});
+    ], '1.2.3');
     expect(s.message).toBe('switchboard 1.2.3 listening on http://0.0.0.0:8080');
     expect(s.fields).toEqual({
       database: 'postgres',
@@ -30,7 +30,7 @@ describe('bootSummary', () => {
   it('brackets IPv6 hosts and counts providers beyond the first twelve', () => {
     const config = loadConfig({});
     const providers = Array.from({ length: 15 }, (_, i) => ({ name: `p${i}`, enabled: true }));
-    const s = bootSummary(config, { host: '::1', port: 9000 }, providers, '0.1.0', {});
+    const s = bootSummary(config, { host: '::1', port: 9000 }, providers, '0.1.0');
     expect(s.message).toContain('http://[::1]:9000');
     expect(s.fields.providers).toHaveLength(13);
     expect(s.fields.providers[12]).toBe('+3-more');
@@ -48,16 +48,9 @@ describe('describeDatabase', () => {
 });
 
 describe('apiKeysRequired', () => {
-  const config = loadConfig({});
-  it('reads REQUIRE_API_KEYS, then MODELRELAY_REQUIRE_API_KEYS; off by default', () => {
-    expect(apiKeysRequired(config, {})).toBe(false);
-    expect(apiKeysRequired(config, { REQUIRE_API_KEYS: 'true' })).toBe(true);
-    expect(apiKeysRequired(config, { MODELRELAY_REQUIRE_API_KEYS: '1' })).toBe(true);
-    expect(apiKeysRequired(config, { REQUIRE_API_KEYS: 'off', MODELRELAY_REQUIRE_API_KEYS: '1' })).toBe(false);
-  });
-
-  it('prefers a requireApiKeys field on the config when there is one', () => {
-    expect(apiKeysRequired({ ...config, requireApiKeys: true } as typeof config, {})).toBe(true);
-    expect(apiKeysRequired({ ...config, requireApiKeys: false } as typeof config, { REQUIRE_API_KEYS: 'yes' })).toBe(false);
+  it('follows REQUIRE_API_KEYS and its ModelRelay alias; off by default', () => {
+    expect(apiKeysRequired(loadConfig({}))).toBe(false);
+    expect(apiKeysRequired(loadConfig({ REQUIRE_API_KEYS: 'true' }))).toBe(true);
+    expect(apiKeysRequired(loadConfig({ MODELRELAY_REQUIRE_API_KEYS: 'true' }))).toBe(true);
   });
 });

@@ -34,7 +34,6 @@ export function bootSummary(
   address: { host: string; port: number },
   providers: readonly ProviderSummaryInput[],
   version: string,
-  env: Record<string, string | undefined> = process.env,
 ): BootSummary {
   const host = address.host.includes(':') ? `[${address.host}]` : address.host;
   const listen = `http://${host}:${address.port}`;
@@ -48,7 +47,7 @@ export function bootSummary(
       database_location: db.location,
       providers: listed,
       routing: config.routing.strategy,
-      api_keys_required: apiKeysRequired(config, env),
+      api_keys_required: apiKeysRequired(config),
       admin_api: Boolean(config.adminToken),
       redis: config.redisUrl ? redisHostPort(config.redisUrl) : 'off',
     },
@@ -69,13 +68,7 @@ export function describeDatabase(databaseUrl: string): { kind: string; location:
   }
 }
 
-/**
- * Whether clients must present an API key. Read defensively: a `requireApiKeys` field on the
- * config when there is one, else REQUIRE_API_KEYS / MODELRELAY_REQUIRE_API_KEYS.
- */
-export function apiKeysRequired(config: AppConfig, env: Record<string, string | undefined>): boolean {
-  const fromConfig = (config as unknown as { requireApiKeys?: unknown }).requireApiKeys;
-  if (typeof fromConfig === 'boolean') return fromConfig;
-  const raw = env.REQUIRE_API_KEYS ?? env.MODELRELAY_REQUIRE_API_KEYS;
-  return ['1', 'true', 'yes', 'on'].includes((raw ?? '').trim().toLowerCase());
+/** Whether clients must present an API key (`REQUIRE_API_KEYS` or the file's `require_api_keys`). */
+export function apiKeysRequired(config: AppConfig): boolean {
+  return config.apiKeys?.requireApiKeys === true;
 }
