@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config';
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../common/gateway-error';
@@ -34,16 +35,22 @@ export interface EndpointOptions {
 /** Turns an OpenAI/Anthropic HTTP request into a RelayRequest and hands it to the dispatcher. */
 @Injectable()
 export class InferenceService {
+  /** Only CORS sets headers before the handler; without it there is nothing to carry over. */
+  private readonly corsEnabled: boolean;
+
   constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly dispatcher: Dispatcher,
     private readonly tenants: TenantsService,
     private readonly limits: TenantLimits,
     private readonly apiKeys: ApiKeysService,
-  ) {}
+  ) {
+    this.corsEnabled = config.corsOrigins.length > 0;
+  }
 
   relay(req: FastifyRequest, reply: FastifyReply, endpointPath: string, options: EndpointOptions): void {
     // Headers hooks already set (CORS) would be lost with the hijacked reply: the sink writes them.
-    const preset = presetHeaders(reply);
+    const preset = this.corsEnabled ? presetHeaders(reply) : undefined;
     reply.hijack();
     const dialect = dialectOf(endpointPath);
     const sink = new HttpResponseSink(reply.raw, req.correlationId, dialect);

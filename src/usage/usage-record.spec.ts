@@ -105,5 +105,8 @@ describe('utcDay', () => {
   it('is the UTC calendar day', () => {
     expect(utcDay(Date.UTC(2025, 11, 31, 23, 59, 59, 999))).toBe('2025-12-31');
     expect(utcDay(Date.UTC(2026, 0, 1))).toBe('2026-01-01');
+    expect(utcDay(Date.UTC(2026, 0, 1, 12))).toBe('2026-01-01');
+    expect(utcDay(Date.UTC(2025, 11, 31, 12))).toBe('2025-12-31'); // going back a day too
+    expect(utcDay(Date.UTC(1969, 11, 31, 23))).toBe('1969-12-31');
   });
 });

@@ -53,8 +53,16 @@ export const USAGE_WIDTHS = {
 const MAX_INT = 2_147_483_647;
 
 /** The UTC day of an epoch-ms time, `YYYY-MM-DD`. */
+const DAY_MS = 86_400_000;
+/** The last day computed: every request of a day asks for the same one (no Date per request). */
+let cachedDay = { start: 0, end: 0, label: '' };
+
 export function utcDay(epochMs: number): string {
-  return new Date(epochMs).toISOString().slice(0, 10);
+  if (epochMs < cachedDay.start || epochMs >= cachedDay.end) {
+    const start = Math.floor(epochMs / DAY_MS) * DAY_MS;
+    cachedDay = { start, end: start + DAY_MS, label: new Date(start).toISOString().slice(0, 10) };
+  }
+  return cachedDay.label;
 }
 
 /** The usage record of a request that has just finished with `status` at `finishedAt`. */

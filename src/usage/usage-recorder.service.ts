@@ -150,9 +150,31 @@ export class TypeOrmUsageRecorder extends UsageRecorder implements OnModuleInit,
     return this.writing;
   }
 
-  /** One multi-row INSERT; a row already present (same request id) is skipped, not an error. */
+  /**
+   * One multi-row INSERT; a row already present (same request id) is skipped, not an error.
+   * The statement is built here rather than by TypeORM's query builder, whose parameter
+   * bookkeeping costs more CPU than the rows themselves at hundreds of rows per batch (the flush
+   * runs on the gateway's event loop). Column names and the table come from the entity metadata.
+   */
   protected async insert(rows: UsageRecord[]): Promise<void> {
-    await this.repo.createQueryBuilder().insert().into(UsageRecordEntity).values(rows).orIgnore().updateEntity(false).execute();
+    if (rows.length === 0) return;
+    const meta = this.repo.metadata;
+    const driver = this.repo.manager.connection.driver;
+    const positional = driver.options.type === 'postgres';
+    const columns = meta.columns;
+    const params: unknown[] = [];
+    const tuples = rows.map((row) => {
+      const marks = columns.map((c) => {
+        const value = c.getEntityValue(row as unknown as UsageRecordEntity);
+        params.push(value === undefined ? null : value);
+        return positional ? `$${params.length}` : '?';
+      });
+      return `(${marks.join(', ')})`;
+    });
+    const table = meta.tablePath.split('.').map((part) => driver.escape(part)).join('.');
+    const names = columns.map((c) => driver.escape(c.databaseName)).join(', ');
+    const key = meta.primaryColumns.map((c) => driver.escape(c.databaseName)).join(', ');
+    await this.repo.manager.query(`INSERT INTO ${table} (${names}) VALUES ${tuples.join(', ')} ON CONFLICT (${key}) DO NOTHING`, params);
   }
 
   private failed(batch: Pending[], e: unknown): void {
