@@ -51,4 +51,18 @@ describe('relay metrics', () => {
     worker.close();
     await eventually(async () => value(await samples('switchboard_workers_connected'), { provider: 'local' }) === 0);
   });
+
+  it('observes a queue wait of 0 for a request a worker takes at once, so the percentiles cover every request', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['instant'], max_concurrent: 1 });
+    const countBefore = value(await samples('switchboard_queue_wait_seconds'), { provider: 'local' }, 'switchboard_queue_wait_seconds_count') ?? 0;
+    const zeroBefore = value(await samples('switchboard_queue_wait_seconds'), { provider: 'local', le: '0.001' }, 'switchboard_queue_wait_seconds_bucket') ?? 0;
+    const pending = post(gw.url, '/v1/chat/completions', chat('instant'));
+    const req = await worker.next('request');
+    worker.complete(req.request_id, {});
+    await pending;
+    const after = await samples('switchboard_queue_wait_seconds');
+    expect(value(after, { provider: 'local' }, 'switchboard_queue_wait_seconds_count')).toBe(countBefore + 1);
+    expect(value(after, { provider: 'local', le: '0.001' }, 'switchboard_queue_wait_seconds_bucket')).toBe(zeroBefore + 1);
+    worker.close();
+  });
 });
