@@ -1,7 +1,9 @@
 import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
 import { AppConfig } from './config';
 import { AppModule } from './app.module';
 import { registerCorrelationId } from './observability/correlation-id';
@@ -44,8 +46,9 @@ const LISTEN_REASONS: Record<string, string> = {
  * Shared by `main.ts` and the integration tests, so both get identical wiring.
  */
 export async function createApp(config: AppConfig, options: CreateAppOptions = {}): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({ bodyLimit: config.maxBodyBytes, logger: false });
-  const fastify = adapter.getInstance();
+  const adapter = new FastifyAdapter(serverOptions(config));
+  // With TLS the server is HTTP/2-capable; the hooks below only use what both kinds share.
+  const fastify = adapter.getInstance() as unknown as FastifyInstance;
   // Inference bodies are forwarded to workers unmodified, so every body is kept as the raw string;
   // handlers parse what they need and answer malformed JSON in the caller's dialect.
   fastify.removeAllContentTypeParsers();
@@ -104,4 +107,15 @@ async function listen(app: NestFastifyApplication, config: AppConfig, logger: Ap
   } finally {
     unmute();
   }
+}
+
+/**
+ * Plain HTTP/1.1, or with TLS files HTTPS serving HTTP/2 and falling back to HTTP/1.1 on the same
+ * port (clients that do not negotiate h2 by ALPN, and the workers' WebSocket upgrades).
+ */
+function serverOptions(config: AppConfig): ConstructorParameters<typeof FastifyAdapter>[0] {
+  const base = { bodyLimit: config.maxBodyBytes, logger: false };
+  if (!config.tls) return base;
+  const https = { allowHTTP1: true, cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) };
+  return { ...base, http2: true, https } as unknown as ConstructorParameters<typeof FastifyAdapter>[0];
 }

@@ -72,6 +72,8 @@ export interface AppConfig {
   recentWorkerWindowMs: number;
   instanceId: string;
   routing: RoutingConfig;
+  /** HTTPS (HTTP/2 with HTTP/1.1 fallback, workers' wss:// included) when both files are set. */
+  tls?: { certFile: string; keyFile: string };
   /** Browser origins allowed to call the API (CORS); empty = CORS off. */
   corsOrigins: string[];
   tenancy: TenancyConfig;

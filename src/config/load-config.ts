@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { isWellFormedSecretHash } from '../auth/secret-hash';
@@ -131,6 +131,23 @@ function readProviders(file: Yaml, defaults: ProviderDefaults, problems: string[
   return out;
 }
 
+/** `TLS_CERT_FILE` and `TLS_KEY_FILE`: both or neither, and readable at boot. */
+function readTls(certFile: string | undefined, keyFile: string | undefined, problems: string[]): AppConfig['tls'] {
+  if (!certFile && !keyFile) return undefined;
+  if (!certFile || !keyFile) {
+    problems.push('TLS_CERT_FILE and TLS_KEY_FILE go together: set both to serve HTTPS, or neither');
+    return undefined;
+  }
+  for (const [name, file] of [['TLS_CERT_FILE', certFile], ['TLS_KEY_FILE', keyFile]]) {
+    try {
+      accessSync(file, constants.R_OK);
+    } catch (e) {
+      problems.push(`${name} "${file}" cannot be read: ${(e as Error).message}`);
+    }
+  }
+  return { certFile, keyFile };
+}
+
 /** `CORS_ORIGINS`: comma-separated origins (`https://dash.example.com`) or `*`. */
 function readCorsOrigins(value: string, problems: string[]): string[] {
   const origins = value.split(',').map((o) => o.trim()).filter(Boolean);
@@ -235,6 +252,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     instanceId: r.string('INSTANCE_ID', 'instance_id', `gw-${randomUUID().slice(0, 8)}`),
     routing,
     corsOrigins: readCorsOrigins(r.string('CORS_ORIGINS', 'cors_origins', ''), problems),
+    tls: readTls(r.string('TLS_CERT_FILE', 'tls_cert_file'), r.string('TLS_KEY_FILE', 'tls_key_file'), problems),
     tenancy,
     queue,
     usage,

@@ -36,7 +36,7 @@ export function bootSummary(
   version: string,
 ): BootSummary {
   const host = address.host.includes(':') ? `[${address.host}]` : address.host;
-  const listen = `http://${host}:${address.port}`;
+  const listen = `${config.tls ? 'https' : 'http'}://${host}:${address.port}`;
   const db = describeDatabase(config.databaseUrl);
   const names = providers.map((p) => (p.enabled ? p.name : `${p.name}(disabled)`));
   const listed = names.length > MAX_LISTED_PROVIDERS ? [...names.slice(0, MAX_LISTED_PROVIDERS), `+${names.length - MAX_LISTED_PROVIDERS}-more`] : names;

@@ -11,6 +11,8 @@ export interface ScriptedWorkerOptions {
   /** Send the secret as the legacy `worker_secret` query parameter instead of the header. */
   secretInQuery?: string;
   headers?: Record<string, string>;
+  /** Certificates to trust for a wss:// gateway (a self-signed one in tests). */
+  ca?: string;
 }
 
 export interface CloseInfo {
@@ -53,7 +55,7 @@ export class ScriptedWorker {
     const headers: Record<string, string> = { ...options.headers };
     const secret = options.secret === undefined ? TEST_SECRET : options.secret;
     if (secret !== null && !options.secretInQuery) headers['x-worker-secret'] = secret;
-    const ws = new WebSocket(url, { headers });
+    const ws = new WebSocket(url, { headers, ca: options.ca });
     const worker = new ScriptedWorker(ws);
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
