@@ -21,12 +21,26 @@ export class RelayHealthSnapshot implements HealthSnapshot {
     return this.queues.totalDepth();
   }
 
+  modelsLoaded(): number {
+    let n = 0;
+    for (const model of this.registry.advertisedModels()) {
+      for (const w of this.registry.servingExactly(model)) {
+        if (!w.draining) {
+          n++;
+          break;
+        }
+      }
+    }
+    return n;
+  }
+
   providers(): ProviderHealth[] {
     return this.providerService.list().map((p) => ({
       name: p.name,
       enabled: p.enabled,
       workers: this.registry.ofProvider(p.name).size,
       queue_depth: this.queues.depth(p.name),
+      max_queue_len: p.maxQueueLen,
     }));
   }
 }

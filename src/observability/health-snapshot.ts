@@ -4,11 +4,15 @@ export interface ProviderHealth {
   enabled: boolean;
   workers: number;
   queue_depth: number;
+  /** The provider's queue bound (`max_queue_len`). */
+  max_queue_len: number;
 }
 
 export interface HealthSnapshot {
   workersConnected(): number;
   queueDepth(): number;
+  /** Distinct models served by connected, non-draining workers. */
+  modelsLoaded(): number;
   providers(): ProviderHealth[];
 }
 
@@ -19,6 +23,7 @@ export const HEALTH_SNAPSHOT = Symbol('HEALTH_SNAPSHOT');
 export const EMPTY_HEALTH_SNAPSHOT: HealthSnapshot = {
   workersConnected: () => 0,
   queueDepth: () => 0,
+  modelsLoaded: () => 0,
   providers: () => [],
 };
 

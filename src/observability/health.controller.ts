@@ -17,11 +17,13 @@ import { LifecycleState } from './lifecycle-state';
 const DATABASE_PING_TIMEOUT_MS = 1500;
 
 export interface HealthSummary {
-  status: 'ok' | 'shutting_down';
+  /** `saturated`: every pool's queue is at its bound (new requests get 429). */
+  status: 'ok' | 'shutting_down' | 'saturated';
   version: string;
   uptime_secs: number;
   workers_connected: number;
   queue_depth: number;
+  models_loaded: number;
   providers: ProviderHealth[];
   /** The rate limiter's Redis; absent while REDIS_URL is not set (status `disabled`). */
   redis?: RedisHealth;
@@ -81,19 +83,27 @@ export class HealthController {
    * rate limiter keeps deciding locally.
    */
   @Get()
-  summary(): HealthSummary {
+  summary(@Res({ passthrough: true }) reply: FastifyReply): HealthSummary {
     const redis = this.redis?.health();
+    const providers = this.snapshot.providers();
+    const enabled = providers.filter((p) => p.enabled);
+    const saturated = enabled.length > 0 && enabled.every((p) => p.queue_depth >= p.max_queue_len);
+    const status = this.lifecycle.isShuttingDown ? 'shutting_down' : saturated ? 'saturated' : 'ok';
+    // Load balancers probing /health take the gateway out while it cannot admit anything new.
+    if (status !== 'ok') reply.status(503);
     return {
-      status: this.lifecycle.isShuttingDown ? 'shutting_down' : 'ok',
+      status,
       version: appVersion(),
       uptime_secs: Math.floor((Date.now() - this.startedAt) / 1000),
       workers_connected: this.snapshot.workersConnected(),
       queue_depth: this.snapshot.queueDepth(),
-      providers: this.snapshot.providers().map((p) => ({
+      models_loaded: this.snapshot.modelsLoaded(),
+      providers: providers.map((p) => ({
         name: p.name,
         enabled: p.enabled,
         workers: p.workers,
         queue_depth: p.queue_depth,
+        max_queue_len: p.max_queue_len,
       })),
       ...(redis && redis.status !== 'disabled' ? { redis: { status: redis.status, url: redis.url, ...(redis.since ? { since: redis.since } : {}) } } : {}),
     };

@@ -30,7 +30,9 @@ async function start(imports: ModuleMetadata['imports']): Promise<{ app: NestFas
 class FakeSnapshot implements HealthSnapshot {
   workersConnected = () => 3;
   queueDepth = () => 5;
-  providers = () => [{ name: 'gpu', enabled: true, workers: 3, queue_depth: 5, secret_hash: 'scrypt$leak', address: '10.0.0.7:5555' }];
+  modelsLoaded = () => 2;
+  providers = () => [{ name: 'gpu', enabled: true, workers: 3, queue_depth: 5, max_queue_len: this.bound, secret_hash: 'scrypt$leak', address: '10.0.0.7:5555' }];
+  bound = 100;
 }
 @Module({ providers: [FakeSnapshot], exports: [FakeSnapshot] })
 class FakeRelayModule {}
@@ -78,7 +80,9 @@ describe('observability over HTTP (Fastify)', () => {
     expect(draining.status).toBe(503);
     expect(await draining.json()).toMatchObject({ status: 'shutting_down', error: { lifecycle: { status: 'down' } } });
     expect((await fetch(`${url}/health/live`)).status).toBe(200);
-    expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: 'shutting_down' });
+    const summary = await fetch(`${url}/health`);
+    expect(summary.status).toBe(503);
+    expect(await summary.json()).toMatchObject({ status: 'shutting_down' });
   });
 
   it('is not ready without a database connection', async () => {
@@ -118,6 +122,7 @@ describe('observability over HTTP (Fastify)', () => {
       uptime_secs: expect.any(Number),
       workers_connected: 0,
       queue_depth: 0,
+      models_loaded: 0,
       providers: [],
     });
   });
@@ -130,9 +135,21 @@ describe('observability over HTTP (Fastify)', () => {
     expect(JSON.parse(text)).toMatchObject({
       workers_connected: 3,
       queue_depth: 5,
-      providers: [{ name: 'gpu', enabled: true, workers: 3, queue_depth: 5 }],
+      models_loaded: 2,
+      providers: [{ name: 'gpu', enabled: true, workers: 3, queue_depth: 5, max_queue_len: 100 }],
     });
     expect(text).not.toMatch(/secret|scrypt|10\.0\.0\.7/);
+  });
+
+  it('answers 503 "saturated" when every enabled pool\'s queue is at its bound', async () => {
+    const health = HealthModule.withSnapshot({ imports: [FakeRelayModule], useExisting: FakeSnapshot });
+    const { url } = await boot([sqliteInMemory, ObservabilityModule, health]);
+    expect((await fetch(`${url}/health`)).status).toBe(200);
+    const fake = apps[apps.length - 1].get(FakeSnapshot);
+    fake.bound = 5; // queue_depth 5 of 5
+    const res = await fetch(`${url}/health`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ status: 'saturated' });
   });
 
   it('picks up HEALTH_SNAPSHOT from a global provider without withSnapshot', async () => {

@@ -41,13 +41,13 @@ describe('observability endpoints on the real gateway', () => {
     expect(res.status).toBe(200);
     const text = await res.text();
     const body = JSON.parse(text);
-    expect(Object.keys(body).sort()).toEqual(['providers', 'queue_depth', 'status', 'uptime_secs', 'version', 'workers_connected']);
+    expect(Object.keys(body).sort()).toEqual(['models_loaded', 'providers', 'queue_depth', 'status', 'uptime_secs', 'version', 'workers_connected']);
     expect(body).toMatchObject({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
     expect(typeof body.uptime_secs).toBe('number');
     expect(typeof body.workers_connected).toBe('number');
     expect(typeof body.queue_depth).toBe('number');
     expect(Array.isArray(body.providers)).toBe(true);
-    for (const p of body.providers) expect(Object.keys(p).sort()).toEqual(['enabled', 'name', 'queue_depth', 'workers']);
+    for (const p of body.providers) expect(Object.keys(p).sort()).toEqual(['enabled', 'max_queue_len', 'name', 'queue_depth', 'workers']);
     expect(text).not.toContain(TEST_SECRET);
     expect(text).not.toContain(TEST_ADMIN_TOKEN);
     expect(text).not.toMatch(/scrypt\$|127\.0\.0\.1/);
