@@ -4,6 +4,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
+import type { DestinationStream } from 'pino';
 import { AppConfig } from './config';
 import { AppModule } from './app.module';
 import { registerCorrelationId } from './observability/correlation-id';
@@ -20,6 +21,8 @@ export interface CreateAppOptions {
   logFormat?: LogFormat;
   /** Colour the pretty format's levels. */
   logColor?: boolean;
+  /** Where log lines go (default stdout); tests capture them. */
+  logDestination?: DestinationStream;
 }
 
 /** The listening socket could not be opened (port in use, no permission, no such address). */
@@ -53,7 +56,7 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
   // handlers parse what they need and answer malformed JSON in the caller's dialect.
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
-  const logger = createLogger(config.logLevel, undefined, { format: options.logFormat ?? 'json', color: options.logColor });
+  const logger = createLogger(config.logLevel, options.logDestination, { format: options.logFormat ?? 'json', color: options.logColor });
   registerAppLogger(config, logger);
   registerCorrelationId(fastify);
   registerAccessLog(fastify, logger);

@@ -132,6 +132,8 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
     req.phase = 'queued';
     req.queuedAt = now;
+    req.queuePosition = this.queue.depth(p.name);
+    this.log.debug({ msg: 'request queued', correlation_id: req.correlationId, request_id: req.id, pool: p.name, model, tenant: req.tenant, priority: req.priority, queue_position: req.queuePosition });
     // A requeued request waits at most one more queue timeout, never past its lifetime.
     const waitUntil = Math.min(req.deadline, now + p.queueTimeoutMs);
     req.timer = this.clock.setTimeout(() => this.onQueueTimeout(req), Math.max(0, waitUntil - now));
@@ -182,6 +184,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     worker.assigned.set(req.id, req);
     req.timer = this.clock.setTimeout(() => this.onRequestTimeout(req), Math.max(0, req.deadline - now));
     req.sink.routed(model, model === req.plan.target ? undefined : req.model);
+    this.log.debug({ msg: 'request placed', correlation_id: req.correlationId, request_id: req.id, pool: worker.provider, worker_id: worker.id, worker_name: worker.name, model, queue_wait_ms: req.waitedMs });
     worker.channel.send({
       type: 'request',
       request_id: req.id,

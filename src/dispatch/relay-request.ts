@@ -93,6 +93,8 @@ export class RelayRequest {
   deadline = 0;
   /** When this request entered the queue most recently (for queue-wait metrics). */
   queuedAt = 0;
+  /** Requests waiting at its provider when it joined the queue (itself included); 0 = never queued. */
+  queuePosition = 0;
   /** Time spent in the queue so far, over every wait (requeues included). */
   waitedMs = 0;
   /** When the current worker was given the request (its time to first byte starts here). */

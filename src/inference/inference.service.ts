@@ -7,6 +7,7 @@ import { forwardableHeaders } from '../protocol';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { RelayRequest } from '../dispatch/relay-request';
 import { CORRELATION_HEADER } from '../observability/correlation-id';
+import type { AccessLogFields } from '../observability/access-log';
 import { dialectOf } from './error-dialect';
 import { HttpResponseSink } from './http-response-sink';
 import { parseInferenceBody } from './parse-inference-body';
@@ -89,6 +90,17 @@ export class InferenceService {
         allowedModels: identity.allowedModels,
       },
       onTokens: (tokens) => this.limits.chargeTokens(identity, tokens),
+    });
+    // The access log's line for this request says how it was routed and how long it queued.
+    (req as FastifyRequest & AccessLogFields).accessLogFields = () => ({
+      tenant: request.tenant,
+      model: request.model,
+      served_model: request.targetModel || undefined,
+      pool: request.provider?.name,
+      worker_id: request.worker?.id,
+      queue_position: request.queuePosition || undefined,
+      queue_wait_ms: request.waitedMs,
+      requeues: request.requeues || undefined,
     });
     if (!sink.watchClient(() => this.dispatcher.clientGone(request))) return;
     // Limits are checked before the request may queue: synchronously in memory, over the network with Redis.

@@ -3,6 +3,11 @@ import { correlationIdOf } from './correlation-id';
 import type { AppLogger } from './logger';
 import { scrubSecretText } from './redaction';
 
+/** What a handler may attach to a request for its access-log line (routing outcome, say). */
+export interface AccessLogFields {
+  accessLogFields?: () => Record<string, unknown>;
+}
+
 /** One info line per finished request (SSE streams included, when they end); probes at debug. */
 export function registerAccessLog(fastify: FastifyInstance, logger: AppLogger): void {
   const log = logger.child({ context: 'AccessLog' }).pino;
@@ -18,6 +23,7 @@ export function registerAccessLog(fastify: FastifyInstance, logger: AppLogger): 
           status: reply.raw.statusCode,
           duration_ms: Math.round(reply.elapsedTime * 10) / 10,
           correlation_id: correlationIdOf(req),
+          ...(req as AccessLogFields).accessLogFields?.(),
         },
         'request completed',
       );

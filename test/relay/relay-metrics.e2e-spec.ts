@@ -66,3 +66,29 @@ describe('relay metrics', () => {
     worker.close();
   });
 });
+
+describe('access log', () => {
+  it("one line per request names its tenant, served model, pool, worker, queue position and wait; debug lines trace queueing and placement", async () => {
+    const lines: Array<Record<string, any>> = [];
+    const destination = { write: (chunk: string) => void lines.push(JSON.parse(chunk)) };
+    const gw = await startGateway({ LOG_LEVEL: 'debug' }, { logDestination: destination });
+    try {
+      const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['logged'], max_concurrent: 1 });
+      const first = post(gw.url, '/v1/chat/completions', chat('logged'), { 'x-tenant-id': 'team-log' });
+      const r1 = await worker.next('request');
+      const second = post(gw.url, '/v1/chat/completions', chat('logged'), { 'x-tenant-id': 'team-log', 'x-correlation-id': 'trace-queued' });
+      await eventually(() => lines.some((l) => l.msg === 'request queued' && l.correlation_id === 'trace-queued'));
+      worker.complete(r1.request_id, {});
+      const r2 = await worker.next('request');
+      worker.complete(r2.request_id, {});
+      await Promise.all([first, second]);
+      const access = await eventually(() => lines.find((l) => l.msg === 'request completed' && l.correlation_id === 'trace-queued'));
+      expect(access).toMatchObject({ tenant: 'team-log', model: 'logged', served_model: 'logged', pool: 'local', worker_id: ack.worker_id, queue_position: 1, status: 200 });
+      expect(access.queue_wait_ms).toBeGreaterThanOrEqual(0);
+      expect(lines.find((l) => l.msg === 'request placed' && l.correlation_id === 'trace-queued')).toMatchObject({ pool: 'local', worker_id: ack.worker_id });
+      worker.close();
+    } finally {
+      await gw.close();
+    }
+  });
+});

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { loadConfig } from '../../src/config';
-import { createApp } from '../../src/bootstrap';
+import { createApp, CreateAppOptions } from '../../src/bootstrap';
 
 export const TEST_SECRET = 'test-worker-secret';
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
@@ -22,7 +22,7 @@ export interface TestGateway {
  * Starts the real gateway in-process on a free loopback port with a real SQLite file, fast
  * heartbeat timings and silent logs. `env` overrides any variable.
  */
-export async function startGateway(env: Record<string, string> = {}): Promise<TestGateway> {
+export async function startGateway(env: Record<string, string> = {}, options: CreateAppOptions = {}): Promise<TestGateway> {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-test-'));
   const config = loadConfig({
     LISTEN_ADDR: '127.0.0.1:0',
@@ -33,7 +33,7 @@ export async function startGateway(env: Record<string, string> = {}): Promise<Te
     SHUTDOWN_DRAIN_TIMEOUT_SECS: '2',
     ...env,
   });
-  const app = await createApp(config);
+  const app = await createApp(config, options);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const url = `http://127.0.0.1:${port}`;
