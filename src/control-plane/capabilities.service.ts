@@ -37,6 +37,8 @@ export interface PoolCapabilities {
   rate_limits: { default_rpm?: number; default_tpm?: number; per_tenant: boolean };
   features: string[];
   health: { enabled: boolean; ready: boolean };
+  /** Runner-API capability documents the pool's workers relayed from their backends, as they are. */
+  runners?: Array<{ worker: string; capabilities: Record<string, unknown> }>;
 }
 
 export interface CapabilitiesDocument {
@@ -88,6 +90,7 @@ export class CapabilitiesService {
       if (!w.draining) for (const model of w.models) this.addModel(loaded, model, p, w);
     }
     const ctxMax = Math.max(0, ...[...loaded.values()].map((m) => m.context_length ?? 0));
+    const runners = workers.filter((w) => w.runnerCapabilities).map((w) => ({ worker: w.name, capabilities: w.runnerCapabilities! }));
     const features = ['streaming', 'cancellation', 'openai', 'anthropic', 'aliases', 'fallbacks', 'priorities', 'tenant_fairness'];
     for (const e of ['/v1/responses', '/v1/embeddings', '/v1/completions']) if (workloads.has(e)) features.push(e.slice(4));
     for (const c of ['vision', 'tools', 'json_mode']) if ([...loaded.values()].some((m) => m.caps.has(c))) features.push(c);
@@ -114,6 +117,7 @@ export class CapabilitiesService {
       rate_limits: { default_rpm: defaults.rpm, default_tpm: defaults.tpm, per_tenant: true },
       features,
       health: { enabled: p.enabled, ready: p.enabled && workers.some((w) => !w.draining) },
+      ...(runners.length > 0 ? { runners } : {}),
     };
   }
 

@@ -139,6 +139,13 @@ function optRunner(o: Json): RunnerInfo | undefined {
   return runner;
 }
 
+/** A relayed JSON document: an object of bounded size, anything else ignored. */
+function optDocument(o: Json, field: string): Record<string, unknown> | undefined {
+  const v = o[field];
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  return JSON.stringify(v).length <= 64 * 1024 ? (v as Record<string, unknown>) : undefined;
+}
+
 /** Feature names a worker asks for: a list of short strings; anything else is ignored. */
 function optFeatures(o: Json): string[] | undefined {
   const v = o.features;
@@ -178,6 +185,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         priority: optPriority(o),
         runner: optRunner(o),
         features: optFeatures(o),
+        runner_capabilities: optDocument(o, 'runner_capabilities'),
       };
     case 'models_update':
       return {

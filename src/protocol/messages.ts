@@ -70,6 +70,8 @@ export interface RegisterMessage {
   priority?: number;
   /** The backend the worker relays to (Switchboard extension; informational). */
   runner?: RunnerInfo;
+  /** The backend's own runner-API capabilities document, relayed as it is (Switchboard extension). */
+  runner_capabilities?: Record<string, unknown>;
   /** Protocol extensions the worker asks for (see `Features`). */
   features?: string[];
 }

@@ -31,6 +31,8 @@ export class LiveWorker {
   declaredPriority: number | undefined;
   /** The inference server behind the worker, as its daemon detected it (optional). */
   runner: RunnerInfo | undefined;
+  /** The backend's runner-API capabilities document, as the worker relayed it (optional). */
+  runnerCapabilities: Record<string, unknown> | undefined;
   /** Protocol extensions negotiated at registration (the gateway uses no other). */
   features: ReadonlySet<string> = new Set();
   /** Failures, ejection and latency, shared by every connection of this worker name. */

@@ -206,6 +206,7 @@ export class WorkerConnection implements WorkerChannel {
     );
     worker.externalLoad = message.current_load ?? 0;
     worker.runner = message.runner;
+    worker.runnerCapabilities = message.runner_capabilities;
     if (this.registerTimer) this.deps.clock.clearTimeout(this.registerTimer);
     this.state = 'registered';
     this.worker = worker;

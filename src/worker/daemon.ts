@@ -369,6 +369,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       endpoints: this.probed?.endpoints,
       priority: this.config.priority,
       runner: this.probed?.runner,
+      runner_capabilities: this.probed?.runnerCapabilities,
       features: [Features.RESPONSE_START, Features.CANCEL_REASONS],
     });
     this.log.info('connected to gateway; registering', { models, max_concurrent: this.config.maxConcurrency });

@@ -39,7 +39,12 @@ describe('GET /v1/capabilities', () => {
       capabilities: { 'llama3:8b': { context_length: 8192, tools: true }, 'qwen2.5:7b': { context_length: 32768 } },
       endpoints: ['/v1/chat/completions', '/v1/completions'],
     });
-    const vllm = await register(gw, { worker_name: 'vllm-box', models: ['east-llava'], runner: { type: 'vllm', version: '0.9.1' } }, { provider: 'gpu-east', secret: 'east-secret' });
+    const runnerDoc = { api_version: '1.0.0', resources: { gpus: [{ id: 0, vram_free_mb: 8000 }] }, queue: { depth: 2 } };
+    const vllm = await register(
+      gw,
+      { worker_name: 'vllm-box', models: ['east-llava'], runner: { type: 'vllm', version: '0.9.1' }, runner_capabilities: runnerDoc },
+      { provider: 'gpu-east', secret: 'east-secret' },
+    );
     const res = await fetch(`${gw.url}/v1/capabilities`);
     expect(res.status).toBe(200);
     const doc: any = await res.json();
@@ -62,6 +67,8 @@ describe('GET /v1/capabilities', () => {
     expect(local.features).toEqual(expect.arrayContaining(['streaming', 'cancellation', 'anthropic', 'tools', 'pinning', 'completions']));
     const east = doc.pools.find((p: { id: string }) => p.id === 'gpu-east');
     expect(east.engines).toEqual([{ type: 'vllm', version: '0.9.1' }]);
+    expect(east.runners).toEqual([{ worker: 'vllm-box', capabilities: runnerDoc }]); // relayed as it is
+    expect(local.runners).toBeUndefined();
     expect(east.models.loaded[0]).toMatchObject({ id: 'east-llava', capabilities: ['vision'] }); // declared by the provider
     expect(east.models.available).toEqual(['declared-only']);
     expect(east.features).toContain('vision');

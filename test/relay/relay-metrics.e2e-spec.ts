@@ -84,7 +84,7 @@ describe('access log', () => {
       await Promise.all([first, second]);
       const access = await eventually(() => lines.find((l) => l.msg === 'request completed' && l.correlation_id === 'trace-queued'));
       expect(access).toMatchObject({ tenant: 'team-log', model: 'logged', served_model: 'logged', pool: 'local', worker_id: ack.worker_id, queue_position: 1, status: 200 });
-      expect(access.queue_wait_ms).toBeGreaterThanOrEqual(0);
+      expect(access!.queue_wait_ms).toBeGreaterThanOrEqual(0);
       expect(lines.find((l) => l.msg === 'request placed' && l.correlation_id === 'trace-queued')).toMatchObject({ pool: 'local', worker_id: ack.worker_id });
       worker.close();
     } finally {

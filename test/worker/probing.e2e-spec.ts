@@ -67,6 +67,20 @@ describe('worker daemon: backend probing', () => {
     });
   });
 
+  it('relays a runner API backend\'s own GET /v1/capabilities document as it is, and nothing when the backend has none', async () => {
+    env.backend.models = ['rk'];
+    const doc = { api_version: '1.0.0', engine: 'llamacpp', resources: { gpus: [{ id: 0, vram_total_mb: 24576, vram_free_mb: 8000 }] }, queue: { depth: 2 } };
+    env.backend.routes.set('GET /v1/capabilities', () => ({ status: 200, json: doc }));
+    startWorker({ ...probing, models: ['rk'] });
+    expect((await (await env.gateway.connection(1)).next('register')).runner_capabilities).toEqual(doc);
+  });
+
+  it('sends no runner_capabilities when the backend does not serve GET /v1/capabilities', async () => {
+    env.backend.models = ['plain'];
+    startWorker({ ...probing, models: ['plain'] });
+    expect('runner_capabilities' in (await (await env.gateway.connection(1)).next('register'))).toBe(false);
+  });
+
   it('vLLM: advertises max_model_len per model and the version from /version, sending the backend key on probes', async () => {
     env.backend.models = ['llama3.1-8b', 'qwen2.5-coder'];
     actLikeVllm(env.backend, { maxModelLen: { 'llama3.1-8b': 32768, 'qwen2.5-coder': 131072 }, version: '0.11.0' });

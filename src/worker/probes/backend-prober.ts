@@ -12,6 +12,8 @@ export interface ProbeResult {
   /** The models the round was for. */
   models: string[];
   runner?: RunnerInfo;
+  /** The backend's own `GET /v1/capabilities` (a runner API), relayed to the gateway as it is. */
+  runnerCapabilities?: JsonObject;
   capabilities: Record<string, ModelCapabilities>;
   /** Absent when any endpoint probe failed to get an HTTP answer, or none was found. */
   endpoints?: string[];
@@ -20,6 +22,9 @@ export interface ProbeResult {
 }
 
 type Outcome = { ok: true; answer: BackendAnswer } | { ok: false; error: string };
+
+/** A runner API's capabilities document larger than this is not relayed (frames stay small). */
+const MAX_RUNNER_CAPABILITIES_CHARS = 64 * 1024;
 
 /** Per-model look-ups run this many at a time (Ollama hosts can list dozens of models). */
 const PER_MODEL_PARALLEL = 4;
@@ -45,15 +50,18 @@ export class BackendProber {
   async probe(models: string[], stop: AbortSignal): Promise<ProbeResult> {
     this.stop = stop;
     const round = AbortSignal.any([stop, AbortSignal.timeout(this.timeoutMs * 2)]);
-    const [props, ollamaVersion, version, modelList, endpoints] = await Promise.all([
+    const [props, ollamaVersion, version, modelList, endpoints, runnerApi] = await Promise.all([
       this.ask('GET', '/props', round),
       this.ask('GET', '/api/version', round),
       this.ask('GET', '/version', round),
       this.ask('GET', '/v1/models', round),
       this.probeEndpoints(round),
+      this.ask('GET', '/v1/capabilities', round),
     ]);
     const result: ProbeResult = { models: [...models], capabilities: {}, unreachable: false };
     if (endpoints) result.endpoints = endpoints;
+    const runnerDoc = okJson(runnerApi);
+    if (runnerDoc && runnerApi.ok && runnerApi.answer.text.length <= MAX_RUNNER_CAPABILITIES_CHARS) result.runnerCapabilities = runnerDoc;
 
     if (![props, ollamaVersion, version, modelList].some((o) => o.ok) && !endpoints) {
       result.unreachable = true;
