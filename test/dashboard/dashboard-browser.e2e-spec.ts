@@ -65,7 +65,7 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
     pageErrors = [];
     page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
     page.on('console', (m) => {
-      // The browser logs every failed API read (a refused token, a provoked 404 or outage) as a failed
+      // The browser logs every failed API read (a refused token, a provoked 404, 403 or outage) as a failed
       // resource: the tests provoke those on purpose, and a missing asset would fail them anyway.
       if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) pageErrors.push(`console: ${m.text()}`);
     });
@@ -434,6 +434,20 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
     await pending;
     await busy.closed;
     expect((await call(gw, 'POST', `/admin/workers/${ack.worker_id}/undrain`)).status).toBe(200);
+  });
+
+  it('a gateway without ADMIN_TOKEN: the page loads, and sign-in says the admin API is disabled (403)', async () => {
+    const bare = await startGateway({ ADMIN_TOKEN: '' });
+    try {
+      await page.goto(`${bare.url}/dashboard`);
+      await page.fill('#token', 'anything');
+      await page.click('#login-submit');
+      await page.locator('#login-error', { hasText: 'admin API is disabled on this gateway: no ADMIN_TOKEN is configured (403)' }).waitFor({ timeout: WAIT_MS });
+      expect(await page.isVisible('#dashboard-view')).toBe(false);
+      expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    } finally {
+      await bare.close();
+    }
   });
 
   it('the page’s own arithmetic (rates between polls, chart paths, formats), run in the browser', async () => {
