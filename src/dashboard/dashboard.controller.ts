@@ -1,4 +1,5 @@
 import { Controller, Get, Headers, Param, Res } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { DashboardAsset, DashboardAssets } from './dashboard-assets';
 
@@ -32,6 +33,7 @@ const SECURITY_HEADERS = {
  * (its scripts and styles). None of it needs the admin token and none of it carries data: the page
  * asks for the token and reads the documented admin API with it (docs/dashboard.md).
  */
+@ApiExcludeController() // a page, not part of the HTTP API the OpenAPI document describes
 @Controller('dashboard')
 export class DashboardController {
   constructor(private readonly assets: DashboardAssets) {}
