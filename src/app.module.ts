@@ -17,6 +17,7 @@ import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { UsageModule } from './usage/usage.module';
 import { TenancyModule } from './tenancy/tenancy.module';
 import { ApiKeysModule } from './api-keys/api-keys.module';
+import { DashboardModule } from './dashboard/dashboard.module';
 
 @Module({})
 export class AppModule {
@@ -40,6 +41,7 @@ export class AppModule {
         WorkerLinkModule,
         InferenceModule,
         ControlPlaneModule,
+        DashboardModule,
         HealthModule.withSnapshot({
           imports: [QueueModule, RegistryModule, ProvidersModule],
           useClass: RelayHealthSnapshot,

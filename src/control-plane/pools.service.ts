@@ -194,6 +194,8 @@ export class PoolsService {
         queue_wait_ms: { avg: this.queues.stats.avgWaitMs(p.name), p95: this.queues.stats.p95WaitMs(p.name) },
         tokens: { prompt: c.promptTokens, completion: c.completionTokens, total: c.promptTokens + c.completionTokens },
         ...this.stats.rates(p.name),
+        latency_ms: this.stats.latency(p.name),
+        history: this.stats.history(p.name),
       };
     });
     const u = this.stats.unrouted;
@@ -201,6 +203,8 @@ export class PoolsService {
       since: new Date(this.startedAt).toISOString(),
       pools,
       unrouted: { rejected_by_code: Object.fromEntries(u.rejectedByCode), errors_by_code: Object.fromEntries(u.errorsByCode) },
+      overall: this.stats.overall(),
+      recent_errors: this.stats.recentErrors(),
     };
   }
 }

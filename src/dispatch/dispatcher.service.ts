@@ -611,7 +611,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     );
     // Appended to a bounded buffer and written later, in batches: nothing here waits on the database.
     this.usage.record(usageRecordOf(req, status, now));
-    this.poolStats.finished(poolOf(req, error), status, error?.code);
+    this.poolStats.finished(poolOf(req, error), status, error?.code, req, error?.message);
   }
 
   private clearTimer(req: RelayRequest): void {

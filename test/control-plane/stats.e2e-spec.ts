@@ -94,8 +94,29 @@ describe('admin stats', () => {
       tokens: { prompt: 0, completion: 0, total: 0 },
       requests_per_min: 0,
       error_rate: 0,
+      latency_ms: { p50: null, p90: null, p95: null, p99: null, samples: 0 },
+      history: {
+        bucket_secs: 10,
+        start: expect.any(String),
+        requests: new Array(30).fill(0),
+        errors: new Array(30).fill(0),
+        latency_p50_ms: new Array(30).fill(null),
+        latency_p95_ms: new Array(30).fill(null),
+      },
     });
+    // The four served requests (the backend 500 included) have durations; the history holds all six.
+    expect(local.latency_ms.samples).toBe(4);
+    expect(local.latency_ms.p50).toEqual(expect.any(Number));
+    expect(local.history.requests.reduce((a: number, b: number) => a + b, 0)).toBe(6);
+    expect(local.history.errors.reduce((a: number, b: number) => a + b, 0)).toBe(1);
     expect(res.json.unrouted).toEqual({ rejected_by_code: { model_not_found: 1 }, errors_by_code: { model_not_found: 1 } });
+    // Error answers, newest first, with their correlation ids: the unrouted 404, the 429 and the backend 500.
+    expect(res.json.recent_errors.map((e: { code: string | null; status: number; pool: string | null }) => [e.code, e.status, e.pool])).toEqual([
+      ['model_not_found', 404, null],
+      ['queue_full', 429, 'local'],
+      [null, 500, 'local'],
+    ]);
+    for (const e of res.json.recent_errors) expect(e.correlation_id).toEqual(expect.any(String));
     worker.close();
   });
 

@@ -1,0 +1,66 @@
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { chromium, Browser, Page } from 'playwright-core';
+
+/** Where the browser tests leave their screenshots (git-ignored). */
+export const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts', 'dashboard');
+
+/**
+ * The Chromium to drive: $CHROMIUM_PATH, Debian's /usr/bin/chromium, or one on PATH. `.ci/run`
+ * installs Debian's package when it is missing.
+ */
+export function findChromium(): string | undefined {
+  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium'];
+  for (const dir of (process.env.PATH ?? '').split(delimiter).filter(Boolean)) {
+    for (const name of ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable']) candidates.push(join(dir, name));
+  }
+  for (const c of candidates) {
+    if (!c) continue;
+    try {
+      accessSync(c, constants.X_OK);
+      return c;
+    } catch {
+      // next
+    }
+  }
+  return undefined;
+}
+
+/**
+ * `describe` when a Chromium exists, else `describe.skip` with a message saying why. Where the
+ * browser is required (DASHBOARD_BROWSER_REQUIRED=1, set by .ci/run) a missing one fails instead.
+ */
+export function describeWithBrowser(name: string, fn: (executablePath: string) => void): void {
+  const executablePath = findChromium();
+  if (executablePath) {
+    describe(name, () => fn(executablePath));
+    return;
+  }
+  if (process.env.DASHBOARD_BROWSER_REQUIRED === '1') {
+    describe(name, () => {
+      it('needs a Chromium', () => {
+        throw new Error('No Chromium found (CHROMIUM_PATH, /usr/bin/chromium or PATH) and DASHBOARD_BROWSER_REQUIRED=1: install it (apt-get install -y chromium)');
+      });
+    });
+    return;
+  }
+  // eslint-disable-next-line no-console
+  console.warn(`SKIPPED "${name}": no Chromium binary found (set CHROMIUM_PATH, or apt-get install -y chromium)`);
+  describe.skip(name, () => fn(''));
+}
+
+export function launch(executablePath: string): Promise<Browser> {
+  return chromium.launch({
+    executablePath,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
+  });
+}
+
+/** A full-page screenshot under test-artifacts/dashboard/. */
+export async function screenshot(page: Page, name: string, fullPage = false): Promise<string> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const path = join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path, fullPage });
+  return path;
+}
