@@ -7,7 +7,8 @@ export const SERVE_HELP = `Usage: switchboard serve [--help] [--version]
 
 Starts the gateway: the OpenAI/Anthropic-compatible API on /v1, the worker WebSocket on
 /v1/worker/connect, /admin, /health and /metrics, all on LISTEN_ADDR. It applies pending
-database migrations first. SIGTERM or SIGINT drains the workers and exits 0.
+database migrations first. SIGTERM or SIGINT drains the workers and exits 0; SIGHUP
+reloads providers, routing and tenants from CONFIG_FILE (like POST /admin/reload).
 
 Configuration comes from environment variables and the YAML file named by CONFIG_FILE
 (every setting: docs/configuration.md). The ones most deployments set:

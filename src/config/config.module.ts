@@ -1,8 +1,10 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { AppConfig } from './app-config';
+import { APP_CONFIG } from './config-token';
+import { ConfigReloadService } from './config-reload.service';
+import { SighupReload } from './sighup-reload';
 
-/** Injection token for the validated AppConfig. */
-export const APP_CONFIG = Symbol('APP_CONFIG');
+export { APP_CONFIG } from './config-token';
 
 @Global()
 @Module({})
@@ -10,8 +12,8 @@ export class ConfigModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: ConfigModule,
-      providers: [{ provide: APP_CONFIG, useValue: config }],
-      exports: [APP_CONFIG],
+      providers: [{ provide: APP_CONFIG, useValue: config }, ConfigReloadService, SighupReload],
+      exports: [APP_CONFIG, ConfigReloadService],
     };
   }
 }

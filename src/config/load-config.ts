@@ -165,6 +165,21 @@ function readCorsOrigins(value: string, problems: string[]): string[] {
   return origins;
 }
 
+/** What a configuration was built from, for a reload (`config-reload.ts`) to build the next one alike. */
+export interface ConfigOrigin {
+  /** A copy of the environment it was read from: variables keep winning over the file at a reload. */
+  env: Env;
+  /** No INSTANCE_ID was set (env or file): `instanceId` is a random default, not a setting. */
+  instanceIdGenerated: boolean;
+}
+
+const origins = new WeakMap<AppConfig, ConfigOrigin>();
+
+/** The environment (and defaults) a configuration returned by `loadConfig` was built from. */
+export function configOrigin(config: AppConfig): ConfigOrigin | undefined {
+  return origins.get(config);
+}
+
 /**
  * Builds the configuration from environment variables and the optional YAML file named by
  * CONFIG_FILE. Environment variables override the file. Throws ConfigError naming every bad key.
@@ -214,6 +229,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const queue = readQueueConfig(env, file.queue, problems);
   const usage = readUsageConfig(env, file.usage, problems);
   const apiKeys = readApiKeysConfig(env, { ...file, ...server }, problems);
+  const instanceId = r.string('INSTANCE_ID', 'instance_id');
   const config: AppConfig = {
     listenHost: listen.host,
     listenPort: listen.port,
@@ -249,7 +265,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     staleSweepIntervalMs: r.seconds('STALE_SWEEP_INTERVAL_SECS', 'stale_sweep_interval_secs', 60, TIMER),
     workerRecordRetentionMs: r.seconds('WORKER_RECORD_RETENTION_SECS', 'worker_record_retention_secs', 7 * 24 * 3600, { above: 0 }),
     recentWorkerWindowMs: r.seconds('RECENT_WORKER_WINDOW_SECS', 'recent_worker_window_secs', 300, { min: 0 }),
-    instanceId: r.string('INSTANCE_ID', 'instance_id', `gw-${randomUUID().slice(0, 8)}`),
+    instanceId: instanceId ?? `gw-${randomUUID().slice(0, 8)}`,
     routing,
     corsOrigins: readCorsOrigins(r.string('CORS_ORIGINS', 'cors_origins', ''), problems),
     tls: readTls(r.string('TLS_CERT_FILE', 'tls_cert_file'), r.string('TLS_KEY_FILE', 'tls_key_file'), problems),
@@ -279,5 +295,6 @@ export function loadConfig(env: Env = process.env): AppConfig {
   for (const key of unknownKeys) problems.push(`${key} (config file) is not a setting`);
   problems.push(...r.problems);
   if (problems.length > 0) throw new ConfigError(problems);
+  origins.set(config, { env: { ...env }, instanceIdGenerated: instanceId === undefined });
   return config;
 }

@@ -188,6 +188,7 @@ export class AdminController {
       models: [...p.declaredModels],
       priority: p.priority,
       capabilities: p.capabilities,
+      aliases: p.aliases,
       workers_connected: this.registry.ofProvider(p.name).size,
       queue_depth: this.queues.depth(p.name),
     };

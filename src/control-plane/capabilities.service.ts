@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Provider, ProvidersService } from '../providers/providers.service';
 import { AdmissionQueue } from '../queue/admission-queue';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import { LiveWorker } from '../registry/live-worker';
 import { effectiveCapabilities } from '../routing/capabilities';
+import { RoutingConfigHolder } from '../routing/routing-config-holder';
+import { TenantsService } from '../tenancy/tenants.service';
 import { appVersion } from '../observability/app-version';
 
 /** How long one discovery answer is reused: discovery is polled by dashboards and CLIs. */
@@ -56,11 +57,12 @@ export class CapabilitiesService {
   private cached: { at: number; doc: CapabilitiesDocument } | undefined;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly providers: ProvidersService,
     private readonly registry: WorkerRegistry,
     private readonly queue: AdmissionQueue,
+    private readonly routing: RoutingConfigHolder,
+    private readonly tenants: TenantsService,
   ) {}
 
   document(): CapabilitiesDocument {
@@ -94,8 +96,8 @@ export class CapabilitiesService {
     const features = ['streaming', 'cancellation', 'openai', 'anthropic', 'aliases', 'fallbacks', 'priorities', 'tenant_fairness'];
     for (const e of ['/v1/responses', '/v1/embeddings', '/v1/completions']) if (workloads.has(e)) features.push(e.slice(4));
     for (const c of ['vision', 'tools', 'json_mode']) if ([...loaded.values()].some((m) => m.caps.has(c))) features.push(c);
-    if (this.config.routing.allowPinning) features.push('pinning');
-    const defaults = this.config.tenancy.defaults;
+    if (this.routing.current.allowPinning) features.push('pinning');
+    const defaults = this.tenants.defaultSettings();
     return {
       id: p.name,
       engines: [...engines.values()],

@@ -6,16 +6,18 @@ import { ProvidersModule } from '../providers/providers.module';
 import { QueueModule } from '../queue/queue.module';
 import { RegistryModule } from '../registry/registry.module';
 import { RoutingModule } from '../routing/routing.module';
+import { TenancyModule } from '../tenancy/tenancy.module';
 import { AdminController } from './admin.controller';
 import { CapabilitiesController } from './capabilities.controller';
 import { CapabilitiesService } from './capabilities.service';
 import { PoolsController } from './pools.controller';
 import { PoolsService } from './pools.service';
+import { ReloadController } from './reload.controller';
 import { ShutdownCoordinator } from './shutdown-coordinator.service';
 
 @Module({
-  imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, RegistryModule, RoutingModule, ApiKeysModule],
-  controllers: [AdminController, CapabilitiesController, PoolsController],
+  imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, RegistryModule, RoutingModule, ApiKeysModule, TenancyModule],
+  controllers: [AdminController, CapabilitiesController, PoolsController, ReloadController],
   providers: [ShutdownCoordinator, CapabilitiesService, PoolsService],
 })
 export class ControlPlaneModule {}

@@ -8,8 +8,8 @@ import { PoolsService } from './pools.service';
 const DRAIN_BODY = new JsonBodyPipe(DrainPoolDto);
 
 /**
- * Pools (providers) on the control plane, behind the admin token: health, and drain/undrain of a
- * whole pool. See docs/control-plane.md.
+ * Pools (providers) on the control plane, behind the admin token: health, drain/undrain of a
+ * whole pool, and reload of its declared models, aliases and capabilities. See docs/control-plane.md.
  */
 @Controller('v1/pools')
 @UseGuards(AdminGuard)
@@ -42,5 +42,12 @@ export class PoolsController {
   @HttpCode(200)
   undrain(@Param('id') id: string) {
     return this.pools.undrain(id);
+  }
+
+  /** 200 `{id, models, aliases, capabilities}`: replaced all at once, or 400 listing every problem (nothing changed). */
+  @Post(':id/reload')
+  @HttpCode(200)
+  reload(@Param('id') id: string, @Body() body: unknown) {
+    return this.pools.reload(id, body);
   }
 }

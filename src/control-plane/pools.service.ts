@@ -1,12 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CLOCK, Clock } from '../common/clock';
-import { Errors } from '../common/gateway-error';
+import { Errors, GatewayError } from '../common/gateway-error';
+import { ConfigReloadService } from '../config/config-reload.service';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { PoolStats } from '../providers/pool-stats';
 import { Provider, ProvidersService } from '../providers/providers.service';
 import { AdmissionQueue } from '../queue/admission-queue';
 import { LiveWorker } from '../registry/live-worker';
 import { NameCordon, WorkerRegistry } from '../registry/worker-registry.service';
+import { RoutingConfigHolder } from '../routing/routing-config-holder';
+import { readPoolReload, rejectedWithProblems } from './pool-reload';
 
 /** `GET /v1/pools/:id/health`. */
 export interface PoolHealth {
@@ -31,6 +34,14 @@ export interface PoolHealth {
   };
 }
 
+/** `POST /v1/pools/:id/reload`: the pool's declarations after the reload. */
+export interface PoolDeclarationsView {
+  id: string;
+  models: string[];
+  aliases: Record<string, string>;
+  capabilities: Provider['capabilities'];
+}
+
 /**
  * Pools (providers) as operators steer them: health, drain and undrain of a whole pool or of one
  * worker name, and the figures behind `/admin/stats`. Cordons live in memory (ProvidersService for
@@ -48,6 +59,8 @@ export class PoolsService {
     private readonly queues: AdmissionQueue,
     private readonly dispatcher: Dispatcher,
     private readonly stats: PoolStats,
+    private readonly routing: RoutingConfigHolder,
+    private readonly reloads: ConfigReloadService,
   ) {
     this.startedAt = clock.now();
     providers.onDeleted((p) => {
@@ -121,6 +134,43 @@ export class PoolsService {
     this.dispatcher.rerouteQueued(p.name);
     this.log.log(`pool "${p.name}" cordoned (${reason}): draining ${workers.length} worker(s) within ${deadlineMs} ms; new workers are refused until undrain`);
     return this.health(p.name);
+  }
+
+  /**
+   * Replaces the pool's declared models, pool aliases and capability declarations all at once:
+   * everything is validated first (400 with every problem, nothing changed), then swapped in and
+   * stored; if storing fails the previous declarations are restored (500). Runs one at a time
+   * with configuration reloads.
+   */
+  reload(id: string, body: unknown): Promise<PoolDeclarationsView> {
+    this.providerOr404(id); // an unknown pool is 404 before its body is judged
+    return this.reloads.exclusive(async () => {
+      const pool = this.providerOr404(id);
+      const served = new Set<string>();
+      for (const w of this.registry.ofProvider(pool.name)) for (const m of w.models) served.add(m);
+      const problems: string[] = [];
+      const next = readPoolReload(body, {
+        pool,
+        servedModels: served,
+        globalAliases: this.routing.current.aliases,
+        aliasOwner: (alias) => this.providers.poolAlias(alias)?.provider.name,
+      }, problems);
+      if (problems.length > 0) throw rejectedWithProblems(`Reload of pool '${pool.name}'`, problems);
+      let reloaded: Provider | undefined;
+      try {
+        reloaded = await this.providers.reloadPool(pool.name, next);
+      } catch (e) {
+        this.log.error(`pool "${pool.name}": storing the reloaded declarations failed, the previous ones stay: ${(e as Error).message}`);
+        throw new GatewayError('internal_error', `Pool '${pool.name}' could not be stored; its previous models, aliases and capabilities stay`);
+      }
+      if (!reloaded) throw Errors.notFound('Pool', id);
+      this.log.log(`pool "${pool.name}" reloaded: ${next.models.length} model(s), ${Object.keys(next.aliases).length} alias(es), capabilities for ${Object.keys(next.capabilities).length} model(s)`);
+      return this.declarations(reloaded);
+    });
+  }
+
+  declarations(p: Provider): PoolDeclarationsView {
+    return { id: p.name, models: [...p.models], aliases: { ...p.aliases }, capabilities: p.capabilities };
   }
 
   /** Lifts the pool's cordon: its workers may register again (their daemons retry within about a minute). */

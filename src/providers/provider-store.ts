@@ -14,6 +14,12 @@ export interface ProviderRecord {
   priority: number | null;
   /** Per-model capability declarations that override what workers advertise. */
   capabilities: Record<string, ModelCapabilities>;
+  /**
+   * Pool-scoped aliases, alias → a model of this pool (`POST /v1/pools/:id/reload`): a request for
+   * the alias is served by this pool's workers with the target model. Set only through that route,
+   * for configured and admin-created providers alike (the config file has no such key).
+   */
+  aliases: Record<string, string>;
   /** `config` rows are rewritten from env/YAML at every boot; `admin` rows are created through the API. */
   source: 'config' | 'admin';
 }

@@ -16,6 +16,7 @@ const UPDATED_ON_SAVE = [
   'models',
   'priority',
   'capabilities',
+  'aliases',
   'source',
   'updated_at',
 ];
@@ -63,6 +64,7 @@ function toRow(r: ProviderRecord): Omit<ProviderEntity, 'createdAt' | 'updatedAt
     models: [...r.models],
     priority: r.priority,
     capabilities: r.capabilities,
+    aliases: r.aliases,
     source: r.source,
   };
 }
@@ -79,6 +81,7 @@ function toRecord(row: ProviderEntity): ProviderRecord {
     models: row.models,
     priority: row.priority,
     capabilities: row.capabilities ?? {},
+    aliases: row.aliases ?? {},
     source: row.source,
   };
 }

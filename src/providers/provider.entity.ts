@@ -37,6 +37,10 @@ export class ProviderEntity {
   @Column({ type: 'simple-json' })
   capabilities: Record<string, ModelCapabilities>;
 
+  /** JSON object alias → model (pool-scoped aliases), stored as text. */
+  @Column({ type: 'simple-json' })
+  aliases: Record<string, string>;
+
   @Column({ type: 'varchar', length: 16 })
   source: 'config' | 'admin';
 

@@ -1,5 +1,7 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { APP_CONFIG, AppConfig, ProviderConfig } from '../config';
+import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
+import { isDeepStrictEqual } from 'node:util';
+import { APP_CONFIG, AppConfig, ProviderConfig, ProviderDefaults } from '../config';
+import { ConfigReloadService, PreparedChange } from '../config/config-reload.service';
 import { hashSecret, verifySecret } from '../auth/secret-hash';
 import { VerifiedSecretCache } from '../auth/verified-secret-cache';
 import { ProviderRecord, ProviderStore } from './provider-store';
@@ -53,6 +55,29 @@ export interface ProviderInput {
 
 type ProviderListener = (provider: Provider) => void;
 
+/** What `POST /v1/pools/:id/reload` replaces as a whole. */
+export interface PoolDeclarations {
+  models: string[];
+  aliases: Record<string, string>;
+  capabilities: Record<string, ModelCapabilities>;
+}
+
+/** A pool-scoped alias: requests for it go to this provider's workers, with the target model. */
+export interface PoolAlias {
+  provider: Provider;
+  target: string;
+}
+
+/** Providers a configuration reload added, updated and removed (config-sourced ones only). */
+export interface ProviderChanges {
+  added: string[];
+  updated: string[];
+  removed: string[];
+}
+
+/** The settings a reload compares and rewrites: what the file says (pool aliases are not in it). */
+const CONFIG_FIELDS = ['secretHash', 'enabled', 'maxQueueLen', 'queueTimeoutMs', 'requestTimeoutMs', 'maxModelsPerWorker', 'models', 'priority', 'capabilities'] as const;
+
 /**
  * Providers from configuration (rewritten at every boot) and from the admin API (persisted),
  * held in memory so lookups on the request path never touch the database.
@@ -61,16 +86,24 @@ type ProviderListener = (provider: Provider) => void;
 export class ProvidersService implements OnModuleInit {
   private readonly log = new Logger('Providers');
   private readonly providers = new Map<string, Provider>();
+  /** Pool-scoped aliases of every provider, by alias (unique across providers). */
+  private aliasIndex = new Map<string, PoolAlias>();
   private readonly deletedListeners: ProviderListener[] = [];
   private readonly changedListeners: ProviderListener[] = [];
   private readonly verified = new VerifiedSecretCache();
   /** Compared against when the provider is unknown, so timing does not reveal provider names. */
   private dummyHash: Promise<string> | undefined;
+  /** Limits of providers that set none (admin-created ones); replaced by a configuration reload. */
+  private defaults: ProviderDefaults;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly store: ProviderStore,
-  ) {}
+    @Optional() reload?: ConfigReloadService,
+  ) {
+    this.defaults = config.providerDefaults;
+    reload?.register({ section: 'providers', order: 2, prepare: (next, problems) => this.prepareReload(next, problems) });
+  }
 
   async onModuleInit(): Promise<void> {
     const stored = await this.store.loadAll();
@@ -93,8 +126,10 @@ export class ProvidersService implements OnModuleInit {
       }
       this.providers.set(record.name, toProvider(record));
     }
+    this.indexAliases();
   }
 
+  /** The provider record the configuration describes; `previous` lends its hash (if the secret still matches) and its pool aliases. */
   private async recordFromConfig(pc: ProviderConfig, previous: ProviderRecord | undefined): Promise<ProviderRecord> {
     let secretHash = pc.secretHash ?? null;
     if (pc.secret) {
@@ -113,8 +148,80 @@ export class ProvidersService implements OnModuleInit {
       models: pc.models,
       priority: pc.priority ?? null,
       capabilities: pc.capabilities,
+      aliases: previous?.aliases ?? {},
       source: 'config',
     };
+  }
+
+  // ---------------------------------------------------------------- configuration reload
+
+  /**
+   * Builds the provider set of a reloaded configuration (secrets hashed) without changing
+   * anything. Providers created through the admin API are never touched: a file entry with the
+   * name of one is a problem.
+   */
+  private async prepareReload(next: AppConfig, problems: string[]): Promise<PreparedChange> {
+    const records: ProviderRecord[] = [];
+    const adminNamed = (name: string) => this.providers.get(name)?.source === 'admin';
+    const checkAdmin = (out: string[]) => {
+      for (const pc of next.providers) {
+        if (adminNamed(pc.name)) {
+          out.push(`providers: "${pc.name}" is a provider created through the admin API, which a reload never changes; rename the file's entry or delete that provider first`);
+        }
+      }
+    };
+    const before = problems.length;
+    checkAdmin(problems);
+    if (problems.length === before) {
+      for (const pc of next.providers) records.push(await this.recordFromConfig(pc, this.providers.get(pc.name)));
+    }
+    let changes: ProviderChanges = { added: [], updated: [], removed: [] };
+    return {
+      check: checkAdmin,
+      commit: () => {
+        changes = this.applyConfigured(records, next.providerDefaults);
+        return { ...changes };
+      },
+      persist: async () => {
+        for (const name of changes.removed) await this.store.delete(name);
+        for (const name of [...changes.added, ...changes.updated]) {
+          const p = this.providers.get(name);
+          if (p) await this.store.save(toRecord(p));
+        }
+      },
+    };
+  }
+
+  /**
+   * Swaps in the configured providers (synchronously): new ones are added, changed ones updated in
+   * place as by `update` (a cordon and pool aliases stay), and configured ones no longer in the
+   * file removed as by `remove` (their requests fail `provider_deleted`, their workers are closed).
+   */
+  private applyConfigured(records: ProviderRecord[], defaults: ProviderDefaults): ProviderChanges {
+    const changes: ProviderChanges = { added: [], updated: [], removed: [] };
+    const wanted = new Set(records.map((r) => r.name));
+    for (const p of [...this.providers.values()]) {
+      if (p.source === 'config' && !wanted.has(p.name)) {
+        this.drop(p);
+        changes.removed.push(p.name);
+      }
+    }
+    for (const record of records) {
+      const p = this.providers.get(record.name);
+      if (!p) {
+        this.providers.set(record.name, toProvider(record));
+        changes.added.push(record.name);
+        continue;
+      }
+      const patch: Partial<ProviderRecord> = {};
+      for (const key of CONFIG_FIELDS) if (!isDeepStrictEqual(p[key], record[key])) (patch as Record<string, unknown>)[key] = record[key];
+      if (Object.keys(patch).length === 0) continue;
+      this.assign(p, patch);
+      changes.updated.push(record.name);
+    }
+    this.defaults = defaults;
+    this.indexAliases();
+    return changes;
   }
 
   get(name: string): Provider | undefined {
@@ -155,15 +262,18 @@ export class ProvidersService implements OnModuleInit {
       name: input.name,
       secretHash: input.secret ? await hashSecret(input.secret) : null,
       enabled: input.enabled ?? true,
-      maxQueueLen: input.maxQueueLen ?? this.defaults().maxQueueLen,
-      queueTimeoutMs: input.queueTimeoutMs ?? this.defaults().queueTimeoutMs,
-      requestTimeoutMs: input.requestTimeoutMs ?? this.defaults().requestTimeoutMs,
-      maxModelsPerWorker: input.maxModelsPerWorker ?? this.defaults().maxModelsPerWorker,
+      maxQueueLen: input.maxQueueLen ?? this.defaults.maxQueueLen,
+      queueTimeoutMs: input.queueTimeoutMs ?? this.defaults.queueTimeoutMs,
+      requestTimeoutMs: input.requestTimeoutMs ?? this.defaults.requestTimeoutMs,
+      maxModelsPerWorker: input.maxModelsPerWorker ?? this.defaults.maxModelsPerWorker,
       models: input.models ?? [],
       priority: input.priority ?? null,
       capabilities: input.capabilities ?? {},
+      aliases: {},
       source: 'admin',
     };
+    // Another creation (or a configuration reload) may have taken the name while the secret was hashed.
+    if (this.providers.has(input.name)) throw new Error(`provider "${input.name}" already exists`);
     await this.store.save(record);
     const provider = toProvider(record);
     this.providers.set(provider.name, provider);
@@ -173,22 +283,17 @@ export class ProvidersService implements OnModuleInit {
   async update(name: string, patch: Omit<ProviderInput, 'name'>): Promise<Provider | undefined> {
     const p = this.providers.get(name);
     if (!p) return undefined;
-    if (patch.secret) {
-      p.secretHash = await hashSecret(patch.secret);
-      this.verified.forget(name);
-    }
-    if (patch.enabled !== undefined) p.enabled = patch.enabled;
-    if (patch.maxQueueLen !== undefined) p.maxQueueLen = patch.maxQueueLen;
-    if (patch.queueTimeoutMs !== undefined) p.queueTimeoutMs = patch.queueTimeoutMs;
-    if (patch.requestTimeoutMs !== undefined) p.requestTimeoutMs = patch.requestTimeoutMs;
-    if (patch.maxModelsPerWorker !== undefined) p.maxModelsPerWorker = patch.maxModelsPerWorker;
-    if (patch.priority !== undefined) p.priority = patch.priority;
-    if (patch.capabilities !== undefined) p.capabilities = patch.capabilities;
-    if (patch.models !== undefined) {
-      p.models = patch.models;
-      p.declaredModels = new Set(patch.models);
-    }
-    for (const l of this.changedListeners) l(p);
+    const changes: Partial<ProviderRecord> = {};
+    if (patch.secret) changes.secretHash = await hashSecret(patch.secret);
+    if (patch.enabled !== undefined) changes.enabled = patch.enabled;
+    if (patch.maxQueueLen !== undefined) changes.maxQueueLen = patch.maxQueueLen;
+    if (patch.queueTimeoutMs !== undefined) changes.queueTimeoutMs = patch.queueTimeoutMs;
+    if (patch.requestTimeoutMs !== undefined) changes.requestTimeoutMs = patch.requestTimeoutMs;
+    if (patch.maxModelsPerWorker !== undefined) changes.maxModelsPerWorker = patch.maxModelsPerWorker;
+    if (patch.priority !== undefined) changes.priority = patch.priority;
+    if (patch.capabilities !== undefined) changes.capabilities = patch.capabilities;
+    if (patch.models !== undefined) changes.models = patch.models;
+    this.assign(p, changes);
     await this.store.save(toRecord(p));
     return p;
   }
@@ -196,11 +301,72 @@ export class ProvidersService implements OnModuleInit {
   async remove(name: string): Promise<boolean> {
     const p = this.providers.get(name);
     if (!p) return false;
-    this.providers.delete(name);
-    this.verified.forget(name);
-    for (const l of this.deletedListeners) l(p);
+    this.drop(p);
+    this.indexAliases();
     await this.store.delete(name);
     return true;
+  }
+
+  /**
+   * `POST /v1/pools/:id/reload`: replaces the pool's declared models, pool aliases and capability
+   * declarations at once (the caller validated them), then stores the provider. If storing fails,
+   * the previous declarations are restored and the error is thrown. Undefined for an unknown pool.
+   */
+  async reloadPool(name: string, next: PoolDeclarations): Promise<Provider | undefined> {
+    const p = this.providers.get(name);
+    if (!p) return undefined;
+    const previous: PoolDeclarations = { models: p.models, aliases: p.aliases, capabilities: p.capabilities };
+    this.assign(p, { models: [...next.models], aliases: { ...next.aliases }, capabilities: next.capabilities });
+    this.indexAliases();
+    try {
+      await this.store.save(toRecord(p));
+    } catch (e) {
+      // Only if nothing replaced or removed the provider meanwhile (reloads run one at a time).
+      if (this.providers.get(name) === p) {
+        this.assign(p, previous);
+        this.indexAliases();
+      }
+      throw e;
+    }
+    return p;
+  }
+
+  /** The pool-scoped alias of that name, if a provider has one (request path: one map lookup). */
+  poolAlias(alias: string): PoolAlias | undefined {
+    return this.aliasIndex.get(alias);
+  }
+
+  /** Every pool-scoped alias, for listing. */
+  poolAliases(): IterableIterator<[string, PoolAlias]> {
+    return this.aliasIndex.entries();
+  }
+
+  /** Changes settings in place (requests and plans hold the object) and tells the listeners. */
+  private assign(p: Provider, changes: Partial<ProviderRecord>): void {
+    if (changes.secretHash !== undefined && changes.secretHash !== p.secretHash) this.verified.forget(p.name);
+    Object.assign(p, changes);
+    if (changes.models !== undefined) p.declaredModels = new Set(changes.models);
+    for (const l of this.changedListeners) l(p);
+  }
+
+  /** Forgets a provider at once: its requests fail `provider_deleted` and its workers close (listeners). */
+  private drop(p: Provider): void {
+    this.providers.delete(p.name);
+    this.verified.forget(p.name);
+    for (const l of this.deletedListeners) l(p);
+  }
+
+  /** Rebuilt whenever aliases or providers change (rare); an alias held by two providers keeps the first. */
+  private indexAliases(): void {
+    const index = new Map<string, PoolAlias>();
+    for (const provider of this.providers.values()) {
+      for (const [alias, target] of Object.entries(provider.aliases)) {
+        const owner = index.get(alias);
+        if (owner) this.log.warn(`pool alias "${alias}" is held by providers "${owner.provider.name}" and "${provider.name}": "${owner.provider.name}" keeps it`);
+        else index.set(alias, { provider, target });
+      }
+    }
+    this.aliasIndex = index;
   }
 
   /** Cordons a pool (kept across updates, dropped with the provider); false when it is unknown. */
@@ -228,13 +394,10 @@ export class ProvidersService implements OnModuleInit {
     this.changedListeners.push(listener);
   }
 
-  private defaults() {
-    return this.config.providerDefaults;
-  }
 }
 
 function toProvider(record: ProviderRecord): Provider {
-  return { ...record, declaredModels: new Set(record.models) };
+  return { ...record, aliases: record.aliases ?? {}, declaredModels: new Set(record.models) };
 }
 
 function toRecord({ declaredModels: _derived, cordon: _memoryOnly, ...record }: Provider): ProviderRecord {

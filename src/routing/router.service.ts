@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
+import { isDeepStrictEqual } from 'node:util';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
@@ -11,6 +12,7 @@ import { MetricsService } from '../observability/metrics.service';
 import { declaredFor, missingCapabilities } from './capabilities';
 import { RequestRequirements } from './requirements';
 import { RoutingConfig } from './routing-config';
+import { RoutingConfigHolder } from './routing-config-holder';
 import { DEFAULT_PRIORITY } from './scoring';
 import { createStrategy, RoutingStrategy } from './strategies';
 import { HealthTracker, WorkerHealth } from './worker-health';
@@ -29,11 +31,12 @@ export interface RouteRequest {
 /** A request's routing plan, made once on arrival and reused on requeue. */
 export interface RoutePlan {
   requested: string;
-  /** The alias target, or the requested model. */
+  /** The alias target (global or pool-scoped), or the requested model. */
   target: string;
   /** `[target, ...fallbacks]`: tried in order when a model has no eligible worker. */
   candidates: readonly string[];
   requirements: RequestRequirements;
+  /** `x-switchboard-provider`, or the provider owning the pool-scoped alias that was asked for. */
   pin?: Provider;
   /** Ids of workers that failed this request before its first byte: a requeue avoids them. */
   avoid?: Set<string>;
@@ -69,12 +72,15 @@ const DRAINING_RETRY_MS = 1000;
  * Every routing decision — on arrival and when a worker frees a slot — goes through here:
  * aliases, fallbacks, pinning, the capability filter, worker health and the strategy. Pure and
  * synchronous over in-memory state: it looks only at the workers serving the candidate models.
+ *
+ * The routing configuration comes from the RoutingConfigHolder; a reload replaces it as a whole
+ * between two decisions (everything here is synchronous): requests planned earlier keep their plan.
  */
 @Injectable()
 export class Router implements OnModuleInit {
   private readonly log = new Logger('Router');
-  private readonly routing: RoutingConfig;
-  private readonly strategy: RoutingStrategy<LiveWorker>;
+  private routing: RoutingConfig;
+  private strategy: RoutingStrategy<LiveWorker>;
   readonly health: HealthTracker;
   private readonly readyListeners: Array<(worker: LiveWorker) => void> = [];
 
@@ -85,10 +91,22 @@ export class Router implements OnModuleInit {
     private readonly registry: WorkerRegistry,
     private readonly records: WorkerRecords,
     private readonly metrics: MetricsService,
+    @Optional() holder?: RoutingConfigHolder,
   ) {
-    this.routing = config.routing;
-    this.strategy = createStrategy<LiveWorker>(this.routing.strategy, this.routing.weights);
-    this.health = new HealthTracker(this.routing.ejection);
+    const routing = (holder ??= new RoutingConfigHolder(config)).current;
+    this.routing = routing;
+    this.strategy = createStrategy<LiveWorker>(routing.strategy, routing.weights);
+    this.health = new HealthTracker(routing.ejection);
+    holder.onReplace((next, previous) => this.useRouting(next, previous));
+  }
+
+  /** A reloaded configuration: the strategy starts afresh only if it or its weights changed. */
+  private useRouting(next: RoutingConfig, previous: RoutingConfig): void {
+    this.routing = next;
+    if (next.strategy !== previous.strategy || !isDeepStrictEqual(next.weights, previous.weights)) {
+      this.strategy = createStrategy<LiveWorker>(next.strategy, next.weights);
+    }
+    this.health.setPolicy(next.ejection);
   }
 
   onModuleInit(): void {
@@ -101,7 +119,11 @@ export class Router implements OnModuleInit {
 
   // ---------------------------------------------------------------- planning
 
-  /** Resolves alias, fallback chain and pin; fails only for a bad pin. */
+  /**
+   * Resolves alias, fallback chain and pin; fails only for a bad pin. A global alias
+   * (`routing.aliases`) wins over a pool-scoped one; a pool-scoped alias routes within its pool as
+   * if the request pinned it, and a request pinned to another pool does not see it.
+   */
   plan(req: RouteRequest): RoutePlan | GatewayError {
     let pin: Provider | undefined;
     if (req.pin !== undefined) {
@@ -111,7 +133,16 @@ export class Router implements OnModuleInit {
       if (!pin.enabled) return Errors.poolUnready(pin.name, 'provider is disabled');
       if (pin.cordon) return Errors.poolUnavailable(pin.name);
     }
-    const target = this.routing.aliases.get(req.model) ?? req.model;
+    let target = this.routing.aliases.get(req.model);
+    if (target === undefined) {
+      const poolAlias = this.providers.poolAlias(req.model);
+      if (poolAlias && (!pin || pin === poolAlias.provider)) {
+        pin = poolAlias.provider;
+        if (!pin.enabled) return Errors.poolUnready(pin.name, 'provider is disabled');
+        if (pin.cordon) return Errors.poolUnavailable(pin.name);
+        target = poolAlias.target;
+      } else target = req.model;
+    }
     if (req.allowedModels && !req.allowedModels.has(target)) return Errors.modelNotAllowed(target);
     const chain = this.routing.fallbacks.get(target) ?? (target !== req.model ? this.routing.fallbacks.get(req.model) : undefined);
     let candidates: string[] = [target];
@@ -348,6 +379,15 @@ export class Router implements OnModuleInit {
       if (out.has(alias)) continue;
       const served = out.get(target) ?? (wildcard && { id: target, provider: wildcard.provider, createdAt: wildcard.connectedAt });
       if (served) out.set(alias, { ...served, id: alias });
+    }
+    // A pool-scoped alias is listed while a usable worker of its pool serves the target.
+    for (const [alias, { provider, target }] of this.providers.poolAliases()) {
+      if (out.has(alias) || !provider.enabled || provider.cordon) continue;
+      let first: LiveWorker | undefined;
+      for (const w of this.registry.ofProvider(provider.name)) {
+        if (!w.draining && w.supports(target) && (!first || w.connectedAt < first.connectedAt)) first = w;
+      }
+      if (first) out.set(alias, { id: alias, provider: provider.name, createdAt: first.connectedAt });
     }
     return [...out.values()];
   }

@@ -41,7 +41,12 @@ export type FailureOutcome = { ejectedForMs: number } | undefined;
 export class HealthTracker {
   private readonly byKey = new Map<string, WorkerHealth>();
 
-  constructor(private readonly policy: EjectionPolicy) {}
+  constructor(private policy: EjectionPolicy) {}
+
+  /** A reloaded policy applies from the next failure; ejections under way keep their end. */
+  setPolicy(policy: EjectionPolicy): void {
+    this.policy = policy;
+  }
 
   /** The record a newly connected worker shares with earlier connections of the same name. */
   attach(provider: string, name: string, now: number): WorkerHealth {

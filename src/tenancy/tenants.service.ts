@@ -1,6 +1,8 @@
 import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
+import { isDeepStrictEqual } from 'node:util';
 import { APP_CONFIG, AppConfig } from '../config';
-import { TenantSettings } from './tenancy-config';
+import { ConfigReloadService, PreparedChange } from '../config/config-reload.service';
+import { TenancyConfig, TenantSettings } from './tenancy-config';
 import { TenantRecord, TenantStore } from './tenant-store';
 
 /** Where a tenant's effective settings come from, highest precedence first. */
@@ -17,26 +19,63 @@ export interface TenantView {
 
 type TenantListener = (id: string) => void;
 
+/** What a configuration reload changed among the configured tenants. */
+export interface TenantChanges {
+  added: string[];
+  updated: string[];
+  removed: string[];
+  /** Changed configured tenants whose settings stored through the admin API still win. */
+  overridden: string[];
+}
+
 /**
  * Each tenant's settings, in memory for the request path. Precedence: settings stored through the
  * admin API (`PUT /admin/tenants/:id`, table `tenants`) > the configured ones (config file
  * `tenants:`, `TENANT_RATE_LIMIT_<tenant>`) > the defaults (`DEFAULT_RATE_LIMIT`). A stored tenant
- * replaces its configured entry as a whole; it is not merged with it.
+ * replaces its configured entry as a whole; it is not merged with it. A configuration reload
+ * replaces the configured tenants (and defaults) at once; stored tenants are never touched by it.
  */
 @Injectable()
 export class TenantsService implements OnModuleInit {
   private readonly log = new Logger('Tenants');
-  private readonly configured: Map<string, TenantSettings>;
+  private configured: Map<string, TenantSettings>;
   private readonly stored = new Map<string, TenantRecord>();
-  private readonly defaults: TenantSettings;
+  private defaults: TenantSettings;
   private readonly changedListeners: TenantListener[] = [];
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
     @Optional() private readonly store?: TenantStore,
+    @Optional() reload?: ConfigReloadService,
   ) {
     this.configured = new Map(config.tenancy.tenants);
     this.defaults = config.tenancy.defaults;
+    reload?.register({ section: 'tenants', order: 3, prepare: (next) => this.prepareReload(next.tenancy) });
+  }
+
+  /** The configured tenants of a reloaded configuration, swapped in at commit. */
+  private prepareReload(next: TenancyConfig): PreparedChange {
+    const tenants = new Map(next.tenants);
+    return { commit: () => this.replaceConfigured(tenants, next.defaults) };
+  }
+
+  /**
+   * Replaces the configured tenants (synchronously); stored tenants keep precedence. The defaults
+   * come from DEFAULT_RATE_LIMIT, an environment variable, so a reload finds them unchanged.
+   */
+  private replaceConfigured(tenants: Map<string, TenantSettings>, defaults: TenantSettings): TenantChanges {
+    const changes: TenantChanges = { added: [], updated: [], removed: [], overridden: [] };
+    for (const [id, settings] of tenants) {
+      if (!this.configured.has(id)) changes.added.push(id);
+      else if (!isDeepStrictEqual(this.configured.get(id), settings)) changes.updated.push(id);
+    }
+    for (const id of this.configured.keys()) if (!tenants.has(id)) changes.removed.push(id);
+    const changed = [...changes.added, ...changes.updated, ...changes.removed];
+    changes.overridden = changed.filter((id) => this.stored.has(id));
+    this.configured = tenants;
+    this.defaults = defaults;
+    for (const id of changed) if (!this.stored.has(id)) this.changed(id);
+    return changes;
   }
 
   async onModuleInit(): Promise<void> {

@@ -45,7 +45,7 @@ describe('migrations', () => {
   it('up creates providers, worker_records, api_keys, tenants and usage_records', async () => {
     expect(await existingTables()).toEqual([]);
     const applied = await ds.runMigrations();
-    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000']);
+    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000', 'PoolAliases1764806400000']);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
       // Isolation: the tables landed in this run's schema, not in public.
@@ -124,6 +124,15 @@ describe('migrations', () => {
   });
 
   it('down drops the tables and forgets the migrations', async () => {
+    await ds.undoLastMigration();
+    const providers = ds.createQueryRunner();
+    try {
+      expect(await providers.hasColumn('providers', 'aliases')).toBe(false);
+      expect(await providers.hasColumn('providers', 'capabilities')).toBe(true);
+    } finally {
+      await providers.release();
+    }
+    expect(await existingTables()).toEqual(TABLES);
     await ds.undoLastMigration();
     expect(await existingTables()).toEqual(['providers', 'worker_records', 'api_keys', 'tenants']);
     await ds.undoLastMigration();

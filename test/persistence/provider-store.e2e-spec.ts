@@ -17,6 +17,7 @@ function provider(name: string, overrides: Partial<ProviderRecord> = {}): Provid
     models: ['llama-3-8b', 'qwen2.5:7b'],
     priority: 10,
     capabilities: { 'llama-3-8b': { vision: false, context_length: 8192 } },
+    aliases: { fast: 'llama-3-8b' },
     source: 'config',
     ...overrides,
   };
@@ -60,6 +61,7 @@ describe('TypeOrmProviderStore', () => {
       maxQueueLen: 0,
       priority: null,
       capabilities: {},
+      aliases: {},
       source: 'admin',
     });
     await store.save(b);
@@ -71,7 +73,7 @@ describe('TypeOrmProviderStore', () => {
     await store.save(provider('alpha'));
     const createdAt = clock.now();
     clock.advance(60_000);
-    const changed = provider('alpha', { enabled: false, models: ['mistral'], maxQueueLen: 7, secretHash: null, source: 'admin', priority: 0, capabilities: { mistral: { tools: true } } });
+    const changed = provider('alpha', { enabled: false, models: ['mistral'], maxQueueLen: 7, secretHash: null, source: 'admin', priority: 0, capabilities: { mistral: { tools: true } }, aliases: { m: 'mistral' } });
     await store.save(changed);
 
     expect(await store.loadAll()).toEqual([changed]);

@@ -1,0 +1,26 @@
+import { Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
+import { AdminGuard } from '../auth/admin.guard';
+import { ConfigReloadService, ReloadRejected, ReloadResult } from '../config/config-reload.service';
+import { rejectedWithProblems } from './pool-reload';
+
+/**
+ * `POST /admin/reload` (admin token): re-reads CONFIG_FILE and applies providers, routing and
+ * tenants all at once, like SIGHUP. See docs/configuration.md#reloading.
+ */
+@Controller('admin')
+@UseGuards(AdminGuard)
+export class ReloadController {
+  constructor(private readonly reloads: ConfigReloadService) {}
+
+  /** 200 with what changed (and what needs a restart), or 400 naming every problem of the file. */
+  @Post('reload')
+  @HttpCode(200)
+  async reload(): Promise<ReloadResult> {
+    try {
+      return await this.reloads.reload('POST /admin/reload');
+    } catch (e) {
+      if (e instanceof ReloadRejected) throw rejectedWithProblems('Configuration', e.problems);
+      throw e;
+    }
+  }
+}
