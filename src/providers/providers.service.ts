@@ -176,7 +176,14 @@ export class ProvidersService implements OnModuleInit {
       for (const pc of next.providers) records.push(await this.recordFromConfig(pc, this.providers.get(pc.name)));
     }
     let changes: ProviderChanges = { added: [], updated: [], removed: [] };
+    const warnings = records
+      .filter((r) => {
+        const current = this.providers.get(r.name);
+        return !r.secretHash && (current === undefined || current.secretHash !== null);
+      })
+      .map((r) => `provider "${r.name}" has no worker secret: no worker can connect to it`);
     return {
+      warnings,
       check: checkAdmin,
       commit: () => {
         changes = this.applyConfigured(records, next.providerDefaults);

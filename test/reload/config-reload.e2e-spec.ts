@@ -112,6 +112,15 @@ describe('POST /admin/reload: providers, routing and tenants from CONFIG_FILE, a
     expect((await reload(gw)).json.changes.providers).toEqual({ added: [], updated: [], removed: [] });
   });
 
+  it('warns about an added provider without a worker secret', async () => {
+    file.write(`${BEFORE.replace('providers:\n', 'providers:\n  - name: open\n')}`);
+    const res = await reload(gw);
+    expect(res.status).toBe(200);
+    expect(res.json.changes.providers).toEqual({ added: ['open'], updated: [], removed: [] });
+    expect(res.json.warnings).toEqual(['provider "open" has no worker secret: no worker can connect to it']);
+    expect((await providers(gw)).open).toMatchObject({ has_secret: false, source: 'config' });
+  });
+
   it('an updated secret takes effect for the next worker; an added provider accepts workers', async () => {
     file.write(AFTER);
     expect((await reload(gw)).status).toBe(200);
