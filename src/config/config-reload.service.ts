@@ -56,7 +56,7 @@ export class ReloadRejected extends Error {
  */
 type SettingNames = string | null | { [field: string]: SettingNames };
 
-const RESTART_ONLY: { [K in keyof AppConfig]: SettingNames } = {
+const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
   listenHost: 'listen_addr',
   listenPort: 'listen_addr',
   providers: null,
@@ -86,6 +86,7 @@ const RESTART_ONLY: { [K in keyof AppConfig]: SettingNames } = {
   instanceId: 'instance_id',
   routing: null,
   corsOrigins: 'cors_origins',
+  tls: { certFile: 'tls_cert_file', keyFile: 'tls_key_file' },
   tenancy: null,
   queue: { agingMs: 'queue.aging_secs' },
   usage: { retentionMs: 'usage.retention_days', flushIntervalMs: 'usage.flush_interval_secs', batchSize: 'usage.batch_size', bufferSize: 'usage.buffer_size' },

@@ -1,4 +1,3 @@
-import { Logger } from '@nestjs/common';
 import { startGateway, TestGateway } from '../support/gateway';
 import { eventually } from '../support/http';
 import { ConfigFile, loadConfigProblems, providers, tenants } from './support';
@@ -13,6 +12,7 @@ describe('SIGHUP reloads the configuration like POST /admin/reload (in process)'
   let gw: TestGateway;
   let file: ConfigFile;
   let listenersBefore: number;
+  let lines: Array<Record<string, any>>;
   const sighup = () => {
     expect(process.listenerCount('SIGHUP')).toBe(listenersBefore + 1);
     process.emit('SIGHUP', 'SIGHUP');
@@ -21,12 +21,11 @@ describe('SIGHUP reloads the configuration like POST /admin/reload (in process)'
   beforeEach(async () => {
     listenersBefore = process.listenerCount('SIGHUP');
     file = new ConfigFile('providers:\n  - name: local\n    secret: test-worker-secret\ntenants:\n  team-a: {rpm: 10}\n');
-    gw = await startGateway({ CONFIG_FILE: file.path });
+    lines = [];
+    const destination = { write: (chunk: string) => void lines.push(JSON.parse(chunk)) };
+    gw = await startGateway({ CONFIG_FILE: file.path, LOG_LEVEL: 'info' }, { logDestination: destination });
   });
-  afterEach(async () => {
-    jest.restoreAllMocks();
-    await gw.close();
-  });
+  afterEach(() => gw.close());
 
   it('installs one handler per app and removes it when the app closes', async () => {
     expect(process.listenerCount('SIGHUP')).toBe(listenersBefore + 1);
@@ -37,24 +36,22 @@ describe('SIGHUP reloads the configuration like POST /admin/reload (in process)'
   });
 
   it('applies a valid file and logs what changed', async () => {
-    const logged = jest.spyOn(Logger.prototype, 'log');
     file.write('providers:\n  - name: local\n    secret: test-worker-secret\n  - name: hup\n    secret: hup-secret-1\ntenants:\n  team-a: {rpm: 20}\n');
     sighup();
     await eventually(async () => 'hup' in (await providers(gw)));
     expect(await tenants(gw)).toMatchObject({ data: [{ id: 'team-a', source: 'config', settings: { rpm: 20 } }] });
-    const line = logged.mock.calls.map(([m]) => m as { msg?: string; changes?: unknown }).find((m) => m?.msg?.startsWith('configuration reloaded (SIGHUP)'));
-    expect(line?.changes).toMatchObject({ providers: { added: ['hup'], updated: [], removed: [] }, tenants: { updated: ['team-a'] } });
+    const line = (await eventually(() => lines.find((l) => l.msg === 'configuration reloaded (SIGHUP)')))!;
+    expect(line).toMatchObject({ level: 'info', context: 'ConfigReload', restart_required: [] });
+    expect(line.changes).toMatchObject({ providers: { added: ['hup'], updated: [], removed: [] }, tenants: { updated: ['team-a'] } });
   });
 
   it('refuses an invalid file, logs every problem, and keeps the running configuration', async () => {
-    const errors = jest.spyOn(Logger.prototype, 'error');
     const before = await providers(gw);
     const tenantsBefore = await tenants(gw);
     file.write('providers:\n  - name: local\n    secret: test-worker-secret\n  - name: hup\n    max_queue_len: many\ntenants:\n  team-a: {rpm: -1}\nrouting: {strategy: [1]}\n');
     sighup();
-    const line = (await eventually(() =>
-      errors.mock.calls.map(([m]) => m as { msg?: string; problems?: string[] }).find((m) => m?.msg?.startsWith('configuration reload refused')),
-    ))!;
+    const line = (await eventually(() => lines.find((l) => String(l.msg).startsWith('configuration reload refused'))))!;
+    expect(line).toMatchObject({ level: 'error', context: 'ConfigReload' });
     const expected = loadConfigProblems(file.path);
     expect(expected.length).toBeGreaterThanOrEqual(3);
     expect(line.problems).toEqual(expected);
