@@ -126,7 +126,7 @@ export class ConfigReloadService {
     this.participants.sort((a, b) => a.order - b.order);
   }
 
-  /** Runs `task` after every reload before it has finished, and before any later one starts. */
+  /** Runs `task` once every reload (or pool reload) queued before it has finished; later ones wait for it. */
   exclusive<T>(task: () => Promise<T>): Promise<T> {
     const run = this.tail.then(task, task);
     this.tail = run.catch(() => undefined);
