@@ -15,6 +15,7 @@ import { openFilesWarning, readSoftOpenFilesLimit } from './observability/open-f
 import { appVersion } from './observability/app-version';
 import { bootSummary } from './observability/boot-summary';
 import { ProvidersService } from './providers/providers.service';
+import { setupOpenApi } from './openapi/openapi.setup';
 
 export interface CreateAppOptions {
   /** Log format (default `json`; `main.ts` resolves LOG_FORMAT). */
@@ -67,6 +68,7 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
     bodyParser: false,
   });
   app.useWebSocketAdapter(new WorkerWsAdapter(app));
+  setupOpenApi(app, config);
   if (config.corsOrigins.length > 0) {
     // Off unless configured: browsers on the listed origins may call the API and read these headers.
     app.enableCors({

@@ -15,6 +15,8 @@ import { CreateProviderDto, UpdateProviderDto } from './dto/provider.dto';
 import { DrainWorkerDto } from './dto/drain-worker.dto';
 import { JsonBodyPipe } from './json-body.pipe';
 import { PoolsService } from './pools.service';
+import { ApiDoc } from '../openapi/api-doc';
+import { CONTROL_PLANE_API } from '../openapi/schemas/control-plane.schemas';
 
 const DRAIN_WORKER_BODY = new JsonBodyPipe(DrainWorkerDto);
 const CREATE_PROVIDER_BODY = new JsonBodyPipe(CreateProviderDto);
@@ -39,11 +41,13 @@ export class AdminController {
   ) {}
 
   @Get('providers')
+  @ApiDoc(CONTROL_PLANE_API.listProviders)
   listProviders() {
     return { data: this.providers.list().map((p) => this.describeProvider(p)) };
   }
 
   @Post('providers')
+  @ApiDoc(CONTROL_PLANE_API.createProvider)
   @HttpCode(201)
   async createProvider(@Body(CREATE_PROVIDER_BODY) dto: CreateProviderDto) {
     const conflict = () => Errors.conflict(`Provider '${dto.name}' already exists`);
@@ -58,6 +62,7 @@ export class AdminController {
   }
 
   @Patch('providers/:name')
+  @ApiDoc(CONTROL_PLANE_API.updateProvider)
   async updateProvider(@Param('name') name: string, @Body() body: unknown) {
     if (!this.providers.get(name)) throw Errors.notFound('Provider', name); // before its body is judged
     const dto = UPDATE_PROVIDER_BODY.transform(body);
@@ -72,6 +77,7 @@ export class AdminController {
    * until the next restart: that needs `?force=true`.
    */
   @Delete('providers/:name')
+  @ApiDoc(CONTROL_PLANE_API.deleteProvider)
   async deleteProvider(@Param('name') name: string, @Query('force') force?: string) {
     if (force !== undefined && force !== 'true' && force !== 'false') {
       throw Errors.invalidRequest("Query parameter 'force' must be true or false", 'force');
@@ -91,11 +97,13 @@ export class AdminController {
   }
 
   @Get('workers')
+  @ApiDoc(CONTROL_PLANE_API.listWorkers)
   listWorkers() {
     return { data: [...this.registry.all()].map((w) => this.describeWorker(w)) };
   }
 
   @Get('workers/:id')
+  @ApiDoc(CONTROL_PLANE_API.getWorker)
   getWorker(@Param('id') id: string) {
     const w = this.pools.workerOr404(id);
     return {
@@ -110,6 +118,7 @@ export class AdminController {
    * (reconnections refused with 1013) until `POST /admin/workers/:id/undrain`.
    */
   @Post('workers/:id/drain')
+  @ApiDoc(CONTROL_PLANE_API.drainWorker)
   @HttpCode(202)
   drainWorker(@Param('id') id: string, @Body() body: unknown) {
     const worker = this.pools.workerOr404(id);
@@ -121,22 +130,26 @@ export class AdminController {
 
   /** Lifts the cordon of the worker's name; the id may belong to a drained worker that is gone. */
   @Post('workers/:id/undrain')
+  @ApiDoc(CONTROL_PLANE_API.undrainWorker)
   @HttpCode(200)
   undrainWorker(@Param('id') id: string) {
     return this.pools.undrainWorker(id);
   }
 
   @Get('cordons')
+  @ApiDoc(CONTROL_PLANE_API.cordons)
   cordons() {
     return this.pools.cordons();
   }
 
   @Get('stats')
+  @ApiDoc(CONTROL_PLANE_API.stats)
   stats() {
     return this.pools.snapshot();
   }
 
   @Post('workers/:id/refresh-models')
+  @ApiDoc(CONTROL_PLANE_API.refreshModels)
   @HttpCode(202)
   refreshModels(@Param('id') id: string) {
     const worker = this.pools.workerOr404(id);

@@ -4,6 +4,8 @@ import { ApiKeysService } from '../api-keys/api-keys.service';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { CapabilitiesDocument, CapabilitiesService } from './capabilities.service';
+import { ApiDoc } from '../openapi/api-doc';
+import { CONTROL_PLANE_API } from '../openapi/schemas/control-plane.schemas';
 
 /** Discovery for clients and tools: what the gateway's pools can do right now. */
 @Controller('v1')
@@ -16,6 +18,7 @@ export class CapabilitiesController {
 
   /** Needs a client key when keys are required, like the inference routes and /v1/models. */
   @Get('capabilities')
+  @ApiDoc(CONTROL_PLANE_API.capabilities)
   document(@Req() req: FastifyRequest): CapabilitiesDocument {
     const caller = this.apiKeys.authenticate(req);
     if (caller instanceof GatewayError) throw caller;

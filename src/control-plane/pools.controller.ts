@@ -4,6 +4,8 @@ import { AdminGuard } from '../auth/admin.guard';
 import { DrainPoolDto } from './dto/drain-pool.dto';
 import { JsonBodyPipe } from './json-body.pipe';
 import { PoolsService } from './pools.service';
+import { ApiDoc } from '../openapi/api-doc';
+import { CONTROL_PLANE_API } from '../openapi/schemas/control-plane.schemas';
 
 const DRAIN_BODY = new JsonBodyPipe(DrainPoolDto);
 
@@ -20,17 +22,20 @@ export class PoolsController {
   ) {}
 
   @Get()
+  @ApiDoc(CONTROL_PLANE_API.listPools)
   list() {
     return { data: this.pools.list() };
   }
 
   @Get(':id/health')
+  @ApiDoc(CONTROL_PLANE_API.poolHealth)
   health(@Param('id') id: string) {
     return this.pools.health(id);
   }
 
   /** 202: the pool's workers drain within `deadline_ms`, and it stays cordoned until undrain. */
   @Post(':id/drain')
+  @ApiDoc(CONTROL_PLANE_API.drainPool)
   @HttpCode(202)
   drain(@Param('id') id: string, @Body() body: unknown) {
     this.pools.providerOr404(id); // an unknown pool is 404 before its body is judged
@@ -39,6 +44,7 @@ export class PoolsController {
   }
 
   @Post(':id/undrain')
+  @ApiDoc(CONTROL_PLANE_API.undrainPool)
   @HttpCode(200)
   undrain(@Param('id') id: string) {
     return this.pools.undrain(id);

@@ -4,6 +4,8 @@ import { Router } from '../routing/router.service';
 import { ApiKeysService } from '../api-keys/api-keys.service';
 import { GatewayError } from '../common/gateway-error';
 import { InferenceService } from './inference.service';
+import { ApiDoc } from '../openapi/api-doc';
+import { INFERENCE_API } from '../openapi/schemas/inference.schemas';
 
 /** OpenAI- and Anthropic-compatible endpoints. Thin: everything happens in InferenceService. */
 @Controller('v1')
@@ -15,26 +17,31 @@ export class InferenceController {
   ) {}
 
   @Post('chat/completions')
+  @ApiDoc(INFERENCE_API.chatCompletions)
   chatCompletions(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
     this.inference.relay(req, reply, '/v1/chat/completions', { streamable: true });
   }
 
   @Post('completions')
+  @ApiDoc(INFERENCE_API.completions)
   completions(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
     this.inference.relay(req, reply, '/v1/completions', { streamable: true });
   }
 
   @Post('responses')
+  @ApiDoc(INFERENCE_API.responses)
   responses(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
     this.inference.relay(req, reply, '/v1/responses', { streamable: true });
   }
 
   @Post('embeddings')
+  @ApiDoc(INFERENCE_API.embeddings)
   embeddings(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
     this.inference.relay(req, reply, '/v1/embeddings', { streamable: false });
   }
 
   @Post('messages')
+  @ApiDoc(INFERENCE_API.messages)
   messages(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
     this.inference.relay(req, reply, '/v1/messages', { streamable: true });
   }
@@ -44,6 +51,7 @@ export class InferenceController {
    * them; the `*` wildcard is never listed.
    */
   @Get('models')
+  @ApiDoc(INFERENCE_API.models)
   @HttpCode(200)
   models(@Req() req: FastifyRequest): { object: 'list'; data: Array<{ id: string; object: 'model'; created: number; owned_by: string }> } {
     const caller = this.apiKeys.authenticate(req);

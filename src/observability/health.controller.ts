@@ -13,6 +13,8 @@ import {
 } from './health-snapshot';
 import { LifecycleHealthIndicator } from './lifecycle.health';
 import { LifecycleState } from './lifecycle-state';
+import { ApiDoc } from '../openapi/api-doc';
+import { OBSERVABILITY_API } from '../openapi/schemas/observability.schemas';
 
 const DATABASE_PING_TIMEOUT_MS = 1500;
 
@@ -47,6 +49,7 @@ export class HealthController {
 
   /** Liveness: answers while the event loop runs, also during a graceful drain. */
   @Get('live')
+  @ApiDoc(OBSERVABILITY_API.live)
   live(): { status: 'ok' } {
     return { status: 'ok' };
   }
@@ -57,7 +60,9 @@ export class HealthController {
    * it into a 500 or an OpenAI error body.
    */
   @Get('ready')
-  @HealthCheck()
+  @ApiDoc(OBSERVABILITY_API.ready)
+  // terminus's own OpenAPI responses would merge into ours (same statuses): documented by ApiDoc only.
+  @HealthCheck({ noCache: true, swaggerDocumentation: false })
   async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
     // Refused up front during shutdown: terminus would log every probe of the drain as an error.
     if (this.lifecycle.isShuttingDown) {
@@ -83,6 +88,7 @@ export class HealthController {
    * rate limiter keeps deciding locally.
    */
   @Get()
+  @ApiDoc(OBSERVABILITY_API.summary)
   summary(@Res({ passthrough: true }) reply: FastifyReply): HealthSummary {
     const redis = this.redis?.health();
     const providers = this.snapshot.providers();

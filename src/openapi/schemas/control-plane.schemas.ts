@@ -1,0 +1,627 @@
+import type { SchemaObject } from '@nestjs/swagger';
+import { Errors, GatewayError } from '../../common/gateway-error';
+import { errorBody } from '../../inference/error-dialect';
+import type { OperationDoc, XExample } from '../api-doc';
+import { ADMIN_SECURITY, CLIENT_HEADERS, CLIENT_SECURITY, ISO_TIME, json, jsonResponse, NULLABLE_ISO_TIME, pathParam, ref, TAGS } from './common';
+import { ADMIN_AUTH_CODES, errorResponses } from './errors';
+import { CLIENT_AUTH_ERRORS } from './inference.schemas';
+
+/** Admin providers/workers/cordons/stats, `/v1/pools/*`, `/v1/capabilities` and the reload routes. */
+
+const capabilities: SchemaObject = {
+  type: 'object',
+  properties: { vision: { type: 'boolean' }, tools: { type: 'boolean' }, json_mode: { type: 'boolean' }, context_length: { type: 'integer', minimum: 1 } },
+  additionalProperties: false,
+};
+
+const providerFields: Record<string, SchemaObject> = {
+  secret: { type: 'string', minLength: 8, writeOnly: true, description: 'The secret its workers present; only a hash is stored.' },
+  enabled: { type: 'boolean', description: '`false` refuses new workers and answers `503 provider_disabled`.' },
+  max_queue_len: { type: 'integer', minimum: 0 },
+  queue_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
+  request_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
+  max_models: { type: 'integer', minimum: 1 },
+  models: { type: 'array', maxItems: 10000, items: { type: 'string' }, description: 'Models declared even while no worker serves them.' },
+  priority: { type: 'integer', minimum: 0, nullable: true, description: 'Routing priority of its workers (lower is preferred); `null` clears it.' },
+  capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Per model; overrides what the workers declare.' },
+};
+
+const poolHealthExample = (draining: boolean) => ({
+  id: 'gpu-a',
+  live: true,
+  ready: !draining,
+  draining,
+  enabled: true,
+  cordon: draining ? { since: '2026-11-22T20:50:00.000Z', reason: 'maintenance', deadline_ms: 60000 } : null,
+  metrics: { queue_depth: 0, in_flight: draining ? 2 : 3, slots: { total: draining ? 0 : 8, busy: draining ? 0 : 3, free: draining ? 0 : 5 }, workers: 2, requests_per_min: 42, error_rate: 0.024 },
+});
+
+const WORKER_EXAMPLE = {
+  id: 'w-7c9e6679-7425-40de-944b-e07fc1f90ae7',
+  name: 'gpu-node-1',
+  provider: 'gpu-a',
+  models: ['llama3:8b'],
+  capabilities: { 'llama3:8b': { tools: true, context_length: 8192 } },
+  endpoints: null,
+  runner: { type: 'vllm', version: '0.6.3' },
+  priority: 100,
+  max_concurrent: 4,
+  in_flight: 1,
+  held_slots: 0,
+  load: 1,
+  draining: true,
+  cordoned: true,
+  cordon: 'worker',
+  latency_ms: 180,
+  consecutive_failures: 0,
+  ejected: false,
+  ejected_until: null,
+  connected_at: '2026-11-22T18:02:11.000Z',
+  last_seen_at: '2026-11-22T20:49:58.000Z',
+};
+
+export const CAPABILITIES_EXAMPLE = {
+  api_version: '0.1.0',
+  generated_at: '2026-11-22T20:50:00.000Z',
+  pools: [
+    {
+      id: 'local',
+      engines: [{ type: 'llama-server', version: 'b4500' }],
+      ctx_max: 32768,
+      slots: { total: 4, busy: 1, free: 3 },
+      workers: 1,
+      supported_workloads: ['/v1/chat/completions', '/v1/completions'],
+      models: { loaded: [{ id: 'llama3:8b', context_length: 8192, capabilities: ['tools'], workers: 1 }], loading: [], available: ['declared-but-not-served'] },
+      queue: { depth: 0, max_depth: 100, avg_wait_ms: 0, p95_wait_ms: 0 },
+      rate_limits: { default_rpm: 60, per_tenant: true },
+      features: ['streaming', 'cancellation', 'openai', 'anthropic', 'aliases', 'fallbacks', 'priorities', 'tenant_fairness', 'completions', 'tools', 'pinning'],
+      health: { enabled: true, ready: true },
+    },
+  ],
+};
+
+const byCode: SchemaObject = { type: 'object', additionalProperties: { type: 'integer' } };
+
+export const CONTROL_PLANE_SCHEMAS: Record<string, SchemaObject> = {
+  ModelCapabilities: capabilities,
+  CreateProvider: {
+    type: 'object',
+    required: ['name'],
+    properties: { name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' }, ...providerFields },
+    additionalProperties: false,
+  },
+  UpdateProvider: { type: 'object', properties: providerFields, additionalProperties: false },
+  Provider: {
+    type: 'object',
+    required: ['name', 'enabled', 'source', 'has_secret', 'max_queue_len', 'queue_timeout_secs', 'request_timeout_secs', 'max_models', 'models', 'priority', 'capabilities', 'workers_connected', 'queue_depth'],
+    properties: {
+      name: { type: 'string' },
+      enabled: { type: 'boolean' },
+      source: { type: 'string', enum: ['config', 'admin'], description: '`config` providers are rewritten at every boot.' },
+      has_secret: { type: 'boolean' },
+      max_queue_len: { type: 'integer' },
+      queue_timeout_secs: { type: 'number' },
+      request_timeout_secs: { type: 'number' },
+      max_models: { type: 'integer' },
+      models: { type: 'array', items: { type: 'string' } },
+      priority: { type: 'integer', nullable: true },
+      capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities') },
+      workers_connected: { type: 'integer' },
+      queue_depth: { type: 'integer' },
+    },
+  },
+  ProviderList: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('Provider') } } },
+  ProviderDeleted: {
+    type: 'object',
+    required: ['deleted'],
+    properties: { deleted: { type: 'string' }, source: { type: 'string', enum: ['config'] }, note: { type: 'string' } },
+  },
+  Worker: {
+    type: 'object',
+    required: ['id', 'name', 'provider', 'models', 'capabilities', 'endpoints', 'runner', 'priority', 'max_concurrent', 'in_flight', 'held_slots', 'load', 'draining', 'cordoned', 'cordon', 'latency_ms', 'consecutive_failures', 'ejected', 'ejected_until', 'connected_at', 'last_seen_at'],
+    properties: {
+      id: { type: 'string' },
+      name: { type: 'string' },
+      provider: { type: 'string' },
+      models: { type: 'array', items: { type: 'string' } },
+      capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Effective capabilities per model.' },
+      endpoints: { type: 'array', items: { type: 'string' }, nullable: true },
+      runner: { type: 'object', nullable: true, required: ['type'], properties: { type: { type: 'string' }, version: { type: 'string' } } },
+      priority: { type: 'integer' },
+      max_concurrent: { type: 'integer' },
+      in_flight: { type: 'integer' },
+      held_slots: { type: 'integer' },
+      load: { type: 'integer' },
+      draining: { type: 'boolean' },
+      cordoned: { type: 'boolean' },
+      cordon: { type: 'string', enum: ['pool', 'worker'], nullable: true },
+      latency_ms: { type: 'integer', nullable: true, description: 'Average time to first byte.' },
+      consecutive_failures: { type: 'integer' },
+      ejected: { type: 'boolean' },
+      ejected_until: NULLABLE_ISO_TIME,
+      connected_at: ISO_TIME,
+      last_seen_at: ISO_TIME,
+    },
+  },
+  WorkerDetail: {
+    allOf: [
+      ref('Worker'),
+      {
+        type: 'object',
+        required: ['in_flight_request_ids', 'held_request_ids'],
+        properties: { in_flight_request_ids: { type: 'array', items: { type: 'string' } }, held_request_ids: { type: 'array', items: { type: 'string' } } },
+      },
+    ],
+  },
+  WorkerList: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('Worker') } } },
+  DrainWorker: {
+    type: 'object',
+    properties: {
+      timeout_secs: { type: 'number', minimum: 0.001, maximum: 86400, description: 'Seconds to finish in-flight work (default `SHUTDOWN_DRAIN_TIMEOUT_SECS`).' },
+      reason: { type: 'string', maxLength: 200 },
+    },
+    additionalProperties: false,
+  },
+  WorkerUndrained: {
+    type: 'object',
+    required: ['id', 'provider', 'name', 'undrained', 'connected'],
+    properties: {
+      id: { type: 'string' },
+      provider: { type: 'string' },
+      name: { type: 'string' },
+      undrained: { type: 'boolean', description: '`false`: the name was not cordoned.' },
+      connected: { type: 'boolean' },
+    },
+  },
+  Cordons: {
+    type: 'object',
+    required: ['pools', 'workers'],
+    properties: {
+      pools: {
+        type: 'array',
+        items: { type: 'object', required: ['pool', 'since', 'reason', 'deadline_ms'], properties: { pool: { type: 'string' }, since: ISO_TIME, reason: { type: 'string' }, deadline_ms: { type: 'integer' } } },
+      },
+      workers: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['provider', 'name', 'since', 'reason', 'worker_ids'],
+          properties: { provider: { type: 'string' }, name: { type: 'string' }, since: ISO_TIME, reason: { type: 'string' }, worker_ids: { type: 'array', items: { type: 'string' } } },
+        },
+      },
+    },
+  },
+  Stats: {
+    type: 'object',
+    required: ['since', 'pools', 'unrouted'],
+    properties: {
+      since: ISO_TIME,
+      pools: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['pool', 'draining', 'workers', 'queue_depth', 'in_flight', 'served', 'cancelled', 'rejected_by_code', 'errors_by_code', 'queue_wait_ms', 'tokens', 'requests_per_min', 'error_rate'],
+          properties: {
+            pool: { type: 'string' },
+            draining: { type: 'boolean' },
+            workers: { type: 'integer' },
+            queue_depth: { type: 'integer' },
+            in_flight: { type: 'integer' },
+            served: { type: 'integer' },
+            cancelled: { type: 'integer' },
+            rejected_by_code: byCode,
+            errors_by_code: byCode,
+            queue_wait_ms: { type: 'object', required: ['avg', 'p95'], properties: { avg: { type: 'number' }, p95: { type: 'number' } } },
+            tokens: { type: 'object', required: ['prompt', 'completion', 'total'], properties: { prompt: { type: 'integer' }, completion: { type: 'integer' }, total: { type: 'integer' } } },
+            requests_per_min: { type: 'integer' },
+            error_rate: { type: 'number', minimum: 0, maximum: 1 },
+          },
+        },
+      },
+      unrouted: { type: 'object', required: ['rejected_by_code', 'errors_by_code'], properties: { rejected_by_code: byCode, errors_by_code: byCode } },
+    },
+  },
+  PoolHealth: {
+    type: 'object',
+    required: ['id', 'live', 'ready', 'draining', 'enabled', 'cordon', 'metrics'],
+    properties: {
+      id: { type: 'string' },
+      live: { type: 'boolean', description: 'At least one worker is connected (draining ones included).' },
+      ready: { type: 'boolean', description: 'Takes new requests: enabled, not cordoned, one worker neither draining nor ejected.' },
+      draining: { type: 'boolean', description: 'Cordoned by an operator until undrain.' },
+      enabled: { type: 'boolean' },
+      cordon: {
+        type: 'object',
+        nullable: true,
+        required: ['since', 'reason', 'deadline_ms'],
+        properties: { since: ISO_TIME, reason: { type: 'string' }, deadline_ms: { type: 'integer' } },
+      },
+      metrics: {
+        type: 'object',
+        required: ['queue_depth', 'in_flight', 'slots', 'workers', 'requests_per_min', 'error_rate'],
+        properties: {
+          queue_depth: { type: 'integer' },
+          in_flight: { type: 'integer' },
+          slots: { type: 'object', required: ['total', 'busy', 'free'], properties: { total: { type: 'integer' }, busy: { type: 'integer' }, free: { type: 'integer' } } },
+          workers: { type: 'integer' },
+          requests_per_min: { type: 'integer' },
+          error_rate: { type: 'number', minimum: 0, maximum: 1 },
+        },
+      },
+    },
+  },
+  PoolList: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('PoolHealth') } } },
+  DrainPool: {
+    type: 'object',
+    properties: {
+      deadline_ms: { type: 'integer', minimum: 1, maximum: 86400000, description: 'Each worker gets this long to finish (default `SHUTDOWN_DRAIN_TIMEOUT_SECS`).' },
+      reason: { type: 'string', maxLength: 200, description: 'Default `pool_drain`.' },
+    },
+    additionalProperties: false,
+  },
+  Capabilities: {
+    type: 'object',
+    required: ['api_version', 'generated_at', 'pools'],
+    properties: {
+      api_version: { type: 'string', description: "The gateway's API version: this document's `info.version`." },
+      generated_at: ISO_TIME,
+      pools: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['id', 'engines', 'slots', 'workers', 'supported_workloads', 'models', 'queue', 'rate_limits', 'features', 'health'],
+          properties: {
+            id: { type: 'string' },
+            engines: { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, version: { type: 'string' } } } },
+            ctx_max: { type: 'integer' },
+            slots: { type: 'object', required: ['total', 'busy', 'free'], properties: { total: { type: 'integer' }, busy: { type: 'integer' }, free: { type: 'integer' } } },
+            workers: { type: 'integer' },
+            supported_workloads: { type: 'array', items: { type: 'string' } },
+            models: {
+              type: 'object',
+              required: ['loaded', 'loading', 'available'],
+              properties: {
+                loaded: {
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    required: ['id', 'capabilities', 'workers'],
+                    properties: { id: { type: 'string' }, context_length: { type: 'integer' }, capabilities: { type: 'array', items: { type: 'string' } }, workers: { type: 'integer' } },
+                  },
+                },
+                loading: { type: 'array', items: { type: 'object', required: ['id', 'progress'], properties: { id: { type: 'string' }, progress: { type: 'number' }, eta: { type: 'number' } } } },
+                available: { type: 'array', items: { type: 'string' } },
+              },
+            },
+            queue: {
+              type: 'object',
+              required: ['depth', 'max_depth', 'avg_wait_ms', 'p95_wait_ms'],
+              properties: { depth: { type: 'integer' }, max_depth: { type: 'integer' }, avg_wait_ms: { type: 'number' }, p95_wait_ms: { type: 'number' } },
+            },
+            rate_limits: { type: 'object', required: ['per_tenant'], properties: { default_rpm: { type: 'integer' }, default_tpm: { type: 'integer' }, per_tenant: { type: 'boolean' } } },
+            features: { type: 'array', items: { type: 'string' } },
+            health: { type: 'object', required: ['enabled', 'ready'], properties: { enabled: { type: 'boolean' }, ready: { type: 'boolean' } } },
+          },
+        },
+      },
+    },
+  },
+  ReloadResult: {
+    type: 'object',
+    required: ['reloaded', 'changes'],
+    properties: {
+      reloaded: { type: 'boolean', enum: [true] },
+      changes: { type: 'object', additionalProperties: true, description: 'What the reload changed, by configuration section.' },
+    },
+  },
+  PoolReload: {
+    type: 'object',
+    properties: {
+      models: { type: 'array', items: { type: 'string' }, description: "The pool's declared models." },
+      aliases: { type: 'object', additionalProperties: { type: 'string' }, description: 'alias → target model (single level).' },
+      capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Per-model capability declarations.' },
+    },
+    additionalProperties: false,
+  },
+  PoolState: {
+    type: 'object',
+    required: ['id'],
+    description: "The pool's state after the reload.",
+    properties: {
+      id: { type: 'string' },
+      models: { type: 'array', items: { type: 'string' } },
+      aliases: { type: 'object', additionalProperties: { type: 'string' } },
+      capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities') },
+    },
+    additionalProperties: true,
+  },
+};
+
+const admin = (codes: Parameters<typeof errorResponses>[1] = [], overrides?: Parameters<typeof errorResponses>[2]) =>
+  errorResponses('openai', [...codes, ...ADMIN_AUTH_CODES], overrides);
+const poolId = pathParam('id', 'The pool (provider) name.', 'gpu-a');
+const workerId = pathParam('id', "The worker's connection id (`GET /admin/workers`).", WORKER_EXAMPLE.id);
+const providerName = pathParam('name', 'The provider name.', 'gpu-a');
+
+const notFoundPool = Errors.notFound('Pool', 'gpu-z');
+const notFoundWorker = Errors.notFound('Worker', 'no-such-worker');
+/** The body the gateway writes for an admin error. */
+const body = (e: GatewayError) => errorBody('openai', e);
+
+const DRAIN_POOL_EXAMPLES: Record<string, XExample> = {
+  drain: {
+    summary: 'Take a pool out of rotation: its workers finish within 60 s, and it stays cordoned until undrain',
+    request: { path: '/v1/pools/gpu-a/drain', body: { deadline_ms: 60000, reason: 'maintenance' } },
+    response: { status: 202, body: poolHealthExample(true) },
+  },
+  defaults: {
+    summary: 'Without a body: deadline SHUTDOWN_DRAIN_TIMEOUT_SECS, reason `pool_drain`',
+    request: { path: '/v1/pools/gpu-a/drain' },
+    response: { status: 202, body: { ...poolHealthExample(true), cordon: { since: '2026-11-22T20:50:00.000Z', reason: 'pool_drain', deadline_ms: 30000 } } },
+  },
+  invalid: {
+    summary: 'A field out of range',
+    request: { path: '/v1/pools/gpu-a/drain', body: { deadline_ms: 0 } },
+    response: { status: 422, body: body(Errors.validationFailed([{ field: 'deadline_ms', message: 'deadline_ms must not be less than 1' }])) },
+  },
+  unknown: { summary: 'An unknown pool (checked before the body)', request: { path: '/v1/pools/gpu-z/drain', body: {} }, response: { status: 404, body: body(notFoundPool) } },
+};
+
+const DRAIN_WORKER_EXAMPLES: Record<string, XExample> = {
+  drain: {
+    summary: "Drain a worker within 30 s; its name stays cordoned (reconnections refused with close 1013) until undrain",
+    request: { path: `/admin/workers/${WORKER_EXAMPLE.id}/drain`, body: { timeout_secs: 30, reason: 'kernel upgrade' } },
+    response: { status: 202, body: WORKER_EXAMPLE },
+  },
+  invalid: {
+    summary: 'An unknown field',
+    request: { path: `/admin/workers/${WORKER_EXAMPLE.id}/drain`, body: { timeout: 30 } },
+    response: { status: 422, body: body(Errors.validationFailed([{ field: 'timeout', message: 'property timeout should not exist' }])) },
+  },
+  unknown: { summary: 'An unknown worker id', request: { path: '/admin/workers/no-such-worker/drain', body: {} }, response: { status: 404, body: body(notFoundWorker) } },
+};
+
+/** `problems` of a refused reload (the contract of the reload routes). */
+const reloadRefused = (problems: string[]) => Errors.invalidRequest(`Configuration has ${problems.length} problem(s); nothing was applied`).with({ fields: { problems } });
+const RELOAD_PROBLEMS = ['routing.aliases: "gpt-4" points at itself', 'tenants.team-a.rpm must be a number >= 0'];
+const POOL_RELOAD_PROBLEMS = ['capabilities.llama3:8b.vision must be true or false', 'aliases.fast: an alias and its target must be non-empty model names'];
+
+export const CONTROL_PLANE_API = {
+  listProviders: {
+    operationId: 'listProviders',
+    summary: 'Providers (pools)',
+    description: 'Limits, `has_secret`, live worker count and queue depth; never secrets.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    responses: { 200: jsonResponse('The providers', ref('ProviderList')), ...admin() },
+  },
+  createProvider: {
+    operationId: 'createProvider',
+    summary: 'Create a provider',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    requestBody: { required: true, content: json(ref('CreateProvider'), { typical: { summary: 'A pool with its own secret and limits', value: { name: 'gpu-a', secret: 'a-long-worker-secret', max_queue_len: 200, models: ['llama3:70b'] } } }) },
+    responses: { 201: jsonResponse('Created', ref('Provider')), ...admin(['invalid_request', 'conflict', 'validation_failed']) },
+  },
+  updateProvider: {
+    operationId: 'updateProvider',
+    summary: 'Update a provider',
+    description: '`enabled: false` refuses new workers and answers `503 provider_disabled`.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [providerName],
+    requestBody: { required: true, content: json(ref('UpdateProvider'), { disable: { summary: 'Disable the provider', value: { enabled: false } } }) },
+    responses: { 200: jsonResponse('The provider', ref('Provider')), ...admin(['invalid_request', 'not_found', 'validation_failed']) },
+  },
+  deleteProvider: {
+    operationId: 'deleteProvider',
+    summary: 'Delete a provider',
+    description:
+      'Queued and in-flight requests fail `503 provider_deleted`; its workers are closed. A provider from configuration returns at the next boot: without `force=true` that is `409 conflict`.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [providerName, { name: 'force', in: 'query', required: false, description: 'Delete a provider from configuration until the next boot.', schema: { type: 'string', enum: ['true', 'false'] } }],
+    responses: { 200: jsonResponse('Deleted', ref('ProviderDeleted'), { deleted: 'gpu-a' }), ...admin(['invalid_request', 'not_found', 'conflict']) },
+  },
+  listWorkers: {
+    operationId: 'listWorkers',
+    summary: 'Connected workers',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    responses: { 200: jsonResponse('The workers', ref('WorkerList')), ...admin() },
+  },
+  getWorker: {
+    operationId: 'getWorker',
+    summary: 'One worker',
+    description: 'The list fields plus `in_flight_request_ids` and `held_request_ids`.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [workerId],
+    responses: { 200: jsonResponse('The worker', ref('WorkerDetail')), ...admin(['not_found'], { not_found: notFoundWorker }) },
+  },
+  drainWorker: {
+    operationId: 'drainWorker',
+    summary: "Drain a worker and cordon its name",
+    description:
+      'Every live connection with the worker\'s name drains (`graceful_shutdown`, no new work, closed when idle or at the deadline, ' +
+      'what is left failing `drain_timeout`); reconnections with that name are refused with close `1013` until `POST /admin/workers/{id}/undrain`.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [workerId],
+    requestBody: { required: false, content: json(ref('DrainWorker'), { typical: { summary: 'Drain within 30 s', value: DRAIN_WORKER_EXAMPLES.drain.request.body } }) },
+    responses: {
+      202: jsonResponse('Draining', ref('Worker'), WORKER_EXAMPLE),
+      ...admin(['invalid_request', 'not_found', 'validation_failed'], { not_found: notFoundWorker, validation_failed: Errors.validationFailed([{ field: 'timeout_secs', message: 'timeout_secs must not be greater than 86400' }]) }),
+    },
+    xExamples: DRAIN_WORKER_EXAMPLES,
+  },
+  undrainWorker: {
+    operationId: 'undrainWorker',
+    summary: "Lift a worker name's cordon",
+    description: 'The id may be a live worker\'s or that of a drained connection that has gone (`connected: false`).',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [workerId],
+    responses: {
+      200: jsonResponse('Undrained', ref('WorkerUndrained'), { id: WORKER_EXAMPLE.id, provider: 'gpu-a', name: 'gpu-node-1', undrained: true, connected: false }),
+      ...admin(['not_found'], { not_found: notFoundWorker }),
+    },
+  },
+  refreshModels: {
+    operationId: 'refreshWorkerModels',
+    summary: "Ask a worker to refresh its models",
+    description: 'Sends `models_refresh`; the worker answers with `models_update`.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [workerId],
+    responses: { 202: jsonResponse('Asked', ref('Worker')), ...admin(['not_found'], { not_found: notFoundWorker }) },
+  },
+  cordons: {
+    operationId: 'listCordons',
+    summary: 'What is cordoned now',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    responses: {
+      200: jsonResponse('Cordons', ref('Cordons'), {
+        pools: [{ pool: 'gpu-b', since: '2026-11-22T20:50:00.000Z', reason: 'maintenance', deadline_ms: 60000 }],
+        workers: [{ provider: 'gpu-a', name: 'gpu-node-1', since: '2026-11-22T20:40:00.000Z', reason: 'kernel upgrade', worker_ids: [WORKER_EXAMPLE.id] }],
+      }),
+      ...admin(),
+    },
+  },
+  stats: {
+    operationId: 'getStats',
+    summary: 'Per-pool figures since start',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    responses: {
+      200: jsonResponse('Stats', ref('Stats'), {
+        since: '2026-05-01T08:00:00.000Z',
+        pools: [
+          {
+            pool: 'local', draining: false, workers: 2, queue_depth: 0, in_flight: 1, served: 1200, cancelled: 4,
+            rejected_by_code: { queue_full: 3 }, errors_by_code: { queue_full: 3, worker_error: 1 },
+            queue_wait_ms: { avg: 35, p95: 210 }, tokens: { prompt: 91000, completion: 40200, total: 131200 }, requests_per_min: 42, error_rate: 0.024,
+          },
+        ],
+        unrouted: { rejected_by_code: { model_not_found: 2 }, errors_by_code: { model_not_found: 2 } },
+      }),
+      ...admin(),
+    },
+  },
+  listPools: {
+    operationId: 'listPools',
+    summary: 'Health of every pool',
+    tags: [TAGS.pools],
+    security: ADMIN_SECURITY,
+    responses: { 200: jsonResponse('The pools', ref('PoolList'), { data: [poolHealthExample(false)] }), ...admin() },
+  },
+  poolHealth: {
+    operationId: 'getPoolHealth',
+    summary: "One pool's health",
+    tags: [TAGS.pools],
+    security: ADMIN_SECURITY,
+    parameters: [poolId],
+    responses: { 200: jsonResponse('Health', ref('PoolHealth'), poolHealthExample(false)), ...admin(['not_found'], { not_found: notFoundPool }) },
+  },
+  drainPool: {
+    operationId: 'drainPool',
+    summary: 'Drain a pool and cordon it until undrain',
+    description:
+      'Every worker drains within `deadline_ms`; queued requests are routed again; new requests are served by other pools or answer ' +
+      '`503 pool_unavailable`; connecting workers are refused with close `1013`.',
+    tags: [TAGS.pools],
+    security: ADMIN_SECURITY,
+    parameters: [poolId],
+    requestBody: { required: false, content: json(ref('DrainPool'), { typical: { summary: 'Drain within 60 s', value: DRAIN_POOL_EXAMPLES.drain.request.body } }) },
+    responses: {
+      202: jsonResponse('Draining: the health, cordoned', ref('PoolHealth'), poolHealthExample(true)),
+      ...admin(['invalid_request', 'not_found', 'validation_failed'], { not_found: notFoundPool }),
+    },
+    xExamples: DRAIN_POOL_EXAMPLES,
+  },
+  undrainPool: {
+    operationId: 'undrainPool',
+    summary: "Lift a pool's cordon",
+    tags: [TAGS.pools],
+    security: ADMIN_SECURITY,
+    parameters: [poolId],
+    responses: { 200: jsonResponse('The health', ref('PoolHealth'), poolHealthExample(false)), ...admin(['not_found'], { not_found: notFoundPool }) },
+  },
+  capabilities: {
+    operationId: 'getCapabilities',
+    summary: 'What each pool can do right now',
+    description: 'Engines, models and their context, slots, endpoints, queue, limits and features; cached for at most 5 s. `api_version` equals this document\'s `info.version`.',
+    tags: [TAGS.client],
+    security: CLIENT_SECURITY,
+    parameters: CLIENT_HEADERS,
+    responses: { 200: jsonResponse('The capabilities', ref('Capabilities'), CAPABILITIES_EXAMPLE), ...errorResponses('openai', [...CLIENT_AUTH_ERRORS, 'server_shutdown']) },
+    xExamples: {
+      discovery: { summary: 'One pool with one llama-server worker', request: { path: '/v1/capabilities' }, response: { status: 200, body: CAPABILITIES_EXAMPLE } },
+      shutting_down: {
+        summary: 'While the gateway shuts down',
+        request: { path: '/v1/capabilities' },
+        response: {
+          status: 503,
+          headers: { 'retry-after': '1', 'x-backoff-ms': '1000' },
+          body: { error: { message: 'The gateway is shutting down', type: 'server_error', code: 'server_shutdown', param: null, kind: 'POOL_UNAVAILABLE', retriable: true, retry_after_ms: 1000 } },
+        },
+      },
+    },
+  },
+  /** Documented from the contract before the route is in this tree: see `documented-routes.ts`. */
+  reload: {
+    operationId: 'reloadConfiguration',
+    summary: 'Reload the configuration file',
+    description: 'Reads the configuration again and applies what changed. Nothing is applied when it has problems: `400` lists them all in `error.problems`.',
+    tags: [TAGS.config],
+    security: ADMIN_SECURITY,
+    responses: {
+      200: jsonResponse('Reloaded', ref('ReloadResult')),
+      ...admin(['invalid_request'], { invalid_request: reloadRefused(RELOAD_PROBLEMS) }),
+    },
+    xExamples: {
+      reloaded: {
+        summary: 'The file changed an alias and a tenant limit',
+        request: { path: '/admin/reload' },
+        response: { status: 200, body: { reloaded: true, changes: { aliases: { added: ['fast'], removed: [] }, tenants: { updated: ['team-a'] } } } },
+      },
+      refused: {
+        summary: 'The file has problems: nothing is applied',
+        request: { path: '/admin/reload' },
+        response: { status: 400, body: body(reloadRefused(RELOAD_PROBLEMS)) },
+      },
+    },
+  },
+  reloadPool: {
+    operationId: 'reloadPool',
+    summary: "Replace a pool's models, aliases or capabilities",
+    description: 'Applies the given sections at once and answers the pool\'s new state; `400` lists every problem in `error.problems` and applies nothing.',
+    tags: [TAGS.pools],
+    security: ADMIN_SECURITY,
+    parameters: [poolId],
+    requestBody: {
+      required: false,
+      content: json(ref('PoolReload'), { typical: { summary: 'New models and an alias', value: { models: ['llama3:8b', 'llama3:70b'], aliases: { fast: 'llama3:8b' } } } }),
+    },
+    responses: {
+      200: jsonResponse("The pool's new state", ref('PoolState')),
+      ...admin(['invalid_request', 'not_found'], { invalid_request: reloadRefused(POOL_RELOAD_PROBLEMS), not_found: notFoundPool }),
+    },
+    xExamples: {
+      reloaded: {
+        summary: 'New models, an alias and a capability declaration',
+        request: { path: '/v1/pools/gpu-a/reload', body: { models: ['llama3:8b', 'llama3:70b'], aliases: { fast: 'llama3:8b' }, capabilities: { 'llama3:70b': { tools: true, context_length: 8192 } } } },
+        response: {
+          status: 200,
+          body: { id: 'gpu-a', models: ['llama3:8b', 'llama3:70b'], aliases: { fast: 'llama3:8b' }, capabilities: { 'llama3:70b': { tools: true, context_length: 8192 } } },
+        },
+      },
+      refused: {
+        summary: 'Problems: nothing is applied',
+        request: { path: '/v1/pools/gpu-a/reload', body: { aliases: { fast: '' }, capabilities: { 'llama3:8b': { vision: 'yes' } } } },
+        response: { status: 400, body: body(reloadRefused(POOL_RELOAD_PROBLEMS)) },
+      },
+    },
+  },
+} satisfies Record<string, OperationDoc>;
