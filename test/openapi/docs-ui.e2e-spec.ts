@@ -1,10 +1,8 @@
-import { existsSync } from 'node:fs';
+import type { Browser } from 'playwright-core';
 import { DOCS_PATH, OPENAPI_PATH } from '../../src/openapi/openapi.setup';
+import { describeWithBrowser, launch } from '../dashboard/browser';
 import { startGateway, TestGateway } from '../support/gateway';
 import { operations } from './openapi-check';
-
-/** Headless Chromium for the rendering check; the check is skipped where there is none. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
 
 const CONTENT_TYPES: Record<string, RegExp> = {
   '.css': /^text\/css/,
@@ -61,31 +59,39 @@ describe('Swagger UI (GET /docs), served by the gateway', () => {
       expect([path, (await fetch(`${gw.url}${path}`)).status]).toEqual([path, 404]);
     }
   });
+});
 
-  (CHROMIUM ? it : it.skip)('renders every operation in a headless browser, with no request leaving the gateway and no console error', async () => {
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-    try {
-      const page = await browser.newPage();
-      const outside: string[] = [];
-      const errors: string[] = [];
-      page.on('request', (r) => {
-        if (!r.url().startsWith(gw.url) && !r.url().startsWith('data:')) outside.push(r.url());
-      });
-      page.on('console', (m) => {
-        if (m.type() === 'error') errors.push(m.text());
-      });
-      page.on('pageerror', (e) => errors.push(e.message));
-      await page.goto(`${gw.url}${DOCS_PATH}`);
-      const doc = await (await fetch(`${gw.url}${OPENAPI_PATH}`)).json();
-      const count = operations(doc).length;
-      await page.waitForFunction(`document.querySelectorAll('.opblock').length >= ${count}`, undefined, { timeout: 20000 });
-      expect(await page.locator('.opblock').count()).toBe(count);
-      expect(await page.locator('.info .title').innerText()).toContain('Switchboard');
-      expect(outside).toEqual([]);
-      expect(errors).toEqual([]);
-    } finally {
-      await browser.close();
-    }
+describeWithBrowser('Swagger UI in a headless browser', (executablePath) => {
+  let gw: TestGateway;
+  let browser: Browser;
+  beforeAll(async () => {
+    gw = await startGateway();
+    browser = await launch(executablePath);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await gw?.close();
+  });
+
+  it('renders every operation, with no request leaving the gateway and no console error', async () => {
+    const doc = await (await fetch(`${gw.url}${OPENAPI_PATH}`)).json();
+    const count = operations(doc).length;
+    const page = await browser.newPage();
+    const outside: string[] = [];
+    const errors: string[] = [];
+    page.on('request', (r) => {
+      if (!r.url().startsWith(`${gw.url}/`) && !r.url().startsWith('data:')) outside.push(r.url());
+    });
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${gw.url}${DOCS_PATH}`);
+    await page.waitForFunction(`document.querySelectorAll('.opblock').length >= ${count}`, undefined, { timeout: 20000 });
+    expect(await page.locator('.opblock').count()).toBe(count);
+    expect(await page.locator('.info .title').innerText()).toContain('Switchboard');
+    await page.close();
+    expect(outside).toEqual([]);
+    expect(errors).toEqual([]);
   });
 });

@@ -81,6 +81,19 @@ export const CAPABILITIES_EXAMPLE = {
 };
 
 const byCode: SchemaObject = { type: 'object', additionalProperties: { type: 'integer' } };
+const nullableMs: SchemaObject = { type: 'integer', nullable: true };
+const rates: Record<string, SchemaObject> = { requests_per_min: { type: 'integer' }, error_rate: { type: 'number', minimum: 0, maximum: 1 } };
+const ratesFigures = ['requests_per_min', 'error_rate', 'latency_ms', 'history'];
+const nullableSeries: SchemaObject = { type: 'array', items: nullableMs };
+
+const HISTORY_EXAMPLE = {
+  bucket_secs: 10,
+  start: '2026-05-01T09:55:10.000Z',
+  requests: [7, 6, 8],
+  errors: [0, 1, 0],
+  latency_p50_ms: [170, 190, null],
+  latency_p95_ms: [640, 900, null],
+};
 
 export const CONTROL_PLANE_SCHEMAS: Record<string, SchemaObject> = {
   ModelCapabilities: capabilities,
@@ -200,7 +213,7 @@ export const CONTROL_PLANE_SCHEMAS: Record<string, SchemaObject> = {
         type: 'array',
         items: {
           type: 'object',
-          required: ['pool', 'draining', 'workers', 'queue_depth', 'in_flight', 'served', 'cancelled', 'rejected_by_code', 'errors_by_code', 'queue_wait_ms', 'tokens', 'requests_per_min', 'error_rate'],
+          required: ['pool', 'draining', 'workers', 'queue_depth', 'in_flight', 'served', 'cancelled', 'rejected_by_code', 'errors_by_code', 'queue_wait_ms', 'tokens', ...ratesFigures],
           properties: {
             pool: { type: 'string' },
             draining: { type: 'boolean' },
@@ -213,12 +226,57 @@ export const CONTROL_PLANE_SCHEMAS: Record<string, SchemaObject> = {
             errors_by_code: byCode,
             queue_wait_ms: { type: 'object', required: ['avg', 'p95'], properties: { avg: { type: 'number' }, p95: { type: 'number' } } },
             tokens: { type: 'object', required: ['prompt', 'completion', 'total'], properties: { prompt: { type: 'integer' }, completion: { type: 'integer' }, total: { type: 'integer' } } },
-            requests_per_min: { type: 'integer' },
-            error_rate: { type: 'number', minimum: 0, maximum: 1 },
+            ...rates,
+            latency_ms: ref('LatencyPercentiles'),
+            history: ref('PoolHistory'),
           },
         },
       },
       unrouted: { type: 'object', required: ['rejected_by_code', 'errors_by_code'], properties: { rejected_by_code: byCode, errors_by_code: byCode } },
+      overall: {
+        type: 'object',
+        description: 'The same figures over every finished request (every pool and the unrouted ones).',
+        required: ratesFigures,
+        properties: { ...rates, latency_ms: ref('LatencyPercentiles'), history: ref('PoolHistory') },
+      },
+      recent_errors: {
+        type: 'array',
+        description: 'The last 50 error answers of the whole gateway, newest first (gateway errors and backend 5xx).',
+        items: {
+          type: 'object',
+          required: ['at', 'pool', 'status', 'code', 'message', 'correlation_id', 'model', 'tenant', 'worker_id'],
+          properties: {
+            at: ISO_TIME,
+            pool: { type: 'string', nullable: true },
+            status: { type: 'integer' },
+            code: { type: 'string', nullable: true, description: 'null when the backend answered the 5xx.' },
+            message: { type: 'string', nullable: true },
+            correlation_id: { type: 'string', nullable: true },
+            model: { type: 'string', nullable: true },
+            tenant: { type: 'string', nullable: true },
+            worker_id: { type: 'string', nullable: true },
+          },
+        },
+      },
+    },
+  },
+  LatencyPercentiles: {
+    type: 'object',
+    description: 'Duration of served requests over the last minute (null without samples).',
+    required: ['p50', 'p90', 'p95', 'p99', 'samples'],
+    properties: { p50: nullableMs, p90: nullableMs, p95: nullableMs, p99: nullableMs, samples: { type: 'integer' } },
+  },
+  PoolHistory: {
+    type: 'object',
+    description: 'The last 5 minutes in buckets of `bucket_secs`, oldest first; the last bucket is still filling.',
+    required: ['bucket_secs', 'start', 'requests', 'errors', 'latency_p50_ms', 'latency_p95_ms'],
+    properties: {
+      bucket_secs: { type: 'integer' },
+      start: ISO_TIME,
+      requests: { type: 'array', items: { type: 'integer' } },
+      errors: { type: 'array', items: { type: 'integer' } },
+      latency_p50_ms: nullableSeries,
+      latency_p95_ms: nullableSeries,
     },
   },
   PoolHealth: {
@@ -301,6 +359,11 @@ export const CONTROL_PLANE_SCHEMAS: Record<string, SchemaObject> = {
             rate_limits: { type: 'object', required: ['per_tenant'], properties: { default_rpm: { type: 'integer' }, default_tpm: { type: 'integer' }, per_tenant: { type: 'boolean' } } },
             features: { type: 'array', items: { type: 'string' } },
             health: { type: 'object', required: ['enabled', 'ready'], properties: { enabled: { type: 'boolean' }, ready: { type: 'boolean' } } },
+            runners: {
+              type: 'array',
+              description: 'When any: the runner-API capability documents workers relayed from their backends, as the backends wrote them.',
+              items: { type: 'object', required: ['worker', 'capabilities'], properties: { worker: { type: 'string' }, capabilities: { type: 'object', additionalProperties: true } } },
+            },
           },
         },
       },
@@ -502,9 +565,17 @@ export const CONTROL_PLANE_API = {
             pool: 'local', draining: false, workers: 2, queue_depth: 0, in_flight: 1, served: 1200, cancelled: 4,
             rejected_by_code: { queue_full: 3 }, errors_by_code: { queue_full: 3, worker_error: 1 },
             queue_wait_ms: { avg: 35, p95: 210 }, tokens: { prompt: 91000, completion: 40200, total: 131200 }, requests_per_min: 42, error_rate: 0.024,
+            latency_ms: { p50: 180, p90: 610, p95: 830, p99: 1900, samples: 41 }, history: HISTORY_EXAMPLE,
           },
         ],
         unrouted: { rejected_by_code: { model_not_found: 2 }, errors_by_code: { model_not_found: 2 } },
+        overall: { requests_per_min: 44, error_rate: 0.023, latency_ms: { p50: 175, p90: 600, p95: 820, p99: 1850, samples: 43 }, history: HISTORY_EXAMPLE },
+        recent_errors: [
+          {
+            at: '2026-05-01T09:59:41.003Z', pool: null, status: 404, code: 'model_not_found', message: "Model 'gpt-5' not found",
+            correlation_id: 'req-42', model: 'gpt-5', tenant: 'default', worker_id: null,
+          },
+        ],
       }),
       ...admin(),
     },

@@ -19,19 +19,20 @@ export const OBSERVABILITY_SCHEMAS: Record<string, SchemaObject> = {
   },
   HealthSummary: {
     type: 'object',
-    required: ['status', 'version', 'uptime_secs', 'workers_connected', 'queue_depth', 'providers'],
+    required: ['status', 'version', 'uptime_secs', 'workers_connected', 'queue_depth', 'models_loaded', 'providers'],
     properties: {
-      status: { type: 'string', enum: ['ok', 'shutting_down'] },
+      status: { type: 'string', enum: ['ok', 'shutting_down', 'saturated'], description: '`saturated`: every enabled pool\'s queue is at its bound.' },
       version: { type: 'string' },
       uptime_secs: { type: 'integer' },
       workers_connected: { type: 'integer' },
       queue_depth: { type: 'integer' },
+      models_loaded: { type: 'integer', description: 'Distinct models served by connected, non-draining workers.' },
       providers: {
         type: 'array',
         items: {
           type: 'object',
-          required: ['name', 'enabled', 'workers', 'queue_depth'],
-          properties: { name: { type: 'string' }, enabled: { type: 'boolean' }, workers: { type: 'integer' }, queue_depth: { type: 'integer' } },
+          required: ['name', 'enabled', 'workers', 'queue_depth', 'max_queue_len'],
+          properties: { name: { type: 'string' }, enabled: { type: 'boolean' }, workers: { type: 'integer' }, queue_depth: { type: 'integer' }, max_queue_len: { type: 'integer' } },
         },
       },
       redis: {
@@ -48,7 +49,7 @@ export const OBSERVABILITY_API = {
   summary: {
     operationId: 'getHealthSummary',
     summary: 'Summary for operators',
-    description: 'Counts only: no secrets, worker ids or addresses. 200 also while shutting down.',
+    description: 'Counts only: no secrets, worker ids or addresses. 503 while shutting down or saturated, so load balancers probing it take the gateway out.',
     tags: [TAGS.health],
     security: NO_SECURITY,
     responses: {
@@ -58,7 +59,17 @@ export const OBSERVABILITY_API = {
         uptime_secs: 3605,
         workers_connected: 4,
         queue_depth: 2,
-        providers: [{ name: 'default', enabled: true, workers: 4, queue_depth: 2 }],
+        models_loaded: 3,
+        providers: [{ name: 'default', enabled: true, workers: 4, queue_depth: 2, max_queue_len: 100 }],
+      }),
+      503: jsonResponse('Shutting down, or every pool\'s queue is full', ref('HealthSummary'), {
+        status: 'saturated',
+        version: '0.1.0',
+        uptime_secs: 3605,
+        workers_connected: 4,
+        queue_depth: 100,
+        models_loaded: 3,
+        providers: [{ name: 'default', enabled: true, workers: 4, queue_depth: 100, max_queue_len: 100 }],
       }),
     },
   },
