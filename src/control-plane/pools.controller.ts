@@ -52,6 +52,7 @@ export class PoolsController {
 
   /** 200 `{id, models, aliases, capabilities}`: replaced all at once, or 400 listing every problem (nothing changed). */
   @Post(':id/reload')
+  @ApiDoc(CONTROL_PLANE_API.reloadPool)
   @HttpCode(200)
   reload(@Param('id') id: string, @Body() body: unknown) {
     return this.pools.reload(id, body);

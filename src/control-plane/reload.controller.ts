@@ -2,6 +2,8 @@ import { Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
 import { AdminGuard } from '../auth/admin.guard';
 import { ConfigReloadService, ReloadRejected, ReloadResult } from '../config/config-reload.service';
 import { rejectedWithProblems } from './pool-reload';
+import { ApiDoc } from '../openapi/api-doc';
+import { CONTROL_PLANE_API } from '../openapi/schemas/control-plane.schemas';
 
 /**
  * `POST /admin/reload` (admin token): re-reads CONFIG_FILE and applies providers, routing and
@@ -14,6 +16,7 @@ export class ReloadController {
 
   /** 200 with what changed (and what needs a restart), or 400 naming every problem of the file. */
   @Post('reload')
+  @ApiDoc(CONTROL_PLANE_API.reload)
   @HttpCode(200)
   async reload(): Promise<ReloadResult> {
     try {

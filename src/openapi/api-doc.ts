@@ -12,7 +12,6 @@ import {
 } from '@nestjs/swagger';
 import type {
   HeaderObject,
-  OperationObject,
   ParameterObject,
   ReferenceObject,
   ResponseObject,
@@ -93,24 +92,6 @@ export function ApiDoc(doc: OperationDoc): MethodDecorator {
   }
   if (doc.xExamples) decorators.push(ApiExtension('x-examples', doc.xExamples));
   return applyDecorators(...decorators);
-}
-
-/**
- * The same operation as a plain OpenAPI object, for routes documented before their controller
- * exists in this tree (see `documented-routes.ts`).
- */
-export function toOperationObject(doc: OperationDoc): OperationObject & { 'x-examples'?: Record<string, XExample> } {
-  return {
-    operationId: doc.operationId,
-    summary: doc.summary,
-    ...(doc.description ? { description: doc.description } : {}),
-    tags: doc.tags,
-    security: doc.security,
-    parameters: doc.parameters ?? [],
-    ...(doc.requestBody ? { requestBody: doc.requestBody } : {}),
-    responses: Object.fromEntries(Object.entries(doc.responses).map(([status, r]) => [status, responseObject(r)])),
-    ...(doc.xExamples ? { 'x-examples': doc.xExamples } : {}),
-  };
 }
 
 function responseObject(r: ResponseDoc): ResponseObject {

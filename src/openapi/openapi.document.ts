@@ -2,7 +2,6 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SecurityRequirementObject, SwaggerModule } from '@nestjs/swagger';
 import type { AppConfig } from '../config';
 import { apiVersion } from '../control-plane/capabilities.service';
-import { addDocumentedRoutes } from './documented-routes';
 import { ADMIN_DATA_SCHEMAS } from './schemas/admin-data.schemas';
 import { SECURITY_SCHEMES, TAG_OBJECTS } from './schemas/common';
 import { CONTROL_PLANE_SCHEMAS } from './schemas/control-plane.schemas';
@@ -24,8 +23,7 @@ Operations may carry \`x-examples\`: complete exchanges (the request path and bo
 
 /**
  * The OpenAPI document of this gateway: routes scanned from the controllers' `@ApiDoc`
- * decorators, the shared schemas, the routes documented ahead of their controllers, and the
- * client security as configured (anonymous access allowed unless API keys are required).
+ * decorators, the shared schemas, and the client security as configured (anonymous access allowed unless API keys are required).
  * `info.version` is the API version `GET /v1/capabilities` reports.
  */
 export function buildOpenApiDocument(app: INestApplication, config: AppConfig): OpenAPIObject {
@@ -37,7 +35,6 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   };
   // A copy: the scanned operations share objects with the decorators' metadata.
   const document = structuredClone(SwaggerModule.createDocument(app, base, { autoTagControllers: false }));
-  addDocumentedRoutes(document);
   if (!config.apiKeys.requireApiKeys) allowAnonymousClients(document);
   if (!config.adminToken) {
     const scheme = document.components!.securitySchemes!.AdminToken as { description: string };

@@ -1,5 +1,6 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { Errors, GatewayError } from '../../common/gateway-error';
+import { rejectedWithProblems } from '../../control-plane/pool-reload';
 import { errorBody } from '../../inference/error-dialect';
 import type { OperationDoc, XExample } from '../api-doc';
 import { ADMIN_SECURITY, CLIENT_HEADERS, CLIENT_SECURITY, ISO_TIME, json, jsonResponse, NULLABLE_ISO_TIME, pathParam, ref, TAGS } from './common';
@@ -81,6 +82,11 @@ export const CAPABILITIES_EXAMPLE = {
 };
 
 const byCode: SchemaObject = { type: 'object', additionalProperties: { type: 'integer' } };
+const names: SchemaObject = { type: 'array', items: { type: 'string' } };
+function nameChanges(...more: string[]): SchemaObject {
+  const keys = ['added', 'updated', 'removed', ...more];
+  return { type: 'object', required: keys, properties: Object.fromEntries(keys.map((k) => [k, names])) };
+}
 const nullableMs: SchemaObject = { type: 'integer', nullable: true };
 const rates: Record<string, SchemaObject> = { requests_per_min: { type: 'integer' }, error_rate: { type: 'number', minimum: 0, maximum: 1 } };
 const ratesFigures = ['requests_per_min', 'error_rate', 'latency_ms', 'history'];
@@ -106,7 +112,7 @@ export const CONTROL_PLANE_SCHEMAS: Record<string, SchemaObject> = {
   UpdateProvider: { type: 'object', properties: providerFields, additionalProperties: false },
   Provider: {
     type: 'object',
-    required: ['name', 'enabled', 'source', 'has_secret', 'max_queue_len', 'queue_timeout_secs', 'request_timeout_secs', 'max_models', 'models', 'priority', 'capabilities', 'workers_connected', 'queue_depth'],
+    required: ['name', 'enabled', 'source', 'has_secret', 'max_queue_len', 'queue_timeout_secs', 'request_timeout_secs', 'max_models', 'models', 'priority', 'capabilities', 'aliases', 'workers_connected', 'queue_depth'],
     properties: {
       name: { type: 'string' },
       enabled: { type: 'boolean' },
@@ -119,6 +125,7 @@ export const CONTROL_PLANE_SCHEMAS: Record<string, SchemaObject> = {
       models: { type: 'array', items: { type: 'string' } },
       priority: { type: 'integer', nullable: true },
       capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities') },
+      aliases: { type: 'object', additionalProperties: { type: 'string' }, description: 'Pool aliases (`POST /v1/pools/{id}/reload`).' },
       workers_connected: { type: 'integer' },
       queue_depth: { type: 'integer' },
     },
@@ -371,32 +378,45 @@ export const CONTROL_PLANE_SCHEMAS: Record<string, SchemaObject> = {
   },
   ReloadResult: {
     type: 'object',
-    required: ['reloaded', 'changes'],
+    required: ['reloaded', 'config_file', 'changes', 'restart_required', 'warnings'],
     properties: {
       reloaded: { type: 'boolean', enum: [true] },
-      changes: { type: 'object', additionalProperties: true, description: 'What the reload changed, by configuration section.' },
+      config_file: { type: 'string', nullable: true },
+      changes: {
+        type: 'object',
+        description: 'What the reload changed, by part: names added, updated and removed; `routing` has one entry per changed key, `{from, to}` or `{added, updated, removed}`.',
+        properties: {
+          providers: nameChanges(),
+          tenants: nameChanges('overridden'),
+          routing: { type: 'object', additionalProperties: { type: 'object', additionalProperties: true } },
+        },
+        additionalProperties: true,
+      },
+      restart_required: { type: 'array', items: { type: 'string' }, description: 'Changed settings that need a restart (by YAML key): not applied.' },
+      warnings: { type: 'array', items: { type: 'string' } },
     },
   },
   PoolReload: {
     type: 'object',
+    description: 'A field left out keeps its value; a field given replaces it as a whole (`{}` or `[]` clears it; `null` is refused).',
     properties: {
-      models: { type: 'array', items: { type: 'string' }, description: "The pool's declared models." },
-      aliases: { type: 'object', additionalProperties: { type: 'string' }, description: 'alias → target model (single level).' },
-      capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Per-model capability declarations.' },
+      models: { type: 'array', maxItems: 10000, items: { type: 'string', minLength: 1, maxLength: 256 }, description: "The pool's declared models." },
+      aliases: { type: 'object', additionalProperties: { type: 'string' }, description: "Pool aliases, `{alias: target}`: each target a model of the pool; single level." },
+      capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Per-model capability declarations (`"*"` for every model).' },
     },
     additionalProperties: false,
   },
-  PoolState: {
+  PoolDeclarations: {
     type: 'object',
-    required: ['id'],
-    description: "The pool's state after the reload.",
+    required: ['id', 'models', 'aliases', 'capabilities'],
+    description: "The pool's declarations after the reload.",
     properties: {
       id: { type: 'string' },
       models: { type: 'array', items: { type: 'string' } },
       aliases: { type: 'object', additionalProperties: { type: 'string' } },
       capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities') },
     },
-    additionalProperties: true,
+    additionalProperties: false,
   },
 };
 
@@ -444,10 +464,35 @@ const DRAIN_WORKER_EXAMPLES: Record<string, XExample> = {
   unknown: { summary: 'An unknown worker id', request: { path: '/admin/workers/no-such-worker/drain', body: {} }, response: { status: 404, body: body(notFoundWorker) } },
 };
 
-/** `problems` of a refused reload (the contract of the reload routes). */
-const reloadRefused = (problems: string[]) => Errors.invalidRequest(`Configuration has ${problems.length} problem(s); nothing was applied`).with({ fields: { problems } });
-const RELOAD_PROBLEMS = ['routing.aliases: "gpt-4" points at itself', 'tenants.team-a.rpm must be a number >= 0'];
-const POOL_RELOAD_PROBLEMS = ['capabilities.llama3:8b.vision must be true or false', 'aliases.fast: an alias and its target must be non-empty model names'];
+/** The answers of the reload examples: the pool reload and configuration reload docs' own. */
+const RELOADED = {
+  reloaded: true,
+  config_file: '/etc/switchboard/switchboard.yaml',
+  changes: {
+    routing: { aliases: { added: ['gpt-4o'], updated: [], removed: [] }, strategy: { from: 'smart', to: 'round_robin' } },
+    providers: { added: ['gpu-west'], updated: ['gpu-east'], removed: ['old-pool'] },
+    tenants: { added: ['team-c'], updated: ['team-a'], removed: [], overridden: [] },
+  },
+  restart_required: ['heartbeat_interval_secs'],
+  warnings: [],
+};
+export const POOL_RELOAD_EXAMPLE = {
+  path: '/v1/pools/gpu-east/reload',
+  body: { models: ['llama-3.1-70b', 'llama-3.1-8b'], aliases: { fast: 'llama-3.1-8b' }, capabilities: { 'llama-3.1-70b': { vision: false, context_length: 32768 } } },
+};
+export const POOL_RELOAD_REFUSED = {
+  path: '/v1/pools/gpu-east/reload',
+  body: { aliases: { fast: 'llama-3.1-8b' }, capabilities: { 'llama-3.1-8b': { vision: 'yes' } } },
+  problems: [
+    'capabilities.llama-3.1-8b.vision must be true or false',
+    'aliases.fast: target "llama-3.1-8b" is not a model of pool "gpu-east" (declare it in models, or connect a worker that serves it)',
+  ],
+};
+/** A config file whose reload is refused, and the problems the gateway names for it. */
+export const CONFIG_RELOAD_REFUSED = {
+  file: 'bogus_key: 1\ntenants:\n  team-a:\n    rpm: -5\n',
+  problems: ['tenants.team-a.rpm must be an integer >= 0 <= 9007199254740991, got "-5"', 'bogus_key (config file) is not a setting'],
+};
 
 export const CONTROL_PLANE_API = {
   listProviders: {
@@ -640,59 +685,60 @@ export const CONTROL_PLANE_API = {
       },
     },
   },
-  /** Documented from the contract before the route is in this tree: see `documented-routes.ts`. */
   reload: {
     operationId: 'reloadConfiguration',
     summary: 'Reload the configuration file',
-    description: 'Reads the configuration again and applies what changed. Nothing is applied when it has problems: `400` lists them all in `error.problems`.',
+    description:
+      'Re-reads `CONFIG_FILE` (like SIGHUP) and applies its providers, routing and tenants all or nothing. Settings that need a restart are listed in ' +
+      '`restart_required` and not applied. When the file has problems nothing changes: `400` lists every one in `error.problems`.',
     tags: [TAGS.config],
     security: ADMIN_SECURITY,
     responses: {
-      200: jsonResponse('Reloaded', ref('ReloadResult')),
-      ...admin(['invalid_request'], { invalid_request: reloadRefused(RELOAD_PROBLEMS) }),
+      200: jsonResponse('Reloaded', ref('ReloadResult'), RELOADED),
+      ...admin(['invalid_request'], { invalid_request: rejectedWithProblems('Configuration', CONFIG_RELOAD_REFUSED.problems) }),
     },
     xExamples: {
-      reloaded: {
-        summary: 'The file changed an alias and a tenant limit',
-        request: { path: '/admin/reload' },
-        response: { status: 200, body: { reloaded: true, changes: { aliases: { added: ['fast'], removed: [] }, tenants: { updated: ['team-a'] } } } },
-      },
+      reloaded: { summary: 'A new global alias, strategy, provider and tenant; a restart-only setting changed', request: { path: '/admin/reload' }, response: { status: 200, body: RELOADED } },
       refused: {
-        summary: 'The file has problems: nothing is applied',
+        summary: 'The file has problems: nothing changes',
         request: { path: '/admin/reload' },
-        response: { status: 400, body: body(reloadRefused(RELOAD_PROBLEMS)) },
+        response: { status: 400, body: body(rejectedWithProblems('Configuration', CONFIG_RELOAD_REFUSED.problems)) },
       },
     },
   },
   reloadPool: {
     operationId: 'reloadPool',
     summary: "Replace a pool's models, aliases or capabilities",
-    description: 'Applies the given sections at once and answers the pool\'s new state; `400` lists every problem in `error.problems` and applies nothing.',
+    description:
+      "Validates the whole body, then swaps the three in at once and stores them; answers the pool's new declarations. Any problem answers `400` " +
+      'with every one in `error.problems`, and nothing changes. An unknown pool is `404` before the body is judged.',
     tags: [TAGS.pools],
     security: ADMIN_SECURITY,
     parameters: [poolId],
     requestBody: {
       required: false,
-      content: json(ref('PoolReload'), { typical: { summary: 'New models and an alias', value: { models: ['llama3:8b', 'llama3:70b'], aliases: { fast: 'llama3:8b' } } } }),
+      content: json(ref('PoolReload'), { typical: { summary: 'New models, an alias and a capability declaration', value: POOL_RELOAD_EXAMPLE.body } }),
     },
     responses: {
-      200: jsonResponse("The pool's new state", ref('PoolState')),
-      ...admin(['invalid_request', 'not_found'], { invalid_request: reloadRefused(POOL_RELOAD_PROBLEMS), not_found: notFoundPool }),
+      200: jsonResponse("The pool's new declarations", ref('PoolDeclarations'), { id: 'gpu-east', ...POOL_RELOAD_EXAMPLE.body }),
+      ...admin(['invalid_request', 'not_found', 'internal_error'], {
+        invalid_request: rejectedWithProblems("Reload of pool 'gpu-east'", POOL_RELOAD_REFUSED.problems),
+        not_found: notFoundPool,
+        internal_error: new GatewayError('internal_error', "Pool 'gpu-east' could not be stored; its previous models, aliases and capabilities stay"),
+      }),
     },
     xExamples: {
       reloaded: {
-        summary: 'New models, an alias and a capability declaration',
-        request: { path: '/v1/pools/gpu-a/reload', body: { models: ['llama3:8b', 'llama3:70b'], aliases: { fast: 'llama3:8b' }, capabilities: { 'llama3:70b': { tools: true, context_length: 8192 } } } },
-        response: {
-          status: 200,
-          body: { id: 'gpu-a', models: ['llama3:8b', 'llama3:70b'], aliases: { fast: 'llama3:8b' }, capabilities: { 'llama3:70b': { tools: true, context_length: 8192 } } },
-        },
+        summary: 'New models, an alias and a capability declaration, all at once',
+        request: POOL_RELOAD_EXAMPLE,
+        response: { status: 200, body: { id: 'gpu-east', ...POOL_RELOAD_EXAMPLE.body } },
       },
       refused: {
-        summary: 'Problems: nothing is applied',
-        request: { path: '/v1/pools/gpu-a/reload', body: { aliases: { fast: '' }, capabilities: { 'llama3:8b': { vision: 'yes' } } } },
-        response: { status: 400, body: body(reloadRefused(POOL_RELOAD_PROBLEMS)) },
+        summary: 'Problems: nothing changes',
+        request: { path: POOL_RELOAD_REFUSED.path, body: POOL_RELOAD_REFUSED.body },
+        response: { status: 400, body: body(rejectedWithProblems("Reload of pool 'gpu-east'", POOL_RELOAD_REFUSED.problems)) },
       },
+      unknown: { summary: 'An unknown pool (checked before the body)', request: { path: '/v1/pools/gpu-z/reload', body: {} }, response: { status: 404, body: body(notFoundPool) } },
     },
   },
 } satisfies Record<string, OperationDoc>;
