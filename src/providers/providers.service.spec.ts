@@ -81,3 +81,28 @@ describe('ProvidersService worker-secret verification', () => {
     expect(await providers.verifyWorkerSecret('local', 'first-secret')).toBe('disabled');
   });
 });
+
+describe('ProvidersService hardening', () => {
+  it('costs a known provider without a presented secret the same scrypt as an unknown provider (no timing oracle for names)', async () => {
+    const providers = await service();
+    const scrypt = jest.spyOn(secretHash, 'verifySecret');
+    try {
+      expect(await providers.verifyWorkerSecret('local', undefined)).toBe('no_secret');
+      expect(await providers.verifyWorkerSecret('nosuch', undefined)).toBe('unknown_provider');
+      expect(scrypt).toHaveBeenCalledTimes(2);
+    } finally {
+      scrypt.mockRestore();
+    }
+  });
+
+  it('leaves a provider unchanged when storing an update fails (no rotated secret or disable live in memory only)', async () => {
+    const store = new MemoryProviderStore();
+    const local: ProviderConfig = { name: 'local', secret: 'first-secret', enabled: true, models: [], capabilities: {}, ...limits };
+    const providers = new ProvidersService({ providers: [local], providerDefaults: limits } as unknown as AppConfig, store);
+    await providers.onModuleInit();
+    jest.spyOn(store, 'save').mockRejectedValueOnce(new Error('database is locked'));
+    await expect(providers.update('local', { secret: 'second-secret', enabled: false })).rejects.toThrow('database is locked');
+    expect(providers.get('local')?.enabled).toBe(true);
+    expect(await providers.verifyWorkerSecret('local', 'first-secret')).toBe('ok');
+  });
+});

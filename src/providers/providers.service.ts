@@ -250,7 +250,11 @@ export class ProvidersService implements OnModuleInit {
       await verifySecret(secret ?? '', await (this.dummyHash ??= hashSecret('switchboard-dummy')));
       return provider ? 'bad_secret' : 'unknown_provider';
     }
-    if (!secret) return 'no_secret';
+    if (!secret) {
+      // Same cost as an unknown provider, so timing does not reveal which provider names exist.
+      await verifySecret('', await (this.dummyHash ??= hashSecret('switchboard-dummy')));
+      return 'no_secret';
+    }
     const hash = provider.secretHash;
     if (!this.verified.matches(name, secret, hash)) {
       if (!(await verifySecret(secret, hash))) return 'bad_secret';
@@ -300,8 +304,9 @@ export class ProvidersService implements OnModuleInit {
     if (patch.priority !== undefined) changes.priority = patch.priority;
     if (patch.capabilities !== undefined) changes.capabilities = patch.capabilities;
     if (patch.models !== undefined) changes.models = patch.models;
+    // Stored first: a failed write must not leave a rotated secret or a disable live in memory only.
+    await this.store.save({ ...toRecord(p), ...changes });
     this.assign(p, changes);
-    await this.store.save(toRecord(p));
     return p;
   }
 

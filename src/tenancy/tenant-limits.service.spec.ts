@@ -64,7 +64,16 @@ describe('TenantLimits (in memory, fake clock)', () => {
     expect(admit(acme).error).toBeUndefined(); // the tenant still has room
   });
 
-  it('sends no rate-limit headers when no limit applies', () => {
+  it("a key held at its own limit does not spend its tenant's allowance (the tenant's other keys keep it)", () => {
+    setup({ TENANT_RATE_LIMIT_acme: '10req/min' });
+    const throttled: ClientIdentity = { ...acme, keyId: 'k-low', keyLimits: { rpm: 1 } };
+    const sibling: ClientIdentity = { ...acme, keyId: 'k-other' };
+    for (let i = 0; i < 10; i++) admit(throttled);
+    for (let i = 0; i < 9; i++) expect(admit(sibling).error).toBeUndefined();
+    expect(admit(sibling).error?.code).toBe('rate_limit_exceeded');
+  });
+
+    it('sends no rate-limit headers when no limit applies', () => {
     setup({});
     expect(admit()).toEqual({ headers: {} });
   });

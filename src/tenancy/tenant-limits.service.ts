@@ -52,16 +52,40 @@ export class TenantLimits {
     const finish = (lookDecisions: RateDecision[]): MaybePromise<LimitVerdict> => {
       const refusedLook = lookDecisions.findIndex((d) => !d.allowed);
       if (refusedLook >= 0) return this.verdict(identity, looks, lookDecisions, looks[refusedLook], lookDecisions[refusedLook]);
-      const taken = run(takes);
       const done = (takeDecisions: RateDecision[]) => {
-        const all = [...looks, ...takes];
+        const all = [...looks, ...takes.slice(0, takeDecisions.length)];
         const decisions = [...lookDecisions, ...takeDecisions];
         const refused = takeDecisions.findIndex((d) => !d.allowed);
         return this.verdict(identity, all, decisions, takes[refused], takeDecisions[refused]);
       };
-      return taken.some((d) => d instanceof Promise) ? Promise.all(taken).then(done) : done(taken as RateDecision[]);
+      return this.takeInOrder(takes, now, [], done);
     };
     return looked.some((d) => d instanceof Promise) ? Promise.all(looked).then(finish) : finish(looked as RateDecision[]);
+  }
+
+  /**
+   * Takes the request buckets one after the other and stops at the first refusal, so a refused
+   * bucket leaves the later ones untouched (synchronous in memory, chained with Redis).
+   */
+  private takeInOrder(
+    takes: Check[],
+    now: number | undefined,
+    decided: RateDecision[],
+    done: (decisions: RateDecision[]) => LimitVerdict,
+  ): MaybePromise<LimitVerdict> {
+    while (decided.length < takes.length) {
+      const c = takes[decided.length];
+      const d = this.limiter.tryConsume(c.bucket, c.cost, now);
+      if (d instanceof Promise) return d.then((r) => this.step(takes, now, decided, r, done));
+      decided.push(d);
+      if (!d.allowed) break;
+    }
+    return done(decided);
+  }
+
+  private step(takes: Check[], now: number | undefined, decided: RateDecision[], d: RateDecision, done: (decisions: RateDecision[]) => LimitVerdict): MaybePromise<LimitVerdict> {
+    decided.push(d);
+    return d.allowed ? this.takeInOrder(takes, now, decided, done) : done(decided);
   }
 
   /** Charges a finished request's tokens to the token buckets that apply (fire and forget). */
@@ -83,8 +107,10 @@ export class TenantLimits {
     add('tokens', `tpm:tenant:${identity.tenant}`, settings.tpm, MINUTE);
     add('budget', `tpd:tenant:${identity.tenant}`, settings.tokensPerDay, DAY);
     if (identity.keyId) add('tokens', `tpm:key:${identity.keyId}`, identity.keyLimits?.tpm, MINUTE);
-    add('requests', `rpm:tenant:${identity.tenant}`, settings.rpm, MINUTE);
+    // The key's own bucket is taken first: a key refused at its own limit then costs its tenant
+    // nothing, so one throttled key cannot use up what the tenant's other keys share.
     if (identity.keyId) add('requests', `rpm:key:${identity.keyId}`, identity.keyLimits?.rpm, MINUTE);
+    add('requests', `rpm:tenant:${identity.tenant}`, settings.rpm, MINUTE);
     return checks;
   }
 

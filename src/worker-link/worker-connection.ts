@@ -41,6 +41,9 @@ type State = 'authenticating' | 'awaiting_register' | 'registered' | 'closed';
 
 const log = new Logger('WorkerLink');
 
+/** The limiter scope of every provider name the gateway does not know. */
+const UNKNOWN_PROVIDER = '\u0000unknown-provider';
+
 /** Column size of worker records' remote_address. */
 const MAX_ADDRESS_LENGTH = 128;
 
@@ -71,7 +74,9 @@ export class WorkerConnection implements WorkerChannel {
     this.clientKey = deps.limiter.clientKey(request.socket.remoteAddress, request.headers).slice(0, MAX_ADDRESS_LENGTH);
     const url = new URL(request.url ?? '/', 'ws://gateway');
     this.providerName = url.searchParams.get('provider') || deps.config.defaultProviderName;
-    this.limiterKey = deps.limiter.scopedKey(this.clientKey, this.providerName);
+    // Unknown provider names share one entry per address: inventing a new name for every
+    // attempt must not dodge the limiter (each attempt still costs a dummy scrypt).
+    this.limiterKey = deps.limiter.scopedKey(this.clientKey, deps.providers.get(this.providerName) ? this.providerName : UNKNOWN_PROVIDER);
     // The header wins whenever it is present, even when it is wrong (no silent fallback).
     const header = request.headers['x-worker-secret'];
     this.secret = header !== undefined ? (Array.isArray(header) ? header[0] : header) : (url.searchParams.get('worker_secret') ?? undefined);

@@ -305,6 +305,27 @@ providers:
   });
 });
 
+describe('worker link: failed-auth rate limiting of unknown provider names', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({ AUTH_FAILURE_LIMIT: '3', AUTH_FAILURE_WINDOW_SECS: '60', AUTH_BLOCK_SECS: '60' });
+  });
+  afterAll(() => gw.close());
+
+  it('counts every unknown provider name against one entry per address, so inventing names does not dodge the limit', async () => {
+    for (let i = 0; i < 3; i++) {
+      const probe = await ScriptedWorker.connect(gw.workerUrl, { provider: `invented-${i}`, secret: 'guess' });
+      expect(await probe.closed).toEqual({ code: 1008, reason: 'worker authentication failed' });
+    }
+    const next = await ScriptedWorker.connect(gw.workerUrl, { provider: 'invented-99', secret: 'guess' });
+    expect(await next.closed).toEqual({ code: 1008, reason: 'worker authentication temporarily rate limited' });
+    // A known provider on that address is not blocked by the guessing.
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['still-fine'] });
+    expect(ack.worker_id).toMatch(/^w-/);
+    worker.close();
+  });
+});
+
 describe('worker link: periodic model refresh', () => {
   let gw: TestGateway;
   beforeAll(async () => {
