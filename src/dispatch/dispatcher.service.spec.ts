@@ -207,3 +207,47 @@ describe('Dispatcher (fake clock)', () => {
     expect(sink.outcome.error?.code).toBe('provider_deleted');
   });
 });
+
+describe('Dispatcher: late frames of cancelled requests', () => {
+  it('drops a late chunk for a cancelled request even after more than a thousand other requests finished on the worker', async () => {
+    const clock = new FakeClock();
+    const config = loadConfig({ CANCEL_GRACE_SECS: '1', PROVIDER_NAME: 'local', MAX_QUEUE_LEN: '10' });
+    const providers = new ProvidersService(config, new MemoryStore());
+    await providers.onModuleInit();
+    const registry = new WorkerRegistry();
+    const records = new NoRecords();
+    const metrics = new MetricsService();
+    const dispatcher = new Dispatcher(config, clock, providers, registry, new AdmissionQueue(), new Router(config, clock, providers, registry, records, metrics), records, metrics, new LifecycleState());
+    const channel = new RecordingChannel();
+    const worker = new LiveWorker('w-late', 'local', 'w-late', ['m'], 1, '127.0.0.1', clock.now(), channel);
+    dispatcher.attachWorker(worker);
+    const submit = () => {
+      const req = new RelayRequest({
+        id: `r-${Math.random()}`,
+        model: 'm',
+        endpointPath: '/v1/chat/completions',
+        isStreaming: false,
+        body: '{}',
+        headers: undefined,
+        correlationId: 'c',
+        tenant: 'default',
+        priority: 1,
+        sink: new RecordingSink(),
+        route: { model: 'm', requirements: extractRequirements('/v1/chat/completions', {}) },
+      });
+      dispatcher.submit(req);
+      return req;
+    };
+    const cancelled = submit();
+    (cancelled.sink as RecordingSink).clientGone = true;
+    dispatcher.clientGone(cancelled); // cancel sent, slot held
+    clock.advance(1000); // the daemon never confirmed: the grace period gives the slot back
+    for (let i = 0; i < 1100; i++) {
+      worker.lastSeenAt = clock.now();
+      const r = submit();
+      expect(dispatcher.onComplete(worker, { type: 'response_complete', request_id: r.id, status_code: 200, body: '{}' })).toBe('ok');
+    }
+    expect(dispatcher.onChunk(worker, cancelled.id, 'data: late\n\n')).toBe('ok');
+    expect(dispatcher.onChunk(worker, 'r-never-assigned', 'x')).toBe('unknown');
+  });
+});

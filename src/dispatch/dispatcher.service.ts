@@ -229,7 +229,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (!cancelTimer) return false;
     cancelTimer();
     worker.held.delete(requestId);
-    worker.retire(requestId);
+    worker.retireCancelled(requestId);
     return true;
   }
 
@@ -489,7 +489,7 @@ export class Dispatcher implements OnApplicationBootstrap {
   }
 
   private lateFrame(worker: LiveWorker, requestId: string): FrameVerdict {
-    return worker.held.has(requestId) || worker.retired.has(requestId) ? 'ok' : 'unknown';
+    return worker.isLate(requestId) ? 'ok' : 'unknown';
   }
 
   /** Frees the request's slot on its worker (the request itself is settled by the caller). */

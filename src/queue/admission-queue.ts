@@ -24,6 +24,8 @@ export interface ServingWorker {
 export type AdmitResult = 'admitted' | 'provider_full' | 'tenant_full';
 
 const LEVELS = 3;
+/** Tenants whose last turn is remembered; beyond it, the oldest idle ones are forgotten. */
+const TENANT_TURNS_KEPT = 4096;
 
 /** Requests waiting for one model: per priority level, per tenant, oldest first. */
 class ModelQueue<T extends Queueable> {
@@ -126,7 +128,11 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
     if (!best) return undefined;
     const item = best.list[best.index];
     this.removeAt(best.mq, best.list, best.index);
-    if (this.tenantDepth(item.tenant) > 0) this.tenantTurn.set(item.tenant, ++this.turn);
+    // Remembered even when the tenant has nothing left waiting: a tenant that keeps one request
+    // queued at a time must not come back as "never served" and jump every backlog.
+    this.tenantTurn.delete(item.tenant);
+    this.tenantTurn.set(item.tenant, ++this.turn);
+    if (this.tenantTurn.size > TENANT_TURNS_KEPT) this.forgetIdleTurns();
     return item;
   }
 
@@ -150,6 +156,14 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
 
   totalDepth(): number {
     return this.total;
+  }
+
+  /** Turns of tenants with nothing waiting, oldest first, until the map is back to half its bound. */
+  private forgetIdleTurns(): void {
+    for (const tenant of this.tenantTurn.keys()) {
+      if (this.tenantTurn.size <= TENANT_TURNS_KEPT / 2) return;
+      if (this.tenantDepth(tenant) === 0) this.tenantTurn.delete(tenant);
+    }
   }
 
   /** Base level minus one per aging period waited, never above high. */
@@ -178,7 +192,7 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
 
   private count(item: T, delta: number): void {
     bump(this.depthByProvider, item.queueProvider, delta);
-    if (bump(this.depthByTenant, item.tenant, delta) === 0) this.tenantTurn.delete(item.tenant);
+    bump(this.depthByTenant, item.tenant, delta);
     this.total += delta;
   }
 }

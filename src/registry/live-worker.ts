@@ -4,6 +4,13 @@ import { WorkerHealth } from '../routing/worker-health';
 import { declaredFor } from '../routing/capabilities';
 
 const RETIRED_IDS_KEPT = 1024;
+const CANCELLED_IDS_KEPT = 16384;
+
+/** Adds to a bounded insertion-ordered set, dropping the oldest entry past `max`. */
+function remember(set: Set<string>, id: string, max: number): void {
+  set.add(id);
+  if (set.size > max) set.delete(set.values().next().value as string);
+}
 /** Marks "this model has no declarations" in the per-model cache (one lookup instead of two). */
 const NOTHING_DECLARED: ModelCapabilities = Object.freeze({});
 
@@ -51,6 +58,8 @@ export class LiveWorker {
   readonly pausedBy = new Set<string>();
   /** Ids of requests this worker finished recently: late frames for them are dropped, not fatal. */
   readonly retired = new Set<string>();
+  /** Ids of cancelled requests whose slot was given back (see retireCancelled). */
+  private readonly cancelled = new Set<string>();
   drainTimer: TimerHandle | undefined;
 
   constructor(
@@ -121,8 +130,21 @@ export class LiveWorker {
 
   /** Remembers a finished request id (bounded), so a late chunk or completion is not a protocol error. */
   retire(requestId: string): void {
-    this.retired.add(requestId);
-    if (this.retired.size > RETIRED_IDS_KEPT) this.retired.delete(this.retired.values().next().value as string);
+    remember(this.retired, requestId, RETIRED_IDS_KEPT);
+  }
+
+  /**
+   * Remembers a cancelled request whose slot was given back: its daemon may keep sending frames
+   * for it long after (the public daemon never confirms a cancel), so these ids are kept apart
+   * from the completions' FIFO, which a busy worker turns over in seconds.
+   */
+  retireCancelled(requestId: string): void {
+    remember(this.cancelled, requestId, CANCELLED_IDS_KEPT);
+  }
+
+  /** Whether frames for this request id are late ones to drop (finished, cancelled or held). */
+  isLate(requestId: string): boolean {
+    return this.held.has(requestId) || this.retired.has(requestId) || this.cancelled.has(requestId);
   }
 
   /** Model list in first-seen order, `*` included, as acknowledged. */
