@@ -1,6 +1,20 @@
 import fc from 'fast-check';
 import { DEFAULT_WEIGHTS, score, ScoreInputs } from './scoring';
-import { CandidateView, pickFrom, PriorityOnlyStrategy, RandomStrategy, RoundRobinStrategy, SmartStrategy } from './strategies';
+import { PriorityOnlyStrategy, RandomStrategy, RoundRobinStrategy, RoutingStrategy, Rotating, SmartStrategy } from './strategies';
+
+/** What a candidate looks like to a strategy in these tests. */
+interface CandidateView<W> {
+  priority(worker: W): number;
+  pending(worker: W): number;
+  latencyMs(worker: W): number;
+}
+
+/** One decision over a list of candidates, as the router makes it in one pass. */
+function pickFrom<W extends Rotating>(strategy: RoutingStrategy<W>, candidates: readonly W[], view?: CandidateView<W>): W | undefined {
+  strategy.begin();
+  for (const w of candidates) strategy.offer(w, view?.priority(w) ?? 0, view?.pending(w) ?? 0, view?.latencyMs(w) ?? 0);
+  return strategy.end();
+}
 
 interface W {
   name: string;

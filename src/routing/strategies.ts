@@ -18,20 +18,6 @@ export interface RoutingStrategy<W extends Rotating> {
   end(): W | undefined;
 }
 
-/** What a candidate looks like to a strategy, for callers that hold candidates in a list. */
-export interface CandidateView<W> {
-  priority(worker: W): number;
-  pending(worker: W): number;
-  latencyMs(worker: W): number;
-}
-
-/** Runs one decision over a list of candidates. */
-export function pickFrom<W extends Rotating>(strategy: RoutingStrategy<W>, candidates: readonly W[], view?: CandidateView<W>): W | undefined {
-  strategy.begin();
-  for (const w of candidates) strategy.offer(w, view?.priority(w) ?? 0, view?.pending(w) ?? 0, view?.latencyMs(w) ?? 0);
-  return strategy.end();
-}
-
 /** A candidate carries a slot for the rotation's bookkeeping (read on every decision). */
 export interface Rotating {
   rotationSeq: number;
