@@ -1,4 +1,4 @@
-import { encodeMessage, parseServerMessage, parseWorkerMessage, ProtocolError } from './codec';
+import { DroppedFrame, encodeMessage, parseServerMessage, parseWorkerMessage, ProtocolError } from './codec';
 
 describe('worker protocol codec', () => {
   it('parses a register frame and ignores unknown fields', () => {
@@ -69,5 +69,35 @@ describe('worker protocol codec', () => {
     const frame = { type: 'cancel', request_id: 'r-1', reason: 'timeout' } as const;
     expect(parseServerMessage(encodeMessage(frame))).toEqual(frame);
     expect(() => parseServerMessage('{"type":"cancel","request_id":"r","reason":"bored"}')).toThrow(ProtocolError);
+  });
+
+  describe('model lifecycle frames (negotiated)', () => {
+    it('reads a lifecycle_status with its figures and ignores unknown fields', () => {
+      const m = parseWorkerMessage(
+        '{"type":"lifecycle_status","task_id":"load-1","status":"loading","progress":0.5,"eta_secs":12,"gpu_memory_used_mb":4096,"extra":true}',
+      );
+      expect(m).toEqual({ type: 'lifecycle_status', task_id: 'load-1', status: 'loading', progress: 0.5, eta_secs: 12, gpu_memory_used_mb: 4096 });
+    });
+
+    it.each([
+      ['progress above 1', '{"type":"lifecycle_status","task_id":"t","status":"loading","progress":7}'],
+      ['an unknown status', '{"type":"lifecycle_status","task_id":"t","status":"exploded"}'],
+      ['a negative figure', '{"type":"lifecycle_status","task_id":"t","status":"completed","memory_freed_mb":-3}'],
+      ['a missing task id', '{"type":"lifecycle_status","status":"completed"}'],
+      ['a non-string error', '{"type":"lifecycle_status","task_id":"t","status":"failed","error":{"x":1}}'],
+    ])('drops a report with %s instead of failing the session', (_label, text) => {
+      expect(() => parseWorkerMessage(text)).toThrow(DroppedFrame);
+      expect(() => parseWorkerMessage(text)).not.toThrow(ProtocolError);
+    });
+
+    it('round-trips the server commands through the daemon parser', () => {
+      const load = { type: 'model_load', task_id: 't1', model_id: 'm', quantization: 'q4', max_context_length: 8192, gpu_memory_budget_mb: 4000, evict_model: 'old', verified_op_token: 'tok' } as const;
+      const unload = { type: 'model_unload', task_id: 't2', model_id: 'm' } as const;
+      const flush = { type: 'cache_flush', task_id: 't3', scope: 'tenant', tenant_id: 'acme' } as const;
+      expect(parseServerMessage(encodeMessage(load))).toEqual(load);
+      expect(parseServerMessage(encodeMessage(unload))).toMatchObject(unload);
+      expect(parseServerMessage(encodeMessage(flush))).toMatchObject(flush);
+      expect(() => parseServerMessage('{"type":"cache_flush","task_id":"t","scope":"everything"}')).toThrow(ProtocolError);
+    });
   });
 });

@@ -1,4 +1,9 @@
 import {
+  CACHE_FLUSH_SCOPES,
+  CacheFlushScope,
+  LIFECYCLE_STATUSES,
+  LifecycleStatus,
+  LifecycleStatusMessage,
   CANCEL_REASONS,
   CancelReason,
   EXTENDED_CANCEL_REASONS,
@@ -8,6 +13,17 @@ import {
   TokenCounts,
   WorkerToServerMessage,
 } from './messages';
+
+/**
+ * A frame that is well-formed JSON of a known type but carries values the receiver cannot use
+ * (a lifecycle report with `progress` 7): it is logged and dropped, the session goes on.
+ */
+export class DroppedFrame extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DroppedFrame';
+  }
+}
 
 /** A frame that does not follow the wire format. */
 export class ProtocolError extends Error {
@@ -228,9 +244,39 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         code: str(o, type, 'code'),
         message: str(o, type, 'message'),
       };
+    case 'lifecycle_status':
+      return parseLifecycleStatus(o);
     default:
       throw new ProtocolError(`unknown message type "${type}"`);
   }
+}
+
+const LIFECYCLE_FIGURES = ['eta_secs', 'gpu_memory_used_mb', 'gpu_memory_freed_mb', 'entries_removed', 'memory_freed_mb'] as const;
+const LIFECYCLE_ERROR_MAX = 1024;
+
+/** A worker's lifecycle report; nonsense in it drops the frame (`DroppedFrame`), never the session. */
+function parseLifecycleStatus(o: Json): LifecycleStatusMessage {
+  const drop = (why: string): never => {
+    throw new DroppedFrame(`lifecycle_status${typeof o.task_id === 'string' ? ` for task ${o.task_id.slice(0, 128)}` : ''}: ${why}`);
+  };
+  if (typeof o.task_id !== 'string' || o.task_id.length === 0 || o.task_id.length > 128) drop('task_id: expected a string of 1-128 characters');
+  if (!(LIFECYCLE_STATUSES as readonly unknown[]).includes(o.status)) drop(`status: expected one of ${LIFECYCLE_STATUSES.join(', ')}`);
+  const message: LifecycleStatusMessage = { type: 'lifecycle_status', task_id: o.task_id as string, status: o.status as LifecycleStatus };
+  if (o.progress !== undefined && o.progress !== null) {
+    if (typeof o.progress !== 'number' || !(o.progress >= 0 && o.progress <= 1)) drop('progress: expected a number from 0 to 1');
+    message.progress = o.progress as number;
+  }
+  for (const field of LIFECYCLE_FIGURES) {
+    const v = o[field];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) drop(`${field}: expected a non-negative number`);
+    message[field] = v as number;
+  }
+  if (o.error !== undefined && o.error !== null) {
+    if (typeof o.error !== 'string') drop('error: expected a string');
+    message.error = (o.error as string).slice(0, LIFECYCLE_ERROR_MAX);
+  }
+  return message;
 }
 
 /** Parses and validates one server → worker frame (used by the worker daemon). */
@@ -272,6 +318,37 @@ export function parseServerMessage(text: string): ServerToWorkerMessage {
       };
     case 'models_refresh':
       return { type, reason: optStr(o, type, 'reason') };
+    case 'model_load':
+      return {
+        type,
+        task_id: str(o, type, 'task_id'),
+        model_id: str(o, type, 'model_id'),
+        quantization: optStr(o, type, 'quantization'),
+        max_context_length: optUint(o, type, 'max_context_length'),
+        gpu_memory_budget_mb: optUint(o, type, 'gpu_memory_budget_mb'),
+        evict_model: optStr(o, type, 'evict_model'),
+        verified_op_token: optStr(o, type, 'verified_op_token'),
+      };
+    case 'model_unload':
+      return {
+        type,
+        task_id: str(o, type, 'task_id'),
+        model_id: str(o, type, 'model_id'),
+        verified_op_token: optStr(o, type, 'verified_op_token'),
+      };
+    case 'cache_flush': {
+      const scope = str(o, type, 'scope');
+      if (!(CACHE_FLUSH_SCOPES as readonly string[]).includes(scope)) fail(type, 'scope', `one of ${CACHE_FLUSH_SCOPES.join(', ')}`);
+      return {
+        type,
+        task_id: str(o, type, 'task_id'),
+        scope: scope as CacheFlushScope,
+        model_id: optStr(o, type, 'model_id'),
+        tenant_id: optStr(o, type, 'tenant_id'),
+        tag: optStr(o, type, 'tag'),
+        verified_op_token: optStr(o, type, 'verified_op_token'),
+      };
+    }
     default:
       throw new ProtocolError(`unknown message type "${type}"`);
   }

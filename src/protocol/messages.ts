@@ -30,8 +30,18 @@ export const Features = {
   RESPONSE_START: 'response_start',
   /** The gateway may send the extended cancel reasons. */
   CANCEL_REASONS: 'cancel_reasons',
+  /** The gateway may send `model_load`, `model_unload` and `cache_flush`; the worker answers with `lifecycle_status`. */
+  MODEL_LIFECYCLE: 'model_lifecycle',
 } as const;
-export const GATEWAY_FEATURES: readonly string[] = [Features.RESPONSE_START, Features.CANCEL_REASONS];
+export const GATEWAY_FEATURES: readonly string[] = [Features.RESPONSE_START, Features.CANCEL_REASONS, Features.MODEL_LIFECYCLE];
+
+/** Where a lifecycle operation stands, as a worker reports it in `lifecycle_status`. */
+export const LIFECYCLE_STATUSES = ['accepted', 'loading', 'completed', 'failed', 'unsupported'] as const;
+export type LifecycleStatus = (typeof LIFECYCLE_STATUSES)[number];
+
+/** What a `cache_flush` clears. */
+export const CACHE_FLUSH_SCOPES = ['all', 'model', 'tenant', 'tag'] as const;
+export type CacheFlushScope = (typeof CACHE_FLUSH_SCOPES)[number];
 
 export interface TokenCounts {
   prompt_tokens?: number;
@@ -122,8 +132,27 @@ export interface WorkerErrorMessage {
   message: string;
 }
 
+/**
+ * Negotiated (`model_lifecycle`): progress or outcome of a `model_load`, `model_unload` or
+ * `cache_flush`. Figures the operation does not produce are omitted.
+ */
+export interface LifecycleStatusMessage {
+  type: 'lifecycle_status';
+  task_id: string;
+  status: LifecycleStatus;
+  /** 0–1. */
+  progress?: number;
+  eta_secs?: number;
+  gpu_memory_used_mb?: number;
+  gpu_memory_freed_mb?: number;
+  entries_removed?: number;
+  memory_freed_mb?: number;
+  error?: string;
+}
+
 export type WorkerToServerMessage =
   | RegisterMessage
+  | LifecycleStatusMessage
   | ModelsUpdateMessage
   | ResponseChunkMessage
   | ResponseCompleteMessage
@@ -175,8 +204,45 @@ export interface ModelsRefreshMessage {
   reason?: string;
 }
 
+/** Negotiated (`model_lifecycle`): load a model on the worker's backend, unloading `evict_model` first. */
+export interface ModelLoadMessage {
+  type: 'model_load';
+  task_id: string;
+  model_id: string;
+  quantization?: string;
+  max_context_length?: number;
+  gpu_memory_budget_mb?: number;
+  evict_model?: string;
+  /** The governance token the gateway verified, for backends that implement the runner API and check it again. */
+  verified_op_token?: string;
+}
+
+/** Negotiated (`model_lifecycle`): unload a model from the worker's backend. */
+export interface ModelUnloadMessage {
+  type: 'model_unload';
+  task_id: string;
+  model_id: string;
+  verified_op_token?: string;
+}
+
+/** Negotiated (`model_lifecycle`): flush the backend's KV cache within a scope. */
+export interface CacheFlushMessage {
+  type: 'cache_flush';
+  task_id: string;
+  scope: CacheFlushScope;
+  model_id?: string;
+  tenant_id?: string;
+  tag?: string;
+  verified_op_token?: string;
+}
+
+export type LifecycleCommandMessage = ModelLoadMessage | ModelUnloadMessage | CacheFlushMessage;
+
 export type ServerToWorkerMessage =
   | RegisterAckMessage
+  | ModelLoadMessage
+  | ModelUnloadMessage
+  | CacheFlushMessage
   | RequestMessage
   | CancelMessage
   | PingMessage

@@ -9,7 +9,9 @@ import {
   CloseReasons,
   Features,
   GATEWAY_FEATURES,
+  DroppedFrame,
   encodeMessage,
+  LifecycleStatusMessage,
   parseWorkerMessage,
   PROTOCOL_VERSION,
   ProtocolError,
@@ -35,6 +37,12 @@ export interface WorkerLinkDeps {
   metrics: MetricsService;
   lifecycle: LifecycleState;
   registry: WorkerRegistry;
+  /** Receives negotiated `lifecycle_status` reports; without it they are logged and dropped. */
+  lifecycleReports?: LifecycleReportHandler;
+}
+
+export interface LifecycleReportHandler {
+  onLifecycleStatus(worker: LiveWorker, message: LifecycleStatusMessage): void;
 }
 
 type State = 'authenticating' | 'awaiting_register' | 'registered' | 'closed';
@@ -162,7 +170,11 @@ export class WorkerConnection implements WorkerChannel {
     try {
       message = parseWorkerMessage(data.toString());
     } catch (e) {
-      return this.protocolError(e instanceof ProtocolError ? e.message : 'unreadable frame');
+      if (e instanceof DroppedFrame && this.state === 'registered') {
+        log.warn(`dropped a frame from worker ${this.worker?.id}: ${e.message}`);
+        return;
+      }
+      return this.protocolError(e instanceof ProtocolError || e instanceof DroppedFrame ? e.message : 'unreadable frame');
     }
     if (this.state === 'awaiting_register') return this.register(message);
     try {
@@ -264,6 +276,14 @@ export class WorkerConnection implements WorkerChannel {
       case 'error':
         if (message.request_id) dispatcher.onWorkerError(worker, message.request_id, message.code);
         else log.warn(`worker ${worker.id} reported error ${message.code}: ${message.message}`);
+        return;
+      case 'lifecycle_status':
+        // Not fatal even unnegotiated: a report about an operation is never worth a session.
+        if (!worker.features.has(Features.MODEL_LIFECYCLE) || !this.deps.lifecycleReports) {
+          log.warn(`dropped lifecycle_status for task ${message.task_id} from worker ${worker.id}: model_lifecycle not negotiated`);
+          return;
+        }
+        this.deps.lifecycleReports.onLifecycleStatus(worker, message);
         return;
       case 'register':
         return this.protocolError('second register frame');
