@@ -18,6 +18,7 @@ import { UsageModule } from './usage/usage.module';
 import { TenancyModule } from './tenancy/tenancy.module';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { DashboardModule } from './dashboard/dashboard.module';
+import { ArtifactsModule } from './artifacts/artifacts.module';
 
 @Module({})
 export class AppModule {
@@ -36,6 +37,7 @@ export class AppModule {
         AuthModule,
         TenancyModule,
         ApiKeysModule,
+        ArtifactsModule,
         QueueModule,
         DispatchModule,
         WorkerLinkModule,

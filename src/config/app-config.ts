@@ -5,6 +5,7 @@ import type { TenancyConfig } from '../tenancy/tenancy-config';
 import type { QueueConfig } from '../queue/queue-config';
 import type { UsageConfig } from '../usage/usage-config';
 import type { ApiKeysConfig } from '../api-keys/api-keys-config';
+import type { ArtifactsConfig } from '../artifacts/artifacts-config';
 
 export interface ProviderConfig {
   name: string;
@@ -81,4 +82,6 @@ export interface AppConfig {
   usage: UsageConfig;
   /** Client API keys: `REQUIRE_API_KEYS`, the config file's `keys:` (see docs/tenancy.md). */
   apiKeys: ApiKeysConfig;
+  /** The artifact registry: size bounds, write-behind, retention (see docs/artifacts.md). */
+  artifacts: ArtifactsConfig;
 }

@@ -96,6 +96,14 @@ const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
     lastUsedFlushIntervalMs: 'api_key_last_used_flush_secs',
     authLimiter: { maxFailures: 'client_auth_failure_limit', windowMs: 'client_auth_failure_window_secs', blockMs: 'client_auth_block_secs' },
   },
+  artifacts: {
+    maxBytes: 'artifacts.max_bytes',
+    inlineTranscriptBytes: 'artifacts.inline_transcript_bytes',
+    maxTranscriptBytes: 'artifacts.max_transcript_bytes',
+    retentionMs: 'artifacts.retention_days',
+    flushIntervalMs: 'artifacts.flush_interval_secs',
+    bufferBytes: 'artifacts.buffer_bytes',
+  },
 };
 
 /**

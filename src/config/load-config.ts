@@ -11,6 +11,7 @@ import { readTenancyConfig } from '../tenancy/tenancy-config';
 import { readQueueConfig } from '../queue/queue-config';
 import { readUsageConfig } from '../usage/usage-config';
 import { API_KEYS_YAML_KEYS, readApiKeysConfig } from '../api-keys/api-keys-config';
+import { readArtifactsConfig } from '../artifacts/artifacts-config';
 import { checkNumber, Env, NumberOpts, Reader, TIMER, TIMER_OR_ZERO, toMillis, Yaml } from './config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
@@ -189,7 +190,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const configFile = env.CONFIG_FILE || undefined;
   const file = configFile ? readConfigFile(configFile, problems) : {};
   const server = (file.server && typeof file.server === 'object' ? file.server : {}) as Yaml;
-  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue', 'usage', ...API_KEYS_YAML_KEYS]);
+  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue', 'usage', 'artifacts', ...API_KEYS_YAML_KEYS]);
 
   const listen = parseListenAddr(r.string('LISTEN_ADDR', 'listen_addr', '127.0.0.1:8080'), problems);
   const logLevel = r.string('LOG_LEVEL', 'log_level', 'info').toLowerCase();
@@ -229,6 +230,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const queue = readQueueConfig(env, file.queue, problems);
   const usage = readUsageConfig(env, file.usage, problems);
   const apiKeys = readApiKeysConfig(env, { ...file, ...server }, problems);
+  const artifacts = readArtifactsConfig(env, file.artifacts, problems);
   const instanceId = r.string('INSTANCE_ID', 'instance_id');
   const config: AppConfig = {
     listenHost: listen.host,
@@ -273,6 +275,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     queue,
     usage,
     apiKeys,
+    artifacts,
   };
 
   if (heartbeatTimeoutMs <= heartbeatIntervalMs && !r.problems.some((p) => p.startsWith('HEARTBEAT'))) {

@@ -6,8 +6,20 @@ import { ProviderEntity } from '../providers/provider.entity';
 import { WorkerRecordEntity } from '../registry/worker-record.entity';
 import { UsageRecordEntity } from '../usage/usage-record.entity';
 import { TenantEntity } from '../tenancy/tenant.entity';
+import { ArtifactEntity } from '../artifacts/artifact.entity';
+import { ArtifactTagEntity } from '../artifacts/artifact-tag.entity';
+import { ArtifactTranscriptEntity } from '../artifacts/artifact-transcript.entity';
 
-export const ENTITIES = [ProviderEntity, WorkerRecordEntity, ApiKeyEntity, TenantEntity, UsageRecordEntity];
+export const ENTITIES = [
+  ProviderEntity,
+  WorkerRecordEntity,
+  ApiKeyEntity,
+  TenantEntity,
+  UsageRecordEntity,
+  ArtifactEntity,
+  ArtifactTagEntity,
+  ArtifactTranscriptEntity,
+];
 
 /**
  * The hand-written migrations in the top-level `migrations/` folder: the TypeScript sources when

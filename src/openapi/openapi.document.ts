@@ -3,6 +3,7 @@ import { DocumentBuilder, OpenAPIObject, SecurityRequirementObject, SwaggerModul
 import type { AppConfig } from '../config';
 import { apiVersion } from '../control-plane/capabilities.service';
 import { ADMIN_DATA_SCHEMAS } from './schemas/admin-data.schemas';
+import { ARTIFACTS_SCHEMAS } from './schemas/artifacts.schemas';
 import { SECURITY_SCHEMES, TAG_OBJECTS } from './schemas/common';
 import { CONTROL_PLANE_SCHEMAS } from './schemas/control-plane.schemas';
 import { ERROR_SCHEMAS } from './schemas/errors';
@@ -31,7 +32,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   base.tags = TAG_OBJECTS;
   base.components = {
     securitySchemes: SECURITY_SCHEMES,
-    schemas: { ...ERROR_SCHEMAS, ...INFERENCE_SCHEMAS, ...CONTROL_PLANE_SCHEMAS, ...ADMIN_DATA_SCHEMAS, ...OBSERVABILITY_SCHEMAS },
+    schemas: { ...ERROR_SCHEMAS, ...INFERENCE_SCHEMAS, ...CONTROL_PLANE_SCHEMAS, ...ADMIN_DATA_SCHEMAS, ...OBSERVABILITY_SCHEMAS, ...ARTIFACTS_SCHEMAS },
   };
   // A copy: the scanned operations share objects with the decorators' metadata.
   const document = structuredClone(SwaggerModule.createDocument(app, base, { autoTagControllers: false }));

@@ -15,6 +15,7 @@ export const TAGS = {
   config: 'Admin: configuration',
   pools: 'Pools',
   health: 'Health and metrics',
+  artifacts: 'Artifacts',
 } as const;
 
 export const TAG_OBJECTS: TagObject[] = [
@@ -32,6 +33,7 @@ export const TAG_OBJECTS: TagObject[] = [
   { name: TAGS.config, description: 'Configuration reload. Admin token required.' },
   { name: TAGS.pools, description: 'Pool health, drain and undrain (control plane). Admin token required.' },
   { name: TAGS.health, description: 'Probes and Prometheus metrics. No authentication.' },
+  { name: TAGS.artifacts, description: "Content-addressed artifacts of the caller's tenant: the record every task leaves, and plans, summaries, diffs, traces clients store. Client key as for the inference routes." },
 ];
 
 export const SECURITY_SCHEMES: Record<string, SecuritySchemeObject> = {

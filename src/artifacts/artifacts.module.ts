@@ -1,0 +1,36 @@
+import { Global, Module } from '@nestjs/common';
+import { ApiKeysModule } from '../api-keys/api-keys.module';
+import { ArtifactMetrics } from './artifact-metrics';
+import { ArtifactRetention } from './artifact-retention.service';
+import { ArtifactStore } from './artifact-store';
+import { TypeOrmArtifactStore } from './artifact-store.typeorm';
+import { ArtifactsController } from './artifacts.controller';
+import { ArtifactsService } from './artifacts.service';
+import { JobArtifactRecorder } from './job-artifact-recorder.service';
+import { JOB_ARTIFACTS } from './job-artifacts.port';
+
+/**
+ * The artifact registry: `/v1/artifacts`, the write-behind recorder behind the `JOB_ARTIFACTS`
+ * port (the task API records every finished task through it), the store and its retention (a
+ * step of the cleanup job). Needs `DatabaseModule`.
+ *
+ * Global, like the usage module: Nest runs a global module's shutdown hooks after the feature
+ * modules', so the artifacts of tasks ended while the gateway drains are still written before the
+ * DataSource closes.
+ */
+@Global()
+@Module({
+  imports: [ApiKeysModule],
+  controllers: [ArtifactsController],
+  providers: [
+    TypeOrmArtifactStore,
+    { provide: ArtifactStore, useExisting: TypeOrmArtifactStore },
+    ArtifactMetrics,
+    JobArtifactRecorder,
+    { provide: JOB_ARTIFACTS, useExisting: JobArtifactRecorder },
+    ArtifactsService,
+    ArtifactRetention,
+  ],
+  exports: [JOB_ARTIFACTS, JobArtifactRecorder, ArtifactStore, ArtifactRetention],
+})
+export class ArtifactsModule {}
