@@ -103,6 +103,11 @@ export class JobArtifactRecorder implements JobArtifacts, OnModuleInit, BeforeAp
     return this.waiting.size + this.inFlight.size;
   }
 
+  /** Resolves once the write in progress, if any, has finished; for tests. */
+  async whenIdle(): Promise<void> {
+    while (this.writing) await this.writing;
+  }
+
   /** Writes everything buffered now (several batches if needed); resolves when done. Never rejects. */
   async flush(): Promise<void> {
     await this.writing;

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { createTestDatabase, TestDatabase } from './support/test-database';
 
-const TABLES = ['providers', 'worker_records', 'api_keys', 'tenants', 'usage_records'];
+const TABLES = ['providers', 'worker_records', 'api_keys', 'tenants', 'usage_records', 'artifacts', 'artifact_tags', 'artifact_transcripts'];
 
 describe('migrations', () => {
   let db: TestDatabase;
@@ -42,19 +42,19 @@ describe('migrations', () => {
     expect(ds.migrations.map((m) => m.name)).toContain('InitialSchema1763683200000');
   });
 
-  it('up creates providers, worker_records, api_keys, tenants and usage_records', async () => {
+  it('up creates providers, worker_records, api_keys, tenants, usage_records and the artifact tables', async () => {
     expect(await existingTables()).toEqual([]);
     const applied = await ds.runMigrations();
-    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000', 'PoolAliases1764806400000']);
+    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000', 'PoolAliases1764806400000', 'Artifacts1765065600000']);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
       // Isolation: the tables landed in this run's schema, not in public.
       const [{ schema }] = await ds.query('SELECT current_schema() AS schema');
       expect(db.url).toContain(`schema=${schema}`);
       const [{ n }] = await ds.query(
-        "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('providers', 'worker_records', 'api_keys', 'tenants', 'usage_records')",
+        "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('providers', 'worker_records', 'api_keys', 'tenants', 'usage_records', 'artifacts', 'artifact_tags', 'artifact_transcripts')",
       );
-      expect(n).toBe(5);
+      expect(n).toBe(8);
     }
   });
 
@@ -110,6 +110,26 @@ describe('migrations', () => {
     }
   });
 
+  it('keys artifacts by (tenant, id) and indexes them for listings, tag filters and retention', async () => {
+    const qr = ds.createQueryRunner();
+    try {
+      const artifacts = await qr.getTable('artifacts');
+      expect(artifacts!.primaryColumns.map((c) => c.name).sort()).toEqual(['id', 'tenant']);
+      expect(await indexColumns('IDX_artifacts_created_at')).toEqual(['created_at']);
+      expect(await indexColumns('IDX_artifacts_tenant_created_at')).toEqual(['tenant', 'created_at']);
+      expect(await indexColumns('IDX_artifacts_tenant_session_created_at')).toEqual(['tenant', 'session_id', 'created_at']);
+      const tags = await qr.getTable('artifact_tags');
+      expect(tags!.primaryColumns.map((c) => c.name).sort()).toEqual(['artifact_id', 'tag', 'tenant']);
+      expect(await indexColumns('IDX_artifact_tags_tenant_tag')).toEqual(['tenant', 'tag']);
+      expect(await indexColumns('IDX_artifact_tags_created_at')).toEqual(['created_at']);
+      const transcripts = await qr.getTable('artifact_transcripts');
+      expect(transcripts!.primaryColumns.map((c) => c.name).sort()).toEqual(['artifact_id', 'tenant']);
+      expect(await indexColumns('IDX_artifact_transcripts_created_at')).toEqual(['created_at']);
+    } finally {
+      await qr.release();
+    }
+  });
+
   it('rejects a second api key with the same hash', async () => {
     const row = { name: 'k', prefix: 'sk-abc', tenant: 't', enabled: true, createdAt: 1, lastUsedAt: null, revokedAt: null };
     const repo = ds.getRepository('ApiKeyEntity');
@@ -125,6 +145,8 @@ describe('migrations', () => {
 
   it('down drops the tables and forgets the migrations', async () => {
     await ds.undoLastMigration();
+    expect(await existingTables()).toEqual(['providers', 'worker_records', 'api_keys', 'tenants', 'usage_records']);
+    await ds.undoLastMigration();
     const providers = ds.createQueryRunner();
     try {
       expect(await providers.hasColumn('providers', 'aliases')).toBe(false);
@@ -132,7 +154,7 @@ describe('migrations', () => {
     } finally {
       await providers.release();
     }
-    expect(await existingTables()).toEqual(TABLES);
+    expect(await existingTables()).toEqual(['providers', 'worker_records', 'api_keys', 'tenants', 'usage_records']);
     await ds.undoLastMigration();
     expect(await existingTables()).toEqual(['providers', 'worker_records', 'api_keys', 'tenants']);
     await ds.undoLastMigration();
