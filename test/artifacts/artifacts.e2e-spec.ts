@@ -7,6 +7,7 @@ import { JobArtifactRecorder } from '../../src/artifacts/job-artifact-recorder.s
 import { JOB_ARTIFACTS, JobArtifactInput, JobArtifacts } from '../../src/artifacts/job-artifacts.port';
 import { createDataSource } from '../../src/database/data-source-options';
 import { createKey } from '../api-keys/support';
+import { parsePrometheusText } from '../observability/prometheus-text';
 import { startGateway, TestGateway } from '../support/gateway';
 import { post, RawResponse } from '../support/http';
 
@@ -269,6 +270,12 @@ describe('artifacts: /v1/artifacts and the JOB_ARTIFACTS port on the real gatewa
     expect(read.json).toEqual(early.json);
     const transcript = await get(`/v1/artifacts/${id}/transcript`);
     expect([transcript.status, transcript.headers.get('content-type'), transcript.text]).toEqual([200, 'text/event-stream; charset=utf-8', input.transcript]);
+    const metrics = parsePrometheusText(await (await fetch(`${gw.url}/metrics`)).text());
+    expect(metrics.get('switchboard_artifacts_written_total')?.samples[0].value).toBeGreaterThanOrEqual(1);
+    expect(metrics.get('switchboard_artifacts_dropped_total')?.samples.map((x) => [x.labels.reason, x.value])).toEqual([
+      ['buffer_full', 0],
+      ['write_failed', 0],
+    ]);
     // The prompt never reached the database.
     const rows: Array<{ content: string }> = await gw.app.get(DataSource).query('SELECT content FROM artifacts');
     expect(rows.length).toBeGreaterThan(0);
