@@ -37,7 +37,7 @@ export class ArtifactsService {
    * Parents must be artifacts of the same tenant.
    */
   async create(tenant: string, body: NewArtifact): Promise<{ created: boolean; record: ArtifactRecord }> {
-    const record = newRecord({ ...body }, { tenant, jobId: null, createdAt: this.clock.now() });
+    const record = newRecord(body, { tenant, jobId: null, createdAt: this.clock.now() });
     if (record.size > this.config.maxBytes) throw Errors.payloadTooLarge(this.config.maxBytes);
     await this.checkParents(tenant, record.parents, body.parents);
     if (await this.store.save({ record })) return { created: true, record };

@@ -231,7 +231,7 @@ describe('usage records and GET /admin/usage', () => {
     const old = Date.now() - 91 * 86_400_000;
     await repo.insert({ ...template, id: 'r-ancient', receivedAt: old, day: new Date(old).toISOString().slice(0, 10) });
     const result = await gw.app.get(StaleCleanupService).sweep();
-    expect(result.pruned).toEqual({ usage_records: 1 });
+    expect(result.pruned).toMatchObject({ usage_records: 1 });
     expect(await repo.countBy({ id: 'r-ancient' })).toBe(0);
     expect(await repo.count()).toBe(7);
   });
