@@ -126,9 +126,15 @@ export function isOk(answer: Answer): boolean {
   return answer.status >= 200 && answer.status <= 299;
 }
 
-/** 404, 405 and 501: the server has no such route (or says it does not implement it). */
+/**
+ * The server has no such route, or says it does not implement it: 405, 501, or a 404 that is the
+ * framework's own ("Not Found", "File Not Found", no JSON). A 404 whose body says more came from a
+ * handler (vLLM's "No adapter found at …", Ollama's "model … not found") and is a real failure.
+ */
 export function isMissingRoute(answer: Answer): boolean {
-  return answer.status === 404 || answer.status === 405 || answer.status === 501;
+  if (answer.status === 405 || answer.status === 501) return true;
+  if (answer.status !== 404) return false;
+  return answer.json === undefined || /^(file )?not found\.?$/i.test(backendMessage(answer));
 }
 
 /** Throws `OperationFailed` naming the call unless the answer is 2xx. */
