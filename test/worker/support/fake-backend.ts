@@ -1,5 +1,5 @@
 import * as http from 'node:http';
-import { AddressInfo } from 'node:net';
+import { AddressInfo, Socket } from 'node:net';
 
 /**
  * A small OpenAI/Anthropic-compatible inference server on a real loopback port, scriptable per
@@ -138,6 +138,7 @@ export class FakeBackend {
   maxInFlightSeen = 0;
 
   private readonly behaviours: Behaviour[] = [];
+  private readonly socketCloses = new WeakMap<Socket, Promise<void>>();
   private readonly waiters: Array<{ count: number; resolve: () => void }> = [];
   private server?: http.Server;
 
@@ -198,7 +199,7 @@ export class FakeBackend {
     res.on('close', () => {
       if (!res.writableFinished) markClosedEarly();
     });
-    const socketClosed = new Promise<void>((r) => (req.socket.destroyed ? r() : req.socket.once('close', () => r())));
+    const socketClosed = this.closeOf(req.socket);
     // The worker only ever relays POSTs: any GET but /v1/models is one of its probes.
     const unknownGet = req.method === 'GET' && path !== '/v1/models' && route === undefined;
     const probe = route !== undefined || endpointProbe || unknownGet;
@@ -288,6 +289,16 @@ export class FakeBackend {
       return;
     }
     this.json(res, { object: 'list', data: this.models.map((id) => ({ id, object: 'model', created: 1, ...this.modelEntry(id) })) });
+  }
+
+  /** One promise per connection: a keep-alive socket carries many requests (a lifecycle poll loop, dozens). */
+  private closeOf(socket: Socket): Promise<void> {
+    let closed = this.socketCloses.get(socket);
+    if (!closed) {
+      closed = new Promise<void>((r) => (socket.destroyed ? r() : socket.once('close', () => r())));
+      this.socketCloses.set(socket, closed);
+    }
+    return closed;
   }
 
   private prefixRoute(key: string): ProbeRoute | undefined {
