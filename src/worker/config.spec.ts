@@ -54,6 +54,10 @@ describe('worker configuration', () => {
       caFile: undefined,
       extraCaCertsFile: undefined,
       insecureSkipVerify: false,
+      modelLifecycle: true,
+      runner: 'auto',
+      lifecycleTimeoutMs: 3_600_000,
+      loraDir: undefined,
     });
     expect(connectUrl(c)).toBe('ws://127.0.0.1:8080/v1/worker/connect?provider=local');
   });
@@ -228,6 +232,25 @@ describe('worker configuration', () => {
     expect(problems(['--ca-file', pem], { ...SECRET_ENV, NODE_EXTRA_CA_CERTS: '/nonexistent/extra.pem' })).toEqual([
       expect.stringContaining('NODE_EXTRA_CA_CERTS "/nonexistent/extra.pem" cannot be read'),
     ]);
+  });
+
+  it('reads the lifecycle settings: --runner from a fixed list, --no-model-lifecycle, --lifecycle-timeout and an absolute --lora-dir', () => {
+    expect(load(['--runner', 'ollama'], SECRET_ENV).runner).toBe('ollama');
+    expect(load([], { ...SECRET_ENV, RUNNER_TYPE: 'Runner-API' }).runner).toBe('runner-api');
+    expect(load(['--config', writeTemp('r.yaml', 'runner: vllm\nlora_dir: /srv/loras\nlifecycle_timeout_secs: 90\n')], SECRET_ENV)).toMatchObject({
+      runner: 'vllm',
+      loraDir: '/srv/loras',
+      lifecycleTimeoutMs: 90_000,
+    });
+    expect(load(['--runner=llama-server'], { ...SECRET_ENV, RUNNER_TYPE: 'vllm' }).runner).toBe('llama-server');
+    expect(load(['--no-model-lifecycle'], SECRET_ENV).modelLifecycle).toBe(false);
+    expect(load([], { ...SECRET_ENV, MODEL_LIFECYCLE: 'false' }).modelLifecycle).toBe(false);
+    expect(load(['--lifecycle-timeout', '600'], SECRET_ENV).lifecycleTimeoutMs).toBe(600_000);
+    expect(problems(['--runner', 'tgi'], SECRET_ENV)).toEqual([
+      '--runner must be one of auto, runner-api, llama-server, vllm, ollama, openai-compatible, got "tgi"',
+    ]);
+    expect(problems([], { ...SECRET_ENV, LORA_DIR: 'loras' })).toEqual([expect.stringContaining('LORA_DIR must be an absolute path')]);
+    expect(problems(['--lifecycle-timeout', '0'], SECRET_ENV)).toEqual([expect.stringContaining('--lifecycle-timeout must be a number of seconds > 0')]);
   });
 
   it('reads --insecure-skip-verify as a boolean', () => {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parse as parseYaml } from 'yaml';
 import { ModelCapabilities } from '../protocol';
+import { RUNNER_TYPES, RunnerChoice } from './lifecycle/types';
 import { LOG_LEVELS, LogLevel } from './logger';
 import { proxySettingsFromEnv } from './network/proxy-env';
 import { readPemCertificates } from './network/tls-trust';
@@ -45,6 +46,14 @@ export interface WorkerConfig {
   httpsProxy?: string;
   /** From NO_PROXY / no_proxy. */
   noProxy?: string;
+  /** Ask the gateway for model lifecycle operations (load, unload, cache flush) and carry them out. */
+  modelLifecycle: boolean;
+  /** The backend type lifecycle operations are carried out for; `auto` = what the probe detected. */
+  runner: RunnerChoice;
+  /** Deadline of one lifecycle operation. */
+  lifecycleTimeoutMs: number;
+  /** vLLM: the directory (as the vLLM host sees it) LoRA adapters are loaded from by name. */
+  loraDir?: string;
 }
 
 /** Raised once with every bad value, so an operator fixes them all in one go. */
@@ -92,6 +101,10 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: 'priority', flag: 'priority', env: 'PRIORITY', file: 'priority', kind: 'uint', value: 'N', defaultText: "the gateway's", help: 'Routing priority for this worker, an integer >= 0; lower is preferred.' },
   { key: 'caFile', flag: 'ca-file', env: 'CA_FILE', file: 'ca_file', kind: 'string', value: 'PATH', help: 'PEM file with a private CA to trust (for the gateway, an https backend or an https proxy), in addition to the public roots and NODE_EXTRA_CA_CERTS.' },
   { key: 'insecureSkipVerify', flag: 'insecure-skip-verify', env: 'INSECURE_SKIP_VERIFY', file: 'insecure_skip_verify', kind: 'bool', defaultText: 'false', help: 'Do not verify TLS certificates (gateway, https backend, https proxy). For tests only: anyone on the path can then read the worker secret and every prompt.' },
+  { key: 'modelLifecycle', flag: 'model-lifecycle', env: 'MODEL_LIFECYCLE', file: 'model_lifecycle', kind: 'bool', defaultText: 'true', help: 'Ask the gateway for the model_lifecycle feature and carry out the governed model load, unload and cache flush it relays. --no-model-lifecycle does not ask: the gateway then sends none to this worker.' },
+  { key: 'runner', flag: 'runner', env: 'RUNNER_TYPE', file: 'runner', kind: 'string', value: 'TYPE', defaultText: 'auto', help: `Which server the backend is, for lifecycle operations: ${RUNNER_TYPES.join(', ')}. auto takes what probing detected (a backend serving GET /v1/capabilities is driven through the runner API); openai-compatible answers every operation unsupported.` },
+  { key: 'lifecycleTimeoutMs', flag: 'lifecycle-timeout', env: 'LIFECYCLE_TIMEOUT_SECS', file: 'lifecycle_timeout_secs', kind: 'seconds', value: 'SECS', defaultText: '3600', help: 'Deadline of one lifecycle operation, a model download included; past it the operation is reported failed.' },
+  { key: 'loraDir', flag: 'lora-dir', env: 'LORA_DIR', file: 'lora_dir', kind: 'string', value: 'PATH', help: 'vLLM only: absolute path, as the vLLM server sees it, of the directory holding LoRA adapters. A model_load for a model vLLM does not serve then loads <PATH>/<model id> as a LoRA adapter; unset, such loads are unsupported.' },
 ];
 
 export const DEFAULTS = {
@@ -109,6 +122,9 @@ export const DEFAULTS = {
   modelsPollIntervalSecs: 30,
   probe: true,
   insecureSkipVerify: false,
+  modelLifecycle: true,
+  runner: 'auto' as RunnerChoice,
+  lifecycleTimeoutSecs: 3600,
 };
 
 const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -583,6 +599,22 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
   const proxyEnv = proxySettingsFromEnv(env);
   problems.push(...proxyEnv.problems);
 
+  const modelLifecycle = read('modelLifecycle', (r) => asBool(r, problems), DEFAULTS.modelLifecycle);
+  const runner = read('runner', (r) => {
+    const s = asString(r, problems)?.toLowerCase();
+    if (s !== undefined && !(RUNNER_TYPES as readonly string[]).includes(s)) {
+      problems.push(`${r.source} must be one of ${RUNNER_TYPES.join(', ')}, got "${s}"`);
+      return undefined;
+    }
+    return s as RunnerChoice | undefined;
+  }, DEFAULTS.runner);
+  const lifecycleTimeoutMs = seconds('lifecycleTimeoutMs', DEFAULTS.lifecycleTimeoutSecs, false);
+  const loraRaw = pick('loraDir');
+  const loraDir = loraRaw ? asString(loraRaw, problems) || undefined : undefined;
+  if (loraRaw && loraDir !== undefined && !loraDir.startsWith('/')) {
+    problems.push(`${loraRaw.source} must be an absolute path (as the vLLM server sees it), got "${loraDir}"`);
+  }
+
   if (problems.length > 0) throw new WorkerConfigError(problems);
 
   const backendUrl = normalizeBackendUrl(backend);
@@ -614,6 +646,10 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
       extraCaCertsFile,
       insecureSkipVerify,
       ...proxyEnv.settings,
+      modelLifecycle,
+      runner,
+      lifecycleTimeoutMs,
+      loraDir,
     },
   };
 }
@@ -648,6 +684,9 @@ export function workerConfig(partial: Partial<WorkerConfig> & Pick<WorkerConfig,
     modelsPollIntervalMs: DEFAULTS.modelsPollIntervalSecs * 1000,
     probe: DEFAULTS.probe,
     insecureSkipVerify: DEFAULTS.insecureSkipVerify,
+    modelLifecycle: DEFAULTS.modelLifecycle,
+    runner: DEFAULTS.runner,
+    lifecycleTimeoutMs: DEFAULTS.lifecycleTimeoutSecs * 1000,
     ...partial,
     ...(partial.proxyUrl ? { proxyUrl: toWebSocketBase(new URL(partial.proxyUrl)) } : {}),
     ...(partial.backendUrl ? { backendUrl: normalizeBackendUrl(new URL(partial.backendUrl)) } : {}),

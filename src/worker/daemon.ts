@@ -6,6 +6,7 @@ import {
   CloseCodes,
   CloseReasons,
   GracefulShutdownMessage,
+  LifecycleCommandMessage,
   ModelCapabilities,
   PROTOCOL_VERSION,
   RegisterAckMessage,
@@ -19,6 +20,10 @@ import {
 import { BackendClient } from './backend-client';
 import { Backoff } from './backoff';
 import { WorkerConfig, WorkerConfigError, connectUrl } from './config';
+import { LifecycleHttp } from './lifecycle/backend-http';
+import { LifecycleDispatcher } from './lifecycle/dispatcher';
+import { AdapterChoice, chooseAdapter, createAdapter } from './lifecycle/select';
+import { LifecycleAdapter } from './lifecycle/types';
 import { Logger, silentLogger } from './logger';
 import { ProxySettings, describeProxy, proxyFor } from './network/proxy-env';
 import { TlsTrust, tlsTrust } from './network/tls-trust';
@@ -52,6 +57,12 @@ export interface WorkerDaemonOptions {
   cordonRetryMaxMs?: number;
   userAgent?: string;
   random?: () => number;
+  /** Pause between two polls of the backend while a lifecycle operation runs. Default 1 s. */
+  lifecyclePollMs?: number;
+  /** At most one `loading` report per this interval. Default 1 s. */
+  lifecycleProgressIntervalMs?: number;
+  /** Time limit of each backend request a lifecycle operation makes. Default 30 s. */
+  lifecycleRequestTimeoutMs?: number;
 }
 
 export type DaemonState = 'idle' | 'connecting' | 'connected' | 'waiting_to_reconnect' | 'stopping' | 'stopped';
@@ -108,6 +119,8 @@ class Session {
   workerId?: string;
   /** Protocol extensions the gateway accepted in register_ack (none until then). */
   features: ReadonlySet<string> = new Set();
+  /** Aborted when the link closes: the lifecycle operations it asked for have nobody to report to. */
+  readonly operations = new AbortController();
   idleTimer?: NodeJS.Timeout;
   pollTimer?: NodeJS.Timeout;
   drainTimer?: NodeJS.Timeout;
@@ -173,6 +186,10 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
   private probed?: ProbeResult;
   private readonly proxy: ProxySettings;
   private readonly tls: TlsTrust;
+  private readonly lifecycleHttp: LifecycleHttp;
+  private readonly dispatcher: LifecycleDispatcher;
+  /** The lifecycle adapter for the backend as last identified (rebuilt when that changes). */
+  private adapterCache?: { key: string; adapter: LifecycleAdapter };
 
   constructor(
     private readonly config: WorkerConfig,
@@ -209,6 +226,15 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     this.modelsTimeoutMs = options.modelsTimeoutMs ?? 5_000;
     this.drainGraceMs = options.drainGraceMs ?? 5_000;
     if (config.probe) this.prober = new BackendProber(this.backend, this.log, options.probeTimeoutMs ?? 2_000);
+    this.lifecycleHttp = new LifecycleHttp(this.backend, options.lifecycleRequestTimeoutMs ?? 30_000);
+    this.dispatcher = new LifecycleDispatcher({
+      log: this.log,
+      http: this.lifecycleHttp,
+      adapter: () => this.lifecycleAdapter(),
+      timeoutMs: config.lifecycleTimeoutMs,
+      pollMs: options.lifecyclePollMs ?? 1_000,
+      progressIntervalMs: options.lifecycleProgressIntervalMs ?? 1_000,
+    });
   }
 
   get status(): DaemonStatus {
@@ -370,7 +396,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       priority: this.config.priority,
       runner: this.probed?.runner,
       runner_capabilities: this.probed?.runnerCapabilities,
-      features: [Features.RESPONSE_START, Features.CANCEL_REASONS],
+      features: [Features.RESPONSE_START, Features.CANCEL_REASONS, ...(this.config.modelLifecycle ? [Features.MODEL_LIFECYCLE] : [])],
     });
     this.log.info('connected to gateway; registering', { models, max_concurrent: this.config.maxConcurrency });
     this.armIdleTimer(session);
@@ -398,6 +424,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     if (session.closed) return;
     session.closed = true;
     session.clearTimers();
+    session.operations.abort();
     if (this.session === session) this.session = undefined;
     this.dropTasksOf(session);
 
@@ -564,6 +591,10 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       case 'models_refresh':
         void this.onModelsRefresh(session, message.reason);
         return;
+      case 'model_load':
+      case 'model_unload':
+      case 'cache_flush':
+        return this.onLifecycleCommand(session, message);
     }
   }
 
@@ -581,6 +612,66 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     });
     for (const warning of ack.warnings ?? []) this.log.warn('gateway registration warning', { warning });
     this.emit('registered', ack);
+  }
+
+  // ---- model lifecycle ----------------------------------------------------------------------
+
+  /** Runs in the background: request relaying goes on while a model loads. */
+  private onLifecycleCommand(session: Session, command: LifecycleCommandMessage): void {
+    if (!session.features.has(Features.MODEL_LIFECYCLE)) {
+      // The gateway did not accept the feature, so it expects no lifecycle_status either.
+      this.log.warn('gateway sent a lifecycle command without negotiating model_lifecycle; ignored', { type: command.type, task_id: command.task_id });
+      return;
+    }
+    if (this.stopping) {
+      this.send(session, { type: 'lifecycle_status', task_id: command.task_id, status: 'failed', error: 'the worker is stopping' });
+      return;
+    }
+    const link = {
+      send: (message: WorkerToServerMessage) => void this.send(session, message),
+      signal: AbortSignal.any([session.operations.signal, this.lifecycle.signal]),
+      modelsChanged: () => this.refreshAfterLifecycle(),
+    };
+    void this.dispatcher.handle(command, link);
+  }
+
+  /** A load or unload changed what the backend serves: tell the gateway (routing follows this list). */
+  private async refreshAfterLifecycle(): Promise<void> {
+    const found = await this.fetchBackendModels();
+    if (found && !sameList(found, this.models)) {
+      this.log.info('backend model list changed by a lifecycle operation', { before: this.models, after: found });
+    }
+    if (found) this.models = found;
+    await this.probeBackend(false);
+    if (this.session?.open) this.sendModelsUpdate(this.session);
+  }
+
+  /** `--runner`, or what the probe detected; the adapter is rebuilt only when that changes. */
+  private lifecycleAdapter(): LifecycleAdapter {
+    const choice: AdapterChoice = chooseAdapter(
+      this.config.runner,
+      this.probed && !this.probed.unreachable ? { runner: this.probed.runner, runnerApi: this.probed.runnerCapabilities !== undefined } : undefined,
+    );
+    const key = `${choice.type}/${choice.how}`;
+    if (this.adapterCache?.key !== key) this.adapterCache = { key, adapter: createAdapter(choice, { loraDir: this.config.loraDir }) };
+    return this.adapterCache.adapter;
+  }
+
+  /** Drops the listed models the backend cannot answer now (e.g. a sleeping vLLM); on any doubt keeps them. */
+  private async servableOf(models: string[]): Promise<string[]> {
+    const adapter = this.lifecycleAdapter();
+    if (!adapter.servable || models.length === 0) return models;
+    const signal = AbortSignal.any([this.lifecycle.signal, AbortSignal.timeout(this.modelsTimeoutMs)]);
+    try {
+      const servable = await adapter.servable(models, this.lifecycleHttp, signal);
+      if (servable.length !== models.length) {
+        this.log.debug('leaving out models the backend cannot serve right now', { listed: models, servable, runner: adapter.runner });
+      }
+      return servable;
+    } catch (err) {
+      this.log.debug('could not tell which listed models the backend can serve now; keeping them all', { error: (err as Error).message });
+      return models;
+    }
   }
 
   private onGracefulShutdown(session: Session, message: GracefulShutdownMessage): void {
@@ -871,7 +962,8 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
   private async fetchBackendModels(): Promise<string[] | undefined> {
     const signal = AbortSignal.any([this.lifecycle.signal, AbortSignal.timeout(this.modelsTimeoutMs)]);
     try {
-      return await this.backend.listModels(signal);
+      const listed = await this.backend.listModels(signal);
+      return await this.servableOf(listed);
     } catch (err) {
       if (this.lifecycle.signal.aborted) return undefined;
       this.log.warn('backend model list unavailable; keeping the last known list', {
@@ -893,6 +985,8 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       }
     }
     await this.probeBackend(false);
+    // The first list was read before the probe said which server this is.
+    if (this.config.discoverModels) this.models = await this.servableOf(this.models);
     return this.models;
   }
 

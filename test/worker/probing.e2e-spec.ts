@@ -54,7 +54,7 @@ describe('worker daemon: backend probing', () => {
       const routerProps = env.backend.routes.get('GET /props')!;
       env.backend.routes.set('GET /props', (req) => {
         const answer = routerProps(req);
-        if (typeof answer === 'string' || !req.query.get('model')) return answer;
+        if (typeof answer === 'string' || 'ndjson' in answer || !req.query.get('model')) return answer;
         const json = answer.json as { default_generation_settings: { n_ctx: number } };
         json.default_generation_settings.n_ctx = req.query.get('model') === 'big' ? 32768 : 4096;
         return answer;

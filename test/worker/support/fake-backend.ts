@@ -1,5 +1,5 @@
 import * as http from 'node:http';
-import { AddressInfo } from 'node:net';
+import { AddressInfo, Socket } from 'node:net';
 
 /**
  * A small OpenAI/Anthropic-compatible inference server on a real loopback port, scriptable per
@@ -45,15 +45,17 @@ export interface RecordedRequest {
 
 export const DEFAULT_USAGE: Usage = { prompt: 11, completion: 7 };
 
-/** What a probe route answers: a JSON document (or raw text), or a network-level failure. */
+/** What a probe route answers: a JSON document (or raw text), a stream of JSON lines, or a network-level failure. */
 export type ProbeAnswer =
   | { status: number; json?: unknown; text?: string }
+  /** NDJSON (Ollama's progress streams): one line per value, written as the iterable yields them. */
+  | { status: number; ndjson: AsyncIterable<unknown> }
   /** Never answers. */
   | 'hang'
   /** Drops the connection without an answer. */
   | 'destroy';
 
-export type ProbeRoute = (req: { query: URLSearchParams; body: string; headers: http.IncomingHttpHeaders }) => ProbeAnswer;
+export type ProbeRoute = (req: { path: string; query: URLSearchParams; body: string; headers: http.IncomingHttpHeaders }) => ProbeAnswer;
 
 /** Endpoints the fake serves by default: POST {} to them gets 400 like a real server's validation. */
 const SERVED_ENDPOINTS = new Set(['/v1/chat/completions', '/v1/messages', '/v1/responses']);
@@ -121,7 +123,10 @@ export class FakeBackend {
   modelsFailing = false;
   /** Extra fields for each /v1/models entry (e.g. vLLM's max_model_len). */
   modelEntry: (id: string) => Record<string, unknown> = () => ({ owned_by: 'fake' });
-  /** Routes of inference servers other than the OpenAI API ("GET /props", "POST /api/show" …). */
+  /**
+   * Routes of inference servers other than the OpenAI API ("GET /props", "POST /api/show" …). A key
+   * ending in "/*" ("POST /slots/*") answers every path under it that has no route of its own.
+   */
   readonly routes = new Map<string, ProbeRoute>();
   /** What POST {} gets per endpoint path; default 400 for the endpoints served, 404 for others. */
   endpointProbe: Record<string, ProbeAnswer> = {};
@@ -133,6 +138,7 @@ export class FakeBackend {
   maxInFlightSeen = 0;
 
   private readonly behaviours: Behaviour[] = [];
+  private readonly socketCloses = new WeakMap<Socket, Promise<void>>();
   private readonly waiters: Array<{ count: number; resolve: () => void }> = [];
   private server?: http.Server;
 
@@ -186,20 +192,20 @@ export class FakeBackend {
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
     const [path, query = ''] = (req.url ?? '/').split('?');
-    const route = this.routes.get(`${req.method} ${path}`);
+    const route = this.routes.get(`${req.method} ${path}`) ?? this.prefixRoute(`${req.method} ${path}`);
     const endpointProbe = req.method === 'POST' && body.trim() === '{}';
     let markClosedEarly!: () => void;
     const closedEarly = new Promise<void>((r) => (markClosedEarly = r));
     res.on('close', () => {
       if (!res.writableFinished) markClosedEarly();
     });
-    const socketClosed = new Promise<void>((r) => (req.socket.destroyed ? r() : req.socket.once('close', () => r())));
+    const socketClosed = this.closeOf(req.socket);
     // The worker only ever relays POSTs: any GET but /v1/models is one of its probes.
     const unknownGet = req.method === 'GET' && path !== '/v1/models' && route === undefined;
     const probe = route !== undefined || endpointProbe || unknownGet;
     this.requests.push({ method: req.method ?? '', path, query, probe, headers: req.headers, body, closedEarly, socketClosed });
 
-    if (route) return this.answerProbe(res, route({ query: new URLSearchParams(query), body, headers: req.headers }));
+    if (route) return this.answerProbe(res, route({ path, query: new URLSearchParams(query), body, headers: req.headers }));
     if (unknownGet) return this.answerProbe(res, { status: 404, json: { error: { message: 'File Not Found', type: 'not_found_error' } } });
     if (endpointProbe) {
       const answer = this.endpointProbe[path] ?? (SERVED_ENDPOINTS.has(path)
@@ -285,10 +291,31 @@ export class FakeBackend {
     this.json(res, { object: 'list', data: this.models.map((id) => ({ id, object: 'model', created: 1, ...this.modelEntry(id) })) });
   }
 
+  /** One promise per connection: a keep-alive socket carries many requests (a lifecycle poll loop, dozens). */
+  private closeOf(socket: Socket): Promise<void> {
+    let closed = this.socketCloses.get(socket);
+    if (!closed) {
+      closed = new Promise<void>((r) => (socket.destroyed ? r() : socket.once('close', () => r())));
+      this.socketCloses.set(socket, closed);
+    }
+    return closed;
+  }
+
+  private prefixRoute(key: string): ProbeRoute | undefined {
+    for (const [pattern, route] of this.routes) {
+      if (pattern.endsWith('/*') && key.startsWith(pattern.slice(0, -1))) return route;
+    }
+    return undefined;
+  }
+
   private answerProbe(res: http.ServerResponse, answer: ProbeAnswer): void {
     if (answer === 'hang') return;
     if (answer === 'destroy') {
       res.socket?.destroy();
+      return;
+    }
+    if ('ndjson' in answer) {
+      void this.ndjson(res, answer.status, answer.ndjson);
       return;
     }
     const text = answer.text ?? JSON.stringify(answer.json ?? {});
@@ -299,6 +326,16 @@ export class FakeBackend {
   private json(res: http.ServerResponse, doc: unknown): void {
     res.writeHead(200, { 'content-type': 'application/json', 'x-backend': 'fake' });
     res.end(JSON.stringify(doc));
+  }
+
+  private async ndjson(res: http.ServerResponse, status: number, lines: AsyncIterable<unknown>): Promise<void> {
+    res.writeHead(status, { 'content-type': 'application/x-ndjson' });
+    res.flushHeaders();
+    for await (const line of lines) {
+      if (res.destroyed) return;
+      res.write(`${JSON.stringify(line)}\n`);
+    }
+    res.end();
   }
 
   /** Writes each SSE event separately, as real servers flush token by token. */

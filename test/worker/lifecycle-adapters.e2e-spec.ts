@@ -1,0 +1,296 @@
+import { CacheFlushMessage, ModelLoadMessage, ModelUnloadMessage } from '../../src/protocol';
+import { BackendClient } from '../../src/worker/backend-client';
+import { LifecycleHttp } from '../../src/worker/lifecycle/backend-http';
+import { LlamaServerAdapter } from '../../src/worker/lifecycle/llama-server';
+import { OllamaAdapter } from '../../src/worker/lifecycle/ollama';
+import { RunnerApiAdapter } from '../../src/worker/lifecycle/runner-api';
+import { OperationContext, OperationFailed, Unsupported } from '../../src/worker/lifecycle/types';
+import { VllmAdapter } from '../../src/worker/lifecycle/vllm';
+import { FakeBackend } from './support/fake-backend';
+import { FakeLlamaRouter, FakeOllama, FakeRunnerApi, FakeVllm } from './support/fake-lifecycle';
+
+/**
+ * Each lifecycle adapter against a fake backend that imitates the real endpoints (a real HTTP
+ * server on loopback): what it asks of the backend, in which order, and what it reports.
+ */
+describe('lifecycle adapters', () => {
+  let b: FakeBackend;
+  let client: BackendClient;
+  let ctx: OperationContext;
+  let progress: number[];
+
+  beforeEach(async () => {
+    b = new FakeBackend();
+    await b.start();
+    client = new BackendClient(b.url);
+    progress = [];
+    ctx = {
+      signal: new AbortController().signal,
+      http: new LifecycleHttp(client, 5_000),
+      progress: (fraction) => progress.push(fraction),
+      pause: () => new Promise((r) => setTimeout(r, 2)),
+    };
+  });
+
+  afterEach(async () => {
+    client.close();
+    await b.close();
+  });
+
+  const load = (model: string, extra: Partial<ModelLoadMessage> = {}): ModelLoadMessage => ({ type: 'model_load', task_id: 't', model_id: model, ...extra });
+  const unload = (model: string): ModelUnloadMessage => ({ type: 'model_unload', task_id: 't', model_id: model });
+  const flush = (scope: CacheFlushMessage['scope'], extra: Partial<CacheFlushMessage> = {}): CacheFlushMessage => ({ type: 'cache_flush', task_id: 't', scope, ...extra });
+  const calls = () => b.requests.map((r) => `${r.method} ${r.path}${r.query ? `?${r.query}` : ''}`);
+
+  describe('Ollama', () => {
+    it('pulls a missing model with its streamed progress, then loads it with keep_alive -1 and num_ctx, and reports its VRAM', async () => {
+      const ollama = new FakeOllama(b);
+      ollama.pulls.set('qwen2.5:7b', { layers: [{ digest: 'sha256:aaaaaaaaaaaaaaaaaaaa', total: 4_000_000_000 }, { digest: 'sha256:bbbbbbbbbbbbbbbbbbbb', total: 1_000 }] });
+      const figures = await new OllamaAdapter().load(load('qwen2.5:7b', { max_context_length: 16384 }), ctx);
+
+      expect(calls()).toEqual(['GET /api/tags', 'POST /api/pull', 'POST /api/generate', 'GET /api/ps']);
+      expect(ollama.generated).toEqual([{ model: 'qwen2.5:7b', keep_alive: -1, stream: false, options: { num_ctx: 16384 } }]);
+      expect(figures).toEqual({ gpu_memory_used_mb: Math.round(4_000_001_000 / (1 << 20)) });
+      // The download takes 90 % of the progress, by bytes over all layers seen so far.
+      expect(progress.slice(0, 5)).toEqual([0, 0.225, 0.45, 0.675, 0.9]);
+      expect(progress.at(-1)).toBe(0.9);
+      expect(Math.max(...progress)).toBeLessThanOrEqual(0.9);
+    });
+
+    it('loads a local model without pulling it, naming it with or without its :latest tag', async () => {
+      const ollama = new FakeOllama(b, { 'llama3:latest': 5_000_000 });
+      await new OllamaAdapter().load(load('llama3'), ctx);
+      expect(calls()).not.toContain('POST /api/pull');
+      expect([...ollama.running.keys()]).toEqual(['llama3:latest']);
+    });
+
+    it("fails with Ollama's own message when the pull reports an error, and loads nothing", async () => {
+      const ollama = new FakeOllama(b);
+      ollama.pulls.set('big:70b', { layers: [{ digest: 'sha256:cccccccccccccccccccc', total: 100 }], error: 'max retries exceeded: unexpected EOF' });
+      await expect(new OllamaAdapter().load(load('big:70b'), ctx)).rejects.toThrow(new OperationFailed('Ollama could not pull "big:70b": max retries exceeded: unexpected EOF'));
+      await expect(new OllamaAdapter().load(load('nosuch'), ctx)).rejects.toThrow('pull model manifest: file does not exist');
+      expect(ollama.generated).toEqual([]);
+    });
+
+    it('unloads with keep_alive 0 and reports the VRAM freed; a model not in memory needs nothing', async () => {
+      const ollama = new FakeOllama(b, { 'llama3:latest': 5 << 20 });
+      ollama.running.set('llama3:latest', 6 << 20);
+      expect(await new OllamaAdapter().unload(unload('llama3:latest'), ctx)).toEqual({ gpu_memory_freed_mb: 6 });
+      expect(ollama.generated).toEqual([{ model: 'llama3:latest', keep_alive: 0, stream: false }]);
+      expect(ollama.running.size).toBe(0);
+      expect(await new OllamaAdapter().unload(unload('llama3'), ctx)).toEqual({});
+      expect(ollama.generated).toHaveLength(1);
+    });
+
+    it('unloads the evicted model first, and refuses what Ollama cannot do', async () => {
+      const ollama = new FakeOllama(b, { 'a:latest': 1, 'b:latest': 1 });
+      ollama.running.set('a:latest', 1);
+      await new OllamaAdapter().load(load('b', { evict_model: 'a' }), ctx);
+      expect(ollama.generated.map((g) => [g.model, g.keep_alive])).toEqual([['a', 0], ['b', -1]]);
+      await expect(new OllamaAdapter().load(load('b', { quantization: 'awq-4bit' }), ctx)).rejects.toThrow(Unsupported);
+      await expect(new OllamaAdapter().flush()).rejects.toThrow(/no API to clear its KV cache/);
+    });
+  });
+
+  describe('llama-server', () => {
+    it('loads a router model: POST /models/load, then GET /models until loaded, relaying the download progress', async () => {
+      const router = new FakeLlamaRouter(b, {
+        gemma: {
+          loadScript: [
+            { state: 'downloading', done: 25, total: 100 },
+            { state: 'downloading', done: 75, total: 100 },
+            { state: 'loading' },
+            { state: 'loaded' },
+          ],
+        },
+      });
+      expect(await new LlamaServerAdapter().load(load('gemma'), ctx)).toEqual({});
+      expect(router.models.get('gemma')?.state).toBe('loaded');
+      expect(b.requests.find((r) => r.path === '/models/load')?.body).toBe('{"model":"gemma"}');
+      expect(progress).toEqual([0.225, 0.675, 0.9]);
+    });
+
+    it('reports a load whose instance died with its exit code, and a model the router does not know', async () => {
+      new FakeLlamaRouter(b, { broken: { loadScript: [{ state: 'loading' }, { state: 'failed', exitCode: 1 }] } });
+      await expect(new LlamaServerAdapter().load(load('broken'), ctx)).rejects.toThrow('llama-server could not load "broken" (its instance exited with code 1)');
+      await expect(new LlamaServerAdapter().load(load('ghost'), ctx)).rejects.toThrow('llama-server does not know the model "ghost"');
+    });
+
+    it('does not load a model that is already loaded, and unloads one until GET /models says unloaded', async () => {
+      const router = new FakeLlamaRouter(b, { up: { state: 'loaded' } });
+      await new LlamaServerAdapter().load(load('up'), ctx);
+      expect(calls()).not.toContain('POST /models/load');
+      await new LlamaServerAdapter().unload(unload('up'), ctx);
+      expect(router.models.get('up')?.state).toBe('unloaded');
+      expect(b.requests.find((r) => r.path === '/models/unload')?.body).toBe('{"model":"up"}');
+      // Unloading it again is nothing to do.
+      await new LlamaServerAdapter().unload(unload('up'), ctx);
+      expect(calls().filter((c) => c === 'POST /models/unload')).toHaveLength(1);
+    });
+
+    it('flushes by erasing every slot of the loaded models only, and sums the tokens erased', async () => {
+      new FakeLlamaRouter(b, { a: { state: 'loaded', slots: [100, 20] }, b: { state: 'loaded', slots: [3] }, cold: { state: 'unloaded', slots: [50] } });
+      expect(await new LlamaServerAdapter().flush(flush('all'), ctx)).toEqual({ entries_removed: 123 });
+      expect(calls().filter((c) => c.startsWith('POST /slots'))).toEqual([
+        'POST /slots/0?action=erase&autoload=false',
+        'POST /slots/1?action=erase&autoload=false',
+        'POST /slots/0?action=erase&autoload=false',
+      ]);
+      expect(await new LlamaServerAdapter().flush(flush('model', { model_id: 'a' }), ctx)).toEqual({ entries_removed: 0 });
+      // A model that is not running holds no cache, and asking its slots would load it.
+      expect(await new LlamaServerAdapter().flush(flush('model', { model_id: 'cold' }), ctx)).toEqual({ entries_removed: 0 });
+      expect(calls().some((c) => c.includes('model=cold'))).toBe(false);
+    });
+
+    it('says flush is unsupported without --slot-save-path, and by tenant or tag', async () => {
+      const router = new FakeLlamaRouter(b, { a: { state: 'loaded', slots: [1] } });
+      router.slotSavePath = false;
+      await expect(new LlamaServerAdapter().flush(flush('all'), ctx)).rejects.toThrow(new Unsupported(
+        "llama-server refuses slot actions: This server does not support slots action. Start it with `--slot-save-path` (erasing a slot's cache needs llama-server started with --slot-save-path)",
+      ));
+      await expect(new LlamaServerAdapter().flush(flush('tenant', { tenant_id: 'x' }), ctx)).rejects.toThrow(Unsupported);
+    });
+
+    it('on a single-model llama-server: load and unload are unsupported, flush erases its slots', async () => {
+      new FakeLlamaRouter(b, { only: { state: 'loaded', slots: [7, 8] } }, true);
+      await expect(new LlamaServerAdapter().load(load('only'), ctx)).rejects.toThrow(/router mode/);
+      await expect(new LlamaServerAdapter().unload(unload('only'), ctx)).rejects.toThrow(Unsupported);
+      expect(await new LlamaServerAdapter().flush(flush('model', { model_id: 'only' }), ctx)).toEqual({ entries_removed: 15 });
+      expect(calls().filter((c) => c.startsWith('POST /slots'))).toEqual(['POST /slots/0?action=erase', 'POST /slots/1?action=erase']);
+    });
+
+    it('counts as servable only loaded models when the router does not autoload', async () => {
+      const router = new FakeLlamaRouter(b, { a: { state: 'loaded' }, b: { state: 'unloaded' }, c: { state: 'sleeping' } });
+      const adapter = new LlamaServerAdapter();
+      expect(await adapter.servable(['a', 'b', 'c'], ctx.http, ctx.signal)).toEqual(['a', 'b', 'c']);
+      router.autoload = false;
+      expect(await adapter.servable(['a', 'b', 'c'], ctx.http, ctx.signal)).toEqual(['a', 'c']);
+    });
+  });
+
+  describe('vLLM', () => {
+    it('unloads the served model with POST /sleep?level=1 and loads it again with POST /wake_up', async () => {
+      const vllm = new FakeVllm(b, 'llama3.1-8b');
+      const adapter = new VllmAdapter();
+      await adapter.unload(unload('llama3.1-8b'), ctx);
+      expect(vllm.sleeping).toBe(true);
+      expect(vllm.sleepLevels).toEqual(['1']);
+      expect(await adapter.servable(['llama3.1-8b'], ctx.http, ctx.signal)).toEqual([]);
+      await adapter.load(load('llama3.1-8b'), ctx);
+      expect(vllm.sleeping).toBe(false);
+      expect(calls()).toContain('POST /wake_up');
+      expect(await adapter.servable(['llama3.1-8b'], ctx.http, ctx.signal)).toEqual(['llama3.1-8b']);
+    });
+
+    it('without dev mode: unload is unsupported (naming VLLM_SERVER_DEV_MODE), loading the running model needs nothing', async () => {
+      const vllm = new FakeVllm(b, 'm');
+      vllm.devMode = false;
+      await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(/VLLM_SERVER_DEV_MODE=1/);
+      await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(Unsupported);
+      expect(await new VllmAdapter().load(load('m'), ctx)).toEqual({});
+      await expect(new VllmAdapter().flush(flush('all'), ctx)).rejects.toThrow(/VLLM_SERVER_DEV_MODE=1/);
+    });
+
+    it('fails the unload with the engine message when sleep mode is off', async () => {
+      const vllm = new FakeVllm(b, 'm');
+      vllm.sleepMode = false;
+      await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(new OperationFailed('POST /sleep answered 500: Sleep mode is not enabled in this engine'));
+    });
+
+    it('loads a LoRA adapter by name from --lora-dir and unloads it; vLLM then lists it under its base model', async () => {
+      const vllm = new FakeVllm(b, 'llama3.1-8b');
+      vllm.adapterDirs.add('/srv/loras/acme/sql');
+      const adapter = new VllmAdapter('/srv/loras');
+      await adapter.load(load('acme/sql'), ctx);
+      expect(b.requests.find((r) => r.path === '/v1/load_lora_adapter')?.body).toBe('{"lora_name":"acme/sql","lora_path":"/srv/loras/acme/sql"}');
+      expect([...vllm.loras.keys()]).toEqual(['acme/sql']);
+      // Loading it again is nothing to do: it is listed.
+      await adapter.load(load('acme/sql'), ctx);
+      expect(calls().filter((c) => c === 'POST /v1/load_lora_adapter')).toHaveLength(1);
+      await adapter.unload(unload('acme/sql'), ctx);
+      expect(b.requests.find((r) => r.path === '/v1/unload_lora_adapter')?.body).toBe('{"lora_name":"acme/sql"}');
+      expect(vllm.loras.size).toBe(0);
+      expect(vllm.sleeping).toBe(false);
+    });
+
+    it('refuses LoRA loads it cannot do: no --lora-dir, a name leaving the directory, runtime updates off; relays a missing adapter', async () => {
+      const vllm = new FakeVllm(b, 'base');
+      await expect(new VllmAdapter().load(load('sql'), ctx)).rejects.toThrow(/--lora-dir, which is not set/);
+      await expect(new VllmAdapter('/srv/loras').load(load('../etc'), ctx)).rejects.toThrow(OperationFailed);
+      await expect(new VllmAdapter('/srv/loras').load(load('missing'), ctx)).rejects.toThrow(
+        new OperationFailed('POST /v1/load_lora_adapter answered 404: No adapter found for /srv/loras/missing'),
+      );
+      vllm.runtimeLora = false;
+      await expect(new VllmAdapter('/srv/loras').load(load('sql'), ctx)).rejects.toThrow(/VLLM_ALLOW_RUNTIME_LORA_UPDATING=True/);
+      expect(calls().filter((c) => c.includes('lora') && c.includes('../'))).toEqual([]);
+    });
+
+    it('flushes with POST /reset_prefix_cache for scope all or model, and refuses tenant and tag', async () => {
+      const vllm = new FakeVllm(b, 'm');
+      await new VllmAdapter().flush(flush('all'), ctx);
+      await new VllmAdapter().flush(flush('model', { model_id: 'm' }), ctx);
+      expect(vllm.prefixResets).toBe(2);
+      await expect(new VllmAdapter().flush(flush('tag', { tag: 'x' }), ctx)).rejects.toThrow(Unsupported);
+    });
+  });
+
+  describe('runner API', () => {
+    const token = 'eyJvcFRva2VuIjp7fX0.sig';
+
+    it('forwards the load as is with the token, polls the task and relays its progress until completed', async () => {
+      const runner = new FakeRunnerApi(b, [], token);
+      const figures = await new RunnerApiAdapter().load(
+        load('meta-llama/Llama-3.1-70B-Instruct', { quantization: 'awq-4bit', max_context_length: 32768, gpu_memory_budget_mb: 40000, evict_model: 'small', verified_op_token: token }),
+        ctx,
+      );
+      expect(runner.received).toEqual([
+        {
+          path: '/v1/models/load',
+          body: { modelId: 'meta-llama/Llama-3.1-70B-Instruct', quantization: 'awq-4bit', maxContextLength: 32768, gpuMemoryBudgetMB: 40000, evictModel: 'small', verifiedOpToken: token },
+        },
+      ]);
+      expect(calls().filter((c) => c.startsWith('GET /v1/models/load/'))).toEqual(['GET /v1/models/load/load-1', 'GET /v1/models/load/load-1', 'GET /v1/models/load/load-1']);
+      expect(progress).toEqual([0, 0.25, 0.75]);
+      expect(figures).toEqual({ gpu_memory_used_mb: 38500 });
+      expect([...runner.loaded]).toEqual(['meta-llama/Llama-3.1-70B-Instruct']);
+    });
+
+    it('fails when the backend fails the task or rejects the token', async () => {
+      const runner = new FakeRunnerApi(b, [], token);
+      runner.loadScript = { progress: [0.5], outcome: { status: 'failed', error: 'CUDA out of memory' } };
+      await expect(new RunnerApiAdapter().load(load('m', { verified_op_token: token }), ctx)).rejects.toThrow('the backend failed the load: CUDA out of memory');
+      await expect(new RunnerApiAdapter().load(load('m', { verified_op_token: 'forged' }), ctx)).rejects.toThrow(
+        new OperationFailed('POST /v1/models/load answered 401: verifiedOpToken signature invalid'),
+      );
+    });
+
+    it('forwards unload and flush and relays their figures', async () => {
+      const runner = new FakeRunnerApi(b, ['m'], token);
+      expect(await new RunnerApiAdapter().unload({ ...unload('m'), verified_op_token: token }, ctx)).toEqual({ gpu_memory_freed_mb: 8200 });
+      expect(await new RunnerApiAdapter().flush(flush('tenant', { tenant_id: 'community-x', verified_op_token: token }), ctx)).toEqual({
+        entries_removed: 1234,
+        memory_freed_mb: 3500,
+      });
+      expect(runner.received.map((r) => r.body)).toEqual([
+        { modelId: 'm', verifiedOpToken: token },
+        { scope: 'tenant', tenantId: 'community-x', verifiedOpToken: token },
+      ]);
+    });
+
+    it("says unsupported when the backend has no such route (a framework's 404), failed when its handler answers 404", async () => {
+      b.routes.set('POST /v1/cache/flush', () => ({ status: 404, json: { detail: 'Not Found' } }));
+      b.routes.set('POST /v1/models/unload', () => ({ status: 404, text: 'Cannot POST /v1/models/unload' }));
+      b.routes.set('POST /v1/models/load', () => ({ status: 404, json: { error: 'model meta-llama/x not found on the hub' } }));
+      await expect(new RunnerApiAdapter().flush(flush('all'), ctx)).rejects.toThrow(Unsupported);
+      await expect(new RunnerApiAdapter().unload(unload('m'), ctx)).rejects.toThrow(Unsupported);
+      await expect(new RunnerApiAdapter().load(load('meta-llama/x'), ctx)).rejects.toThrow(
+        new OperationFailed('POST /v1/models/load answered 404: model meta-llama/x not found on the hub'),
+      );
+    });
+  });
+
+  it('turns an unreachable backend into a short failure naming the call', async () => {
+    await b.close();
+    await expect(new OllamaAdapter().unload(unload('m'), ctx)).rejects.toThrow(/^GET \/api\/ps: backend http:\/\/127\.0\.0\.1:\d+ unreachable: connect ECONNREFUSED/);
+  });
+});
