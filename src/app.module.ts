@@ -19,6 +19,7 @@ import { TenancyModule } from './tenancy/tenancy.module';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import { ArtifactsModule } from './artifacts/artifacts.module';
+import { TasksModule } from './tasks/tasks.module';
 
 @Module({})
 export class AppModule {
@@ -42,6 +43,7 @@ export class AppModule {
         DispatchModule,
         WorkerLinkModule,
         InferenceModule,
+        TasksModule,
         ControlPlaneModule,
         DashboardModule,
         HealthModule.withSnapshot({

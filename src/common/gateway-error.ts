@@ -14,6 +14,8 @@ export type GatewayErrorCode =
   | 'model_not_allowed'
   | 'rate_limit_exceeded'
   | 'budget_exceeded'
+  | 'context_exceeded'
+  | 'session_budget_exceeded'
   | 'queue_full'
   | 'queue_timeout'
   | 'request_timeout'
@@ -110,6 +112,37 @@ export const Errors = {
   rateLimitExceeded: (kind: 'requests' | 'tokens', d: RateLimitDetails) =>
     new GatewayError('rate_limit_exceeded', `Rate limit exceeded for ${kind} per minute, please retry`, rateLimitDetails(d)),
   budgetExceeded: (d: RateLimitDetails) => new GatewayError('budget_exceeded', 'Daily token budget exceeded, please retry later', rateLimitDetails(d)),
+  /**
+   * A task's prompt (estimated) plus `max_tokens` does not fit: its own `ctx` bound, or the context
+   * length of every worker that could serve it.
+   */
+  contextExceeded: (d: { promptTokens: number; maxTokens: number; ctx?: number; model: string }) =>
+    new GatewayError(
+      'context_exceeded',
+      d.ctx !== undefined
+        ? `The prompt (about ${d.promptTokens} tokens) plus max_tokens (${d.maxTokens}) exceeds ctx (${d.ctx})`
+        : `The prompt (about ${d.promptTokens} tokens) plus max_tokens (${d.maxTokens}) exceeds the context length of every worker serving model '${d.model.slice(0, 256)}'`,
+      {
+        param: d.ctx !== undefined ? 'ctx' : 'max_tokens',
+        fields: { check: 'context', estimated_prompt_tokens: d.promptTokens, max_tokens: d.maxTokens, ...(d.ctx !== undefined ? { ctx: d.ctx } : {}) },
+      },
+    ),
+  /** A session's token or time budget cannot cover the task (at admission) or was spent (while it ran). */
+  sessionBudgetExceeded: (d: { budget: 'tokens' | 'time'; limit: number; used: number; requested?: number }) =>
+    new GatewayError(
+      'session_budget_exceeded',
+      d.budget === 'tokens'
+        ? d.requested !== undefined
+          ? `The session's token budget cannot cover this task: ${d.used} of ${d.limit} tokens used, the task may need ${d.requested}`
+          : `The session's token budget is spent: ${d.used} of ${d.limit} tokens used`
+        : `The session's time budget is spent: ${Math.round(d.used / 1000)} of ${Math.round(d.limit / 1000)} seconds used`,
+      {
+        fields:
+          d.budget === 'tokens'
+            ? { check: 'session_tokens', limit: d.limit, used: d.used, remaining: Math.max(0, d.limit - d.used), ...(d.requested !== undefined ? { requested: d.requested } : {}) }
+            : { check: 'session_time', limit_secs: d.limit / 1000, used_secs: Math.round(d.used) / 1000 },
+      },
+    ),
   modelNotAllowed: (model: string) => new GatewayError('model_not_allowed', `This API key or tenant may not use model '${model}'`),
   invalidParams: (message: string, param?: string) => new GatewayError('invalid_params', message, { param }),
   poolUnready: (provider: string, reason: string) =>
@@ -171,6 +204,8 @@ const STATUS: Record<GatewayErrorCode, number> = {
   model_not_allowed: 403,
   rate_limit_exceeded: 429,
   budget_exceeded: 429,
+  context_exceeded: 400,
+  session_budget_exceeded: 429,
   provider_not_found: 404,
   not_found: 404,
   conflict: 409,
@@ -219,6 +254,8 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   model_not_allowed: 'ADMISSION_REJECT',
   rate_limit_exceeded: 'ADMISSION_REJECT',
   budget_exceeded: 'ADMISSION_REJECT',
+  context_exceeded: 'ADMISSION_REJECT',
+  session_budget_exceeded: 'ADMISSION_REJECT',
   unauthorized: 'ADMISSION_REJECT',
   invalid_api_key: 'ADMISSION_REJECT',
   tenant_mismatch: 'ADMISSION_REJECT',
@@ -257,6 +294,9 @@ const NOT_RETRIABLE = new Set<GatewayErrorCode>([
   'invalid_request',
   'invalid_params',
   'capability_mismatch',
+  'context_exceeded',
+  // A session's budget never refills: the same task in the same session is refused again.
+  'session_budget_exceeded',
   'model_not_allowed',
   'unauthorized',
   'invalid_api_key',

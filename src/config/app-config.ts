@@ -6,6 +6,7 @@ import type { QueueConfig } from '../queue/queue-config';
 import type { UsageConfig } from '../usage/usage-config';
 import type { ApiKeysConfig } from '../api-keys/api-keys-config';
 import type { ArtifactsConfig } from '../artifacts/artifacts-config';
+import type { TasksConfig } from '../tasks/tasks-config';
 
 export interface ProviderConfig {
   name: string;
@@ -84,4 +85,6 @@ export interface AppConfig {
   apiKeys: ApiKeysConfig;
   /** The artifact registry: size bounds, write-behind, retention (see docs/artifacts.md). */
   artifacts: ArtifactsConfig;
+  /** The task API (`tasks:`): event buffers, retention, keepalive and position updates. */
+  tasks: TasksConfig;
 }

@@ -104,6 +104,15 @@ const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
     flushIntervalMs: 'artifacts.flush_interval_secs',
     bufferBytes: 'artifacts.buffer_bytes',
   },
+  tasks: {
+    maxEvents: 'tasks.max_events',
+    maxBytes: 'tasks.max_bytes',
+    retentionMs: 'tasks.retention_secs',
+    keepaliveMs: 'tasks.keepalive_secs',
+    positionIntervalMs: 'tasks.position_interval_secs',
+    metricsIntervalMs: 'tasks.metrics_interval_secs',
+    sessionTtlMs: 'tasks.session_ttl_secs',
+  },
 };
 
 /**

@@ -10,6 +10,7 @@ import { parseCapabilityDeclarations, readRoutingConfig } from '../routing/routi
 import { readTenancyConfig } from '../tenancy/tenancy-config';
 import { readQueueConfig } from '../queue/queue-config';
 import { readUsageConfig } from '../usage/usage-config';
+import { readTasksConfig } from '../tasks/tasks-config';
 import { API_KEYS_YAML_KEYS, readApiKeysConfig } from '../api-keys/api-keys-config';
 import { readArtifactsConfig } from '../artifacts/artifacts-config';
 import { checkNumber, Env, NumberOpts, Reader, TIMER, TIMER_OR_ZERO, toMillis, Yaml } from './config-reader';
@@ -190,7 +191,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const configFile = env.CONFIG_FILE || undefined;
   const file = configFile ? readConfigFile(configFile, problems) : {};
   const server = (file.server && typeof file.server === 'object' ? file.server : {}) as Yaml;
-  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue', 'usage', 'artifacts', ...API_KEYS_YAML_KEYS]);
+  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue', 'usage', 'artifacts', 'tasks', ...API_KEYS_YAML_KEYS]);
 
   const listen = parseListenAddr(r.string('LISTEN_ADDR', 'listen_addr', '127.0.0.1:8080'), problems);
   const logLevel = r.string('LOG_LEVEL', 'log_level', 'info').toLowerCase();
@@ -231,6 +232,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const usage = readUsageConfig(env, file.usage, problems);
   const apiKeys = readApiKeysConfig(env, { ...file, ...server }, problems);
   const artifacts = readArtifactsConfig(env, file.artifacts, problems);
+  const tasks = readTasksConfig(env, file.tasks, problems);
   const instanceId = r.string('INSTANCE_ID', 'instance_id');
   const config: AppConfig = {
     listenHost: listen.host,
@@ -276,6 +278,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     usage,
     apiKeys,
     artifacts,
+    tasks,
   };
 
   if (heartbeatTimeoutMs <= heartbeatIntervalMs && !r.problems.some((p) => p.startsWith('HEARTBEAT'))) {

@@ -101,23 +101,32 @@ export class Dispatcher implements OnApplicationBootstrap {
 
   /** The client's connection closed before its response finished. */
   clientGone(req: RelayRequest): void {
+    this.cancel(req, 'client_disconnect');
+  }
+
+  /**
+   * Ends a request wherever it is: out of the queue, or `cancel` to its worker (whose slot stays
+   * held as for every cancel). Without `error` it is settled as abandoned by its client and its
+   * sink hears nothing more; with one, the sink gets that error. False if it had already ended.
+   */
+  cancel(req: RelayRequest, reason: CancelReason, error?: GatewayError): boolean {
     switch (req.phase) {
       case 'queued':
-        if (!req.provider) return;
+        if (!req.provider) return false;
         this.queue.remove(req);
         this.metrics.setQueueDepth(req.provider.name, this.queue.depth(req.provider.name));
-        this.metrics.cancellation('client_disconnect');
-        this.settle(req, CLIENT_CLOSED);
-        return;
+        break;
       case 'assigned':
       case 'streaming':
-        this.metrics.cancellation('client_disconnect');
-        this.cancelOnWorker(req, 'client_disconnect');
-        this.settle(req, CLIENT_CLOSED);
-        return;
+        this.cancelOnWorker(req, reason);
+        break;
       case 'finished':
-        return;
+        return false;
     }
+    this.metrics.cancellation(reason);
+    if (error) this.fail(req, error);
+    else this.settle(req, CLIENT_CLOSED);
+    return true;
   }
 
   /** Queues a request; requeued ones bypass the bound, they were already admitted. */

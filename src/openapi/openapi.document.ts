@@ -9,6 +9,7 @@ import { CONTROL_PLANE_SCHEMAS } from './schemas/control-plane.schemas';
 import { ERROR_SCHEMAS } from './schemas/errors';
 import { INFERENCE_SCHEMAS } from './schemas/inference.schemas';
 import { OBSERVABILITY_SCHEMAS } from './schemas/observability.schemas';
+import { TASKS_SCHEMAS } from './schemas/tasks.schemas';
 
 const DESCRIPTION = `Switchboard is an internal AI gateway: one OpenAI- and Anthropic-compatible endpoint in front of GPU workers.
 
@@ -32,7 +33,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   base.tags = TAG_OBJECTS;
   base.components = {
     securitySchemes: SECURITY_SCHEMES,
-    schemas: { ...ERROR_SCHEMAS, ...INFERENCE_SCHEMAS, ...CONTROL_PLANE_SCHEMAS, ...ADMIN_DATA_SCHEMAS, ...OBSERVABILITY_SCHEMAS, ...ARTIFACTS_SCHEMAS },
+    schemas: { ...ERROR_SCHEMAS, ...INFERENCE_SCHEMAS, ...CONTROL_PLANE_SCHEMAS, ...ADMIN_DATA_SCHEMAS, ...OBSERVABILITY_SCHEMAS, ...ARTIFACTS_SCHEMAS, ...TASKS_SCHEMAS },
   };
   // A copy: the scanned operations share objects with the decorators' metadata.
   const document = structuredClone(SwaggerModule.createDocument(app, base, { autoTagControllers: false }));

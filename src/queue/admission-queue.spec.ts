@@ -127,4 +127,34 @@ describe('AdmissionQueue tenant turns', () => {
     // Least recently served goes next: the two tenants alternate instead of b winning every time.
     expect(served).toEqual(['a', 'b', 'a', 'b', 'a', 'b', 'a', 'b', 'a', 'b']);
   });
+
+  describe('positions', () => {
+    it('ranks each provider\'s line in the order its workers take the requests: priority, tenant rounds (across models), age', () => {
+      const q = new AdmissionQueue<Item>();
+      const a1 = item('m', 1, { tenant: 'a' });
+      const a2 = item('m', 2, { tenant: 'a' });
+      const a3 = item('n', 3, { tenant: 'a' });
+      const b4 = item('m', 4, { tenant: 'b' });
+      const high = item('m', 5, { tenant: 'c', priority: 0 });
+      const other = item('m', 0, { provider: 'q' });
+      [a1, a2, a3, b4, high, other].forEach((i) => q.admit(i, 10));
+      const ranks = q.positions(0);
+      expect([high, a1, b4, a2, a3].map((i) => ranks.get(i))).toEqual([1, 2, 3, 4, 5]);
+      expect(ranks.get(other)).toBe(1);
+      // The ranks are the order a worker serving both models really takes them in.
+      expect(drain(q).filter((id) => id !== other.id)).toEqual([high, a1, b4, a2, a3].map((i) => i.id));
+    });
+
+    it('moves a request up as the requests ahead of it leave, and counts aging', () => {
+      const q = new AdmissionQueue<Item>({ queue: { agingMs: 10_000 } });
+      const low = item('m', 0, { priority: 2, tenant: 'x' });
+      const normal = item('m', 5_000, { tenant: 'y' });
+      [low, normal].forEach((i) => q.admit(i, 10));
+      expect(q.positions(6_000).get(low)).toBe(2);
+      expect(q.positions(10_000).get(low)).toBe(1); // aged to normal, and older
+      q.takeFor(anyModel, all, 10_000);
+      expect(q.positions(10_000).get(normal)).toBe(1);
+      expect(q.positions(10_000).has(low)).toBe(false);
+    });
+  });
 });

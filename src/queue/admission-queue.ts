@@ -146,6 +146,42 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
     return out.sort((a, b) => a.receivedAt - b.receivedAt);
   }
 
+  /**
+   * Every waiting request's place in its provider's line (1 = served next), in the order `takeFor`
+   * serves them when the provider's workers take them one by one: effective level first, then the
+   * round (a tenant's n-th request waits for the n-th turn of every tenant ahead of it), then the
+   * tenants' turns, then arrival. Requests for different models of one provider share the line.
+   * O(n log n) over the whole queue: meant for a periodic report, never for a single request.
+   */
+  positions(now: number): Map<T, number> {
+    type Entry = { item: T; level: number; round: number; turn: number };
+    const lines = new Map<string, Entry[]>();
+    for (const mq of this.byModel.values()) {
+      mq.levels.forEach((level, base) => {
+        for (const [tenant, list] of level) {
+          const turn = this.tenantTurn.get(tenant) ?? 0;
+          for (const item of list) {
+            let line = lines.get(item.queueProvider);
+            if (!line) lines.set(item.queueProvider, (line = []));
+            line.push({ item, level: this.effectiveLevel(base, now - item.receivedAt), round: 0, turn });
+          }
+        }
+      });
+    }
+    const out = new Map<T, number>();
+    for (const line of lines.values()) {
+      // A tenant's requests at one level, oldest first, whatever their model: the n-th is in round n.
+      line.sort((a, b) => a.level - b.level || a.item.tenant.localeCompare(b.item.tenant) || a.item.receivedAt - b.item.receivedAt);
+      for (let i = 1; i < line.length; i++) {
+        const [prev, cur] = [line[i - 1], line[i]];
+        if (prev.level === cur.level && prev.item.tenant === cur.item.tenant) cur.round = prev.round + 1;
+      }
+      line.sort((a, b) => a.level - b.level || a.round - b.round || a.turn - b.turn || a.item.receivedAt - b.item.receivedAt);
+      line.forEach((entry, i) => out.set(entry.item, i + 1));
+    }
+    return out;
+  }
+
   depth(provider: string): number {
     return this.depthByProvider.get(provider) ?? 0;
   }

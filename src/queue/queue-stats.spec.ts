@@ -26,4 +26,13 @@ describe('QueueStats', () => {
     expect(s.avgWaitMs('p')).toBe(505);
     expect(s.p95WaitMs('p')).toBe(950);
   });
+
+  it('predicts the wait of a queued request from its position and the observed rate, without a cap', () => {
+    const s = new QueueStats();
+    expect(s.predictedWaitMs('p', 3, 0)).toBeUndefined();
+    for (let t = 0; t <= 10_000; t += 500) s.departed('p', 200, t); // 2 per second
+    expect(s.predictedWaitMs('p', 3, 10_000)).toBe(1500);
+    expect(s.predictedWaitMs('p', 1000, 10_000)).toBe(500_000);
+    expect(s.predictedWaitMs('other', 3, 10_000)).toBeUndefined();
+  });
 });

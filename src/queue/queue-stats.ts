@@ -54,6 +54,16 @@ export class QueueStats {
     return Math.round(Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, position / rate)));
   }
 
+  /**
+   * How long until a request `position` places from the head of the queue leaves it for a worker,
+   * at the rate requests have recently left (`position / rate`, unclamped); undefined until at
+   * least two queued requests of the provider have departed.
+   */
+  predictedWaitMs(provider: string, position: number, now: number): number | undefined {
+    const rate = this.byProvider.get(provider)?.ratePerMs(now);
+    return rate ? Math.round(position / rate) : undefined;
+  }
+
   avgWaitMs(provider: string): number {
     const waits = this.byProvider.get(provider)?.waits() ?? [];
     return waits.length ? Math.round(waits.reduce((a, b) => a + b, 0) / waits.length) : 0;

@@ -16,6 +16,10 @@ export interface TenantSettings {
   maxQueued?: number;
   /** Models it may use (after alias resolution); absent = all. */
   models?: string[];
+  /** The most tokens one task session may spend (a task's `budget.tokens` is capped by it). */
+  sessionTokens?: number;
+  /** The most seconds one task session may run (a task's `budget.time_secs` is capped by it). */
+  sessionTimeSecs?: number;
 }
 
 export interface TenancyConfig {
@@ -28,7 +32,7 @@ export interface TenancyConfig {
 /** Tenant ids: what `x-tenant-id` may carry and what configuration may name. */
 export const TENANT_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
-const TENANT_KEYS = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models'];
+const TENANT_KEYS = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models', 'session_tokens', 'session_time_secs'];
 const RATE = /^\s*(\d+)\s*(req|tok)\s*\/\s*min\s*$/i;
 
 /**
@@ -101,6 +105,8 @@ export function parseTenantSettings(raw: unknown, where: string, problems: strin
   out.tpm = count('tpm');
   out.tokensPerDay = count('tokens_per_day');
   out.maxQueued = count('max_queued');
+  out.sessionTokens = count('session_tokens');
+  out.sessionTimeSecs = count('session_time_secs');
   out.priority = priority('priority');
   out.maxPriority = priority('max_priority');
   if (o.models !== undefined && o.models !== null) {

@@ -6,7 +6,7 @@ import { TenantSettings } from './tenancy-config';
 import { TenantEntity } from './tenant.entity';
 import { TenantRecord, TenantStore } from './tenant-store';
 
-const UPDATED_ON_SAVE = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models', 'updated_at'];
+const UPDATED_ON_SAVE = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models', 'session_tokens', 'session_time_secs', 'updated_at'];
 
 @Injectable()
 export class TypeOrmTenantStore extends TenantStore {
@@ -49,6 +49,8 @@ function toColumns(s: TenantSettings): Omit<TenantEntity, 'id' | 'createdAt' | '
     maxPriority: s.maxPriority ?? null,
     maxQueued: s.maxQueued ?? null,
     models: s.models ? [...s.models] : null,
+    sessionTokens: s.sessionTokens ?? null,
+    sessionTimeSecs: s.sessionTimeSecs ?? null,
   };
 }
 
@@ -61,5 +63,7 @@ function toRecord(row: TenantEntity): TenantRecord {
   if (row.maxPriority !== null) settings.maxPriority = row.maxPriority;
   if (row.maxQueued !== null) settings.maxQueued = row.maxQueued;
   if (row.models !== null && row.models !== undefined) settings.models = row.models;
+  if (row.sessionTokens !== null) settings.sessionTokens = row.sessionTokens;
+  if (row.sessionTimeSecs !== null) settings.sessionTimeSecs = row.sessionTimeSecs;
   return { id: row.id, settings, createdAt: row.createdAt, updatedAt: row.updatedAt };
 }

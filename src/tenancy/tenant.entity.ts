@@ -29,6 +29,12 @@ export class TenantEntity {
   @Column({ name: 'max_queued', type: 'bigint', nullable: true, transformer: epochMillis })
   maxQueued: number | null;
 
+  @Column({ name: 'session_tokens', type: 'bigint', nullable: true, transformer: epochMillis })
+  sessionTokens: number | null;
+
+  @Column({ name: 'session_time_secs', type: 'bigint', nullable: true, transformer: epochMillis })
+  sessionTimeSecs: number | null;
+
   /** JSON array of model names, stored as text; null = every model. */
   @Column({ type: 'simple-json', nullable: true })
   models: string[] | null;

@@ -76,5 +76,7 @@ function settingsJson(s: TenantSettings) {
     max_priority: s.maxPriority ?? null,
     max_queued: s.maxQueued ?? null,
     models: s.models ?? null,
+    session_tokens: s.sessionTokens ?? null,
+    session_time_secs: s.sessionTimeSecs ?? null,
   };
 }

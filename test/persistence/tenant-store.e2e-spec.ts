@@ -35,6 +35,8 @@ describe('TypeOrmTenantStore', () => {
     maxPriority: 'normal',
     maxQueued: 0,
     models: ['llama-3-8b', 'qwen2.5:7b'],
+    sessionTokens: 250_000,
+    sessionTimeSecs: 3600,
   };
 
   it('loads nothing from an empty table', async () => {

@@ -8,6 +8,7 @@ export function ref(name: string): ReferenceObject {
 
 export const TAGS = {
   client: 'Client',
+  tasks: 'Tasks',
   providers: 'Admin: providers and workers',
   keys: 'Admin: API keys',
   tenants: 'Admin: tenants',
@@ -25,6 +26,12 @@ export const TAG_OBJECTS: TagObject[] = [
       'OpenAI- and Anthropic-compatible endpoints. Bodies are forwarded to a worker unmodified (only `model` and `stream` are read, ' +
       'plus what routing needs); answers are the backend\'s, relayed faithfully. Errors the gateway itself raises use the caller\'s dialect: ' +
       '`/v1/messages` the Anthropic one, every other route the OpenAI one.',
+  },
+  {
+    name: TAGS.tasks,
+    description:
+      'Asynchronous tasks on the same queue, routing and workers: admission-checked submit, queue position and predicted start, SSE task events ' +
+      '(`started`, `token`, `metrics`, `end`, `error`) with resume, race-free cancel and session budgets ([tasks](tasks.md)).',
   },
   { name: TAGS.providers, description: 'Providers (pools), connected workers, cordons and stats. Admin token required.' },
   { name: TAGS.keys, description: 'Client API keys. Admin token required.' },

@@ -8,7 +8,7 @@ import { HEADERS, json, ref } from './common';
 const CODES: Record<GatewayErrorCode, true> = {
   invalid_request: true, model_not_found: true, capability_mismatch: true, fallback_exhausted: true, no_healthy_worker: true,
   invalid_params: true, pool_unready: true, pool_unavailable: true, model_not_allowed: true, rate_limit_exceeded: true,
-  budget_exceeded: true, queue_full: true, queue_timeout: true, request_timeout: true, requeue_exhausted: true,
+  budget_exceeded: true, context_exceeded: true, session_budget_exceeded: true, queue_full: true, queue_timeout: true, request_timeout: true, requeue_exhausted: true,
   provider_disabled: true, provider_not_found: true, provider_deleted: true, drain_timeout: true, worker_error: true,
   worker_disconnected: true, stream_too_large: true, client_too_slow: true, payload_too_large: true, server_shutdown: true,
   unauthorized: true, invalid_api_key: true, tenant_mismatch: true, auth_rate_limited: true, forbidden: true,
@@ -39,6 +39,8 @@ export const SAMPLE_ERRORS: Record<GatewayErrorCode, GatewayError> = {
   model_not_allowed: Errors.modelNotAllowed('llama3:70b'),
   rate_limit_exceeded: Errors.rateLimitExceeded('requests', RATE_LIMIT),
   budget_exceeded: Errors.budgetExceeded({ ...RATE_LIMIT, limit: 1_000_000, resetAt: Date.UTC(2026, 10, 23), retryAfterMs: 11_400_000 }),
+  context_exceeded: Errors.contextExceeded({ promptTokens: 7900, maxTokens: 512, model: 'llama3:8b' }),
+  session_budget_exceeded: Errors.sessionBudgetExceeded({ budget: 'tokens', limit: 100_000, used: 99_800, requested: 600 }),
   queue_full: Errors.queueFull(1500, 100, 840),
   queue_timeout: Errors.queueTimeout().with({ retryAfterMs: 1000, fields: { pool_id: 'local' } }),
   request_timeout: Errors.requestTimeout().with({ retryAfterMs: 1000, fields: { pool_id: 'local', engine: 'vllm' } }),
@@ -85,6 +87,11 @@ const EXTRA_FIELDS: Record<string, SchemaObject> = {
   remaining: { type: 'integer', description: '`rate_limit_exceeded`, `budget_exceeded`.' },
   reset_at: { type: 'string', format: 'date-time', description: '`rate_limit_exceeded`, `budget_exceeded`.' },
   queue_depth: { type: 'integer', description: '`queue_full`.' },
+  check: {
+    type: 'string',
+    description:
+      'Task admission (`POST /v1/tasks`): which check refused the task — `params`, `model`, `pool`, `context`, `session_tokens`, `session_time`, `rate_limit`, `tenant_budget`, `queue`, `capabilities`.',
+  },
   avg_wait_ms: { type: 'number', description: '`queue_full`.' },
   fields: {
     type: 'array',

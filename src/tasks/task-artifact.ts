@@ -1,0 +1,30 @@
+import type { JobArtifactInput } from '../artifacts/job-artifacts.port';
+import type { FinalStatus, Task } from './task';
+
+/** What a finished task leaves in the artifact registry (control-data-plane spec §9). */
+export function jobArtifactOf(task: Task): JobArtifactInput {
+  const req = task.request;
+  const relay = task.relay;
+  const runner = relay.worker?.runner;
+  const input: JobArtifactInput = {
+    jobId: task.id,
+    tenant: task.tenant,
+    params: req.params,
+    maxTokens: req.maxTokens,
+    modelRef: task.servedModel ?? req.model,
+    status: task.status as FinalStatus,
+    tokensOut: task.tokensOut,
+    decodeTimeMs: task.decodeTimeMs(task.endedAt),
+    transcript: task.events.transcript(),
+    createdAt: task.createdAt,
+  };
+  if (req.sessionId !== undefined) input.sessionId = req.sessionId;
+  if (req.ctx !== undefined) input.ctx = req.ctx;
+  if (runner?.type) input.engine = runner.type;
+  if (runner?.version) input.engineVersion = runner.version;
+  if (relay.provider) input.pool = relay.provider.name;
+  if (req.seed !== undefined) input.seed = req.seed;
+  if (req.outputMode !== undefined) input.outputMode = req.outputMode;
+  if (task.error) input.error = { code: task.error.code, message: task.error.message, retriable: task.error.retriable };
+  return input;
+}
