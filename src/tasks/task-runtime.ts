@@ -169,15 +169,15 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
 
   text(task: Task, t: string): void {
     if (task.finished) return;
-    if (!task.publish('token', { t, i: task.tokens })) return this.overflow(task);
-    task.tokens++;
-    const now = this.clock.now();
-    this.charge(task, 1, now);
     const limit = task.limits.tokens;
     if (limit !== undefined) {
+      // A token the session cannot pay for is not delivered: the task stops before it.
       const used = this.budgets.usage(task.budgetKey).tokens;
-      if (used > limit) this.stop(task, 'cancelled', 'client_disconnect', Errors.sessionBudgetExceeded({ budget: 'tokens', limit, used }));
+      if (used + 1 > limit) return this.stop(task, 'cancelled', 'client_disconnect', Errors.sessionBudgetExceeded({ budget: 'tokens', limit, used }));
     }
+    if (!task.publish('token', { t, i: task.tokens })) return this.overflow(task);
+    task.tokens++;
+    this.charge(task, 1, this.clock.now());
   }
 
   usage(task: Task, usage: StreamUsage): void {
