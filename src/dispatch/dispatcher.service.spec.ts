@@ -1,6 +1,6 @@
 import { FakeClock } from '../../test/support/fake-clock';
 import { loadConfig } from '../config';
-import { GatewayError } from '../common/gateway-error';
+import { Errors, GatewayError } from '../common/gateway-error';
 import { ServerToWorkerMessage } from '../protocol';
 import { ProviderRecord, ProviderStore } from '../providers/provider-store';
 import { ProvidersService } from '../providers/providers.service';
@@ -116,6 +116,22 @@ describe('Dispatcher (fake clock)', () => {
     dispatcher.submit(req);
     return { req, sink };
   }
+
+  it('cancel(): a queued request leaves the queue, a running one gets cancel{reason} with its slot held; with an error the sink gets it; once only', () => {
+    const { worker, channel } = addWorker();
+    const running = submit();
+    const queued = submit();
+    expect(dispatcher.cancel(queued.req, 'client_disconnect')).toBe(true);
+    expect(queued.sink.outcome).toEqual({ chunks: [] }); // settled quietly
+    expect(dispatcher.cancel(running.req, 'timeout', Errors.requestTimeout())).toBe(true);
+    expect(running.sink.outcome.error?.code).toBe('request_timeout');
+    expect(channel.sent.filter((m) => m.type === 'cancel')).toEqual([{ type: 'cancel', request_id: running.req.id, reason: 'timeout' }]);
+    expect(worker.freeSlots).toBe(0);
+    expect(dispatcher.cancel(running.req, 'timeout')).toBe(false);
+    // The cancelled queued request never reaches the worker once its slot is given back.
+    clock.advance(5_000);
+    expect(channel.sent.filter((m) => m.type === 'request')).toHaveLength(1);
+  });
 
   it('times a queued request out with queue_timeout and never sends it to a worker', () => {
     const { sink } = submit();

@@ -5,7 +5,7 @@ import type { FinalStatus, Task } from './task';
 export function jobArtifactOf(task: Task): JobArtifactInput {
   const req = task.request;
   const relay = task.relay;
-  const runner = relay.worker?.runner;
+  const runner = task.runner;
   const input: JobArtifactInput = {
     jobId: task.id,
     tenant: task.tenant,

@@ -145,6 +145,7 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
   routed(task: Task, servedModel: string): void {
     const now = this.clock.now();
     task.servedModel = servedModel;
+    task.runner = task.relay.worker?.runner;
     task.status = 'running';
     if (!task.runningSince) {
       task.runningSince = now;
@@ -192,7 +193,7 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
   backendError(task: Task, status: number, body: string): void {
     const detail = backendMessage(body);
     const error = Errors.workerError().with({
-      fields: { backend_status: status, pool_id: task.relay.provider?.name, engine: task.relay.worker?.runner?.type },
+      fields: { backend_status: status, pool_id: task.relay.provider?.name, engine: task.runner?.type },
     });
     const data = errorEvent(error, `The backend answered HTTP ${status}${detail ? `: ${detail}` : ''}`);
     // A request the backend refused as such fails the same way again.
@@ -208,7 +209,9 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
       task.admissionError = error;
       return;
     }
-    this.end(task, task.stopping ?? 'failed', 'error', errorEvent(error));
+    // A worker that went away is no longer the request's: the task still knows what it ran on.
+    const engine = task.runner?.type;
+    this.end(task, task.stopping ?? 'failed', 'error', errorEvent(engine && !error.details.fields?.engine ? error.with({ fields: { engine } }) : error));
   }
 
   queueWaited(task: Task, ms: number): void {

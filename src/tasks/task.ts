@@ -1,5 +1,6 @@
 import type { GatewayError } from '../common/gateway-error';
 import type { RelayRequest } from '../dispatch/relay-request';
+import type { RunnerInfo } from '../protocol';
 import type { BudgetLimits } from './session-budgets';
 import { TaskEventLog, TaskEventType } from './task-events';
 import type { TaskRequest } from './task-request';
@@ -68,6 +69,8 @@ export class Task {
   charged = 0;
   queueWaitMs = 0;
   servedModel: string | undefined;
+  /** The inference server of the worker that last took it (a lost worker's too). */
+  runner: RunnerInfo | undefined;
   error: (TaskError & Record<string, unknown>) | undefined;
   artifactId: string | undefined;
   /** When `metrics` were last looked at. */
