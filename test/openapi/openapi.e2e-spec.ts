@@ -156,6 +156,10 @@ describe('OpenAPI document (GET /openapi.json)', () => {
       ['post', '/v1/responses'],
       ['post', '/v1/embeddings'],
       ['post', '/v1/messages'],
+      ['post', '/v1/tasks'],
+      ['get', '/v1/tasks/{id}/stream'],
+      ['get', '/v1/tasks/{id}'],
+      ['post', '/v1/tasks/{id}/cancel'],
     ]) {
       expect([path, Object.keys(xOf(method, path) ?? {}).length > 0]).toEqual([path, true]);
     }
@@ -175,7 +179,8 @@ describe('OpenAPI document (GET /openapi.json)', () => {
         } else if (op.requestBody?.required && served) problems.push(`${at}: the body is required`);
         const response = op.responses[String(ex.response.status)];
         if (!response) problems.push(`${at}: status ${ex.response.status} is not documented`);
-        else problems.push(...validate(doc, response.content['application/json'].schema, ex.response.body, `${at}.response.body`));
+        // An SSE answer (task streams) is documented as text/event-stream.
+        else problems.push(...validate(doc, (response.content['application/json'] ?? response.content['text/event-stream']).schema, ex.response.body, `${at}.response.body`));
       }
     }
     expect(count).toBeGreaterThanOrEqual(20);
@@ -247,6 +252,25 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     expect((await call('POST', '/v1/messages', { model: 'gpt-5', max_tokens: 8, messages: [] }, {})).json).toMatchObject({ type: 'error', error: { type: 'not_found_error', code: 'model_not_found' } });
     const tooLarge = await call('POST', '/v1/messages', { model: 'llama3:8b', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(70_000) }] }, {});
     expect(tooLarge).toMatchObject({ status: 413, json: { type: 'error', error: { type: 'request_too_large', code: 'payload_too_large' } } });
+
+    // Tasks: the typical exchange, its stream, status and cancel; refusals exactly as documented.
+    const tasks = doc.paths['/v1/tasks'].post['x-examples'];
+    expect((await call('POST', '/v1/tasks', tasks.typical.request.body, {})).json.task_id).toBe('review-42');
+    const taskRequest = await worker.next('request');
+    expect(JSON.parse(taskRequest.body)).toMatchObject({ model: 'llama3:8b', stream: true });
+    worker.chunk(taskRequest.request_id, 'data: {"choices":[{"delta":{"content":"Done."}}]}\n\ndata: [DONE]\n\n');
+    worker.complete(taskRequest.request_id, '', 200, { body: '' });
+    expect((await call('GET', '/v1/tasks/review-42/stream', undefined, {})).status).toBe(200);
+    expect((await call('GET', '/v1/tasks/review-42', undefined, {})).json).toMatchObject({ status: 'completed', tokens_out: 1 });
+    expect((await call('POST', '/v1/tasks/review-42/cancel', undefined, {})).json.status).toBe('completed');
+    for (const name of ['duplicate', 'malformed', 'context']) {
+      const res = await call('POST', '/v1/tasks', tasks[name].request.body, {});
+      expect([name, res.status, res.json]).toEqual([name, tasks[name].response.status, tasks[name].response.body]);
+    }
+    for (const [method, path] of [['GET', '/v1/tasks/review-43'], ['GET', '/v1/tasks/review-43/stream'], ['POST', '/v1/tasks/review-43/cancel']]) {
+      const res = await call(method, path, undefined, {});
+      expect([path, res.status, res.json]).toEqual([path, 404, doc.paths['/v1/tasks/{id}'].get['x-examples'].unknown.response.body]);
+    }
 
     // Providers and workers.
     expect((await call('GET', '/admin/providers')).status).toBe(200);

@@ -119,6 +119,8 @@ const REQUEST = {
   output_mode: 'text',
   budget: { tokens: 20000, time_secs: 600 },
 };
+/** The same request without a chosen id (a refusal shown for one would hide behind 409). */
+const { task_id: _id, ...UNNAMED } = REQUEST;
 const URLS = { stream_url: '/v1/tasks/review-42/stream', status_url: '/v1/tasks/review-42' };
 const ACCEPTED = { task_id: 'review-42', queue_position: 3, predicted_start_ms: 4200, ...URLS };
 
@@ -257,11 +259,11 @@ export const TASKS_API: Record<'submit' | 'stream' | 'status' | 'cancel', Operat
     },
     xExamples: {
       typical: exchange('A task that waits third in line', '/v1/tasks', REQUEST, 202, ACCEPTED),
-      context: refused('Prompt + max_tokens above the ctx bound', { ...REQUEST, ctx: 128 }, Errors.contextExceeded({ promptTokens: 7, maxTokens: 256, ctx: 128, model: 'llama3:8b' })),
-      session_budget: refused('The session has spent its tokens', REQUEST, SAMPLE_ERRORS.session_budget_exceeded),
+      context: refused('Prompt + max_tokens above the ctx bound', { ...UNNAMED, ctx: 128 }, Errors.contextExceeded({ promptTokens: 7, maxTokens: 256, ctx: 128, model: 'llama3:8b' })),
+      session_budget: refused('The session has spent its tokens', UNNAMED, SAMPLE_ERRORS.session_budget_exceeded),
       malformed: refused('A body without max_tokens names the field', { model: 'llama3:8b', prompt: 'Hello' }, ADMISSION.invalid_params!),
       duplicate: refused('A task id that exists', REQUEST, ADMISSION.conflict!),
-      queue_full: refused('The pool\'s queue is full (Retry-After, X-Backoff-Ms)', REQUEST, ADMISSION.queue_full!),
+      queue_full: refused('The pool\'s queue is full (Retry-After, X-Backoff-Ms)', UNNAMED, ADMISSION.queue_full!),
     },
   },
   stream: {
