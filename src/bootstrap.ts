@@ -74,8 +74,8 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
     app.enableCors({
       origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
       methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-      allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'x-correlation-id', 'x-tenant-id', 'x-priority', 'x-switchboard-provider', 'anthropic-version', 'anthropic-beta', 'openai-organization'],
-      exposedHeaders: ['x-correlation-id', 'x-queue-wait-ms', 'x-switchboard-model', 'x-switchboard-fallback', 'retry-after', 'x-backoff-ms', 'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests', 'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
+      allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'x-correlation-id', 'x-tenant-id', 'x-priority', 'last-event-id', 'x-switchboard-provider', 'anthropic-version', 'anthropic-beta', 'openai-organization'],
+      exposedHeaders: ['x-correlation-id', 'x-queue-wait-ms', 'x-switchboard-model', 'x-switchboard-fallback', 'retry-after', 'x-backoff-ms', 'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests', 'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens', 'x-budget-remaining-tokens', 'location'],
       maxAge: 600,
     });
   }
