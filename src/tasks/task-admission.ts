@@ -1,5 +1,5 @@
 import { Errors, GatewayError, GatewayErrorCode } from '../common/gateway-error';
-import type { TaskRequest } from './task-request';
+import type { TaskParams } from './task';
 
 /** Which admission check a refusal comes from (the body's `check`). */
 const CHECK: Partial<Record<GatewayErrorCode, string>> = {
@@ -27,7 +27,7 @@ const PIN_HEADER = 'x-switchboard-provider';
  * the pin called `pool_id`, and a context-length mismatch (the router's capability filter, fed
  * with prompt + `max_tokens`) reported as `context_exceeded`.
  */
-export function admissionError(error: GatewayError, req: TaskRequest, promptTokens: number): GatewayError {
+export function admissionError(error: GatewayError, req: TaskParams, promptTokens: number): GatewayError {
   if (error.code === 'capability_mismatch' && sameItems(error.details.fields?.missing, ['context_length'])) {
     return Errors.contextExceeded({ promptTokens, maxTokens: req.maxTokens, model: req.model }).with({ fields: error.details.fields?.pool_id ? { pool_id: error.details.fields.pool_id } : {} });
   }

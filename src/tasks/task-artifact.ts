@@ -4,7 +4,6 @@ import type { FinalStatus, Task } from './task';
 /** What a finished task leaves in the artifact registry (control-data-plane spec §9). */
 export function jobArtifactOf(task: Task): JobArtifactInput {
   const req = task.request;
-  const relay = task.relay;
   const runner = task.runner;
   const input: JobArtifactInput = {
     jobId: task.id,
@@ -22,7 +21,7 @@ export function jobArtifactOf(task: Task): JobArtifactInput {
   if (req.ctx !== undefined) input.ctx = req.ctx;
   if (runner?.type) input.engine = runner.type;
   if (runner?.version) input.engineVersion = runner.version;
-  if (relay.provider) input.pool = relay.provider.name;
+  if (task.pool) input.pool = task.pool;
   if (req.seed !== undefined) input.seed = req.seed;
   if (req.outputMode !== undefined) input.outputMode = req.outputMode;
   if (task.error) input.error = { code: task.error.code, message: task.error.message, retriable: task.error.retriable };

@@ -161,6 +161,9 @@ describe('tasks over the dispatcher (fake clock)', () => {
     ]);
     expect(reader.text).toContain('event: end\ndata: {"tokens_out":2,"decode_time_ms":2000,"decode_ms":2000}');
     expect(JSON.stringify(artifacts.calls)).not.toContain('top secret prompt');
+    // Kept for its retention, a finished task holds no copy of the prompt.
+    expect(task.relay).toBeUndefined();
+    expect(JSON.stringify(task.request)).not.toContain('top secret prompt');
     expect(tasks.status(identity, 'job-1')).toMatchObject({ status: 'completed', artifact_id: 'sha256:1' });
     // Cancelling it afterwards records nothing more.
     tasks.cancel(identity, 'job-1');

@@ -68,19 +68,20 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
   }
 
   /** An admitted task: kept, announced (`started` while it waits, `metrics`) and logged. */
-  register(task: Task): void {
+  register(task: Task, relay: RelayRequest): void {
     const now = this.clock.now();
     this.tasks.set(keyOf(task.tenant, task.id), task);
     this.live.add(task);
-    if (task.relay.phase === 'queued') this.reportPosition(task, task.relay.queuePosition, now);
-    this.publishMetrics(task, now);
+    task.pool ??= relay.provider?.name;
+    if (relay.phase === 'queued') this.reportPosition(task, relay, relay.queuePosition, now);
+    this.publishMetrics(task, relay, now);
     this.log.log({
       msg: 'task admitted',
       task_id: task.id,
       tenant: task.tenant,
       session_id: task.request.sessionId,
       model: task.request.model,
-      pool: task.relay.provider?.name,
+      pool: task.pool,
       status: task.status,
       queue_position: task.queuePosition,
       predicted_start_ms: task.predictedStartMs,
@@ -100,7 +101,7 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
 
   /** The client's cancel: at once no event but the final one; the worker gets `cancel`. Idempotent. */
   cancel(task: Task): void {
-    if (task.finished) return;
+    if (task.finished || !task.relay) return;
     this.dispatcher.cancel(task.relay, 'client_disconnect');
     this.end(task, 'cancelled', 'error', { code: 'cancelled', message: 'The task was cancelled by its client', retriable: false });
   }
@@ -110,7 +111,7 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
     if (task.finished) return;
     task.stopping = status;
     // The dispatcher hands the error (with the pool and engine) back through the sink.
-    if (!this.dispatcher.cancel(task.relay, reason, error)) this.failed(task, error);
+    if (!task.relay || !this.dispatcher.cancel(task.relay, reason, error)) this.failed(task, error);
     task.stopping = undefined;
   }
 
@@ -143,9 +144,12 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
   // ---------------------------------------------------------------- what the dispatcher reports
 
   routed(task: Task, servedModel: string): void {
+    const relay = task.relay;
+    if (!relay || task.finished) return;
     const now = this.clock.now();
     task.servedModel = servedModel;
-    task.runner = task.relay.worker?.runner;
+    task.runner = relay.worker?.runner;
+    task.pool = relay.worker?.provider ?? relay.provider?.name;
     task.status = 'running';
     if (!task.runningSince) {
       task.runningSince = now;
@@ -154,16 +158,16 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
       set.add(task);
       this.charge(task, task.promptTokens, now);
     }
-    this.reportPosition(task, 0, now);
+    this.reportPosition(task, relay, 0, now);
     this.log.log({
       msg: 'task started',
       task_id: task.id,
-      pool: task.relay.provider?.name,
-      worker_id: task.relay.worker?.id,
+      pool: task.pool,
+      worker_id: relay.worker?.id,
       model: servedModel,
       queue_position: 0,
       predicted_start_ms: 0,
-      queue_wait_ms: task.relay.waitedMs,
+      queue_wait_ms: relay.waitedMs,
       correlation_id: task.correlationId,
     });
   }
@@ -193,7 +197,7 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
   backendError(task: Task, status: number, body: string): void {
     const detail = backendMessage(body);
     const error = Errors.workerError().with({
-      fields: { backend_status: status, pool_id: task.relay.provider?.name, engine: task.runner?.type },
+      fields: { backend_status: status, pool_id: task.pool, engine: task.runner?.type },
     });
     const data = errorEvent(error, `The backend answered HTTP ${status}${detail ? `: ${detail}` : ''}`);
     // A request the backend refused as such fails the same way again.
@@ -225,20 +229,21 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
     const now = this.clock.now();
     let positions: Map<RelayRequest, number> | undefined;
     for (const task of this.live) {
-      if (task.relay.phase === 'queued') {
+      const relay = task.relay!;
+      if (relay.phase === 'queued') {
         // Back in the queue: its worker went away before the first byte.
         task.status = 'queued';
         positions ??= this.queue.positions(now);
-        this.reportPosition(task, positions.get(task.relay) ?? Math.max(1, task.queuePosition), now);
+        this.reportPosition(task, relay, positions.get(relay) ?? Math.max(1, task.queuePosition), now);
       } else this.checkTime(task, now);
-      if (!task.finished && now - task.metricsAt >= this.config.metricsIntervalMs) this.publishMetrics(task, now);
+      if (!task.finished && now - task.metricsAt >= this.config.metricsIntervalMs) this.publishMetrics(task, relay, now);
     }
     this.prune(now);
   }
 
   /** `: keepalive` to every reader of a waiting task (proxies close silent connections). */
   keepalive(): void {
-    for (const task of this.live) if (task.relay.phase === 'queued') task.comment('keepalive');
+    for (const task of this.live) if (task.relay?.phase === 'queued') task.comment('keepalive');
   }
 
   private checkTime(task: Task, now: number): void {
@@ -264,8 +269,8 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
   // ---------------------------------------------------------------- events
 
   /** `started` with the task's place in line, when it changed enough to be worth telling. */
-  private reportPosition(task: Task, position: number, now: number): void {
-    const pool = task.relay.provider?.name;
+  private reportPosition(task: Task, relay: RelayRequest, position: number, now: number): void {
+    const pool = relay.provider?.name;
     const predicted = pool === undefined ? null : predictedStartMs(this.queue.stats, pool, position, now);
     const last = task.predictedStartMs;
     const moved =
@@ -279,9 +284,9 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
     if (position > 0) this.log.debug({ msg: 'task started event', task_id: task.id, queue_position: position, predicted_start_ms: predicted });
   }
 
-  private publishMetrics(task: Task, now: number): void {
-    const data: Record<string, unknown> = { queue_depth: this.queue.depth(task.relay.provider?.name ?? ''), tokens_out: task.tokensOut };
-    if (task.relay.phase === 'queued') data.queue_position = Math.max(0, task.queuePosition);
+  private publishMetrics(task: Task, relay: RelayRequest, now: number): void {
+    const data: Record<string, unknown> = { queue_depth: this.queue.depth(relay.provider?.name ?? ''), tokens_out: task.tokensOut };
+    if (relay.phase === 'queued') data.queue_position = Math.max(0, task.queuePosition);
     const { tokens, timeMs } = task.limits;
     if (tokens !== undefined || timeMs !== undefined) {
       const used = this.sessionUsage(task.budgetKey, now);

@@ -15,7 +15,7 @@ export function taskView(task: Task, now: number) {
     status: task.status,
     model: task.request.model,
     served_model: task.servedModel ?? null,
-    pool_id: task.relay.provider?.name ?? null,
+    pool_id: task.pool ?? null,
     session_id: task.request.sessionId ?? null,
     queue_position: queued ? Math.max(0, task.queuePosition) : 0,
     predicted_start_ms: queued ? task.predictedStartMs : 0,

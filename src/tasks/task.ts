@@ -22,10 +22,13 @@ export interface TaskError {
   retriable: boolean;
 }
 
+/** What a task keeps of its request: everything but the worker's body (the prompt). */
+export type TaskParams = Omit<TaskRequest, 'workerJson'>;
+
 export interface TaskInit {
   id: string;
   tenant: string;
-  request: TaskRequest;
+  request: TaskParams;
   /** Where its budget usage is counted (see `sessionKey`). */
   budgetKey: string;
   limits: BudgetLimits;
@@ -45,7 +48,7 @@ export interface TaskInit {
 export class Task {
   readonly id: string;
   readonly tenant: string;
-  readonly request: TaskRequest;
+  readonly request: TaskParams;
   readonly budgetKey: string;
   readonly limits: BudgetLimits;
   readonly promptTokens: number;
@@ -54,7 +57,10 @@ export class Task {
   readonly events: TaskEventLog;
   readonly readers = new Set<TaskReader>();
 
-  relay!: RelayRequest;
+  /** Its request on the dispatcher while the task is live; let go at its end (the prompt with it). */
+  relay: RelayRequest | undefined;
+  /** The pool it waits in, then the pool of the worker that took it. */
+  pool: string | undefined;
   status: TaskStatus = 'queued';
   /** What `started` last said (so it is repeated only when something changed). */
   queuePosition = -1;
@@ -86,7 +92,8 @@ export class Task {
   constructor(init: TaskInit) {
     this.id = init.id;
     this.tenant = init.tenant;
-    this.request = init.request;
+    const { workerJson: _prompt, ...params } = init.request as TaskRequest;
+    this.request = params;
     this.budgetKey = init.budgetKey;
     this.limits = init.limits;
     this.promptTokens = init.promptTokens;
@@ -151,6 +158,7 @@ export class Task {
     const frame = this.events.append(type, data, true)!;
     this.status = status;
     this.endedAt = Math.max(now, this.createdAt + 1);
+    this.relay = undefined;
     for (const r of this.readers) {
       r.write(frame);
       r.end();

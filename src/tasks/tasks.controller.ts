@@ -28,7 +28,7 @@ export class TasksController {
       tenant: identity.tenant,
       task_id: task?.id,
       model: task?.request.model,
-      pool: task?.relay.provider?.name,
+      pool: task?.pool,
       queue_position: task ? Math.max(0, task.queuePosition) : undefined,
       predicted_start_ms: task?.predictedStartMs,
     });

@@ -96,7 +96,7 @@ export class TasksService {
       maxEvents: this.config.tasks.maxEvents,
       maxBytes: this.config.tasks.maxBytes,
     });
-    task.relay = new RelayRequest({
+    const relay = new RelayRequest({
       id: `r-${randomUUID()}`,
       model: req.model,
       endpointPath: req.endpoint,
@@ -118,18 +118,19 @@ export class TasksService {
       },
       onTokens: (tokens) => this.limits.chargeTokens(identity, tokens),
     });
+    task.relay = relay;
 
     // The task's own checks come first: a task they refuse costs none of the tenant's request rate.
     const refused =
       req.ctx !== undefined && needed > req.ctx
         ? Errors.contextExceeded({ promptTokens, maxTokens: req.maxTokens, ctx: req.ctx, model: req.model })
         : this.checkBudget(limits, used, needed);
-    if (refused) return this.admit(task, promptTokens, budgetHeaders, refused);
+    if (refused) return this.admit(task, relay, promptTokens, budgetHeaders, refused);
     this.admitting.add(reservation);
     const verdict = this.limits.admit(identity);
     const decide = (v: LimitVerdict): SubmitAnswer => {
       this.admitting.delete(reservation);
-      return this.admit(task, promptTokens, { ...v.headers, ...budgetHeaders }, v.error);
+      return this.admit(task, relay, promptTokens, { ...v.headers, ...budgetHeaders }, v.error);
     };
     return verdict instanceof Promise ? verdict.then(decide) : decide(verdict);
   }
@@ -146,13 +147,13 @@ export class TasksService {
   }
 
   /** Hands the task's request to the dispatcher; a refusal there (routing, queue bound) is the answer. */
-  private admit(task: Task, promptTokens: number, headers: Record<string, string>, limitError: GatewayError | undefined): SubmitAnswer {
+  private admit(task: Task, relay: RelayRequest, promptTokens: number, headers: Record<string, string>, limitError: GatewayError | undefined): SubmitAnswer {
     task.admitting = true;
-    if (limitError) this.dispatcher.reject(task.relay, limitError);
-    else this.dispatcher.submit(task.relay);
+    if (limitError) this.dispatcher.reject(relay, limitError);
+    else this.dispatcher.submit(relay);
     task.admitting = false;
     if (task.admissionError) return refusal(admissionError(task.admissionError, task.request, promptTokens), headers);
-    this.runtime.register(task);
+    this.runtime.register(task, relay);
     const urls = taskUrls(task.id);
     return {
       status: 202,
