@@ -25,8 +25,9 @@ export class SseWriter implements TaskReader {
   /** 200 and the SSE headers, with headers set before the handler (CORS) kept. */
   open(correlationId: string, preset: Record<string, string>): void {
     this.res.writeHead(200, { ...preset, ...SSE_HEADERS, [CORRELATION_HEADER]: correlationId });
-    // Sends the headers now: a queued task may have nothing to say for a while.
-    this.res.flushHeaders();
+    // Sends the headers now: a reader resuming at the last event may get nothing for a while.
+    // (An HTTP/2 response has no flushHeaders: its headers go with the first write.)
+    (this.res as Partial<Pick<ServerResponse, 'flushHeaders'>>).flushHeaders?.();
   }
 
   /** Runs `fn` once when the reader goes away before its stream ended. */
