@@ -1,8 +1,8 @@
 import { MigrationInterface, QueryRunner, TableColumn } from 'typeorm';
 
 /** A tenant's most tokens and seconds per task session (`session_tokens`, `session_time_secs`). */
-export class TenantSessionBudgets1764892800000 implements MigrationInterface {
-  name = 'TenantSessionBudgets1764892800000';
+export class TenantSessionBudgets1764849600000 implements MigrationInterface {
+  name = 'TenantSessionBudgets1764849600000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.addColumns('tenants', [
