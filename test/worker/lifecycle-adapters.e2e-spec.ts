@@ -7,7 +7,7 @@ import { RunnerApiAdapter } from '../../src/worker/lifecycle/runner-api';
 import { OperationContext, OperationFailed, Unsupported } from '../../src/worker/lifecycle/types';
 import { VllmAdapter } from '../../src/worker/lifecycle/vllm';
 import { FakeBackend } from './support/fake-backend';
-import { FakeLlamaRouter, FakeOllama, FakeRunnerApi, FakeVllm } from './support/fake-lifecycle';
+import { FakeLlamaRouter, FakeOllama, FakeRunnerApi, FakeVllm, RouterModel } from './support/fake-lifecycle';
 
 /**
  * Each lifecycle adapter against a fake backend that imitates the real endpoints (a real HTTP
@@ -114,6 +114,28 @@ describe('lifecycle adapters', () => {
       new FakeLlamaRouter(b, { broken: { loadScript: [{ state: 'loading' }, { state: 'failed', exitCode: 1 }] } });
       await expect(new LlamaServerAdapter().load(load('broken'), ctx)).rejects.toThrow('llama-server could not load "broken" (its instance exited with code 1)');
       await expect(new LlamaServerAdapter().load(load('ghost'), ctx)).rejects.toThrow('llama-server does not know the model "ghost"');
+    });
+
+    it('fails as soon as a retried load fails again, or its instance stops before it has loaded', async () => {
+      // Without an answer the adapter would poll until --lifecycle-timeout: the guard turns that into an error here.
+      const guarded = { ...ctx, signal: AbortSignal.timeout(5_000) };
+      new FakeLlamaRouter(b, {
+        flaky: { state: 'unloaded', failed: true, exitCode: 1, loadScript: [{ state: 'failed', exitCode: 1 }] },
+        quits: { loadScript: [{ state: 'loading' }, { state: 'unloaded' }] },
+      });
+      await expect(new LlamaServerAdapter().load(load('flaky'), guarded)).rejects.toThrow('llama-server could not load "flaky" (its instance exited with code 1)');
+      await expect(new LlamaServerAdapter().load(load('quits'), guarded)).rejects.toThrow('llama-server stopped the instance of "quits" before it had loaded');
+      expect(calls().filter((c) => c === 'POST /models/load')).toHaveLength(2);
+    });
+
+    it('loads a model the router is still downloading once the download has finished', async () => {
+      const guarded = { ...ctx, signal: AbortSignal.timeout(5_000) };
+      const router = new FakeLlamaRouter(b, { fresh: { state: 'downloading' } });
+      (router.models.get('fresh') as RouterModel).pending = [{ state: 'downloading', done: 25, total: 100 }, { state: 'downloading', done: 50, total: 100 }, { state: 'unloaded' }];
+      expect(await new LlamaServerAdapter().load(load('fresh'), guarded)).toEqual({});
+      expect(router.models.get('fresh')?.state).toBe('loaded');
+      expect(calls().filter((c) => c === 'POST /models/load')).toHaveLength(1);
+      expect(progress[0]).toBe(0.45);
     });
 
     it('does not load a model that is already loaded, and unloads one until GET /models says unloaded', async () => {
