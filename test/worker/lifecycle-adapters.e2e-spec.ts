@@ -188,6 +188,17 @@ describe('lifecycle adapters', () => {
       router.autoload = false;
       expect(await adapter.servable(['a', 'b', 'c'], ctx.http, ctx.signal)).toEqual(['a', 'c']);
     });
+
+    it('keeps advertising what GET /models does not show as down (no list, an odd answer, a model it does not name)', async () => {
+      const router = new FakeLlamaRouter(b, { a: { state: 'loaded' }, b: { state: 'unloaded' } });
+      router.autoload = false;
+      const adapter = new LlamaServerAdapter();
+      expect(await adapter.servable(['a', 'b', 'x'], ctx.http, ctx.signal)).toEqual(['a', 'x']);
+      b.routes.set('GET /models', () => ({ status: 200, json: { object: 'list' } }));
+      expect(await adapter.servable(['a', 'b'], ctx.http, ctx.signal)).toEqual(['a', 'b']);
+      b.routes.set('GET /models', () => ({ status: 200, text: '<html>proxy error</html>' }));
+      expect(await adapter.servable(['a', 'b'], ctx.http, ctx.signal)).toEqual(['a', 'b']);
+    });
   });
 
   describe('vLLM', () => {

@@ -128,12 +128,14 @@ export class LlamaServerAdapter implements LifecycleAdapter {
     if (!props.router || props.autoload) return models;
     const answer = await http.get('/models', signal);
     if (!isOk(answer)) return models;
-    const up = new Set<string>();
+    // Only a model the router lists in a state that refuses requests is left out: a list it did
+    // not send, or a model missing from it, is no reason to stop advertising.
+    const down = new Set<string>();
     for (const e of listOf(asObject(answer.json))) {
-      if (!UP.has(stateOf(e))) continue;
-      for (const name of namesOf(e)) up.add(name);
+      if (UP.has(stateOf(e))) continue;
+      for (const name of namesOf(e)) down.add(name);
     }
-    return models.filter((m) => up.has(m));
+    return models.filter((m) => !down.has(m));
   }
 
   private async props(http: LifecycleHttp, signal: AbortSignal): Promise<Props> {
