@@ -145,4 +145,16 @@ describe('LifecycleDispatcher', () => {
     await cut;
     expect(other.frames.at(-1)).toMatchObject({ status: 'failed', error: 'interrupted: the worker lost its gateway link or is stopping' });
   });
+  it('reports failed instead of rejecting when the operation cannot even be set up (a deadline no timer can hold)', async () => {
+    const { dispatcher, frames, link, lines } = setup(5e9);
+    await expect(dispatcher.handle(load('t9', 'llama3'), link)).resolves.toBeUndefined();
+    expect(frames).toEqual([
+      { type: 'lifecycle_status', task_id: 't9', status: 'accepted' },
+      { type: 'lifecycle_status', task_id: 't9', status: 'failed', error: expect.stringContaining('internal error') },
+    ]);
+    expect(lines.some((l) => l.msg === 'lifecycle operation crashed')).toBe(true);
+    // The model is free again for the next operation.
+    void dispatcher.handle(load('t10', 'llama3'), link);
+    expect(frames.at(-1)).toMatchObject({ task_id: 't10', status: 'accepted' });
+  });
 });
