@@ -224,10 +224,14 @@ describe('lifecycle adapters', () => {
       await expect(new VllmAdapter().flush(flush('all'), ctx)).rejects.toThrow(/VLLM_SERVER_DEV_MODE=1/);
     });
 
-    it('fails the unload with the engine message when sleep mode is off', async () => {
+    it('says unload is unsupported when vLLM runs without --enable-sleep-mode, and relays other sleep failures', async () => {
       const vllm = new FakeVllm(b, 'm');
       vllm.sleepMode = false;
-      await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(new OperationFailed('POST /sleep answered 500: Sleep mode is not enabled in this engine'));
+      await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(
+        new Unsupported('POST /sleep answered 500: Sleep mode is not enabled in the model config: sleep and wake-up need vLLM started with --enable-sleep-mode, and vLLM serves it only when started with VLLM_SERVER_DEV_MODE=1'),
+      );
+      b.routes.set('POST /sleep', () => ({ status: 500, json: { error: { message: 'CUDA error: out of memory', type: 'InternalServerError', code: 500 } } }));
+      await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(new OperationFailed('POST /sleep answered 500: CUDA error: out of memory'));
     });
 
     it('loads a LoRA adapter by name from --lora-dir and unloads it; vLLM then lists it under its base model', async () => {

@@ -331,7 +331,8 @@ export class FakeVllm {
     b.routes.set('GET /version', () => ({ status: 200, json: { version: '0.11.0' } }));
     b.routes.set('POST /sleep', (req) => this.dev(() => {
       this.sleepLevels.push(req.query.get('level'));
-      if (!this.sleepMode) return { status: 500, json: { error: { message: 'Sleep mode is not enabled in this engine', type: 'InternalServerError', code: 500 } } };
+      // The engine's assertion, turned into a 500 by the server's generic exception handler.
+      if (!this.sleepMode) return { status: 500, json: { error: { message: 'Sleep mode is not enabled in the model config', type: 'InternalServerError', code: 500 } } };
       this.sleeping = true;
       return { status: 200, text: '' };
     }));
