@@ -53,7 +53,12 @@ export class LifecycleDispatcher {
     };
     const invalid = problemWith(command);
     if (invalid) return refuse(invalid);
-    if (this.tasks.has(taskId)) return refuse(`task ${taskId} is already running on this worker`);
+    if (this.tasks.has(taskId)) {
+      // A status for this task id would be taken as the running operation's outcome: the running
+      // operation answers for it.
+      this.options.log.warn('lifecycle command for a task already running on this worker; ignored', { task_id: taskId, operation: OPERATIONS[command.type] });
+      return Promise.resolve();
+    }
     const keys = lockKeys(command);
     for (const key of keys) {
       const holder = this.busy.get(key);
