@@ -87,6 +87,10 @@ describe('lifecycle adapters', () => {
       ollama.running.set('a:latest', 1);
       await new OllamaAdapter().load(load('b', { evict_model: 'a' }), ctx);
       expect(ollama.generated.map((g) => [g.model, g.keep_alive])).toEqual([['a', 0], ['b', -1]]);
+      // A pull that fails leaves the model to evict where it was: the download needed no GPU memory.
+      ollama.running.set('b:latest', 1);
+      await expect(new OllamaAdapter().load(load('nosuch', { evict_model: 'b' }), ctx)).rejects.toThrow('pull model manifest: file does not exist');
+      expect([...ollama.running.keys()]).toEqual(['b:latest']);
       await expect(new OllamaAdapter().load(load('b', { quantization: 'awq-4bit' }), ctx)).rejects.toThrow(Unsupported);
       await expect(new OllamaAdapter().flush()).rejects.toThrow(/no API to clear its KV cache/);
     });
