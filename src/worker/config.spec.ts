@@ -253,6 +253,12 @@ describe('worker configuration', () => {
     expect(problems(['--lifecycle-timeout', '0'], SECRET_ENV)).toEqual([expect.stringContaining('--lifecycle-timeout must be a number of seconds > 0')]);
   });
 
+  it('refuses durations past what a Node timer holds (it would fire at once, or throw)', () => {
+    expect(load(['--lifecycle-timeout', '2147483'], SECRET_ENV).lifecycleTimeoutMs).toBe(2_147_483_000);
+    expect(problems(['--lifecycle-timeout', '5000000'], SECRET_ENV)).toEqual([expect.stringContaining('--lifecycle-timeout must be at most 2147483 seconds')]);
+    expect(problems([], { ...SECRET_ENV, MODELS_POLL_INTERVAL_SECS: '3000000' })).toEqual([expect.stringContaining('must be at most 2147483 seconds')]);
+  });
+
   it('reads --insecure-skip-verify as a boolean', () => {
     expect(load(['--insecure-skip-verify'], SECRET_ENV).insecureSkipVerify).toBe(true);
     expect(load([], { ...SECRET_ENV, INSECURE_SKIP_VERIFY: 'true' }).insecureSkipVerify).toBe(true);

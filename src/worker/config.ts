@@ -298,11 +298,18 @@ function asString(raw: Raw, problems: string[]): string | undefined {
   return undefined;
 }
 
+/** Node timers overflow (and fire at once, or throw) past 2^31-1 ms, about 24.8 days. */
+const MAX_TIMER_SECS = 2147483;
+
 function asSeconds(raw: Raw, problems: string[], opts: { allowZero: boolean }): number | undefined {
   const v = raw.value;
   const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
   if (!Number.isFinite(n) || n < 0 || (!opts.allowZero && n === 0)) {
     problems.push(`${raw.source} must be a number of seconds ${opts.allowZero ? '>= 0' : '> 0'}, got "${String(v)}"`);
+    return undefined;
+  }
+  if (n > MAX_TIMER_SECS) {
+    problems.push(`${raw.source} must be at most ${MAX_TIMER_SECS} seconds (about 24.8 days, the longest timer Node keeps), got "${String(v)}"`);
     return undefined;
   }
   return Math.round(n * 1000);

@@ -7,7 +7,7 @@ import { RunnerApiAdapter } from '../../src/worker/lifecycle/runner-api';
 import { OperationContext, OperationFailed, Unsupported } from '../../src/worker/lifecycle/types';
 import { VllmAdapter } from '../../src/worker/lifecycle/vllm';
 import { FakeBackend } from './support/fake-backend';
-import { FakeLlamaRouter, FakeOllama, FakeRunnerApi, FakeVllm } from './support/fake-lifecycle';
+import { FakeLlamaRouter, FakeOllama, FakeRunnerApi, FakeVllm, RouterModel } from './support/fake-lifecycle';
 
 /**
  * Each lifecycle adapter against a fake backend that imitates the real endpoints (a real HTTP
@@ -87,6 +87,10 @@ describe('lifecycle adapters', () => {
       ollama.running.set('a:latest', 1);
       await new OllamaAdapter().load(load('b', { evict_model: 'a' }), ctx);
       expect(ollama.generated.map((g) => [g.model, g.keep_alive])).toEqual([['a', 0], ['b', -1]]);
+      // A pull that fails leaves the model to evict where it was: the download needed no GPU memory.
+      ollama.running.set('b:latest', 1);
+      await expect(new OllamaAdapter().load(load('nosuch', { evict_model: 'b' }), ctx)).rejects.toThrow('pull model manifest: file does not exist');
+      expect([...ollama.running.keys()]).toEqual(['b:latest']);
       await expect(new OllamaAdapter().load(load('b', { quantization: 'awq-4bit' }), ctx)).rejects.toThrow(Unsupported);
       await expect(new OllamaAdapter().flush()).rejects.toThrow(/no API to clear its KV cache/);
     });
@@ -114,6 +118,28 @@ describe('lifecycle adapters', () => {
       new FakeLlamaRouter(b, { broken: { loadScript: [{ state: 'loading' }, { state: 'failed', exitCode: 1 }] } });
       await expect(new LlamaServerAdapter().load(load('broken'), ctx)).rejects.toThrow('llama-server could not load "broken" (its instance exited with code 1)');
       await expect(new LlamaServerAdapter().load(load('ghost'), ctx)).rejects.toThrow('llama-server does not know the model "ghost"');
+    });
+
+    it('fails as soon as a retried load fails again, or its instance stops before it has loaded', async () => {
+      // Without an answer the adapter would poll until --lifecycle-timeout: the guard turns that into an error here.
+      const guarded = { ...ctx, signal: AbortSignal.timeout(5_000) };
+      new FakeLlamaRouter(b, {
+        flaky: { state: 'unloaded', failed: true, exitCode: 1, loadScript: [{ state: 'failed', exitCode: 1 }] },
+        quits: { loadScript: [{ state: 'loading' }, { state: 'unloaded' }] },
+      });
+      await expect(new LlamaServerAdapter().load(load('flaky'), guarded)).rejects.toThrow('llama-server could not load "flaky" (its instance exited with code 1)');
+      await expect(new LlamaServerAdapter().load(load('quits'), guarded)).rejects.toThrow('llama-server stopped the instance of "quits" before it had loaded');
+      expect(calls().filter((c) => c === 'POST /models/load')).toHaveLength(2);
+    });
+
+    it('loads a model the router is still downloading once the download has finished', async () => {
+      const guarded = { ...ctx, signal: AbortSignal.timeout(5_000) };
+      const router = new FakeLlamaRouter(b, { fresh: { state: 'downloading' } });
+      (router.models.get('fresh') as RouterModel).pending = [{ state: 'downloading', done: 25, total: 100 }, { state: 'downloading', done: 50, total: 100 }, { state: 'unloaded' }];
+      expect(await new LlamaServerAdapter().load(load('fresh'), guarded)).toEqual({});
+      expect(router.models.get('fresh')?.state).toBe('loaded');
+      expect(calls().filter((c) => c === 'POST /models/load')).toHaveLength(1);
+      expect(progress[0]).toBe(0.45);
     });
 
     it('does not load a model that is already loaded, and unloads one until GET /models says unloaded', async () => {
@@ -166,6 +192,17 @@ describe('lifecycle adapters', () => {
       router.autoload = false;
       expect(await adapter.servable(['a', 'b', 'c'], ctx.http, ctx.signal)).toEqual(['a', 'c']);
     });
+
+    it('keeps advertising what GET /models does not show as down (no list, an odd answer, a model it does not name)', async () => {
+      const router = new FakeLlamaRouter(b, { a: { state: 'loaded' }, b: { state: 'unloaded' } });
+      router.autoload = false;
+      const adapter = new LlamaServerAdapter();
+      expect(await adapter.servable(['a', 'b', 'x'], ctx.http, ctx.signal)).toEqual(['a', 'x']);
+      b.routes.set('GET /models', () => ({ status: 200, json: { object: 'list' } }));
+      expect(await adapter.servable(['a', 'b'], ctx.http, ctx.signal)).toEqual(['a', 'b']);
+      b.routes.set('GET /models', () => ({ status: 200, text: '<html>proxy error</html>' }));
+      expect(await adapter.servable(['a', 'b'], ctx.http, ctx.signal)).toEqual(['a', 'b']);
+    });
   });
 
   describe('vLLM', () => {
@@ -191,10 +228,14 @@ describe('lifecycle adapters', () => {
       await expect(new VllmAdapter().flush(flush('all'), ctx)).rejects.toThrow(/VLLM_SERVER_DEV_MODE=1/);
     });
 
-    it('fails the unload with the engine message when sleep mode is off', async () => {
+    it('says unload is unsupported when vLLM runs without --enable-sleep-mode, and relays other sleep failures', async () => {
       const vllm = new FakeVllm(b, 'm');
       vllm.sleepMode = false;
-      await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(new OperationFailed('POST /sleep answered 500: Sleep mode is not enabled in this engine'));
+      await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(
+        new Unsupported('POST /sleep answered 500: Sleep mode is not enabled in the model config: sleep and wake-up need vLLM started with --enable-sleep-mode, and vLLM serves it only when started with VLLM_SERVER_DEV_MODE=1'),
+      );
+      b.routes.set('POST /sleep', () => ({ status: 500, json: { error: { message: 'CUDA error: out of memory', type: 'InternalServerError', code: 500 } } }));
+      await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(new OperationFailed('POST /sleep answered 500: CUDA error: out of memory'));
     });
 
     it('loads a LoRA adapter by name from --lora-dir and unloads it; vLLM then lists it under its base model', async () => {

@@ -1,5 +1,5 @@
 import { WorkerDaemonOptions } from '../../src/worker/daemon';
-import { gate } from './support/fake-backend';
+import { ProbeAnswer, gate } from './support/fake-backend';
 import { Frame, GatewayConnection } from './support/fake-gateway';
 import { FakeLlamaRouter, FakeOllama, FakeRunnerApi, FakeVllm } from './support/fake-lifecycle';
 import { requestFrame, useWorkerHarness, within } from './support/harness';
@@ -161,6 +161,28 @@ describe('worker daemon: model lifecycle', () => {
     conn.send({ type: 'cache_flush', task_id: 'f', scope: 'model', model_id: 'small' });
     expect(await final(conn, 'f')).toEqual({ type: 'lifecycle_status', task_id: 'f', status: 'completed', entries_removed: 15 });
     expect(conn.frames.filter((f) => f.type === 'models_update')).toHaveLength(1);
+  });
+
+  it('keeps advertising its models when the backend cannot say which it can serve (a failing /is_sleeping, a router without a model list)', async () => {
+    new FakeVllm(env.backend, 'llama3.1-8b');
+    let answer: ProbeAnswer = { status: 500, json: { error: { message: 'engine dead?', code: 500 } } };
+    env.backend.routes.set('GET /is_sleeping', () => answer);
+    startWorker({ probe: false, discoverModels: true, models: [], runner: 'vllm' }, fast);
+    const first = await registered();
+    expect(first.register.models).toEqual(['llama3.1-8b']);
+    answer = 'destroy';
+    first.conn.send({ type: 'models_refresh' });
+    expect((await first.conn.next('models_update')).models).toEqual(['llama3.1-8b']);
+  });
+
+  it('a llama-server router without autoload whose GET /models lists nothing still advertises what /v1/models lists', async () => {
+    const router = new FakeLlamaRouter(env.backend, { small: { state: 'loaded' }, big: { state: 'unloaded' } });
+    router.autoload = false;
+    env.backend.routes.set('GET /models', () => ({ status: 200, json: { object: 'list' } }));
+    startWorker({ probe: true, discoverModels: true, models: [] }, fast);
+    const { register } = await registered();
+    expect(register.runner).toMatchObject({ type: 'llama-server' });
+    expect(register.models).toEqual(['small', 'big']);
   });
 
   it('a runner-API backend gets the operation as is, token included; the token never reaches the log', async () => {

@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import { BackendClient, BackendResponse } from '../backend-client';
 import { JsonObject, asObject } from '../probes/json';
 import { OperationFailed } from './types';
@@ -12,6 +13,8 @@ export interface Answer {
 
 /** Longest backend message quoted in a lifecycle error (the gateway stores and shows it). */
 const MESSAGE_MAX = 300;
+/** Longest line of a progress stream: a body that never breaks its lines is not held whole. */
+export const LINE_MAX = 64 * 1024;
 
 /**
  * The daemon's own calls to the backend for lifecycle operations: each request gets a time limit
@@ -55,10 +58,12 @@ export class LifecycleHttp {
     const failure = (err: unknown) => this.failure('POST', path, err, idle.signal, signal);
     async function* lines(): AsyncGenerator<string> {
       let rest = '';
+      // A character split between two chunks is decoded once both have arrived.
+      const decoder = new StringDecoder('utf8');
       try {
         for await (const chunk of res.body) {
           rearm();
-          rest += (chunk as Buffer).toString('utf8');
+          rest += decoder.write(chunk as Buffer);
           let nl = rest.indexOf('\n');
           while (nl !== -1) {
             const line = rest.slice(0, nl).trim();
@@ -66,10 +71,12 @@ export class LifecycleHttp {
             if (line) yield line;
             nl = rest.indexOf('\n');
           }
+          if (rest.length > LINE_MAX) throw new OperationFailed(`POST ${shortPath(path)}: a line of the answer is longer than ${LINE_MAX} characters (not a progress stream)`);
         }
+        rest += decoder.end();
         if (rest.trim()) yield rest.trim();
       } catch (err) {
-        throw failure(err);
+        throw err instanceof OperationFailed ? err : failure(err);
       } finally {
         clearTimeout(timer);
         res.body.destroy();

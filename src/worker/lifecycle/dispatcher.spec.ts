@@ -74,6 +74,7 @@ describe('LifecycleDispatcher', () => {
     const { adapter, dispatcher, frames, link } = setup();
     const first = dispatcher.handle(load('t1', 'big', { evict_model: 'small' }), link);
     await dispatcher.handle({ type: 'model_unload', task_id: 't2', model_id: 'small' }, link);
+    // The same task id again: any status for it would be read as the running t1's outcome, so none is sent.
     await dispatcher.handle(load('t1', 'other'), link);
     expect(frames.slice(1)).toEqual([
       {
@@ -82,7 +83,6 @@ describe('LifecycleDispatcher', () => {
         status: 'failed',
         error: 'another lifecycle operation (task t1) is already running for model "small" on this worker; retry when it has finished',
       },
-      { type: 'lifecycle_status', task_id: 't1', status: 'failed', error: 'task t1 is already running on this worker' },
     ]);
     // Other models are not held up.
     const flush = dispatcher.handle({ type: 'cache_flush', task_id: 't3', scope: 'model', model_id: 'third' }, link);
@@ -144,5 +144,17 @@ describe('LifecycleDispatcher', () => {
     other.adapter.started[0].finish(new Error('aborted'));
     await cut;
     expect(other.frames.at(-1)).toMatchObject({ status: 'failed', error: 'interrupted: the worker lost its gateway link or is stopping' });
+  });
+  it('reports failed instead of rejecting when the operation cannot even be set up (a deadline no timer can hold)', async () => {
+    const { dispatcher, frames, link, lines } = setup(5e9);
+    await expect(dispatcher.handle(load('t9', 'llama3'), link)).resolves.toBeUndefined();
+    expect(frames).toEqual([
+      { type: 'lifecycle_status', task_id: 't9', status: 'accepted' },
+      { type: 'lifecycle_status', task_id: 't9', status: 'failed', error: expect.stringContaining('internal error') },
+    ]);
+    expect(lines.some((l) => l.msg === 'lifecycle operation crashed')).toBe(true);
+    // The model is free again for the next operation.
+    void dispatcher.handle(load('t10', 'llama3'), link);
+    expect(frames.at(-1)).toMatchObject({ task_id: 't10', status: 'accepted' });
   });
 });

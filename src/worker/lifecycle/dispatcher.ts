@@ -53,7 +53,12 @@ export class LifecycleDispatcher {
     };
     const invalid = problemWith(command);
     if (invalid) return refuse(invalid);
-    if (this.tasks.has(taskId)) return refuse(`task ${taskId} is already running on this worker`);
+    if (this.tasks.has(taskId)) {
+      // A status for this task id would be taken as the running operation's outcome: the running
+      // operation answers for it.
+      this.options.log.warn('lifecycle command for a task already running on this worker; ignored', { task_id: taskId, operation: OPERATIONS[command.type] });
+      return Promise.resolve();
+    }
     const keys = lockKeys(command);
     for (const key of keys) {
       const holder = this.busy.get(key);
@@ -65,10 +70,19 @@ export class LifecycleDispatcher {
     this.tasks.add(taskId);
     for (const key of keys) this.busy.set(key, taskId);
     link.send({ type: 'lifecycle_status', task_id: taskId, status: 'accepted' });
-    return this.run(command, link).finally(() => {
-      this.tasks.delete(taskId);
-      for (const key of keys) if (this.busy.get(key) === taskId) this.busy.delete(key);
-    });
+    return this.run(command, link)
+      .catch((err: unknown) => {
+        // run() reports every failure of the operation itself; this is a bug around it, and must
+        // neither leave the gateway waiting nor become an unhandled rejection that ends the daemon.
+        const message = `internal error: ${(err as Error)?.message ?? String(err)}`;
+        const error = (command.verified_op_token ? message.split(command.verified_op_token).join('[redacted]') : message).slice(0, ERROR_MAX);
+        this.options.log.error('lifecycle operation crashed', { task_id: taskId, operation: OPERATIONS[command.type], error });
+        link.send({ type: 'lifecycle_status', task_id: taskId, status: 'failed', error });
+      })
+      .finally(() => {
+        this.tasks.delete(taskId);
+        for (const key of keys) if (this.busy.get(key) === taskId) this.busy.delete(key);
+      });
   }
 
   private async run(command: LifecycleCommandMessage, link: LifecycleLink): Promise<void> {

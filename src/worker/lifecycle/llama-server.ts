@@ -8,6 +8,8 @@ import { Figures, LifecycleAdapter, OperationContext, OperationFailed, Unsupport
 const DOWNLOAD_SHARE = 0.9;
 /** Router states in which a model answers requests (a sleeping instance wakes on its next request). */
 const UP = new Set(['loaded', 'sleeping']);
+/** Router states on the way to `loaded` or to a model ready to load (a finished download). */
+const BUSY = new Set(['loading', 'downloading', 'downloaded']);
 
 const SINGLE_MODEL =
   'this llama-server serves the one model it was started with; loading and unloading models needs router mode ' +
@@ -47,13 +49,17 @@ export class LlamaServerAdapter implements LifecycleAdapter {
     if (!before) throw new OperationFailed(`llama-server does not know the model "${model}" (GET /models does not list it)`);
     await evictFirst(this, command, ctx);
     if (UP.has(stateOf(before))) return {};
-    if (!['loading', 'downloading'].includes(stateOf(before))) {
+    // Whether an attempt this operation watches is under way: ours, or one found running. The
+    // router marks a model `loading` before it answers POST /models/load, so once an attempt is
+    // under way, `unloaded` means it has ended (with `failed: true` when the instance died).
+    let underWay = false;
+    const request = async () => {
       const answer = await ctx.http.post('/models/load', { model }, ctx.signal);
       if (!(answer.status === 400 && /already/i.test(backendMessage(answer)))) expectOk(answer, 'POST /models/load');
-    }
-    const failedBefore = asObject(before.status)?.failed === true;
+      underWay = true;
+    };
+    if (!BUSY.has(stateOf(before))) await request();
     const startedAt = Date.now();
-    let moved = false;
     for (;;) {
       await ctx.pause();
       const entry = await this.entry(model, ctx);
@@ -61,12 +67,19 @@ export class LlamaServerAdapter implements LifecycleAdapter {
       const state = stateOf(entry);
       if (UP.has(state)) return {};
       const status = asObject(entry.status) ?? {};
-      if (state !== 'unloaded') moved = true;
-      // A failure flag left from an earlier attempt only counts once this load has got going.
-      if (state === 'unloaded' && status.failed === true && (moved || !failedBefore)) {
-        const code = typeof status.exit_code === 'number' ? ` (its instance exited with code ${status.exit_code})` : '';
-        throw new OperationFailed(`llama-server could not load "${model}"${code}`);
+      if (state === 'unloaded') {
+        if (status.failed === true) {
+          const code = typeof status.exit_code === 'number' ? ` (its instance exited with code ${status.exit_code})` : '';
+          throw new OperationFailed(`llama-server could not load "${model}"${code}`);
+        }
+        // A download (or someone else's load) we were waiting for has ended: now load it.
+        if (!underWay) {
+          await request();
+          continue;
+        }
+        throw new OperationFailed(`llama-server stopped the instance of "${model}" before it had loaded (it was unloaded, or exited without an error code)`);
       }
+      underWay ||= state === 'loading';
       if (state === 'downloading') {
         const fraction = downloaded(status.progress);
         if (fraction !== undefined) ctx.progress(DOWNLOAD_SHARE * fraction, estimateEta(startedAt, Date.now(), fraction));
@@ -115,12 +128,14 @@ export class LlamaServerAdapter implements LifecycleAdapter {
     if (!props.router || props.autoload) return models;
     const answer = await http.get('/models', signal);
     if (!isOk(answer)) return models;
-    const up = new Set<string>();
+    // Only a model the router lists in a state that refuses requests is left out: a list it did
+    // not send, or a model missing from it, is no reason to stop advertising.
+    const down = new Set<string>();
     for (const e of listOf(asObject(answer.json))) {
-      if (!UP.has(stateOf(e))) continue;
-      for (const name of namesOf(e)) up.add(name);
+      if (UP.has(stateOf(e))) continue;
+      for (const name of namesOf(e)) down.add(name);
     }
-    return models.filter((m) => up.has(m));
+    return models.filter((m) => !down.has(m));
   }
 
   private async props(http: LifecycleHttp, signal: AbortSignal): Promise<Props> {

@@ -10,7 +10,7 @@ const PULL_SHARE = 0.9;
 /**
  * Ollama (docs/api.md of ollama/ollama):
  * - load: `POST /api/pull` when `GET /api/tags` does not list the model (its NDJSON progress —
- *   `completed`/`total` per layer `digest` — relayed), then `POST /api/generate` with no prompt
+ *   `completed`/`total` per layer `digest` — relayed), then `evict_model` unloaded, then `POST /api/generate` with no prompt
  *   and `keep_alive: -1`, which loads the model and keeps it loaded until it is unloaded;
  *   `max_context_length` becomes `options.num_ctx`;
  * - unload: `POST /api/generate` with no prompt and `keep_alive: 0`, then `GET /api/ps` until the
@@ -28,9 +28,10 @@ export class OllamaAdapter implements LifecycleAdapter {
         `Ollama picks the quantization with the model tag (e.g. llama3.1:8b-instruct-q4_K_M), not as an option: load that tag instead of asking for "${command.quantization}"`,
       );
     }
-    await evictFirst(this, command, ctx);
     const model = command.model_id;
     if (!(await this.isLocal(model, ctx))) await this.pull(model, ctx);
+    // Only now: a download needs no GPU memory, and one that fails must not cost the evicted model.
+    await evictFirst(this, command, ctx);
     const options = command.max_context_length !== undefined ? { options: { num_ctx: command.max_context_length } } : {};
     expectOk(await ctx.http.post('/api/generate', { model, keep_alive: -1, stream: false, ...options }, ctx.signal), 'POST /api/generate');
     const running = await this.running(model, ctx);

@@ -103,7 +103,12 @@ export class VllmAdapter implements LifecycleAdapter {
   private async devCall(path: string, ctx: OperationContext): Promise<void> {
     const answer = await ctx.http.post(path, undefined, ctx.signal);
     if (isMissingRoute(answer)) throw new Unsupported(`POST ${path.split('?')[0]} answered ${answer.status}: ${SLEEP_MODE}`);
-    if (!isOk(answer)) throw new OperationFailed(`POST ${path.split('?')[0]} answered ${answer.status}: ${backendMessage(answer)}`);
+    if (!isOk(answer)) {
+      const what = `POST ${path.split('?')[0]} answered ${answer.status}: ${backendMessage(answer)}`;
+      // The engine asserts `enable_sleep_mode`; its server answers the assertion with a 500.
+      if (/sleep mode is not enabled/i.test(backendMessage(answer))) throw new Unsupported(`${what}: ${SLEEP_MODE}`);
+      throw new OperationFailed(what);
+    }
   }
 
   /** Where the LoRA adapter a model id names lives, or why this vLLM cannot load it. */

@@ -193,7 +193,8 @@ export class FakeLlamaRouter {
       status: {
         value: m.state,
         ...(m.state === 'unloaded' ? {} : { args: ['llama-server', '-ctx', '4096'] }),
-        ...(m.failed ? { failed: true, exit_code: m.exitCode } : {}),
+        // Like the router's `is_failed()`: only an instance that is down shows its failure.
+        ...(m.failed && m.state === 'unloaded' ? { failed: true, exit_code: m.exitCode } : {}),
         ...(m.state === 'downloading' ? { progress: m.progress } : {}),
       },
     }));
@@ -212,7 +213,8 @@ export class FakeLlamaRouter {
         Object.assign(m, { state: 'downloading', progress: { 'https://hf.example/model.gguf': { done: step.done, total: step.total } } });
       } else {
         m.state = step.state;
-        if (step.state === 'loaded') m.failed = undefined;
+        // A ready instance, or one stopped cleanly, resets the exit code the failure was read from.
+        if (step.state === 'loaded' || step.state === 'unloaded') m.failed = undefined;
       }
     }
   }
@@ -329,7 +331,8 @@ export class FakeVllm {
     b.routes.set('GET /version', () => ({ status: 200, json: { version: '0.11.0' } }));
     b.routes.set('POST /sleep', (req) => this.dev(() => {
       this.sleepLevels.push(req.query.get('level'));
-      if (!this.sleepMode) return { status: 500, json: { error: { message: 'Sleep mode is not enabled in this engine', type: 'InternalServerError', code: 500 } } };
+      // The engine's assertion, turned into a 500 by the server's generic exception handler.
+      if (!this.sleepMode) return { status: 500, json: { error: { message: 'Sleep mode is not enabled in the model config', type: 'InternalServerError', code: 500 } } };
       this.sleeping = true;
       return { status: 200, text: '' };
     }));
