@@ -20,6 +20,7 @@ import { ApiKeysModule } from './api-keys/api-keys.module';
 import { DashboardModule } from './dashboard/dashboard.module';
 import { ArtifactsModule } from './artifacts/artifacts.module';
 import { TasksModule } from './tasks/tasks.module';
+import { GovernanceModule } from './governance/governance.module';
 
 @Module({})
 export class AppModule {
@@ -45,6 +46,7 @@ export class AppModule {
         InferenceModule,
         TasksModule,
         ControlPlaneModule,
+        GovernanceModule,
         DashboardModule,
         HealthModule.withSnapshot({
           imports: [QueueModule, RegistryModule, ProvidersModule],

@@ -11,6 +11,7 @@ Commands:
   worker         start a worker daemon that connects a local inference server to a gateway
   migrate        apply pending database migrations to DATABASE_URL, or revert the last one
   hash-secret    read a worker secret on stdin, print its scrypt hash (for secret_hash: in YAML)
+  op-token       print a verifiedOpToken for a model load, unload or cache flush
   help [command] show this help, or a command's
 
 Options:
@@ -120,6 +121,29 @@ async function hashSecretFromStdin(args: string[]): Promise<number> {
   return 0;
 }
 
+/** Prints a signed verifiedOpToken (docs/lifecycle.md); the key is read from a file, never an argument. */
+async function opToken(args: string[]): Promise<number> {
+  const { OP_TOKEN_HELP, OpTokenUsageError, opTokenFor, parseOpTokenArgs } = await import('./governance/op-token-cli');
+  if (args.some((a) => HELP_FLAGS.has(a))) {
+    process.stdout.write(OP_TOKEN_HELP);
+    return 0;
+  }
+  let parsed;
+  try {
+    parsed = parseOpTokenArgs(args, process.env);
+  } catch (e) {
+    if (e instanceof OpTokenUsageError) return usageError('switchboard op-token', e.message, 'switchboard op-token --help');
+    throw e;
+  }
+  try {
+    process.stdout.write(`${opTokenFor(parsed, Date.now())}\n`);
+  } catch (e) {
+    process.stderr.write(`switchboard op-token: key file ${(e as Error).message}\n`);
+    return 1;
+  }
+  return 0;
+}
+
 /** Like dist/worker/main.js: exits once the daemon has stopped (its sockets and timers may linger). */
 async function worker(args: string[]): Promise<never> {
   const { runCli } = await import('./worker/cli');
@@ -145,6 +169,8 @@ async function help(args: string[]): Promise<number> {
       return migrate(['--help']);
     case 'hash-secret':
       return hashSecretFromStdin(['--help']);
+    case 'op-token':
+      return opToken(['--help']);
     default:
       return usageError('switchboard help', `unknown command "${topic}"`);
   }
@@ -169,6 +195,8 @@ async function run(argv: string[]): Promise<number | undefined> {
       return migrate(rest);
     case 'hash-secret':
       return hashSecretFromStdin(rest);
+    case 'op-token':
+      return opToken(rest);
     case 'help':
       return help(rest);
     default:

@@ -38,6 +38,18 @@ export type GatewayErrorCode =
   | 'not_found'
   | 'conflict'
   | 'validation_failed'
+  | 'lifecycle_disabled'
+  | 'lifecycle_unsupported'
+  | 'lifecycle_failed'
+  | 'op_token_missing'
+  | 'op_token_malformed'
+  | 'op_token_bad_signature'
+  | 'op_token_expired'
+  | 'op_token_replayed'
+  | 'op_token_mismatch'
+  | 'op_token_duplicate_signers'
+  | 'op_token_unknown_signer'
+  | 'op_token_insufficient_signers'
   | 'internal_error';
 
 export interface GatewayErrorDetails {
@@ -185,7 +197,39 @@ export const Errors = {
   invalidApiKey: () => new GatewayError('invalid_api_key', 'Invalid API key'),
   authRateLimited: (retryAfterMs: number) =>
     new GatewayError('auth_rate_limited', 'Too many failed API key authentications from this address, retry later', { retryAfterMs }),
+  // Model lifecycle (lifecycle/) and its governance (governance/): see docs/lifecycle.md.
+  lifecycleDisabled: () =>
+    new GatewayError('lifecycle_disabled', 'Model lifecycle operations are disabled: the gateway has no VERIFIED_OP_TOKEN_KEY_PATH configured'),
+  lifecycleUnsupported: (message: string) => new GatewayError('lifecycle_unsupported', message),
+  /** An accepted unload or cache flush did not complete on every worker (`workers` says how each ended). */
+  lifecycleFailed: (message: string, workers: unknown[]) => new GatewayError('lifecycle_failed', message, { fields: { workers } }),
+  opTokenMissing: () => new GatewayError('op_token_missing', 'This operation needs a verifiedOpToken signed by the governance signers', { param: 'verifiedOpToken' }),
+  opTokenMalformed: (why: string) => new GatewayError('op_token_malformed', `verifiedOpToken is malformed: ${why}`, { param: 'verifiedOpToken' }),
+  opTokenBadSignature: () => new GatewayError('op_token_bad_signature', 'verifiedOpToken signature does not match (wrong key, or the token was altered)', { param: 'verifiedOpToken' }),
+  opTokenExpired: (skewSecs: number, windowSecs: number) =>
+    new GatewayError(
+      'op_token_expired',
+      skewSecs > 0
+        ? `verifiedOpToken was issued ${skewSecs} s ago, more than the ${windowSecs} s allowed`
+        : `verifiedOpToken is issued ${-skewSecs} s in the future, more than the ${windowSecs} s of clock skew allowed`,
+      { param: 'verifiedOpToken' },
+    ),
+  opTokenReplayed: () => new GatewayError('op_token_replayed', 'verifiedOpToken was already used (its nonce has been seen): mint a new token', { param: 'verifiedOpToken' }),
+  opTokenMismatch: (field: string, signed: string | undefined, requested: string | undefined) =>
+    new GatewayError('op_token_mismatch', `verifiedOpToken was signed for ${field} ${quoted(signed)}, not ${quoted(requested)}`, { param: 'verifiedOpToken' }),
+  opTokenDuplicateSigners: (names: string[]) =>
+    new GatewayError('op_token_duplicate_signers', `verifiedOpToken lists signer(s) more than once: ${names.join(', ')}`, { param: 'verifiedOpToken' }),
+  opTokenUnknownSigner: (names: string[]) =>
+    new GatewayError('op_token_unknown_signer', `verifiedOpToken is signed by unknown signer(s): ${names.join(', ')}`, { param: 'verifiedOpToken' }),
+  opTokenInsufficientSigners: (have: number, need: number, of: number) =>
+    new GatewayError('op_token_insufficient_signers', `verifiedOpToken has ${have} signer(s); ${need} of the ${of} governance signers must sign`, { param: 'verifiedOpToken' }),
 } as const;
+
+/** A client-supplied value in a message: quoted and bounded, or "none". */
+function quoted(value: string | undefined): string {
+  if (value === undefined) return 'none';
+  return `'${value.length > 128 ? `${value.slice(0, 128)}…` : value}'`;
+}
 
 const STATUS: Record<GatewayErrorCode, number> = {
   invalid_request: 400,
@@ -210,6 +254,18 @@ const STATUS: Record<GatewayErrorCode, number> = {
   not_found: 404,
   conflict: 409,
   validation_failed: 422,
+  lifecycle_disabled: 403,
+  lifecycle_unsupported: 422,
+  lifecycle_failed: 502,
+  op_token_missing: 401,
+  op_token_malformed: 400,
+  op_token_bad_signature: 401,
+  op_token_expired: 401,
+  op_token_replayed: 401,
+  op_token_mismatch: 403,
+  op_token_duplicate_signers: 403,
+  op_token_unknown_signer: 403,
+  op_token_insufficient_signers: 403,
   payload_too_large: 413,
   queue_full: 429,
   internal_error: 500,
@@ -250,6 +306,8 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   not_found: 'INVALID_PARAMS',
   conflict: 'INVALID_PARAMS',
   validation_failed: 'INVALID_PARAMS',
+  lifecycle_unsupported: 'INVALID_PARAMS',
+  op_token_malformed: 'INVALID_PARAMS',
   capability_mismatch: 'ADMISSION_REJECT',
   model_not_allowed: 'ADMISSION_REJECT',
   rate_limit_exceeded: 'ADMISSION_REJECT',
@@ -261,6 +319,15 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   tenant_mismatch: 'ADMISSION_REJECT',
   auth_rate_limited: 'ADMISSION_REJECT',
   forbidden: 'ADMISSION_REJECT',
+  lifecycle_disabled: 'ADMISSION_REJECT',
+  op_token_missing: 'ADMISSION_REJECT',
+  op_token_bad_signature: 'ADMISSION_REJECT',
+  op_token_expired: 'ADMISSION_REJECT',
+  op_token_replayed: 'ADMISSION_REJECT',
+  op_token_mismatch: 'ADMISSION_REJECT',
+  op_token_duplicate_signers: 'ADMISSION_REJECT',
+  op_token_unknown_signer: 'ADMISSION_REJECT',
+  op_token_insufficient_signers: 'ADMISSION_REJECT',
   queue_full: 'QUEUE_FULL_DROP_LRU',
   pool_unready: 'POOL_UNREADY',
   pool_unavailable: 'POOL_UNAVAILABLE',
@@ -275,6 +342,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   drain_timeout: 'WORKER_RESET',
   worker_error: 'WORKER_RESET',
   worker_disconnected: 'WORKER_RESET',
+  lifecycle_failed: 'WORKER_RESET',
   stream_too_large: 'INTERNAL',
   client_too_slow: 'INTERNAL',
   internal_error: 'INTERNAL',
@@ -310,6 +378,19 @@ const NOT_RETRIABLE = new Set<GatewayErrorCode>([
   'payload_too_large',
   'stream_too_large',
   'client_too_slow',
+  'lifecycle_disabled',
+  'lifecycle_unsupported',
+  // The worker said why; the same token cannot be presented again anyway.
+  'lifecycle_failed',
+  'op_token_missing',
+  'op_token_malformed',
+  'op_token_bad_signature',
+  'op_token_expired',
+  'op_token_replayed',
+  'op_token_mismatch',
+  'op_token_duplicate_signers',
+  'op_token_unknown_signer',
+  'op_token_insufficient_signers',
 ]);
 
 /** Whether retrying the same request later can succeed. */

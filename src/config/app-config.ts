@@ -7,6 +7,8 @@ import type { UsageConfig } from '../usage/usage-config';
 import type { ApiKeysConfig } from '../api-keys/api-keys-config';
 import type { ArtifactsConfig } from '../artifacts/artifacts-config';
 import type { TasksConfig } from '../tasks/tasks-config';
+import type { GovernanceConfig } from '../governance/governance-config';
+import type { LifecycleConfig } from '../lifecycle/lifecycle-config';
 
 export interface ProviderConfig {
   name: string;
@@ -87,4 +89,8 @@ export interface AppConfig {
   artifacts: ArtifactsConfig;
   /** The task API (`tasks:`): event buffers, retention, keepalive and position updates. */
   tasks: TasksConfig;
+  /** Signers and key of governed lifecycle operations (`governance:`, `VERIFIED_OP_TOKEN_KEY_PATH`). */
+  governance: GovernanceConfig;
+  /** Model load, unload and cache flush timings (`lifecycle:`). */
+  lifecycle: LifecycleConfig;
 }

@@ -13,6 +13,8 @@ import { readUsageConfig } from '../usage/usage-config';
 import { readTasksConfig } from '../tasks/tasks-config';
 import { API_KEYS_YAML_KEYS, readApiKeysConfig } from '../api-keys/api-keys-config';
 import { readArtifactsConfig } from '../artifacts/artifacts-config';
+import { readGovernanceConfig } from '../governance/governance-config';
+import { readLifecycleConfig } from '../lifecycle/lifecycle-config';
 import { checkNumber, Env, NumberOpts, Reader, TIMER, TIMER_OR_ZERO, toMillis, Yaml } from './config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
@@ -191,7 +193,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const configFile = env.CONFIG_FILE || undefined;
   const file = configFile ? readConfigFile(configFile, problems) : {};
   const server = (file.server && typeof file.server === 'object' ? file.server : {}) as Yaml;
-  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue', 'usage', 'artifacts', 'tasks', ...API_KEYS_YAML_KEYS]);
+  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue', 'usage', 'artifacts', 'tasks', 'governance', 'lifecycle', ...API_KEYS_YAML_KEYS]);
 
   const listen = parseListenAddr(r.string('LISTEN_ADDR', 'listen_addr', '127.0.0.1:8080'), problems);
   const logLevel = r.string('LOG_LEVEL', 'log_level', 'info').toLowerCase();
@@ -233,6 +235,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const apiKeys = readApiKeysConfig(env, { ...file, ...server }, problems);
   const artifacts = readArtifactsConfig(env, file.artifacts, problems);
   const tasks = readTasksConfig(env, file.tasks, problems);
+  const governance = readGovernanceConfig(env, file.governance, problems);
+  const lifecycle = readLifecycleConfig(env, file.lifecycle, problems);
   const instanceId = r.string('INSTANCE_ID', 'instance_id');
   const config: AppConfig = {
     listenHost: listen.host,
@@ -279,6 +283,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     apiKeys,
     artifacts,
     tasks,
+    governance,
+    lifecycle,
   };
 
   if (heartbeatTimeoutMs <= heartbeatIntervalMs && !r.problems.some((p) => p.startsWith('HEARTBEAT'))) {

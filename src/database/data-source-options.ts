@@ -9,6 +9,8 @@ import { TenantEntity } from '../tenancy/tenant.entity';
 import { ArtifactEntity } from '../artifacts/artifact.entity';
 import { ArtifactTagEntity } from '../artifacts/artifact-tag.entity';
 import { ArtifactTranscriptEntity } from '../artifacts/artifact-transcript.entity';
+import { OpTokenNonceEntity } from '../governance/op-token-nonce.entity';
+import { AuditEntryEntity } from '../governance/audit-entry.entity';
 
 export const ENTITIES = [
   ProviderEntity,
@@ -19,6 +21,8 @@ export const ENTITIES = [
   ArtifactEntity,
   ArtifactTagEntity,
   ArtifactTranscriptEntity,
+  OpTokenNonceEntity,
+  AuditEntryEntity,
 ];
 
 /**

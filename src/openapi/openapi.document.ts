@@ -10,11 +10,12 @@ import { ERROR_SCHEMAS } from './schemas/errors';
 import { INFERENCE_SCHEMAS } from './schemas/inference.schemas';
 import { OBSERVABILITY_SCHEMAS } from './schemas/observability.schemas';
 import { TASKS_SCHEMAS } from './schemas/tasks.schemas';
+import { LIFECYCLE_SCHEMAS } from './schemas/lifecycle.schemas';
 
 const DESCRIPTION = `Switchboard is an internal AI gateway: one OpenAI- and Anthropic-compatible endpoint in front of GPU workers.
 
 - **Client** routes (\`/v1/*\`) take a client API key (\`sb-…\`) as \`Authorization: Bearer\` or \`x-api-key\`; it is required with \`REQUIRE_API_KEYS=true\`, optional otherwise.
-- **Admin** (\`/admin/*\`) and **pool** (\`/v1/pools/*\`) routes take \`Authorization: Bearer $ADMIN_TOKEN\`.
+- **Admin** (\`/admin/*\`), **pool** (\`/v1/pools/*\`) and **model lifecycle** (\`/v1/models/load\`, \`/v1/models/unload\`, \`/v1/cache/flush\`) routes take \`Authorization: Bearer $ADMIN_TOKEN\`; lifecycle operations also a \`verifiedOpToken\`.
 - **Health** routes need nothing.
 
 Errors raised by the gateway use the caller's dialect: \`OpenAIError\` on every route but \`/v1/messages\`, which answers \`AnthropicError\`. Every error body has \`code\`, \`kind\` and \`retriable\`; retriable ones add \`retry_after_ms\` and the \`Retry-After\` / \`X-Backoff-Ms\` headers.
@@ -33,7 +34,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   base.tags = TAG_OBJECTS;
   base.components = {
     securitySchemes: SECURITY_SCHEMES,
-    schemas: { ...ERROR_SCHEMAS, ...INFERENCE_SCHEMAS, ...CONTROL_PLANE_SCHEMAS, ...ADMIN_DATA_SCHEMAS, ...OBSERVABILITY_SCHEMAS, ...ARTIFACTS_SCHEMAS, ...TASKS_SCHEMAS },
+    schemas: { ...ERROR_SCHEMAS, ...INFERENCE_SCHEMAS, ...CONTROL_PLANE_SCHEMAS, ...ADMIN_DATA_SCHEMAS, ...OBSERVABILITY_SCHEMAS, ...ARTIFACTS_SCHEMAS, ...TASKS_SCHEMAS, ...LIFECYCLE_SCHEMAS },
   };
   // A copy: the scanned operations share objects with the decorators' metadata.
   const document = structuredClone(SwaggerModule.createDocument(app, base, { autoTagControllers: false }));

@@ -122,7 +122,7 @@ describe('the gateway process', () => {
 });
 
 describe('the switchboard CLI', () => {
-  const COMMANDS = ['serve', 'worker', 'migrate', 'hash-secret'];
+  const COMMANDS = ['serve', 'worker', 'migrate', 'hash-secret', 'op-token'];
 
   it.each([['--help'], ['-h'], ['help']])('%s lists every command and exits 0', async (flag) => {
     const r = runNode(pkg.cliJs, [flag]);

@@ -1,7 +1,9 @@
 import { DataSource } from 'typeorm';
 import { createTestDatabase, TestDatabase } from './support/test-database';
 
-const TABLES = ['providers', 'worker_records', 'api_keys', 'tenants', 'usage_records', 'artifacts', 'artifact_tags', 'artifact_transcripts'];
+const BASE_TABLES = ['providers', 'worker_records', 'api_keys', 'tenants', 'usage_records'];
+const LIFECYCLE_TABLES = ['op_token_nonces', 'lifecycle_audit'];
+const TABLES = [...BASE_TABLES, 'artifacts', 'artifact_tags', 'artifact_transcripts', ...LIFECYCLE_TABLES];
 
 describe('migrations', () => {
   let db: TestDatabase;
@@ -42,19 +44,19 @@ describe('migrations', () => {
     expect(ds.migrations.map((m) => m.name)).toContain('InitialSchema1763683200000');
   });
 
-  it('up creates providers, worker_records, api_keys, tenants, usage_records and the artifact tables', async () => {
+  it('up creates providers, worker_records, api_keys, tenants, usage_records, the artifact tables and the lifecycle tables', async () => {
     expect(await existingTables()).toEqual([]);
     const applied = await ds.runMigrations();
-    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000', 'PoolAliases1764806400000', 'TenantSessionBudgets1764849600000', 'Artifacts1765065600000']);
+    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000', 'PoolAliases1764806400000', 'TenantSessionBudgets1764849600000', 'Governance1764892800000', 'Artifacts1765065600000']);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
       // Isolation: the tables landed in this run's schema, not in public.
       const [{ schema }] = await ds.query('SELECT current_schema() AS schema');
       expect(db.url).toContain(`schema=${schema}`);
       const [{ n }] = await ds.query(
-        "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('providers', 'worker_records', 'api_keys', 'tenants', 'usage_records', 'artifacts', 'artifact_tags', 'artifact_transcripts')",
+        `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN (${TABLES.map((t) => `'${t}'`).join(', ')})`,
       );
-      expect(n).toBe(8);
+      expect(n).toBe(TABLES.length);
     }
   });
 
@@ -130,6 +132,30 @@ describe('migrations', () => {
     }
   });
 
+  it('indexes the lifecycle tables: nonces by expiry, audit rows by time (and operation)', async () => {
+    expect(await indexColumns('IDX_op_token_nonces_expires_at')).toEqual(['expires_at']);
+    expect(await indexColumns('IDX_lifecycle_audit_at')).toEqual(['at']);
+    expect(await indexColumns('IDX_lifecycle_audit_operation_at')).toEqual(['operation', 'at']);
+    const qr = ds.createQueryRunner();
+    try {
+      expect((await qr.getTable('op_token_nonces'))!.primaryColumns.map((c) => c.name)).toEqual(['nonce']);
+      const audit = await qr.getTable('lifecycle_audit');
+      expect(audit!.primaryColumns.map((c) => [c.name, c.isGenerated])).toEqual([['id', true]]);
+    } finally {
+      await qr.release();
+    }
+  });
+
+  it('numbers audit rows in insertion order', async () => {
+    const repo = ds.getRepository('AuditEntryEntity');
+    const row = { operation: 'model-load', target: {}, workers: [], outcome: 'refused', status: 401 };
+    await repo.insert({ ...row, at: 5 });
+    await repo.insert({ ...row, at: 1 });
+    const ids = (await repo.find({ order: { id: 'ASC' } })).map((r) => r.at);
+    expect(ids).toEqual([5, 1]);
+    await repo.clear();
+  });
+
   it('rejects a second api key with the same hash', async () => {
     const row = { name: 'k', prefix: 'sk-abc', tenant: 't', enabled: true, createdAt: 1, lastUsedAt: null, revokedAt: null };
     const repo = ds.getRepository('ApiKeyEntity');
@@ -145,7 +171,9 @@ describe('migrations', () => {
 
   it('down drops the tables and forgets the migrations', async () => {
     await ds.undoLastMigration();
-    expect(await existingTables()).toEqual(['providers', 'worker_records', 'api_keys', 'tenants', 'usage_records']);
+    expect(await existingTables()).toEqual([...BASE_TABLES, ...LIFECYCLE_TABLES]);
+    await ds.undoLastMigration();
+    expect(await existingTables()).toEqual(BASE_TABLES);
     await ds.undoLastMigration();
     const tenants = ds.createQueryRunner();
     try {

@@ -14,6 +14,7 @@ export const TAGS = {
   tenants: 'Admin: tenants',
   usage: 'Admin: usage',
   config: 'Admin: configuration',
+  lifecycle: 'Admin: model lifecycle',
   pools: 'Pools',
   health: 'Health and metrics',
   artifacts: 'Artifacts',
@@ -38,6 +39,10 @@ export const TAG_OBJECTS: TagObject[] = [
   { name: TAGS.tenants, description: 'Per-tenant limits and settings. Admin token required.' },
   { name: TAGS.usage, description: 'Usage totals for chargeback. Admin token required.' },
   { name: TAGS.config, description: 'Configuration reload. Admin token required.' },
+  {
+    name: TAGS.lifecycle,
+    description: 'Model load, unload and cache flush relayed to workers, governed by a `verifiedOpToken` signed by M of N signers, and their audit trail. Admin token required.',
+  },
   { name: TAGS.pools, description: 'Pool health, drain and undrain (control plane). Admin token required.' },
   { name: TAGS.health, description: 'Probes and Prometheus metrics. No authentication.' },
   { name: TAGS.artifacts, description: "Content-addressed artifacts of the caller's tenant: the record every task leaves, and plans, summaries, diffs, traces clients store. Client key as for the inference routes." },

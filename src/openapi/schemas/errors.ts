@@ -13,6 +13,9 @@ const CODES: Record<GatewayErrorCode, true> = {
   worker_disconnected: true, stream_too_large: true, client_too_slow: true, payload_too_large: true, server_shutdown: true,
   unauthorized: true, invalid_api_key: true, tenant_mismatch: true, auth_rate_limited: true, forbidden: true,
   not_found: true, conflict: true, validation_failed: true, internal_error: true,
+  lifecycle_disabled: true, lifecycle_unsupported: true, lifecycle_failed: true, op_token_missing: true, op_token_malformed: true,
+  op_token_bad_signature: true, op_token_expired: true, op_token_replayed: true, op_token_mismatch: true,
+  op_token_duplicate_signers: true, op_token_unknown_signer: true, op_token_insufficient_signers: true,
 };
 export const ERROR_CODES = Object.keys(CODES) as GatewayErrorCode[];
 
@@ -65,6 +68,20 @@ export const SAMPLE_ERRORS: Record<GatewayErrorCode, GatewayError> = {
   conflict: Errors.conflict("Provider 'gpu-a' already exists"),
   validation_failed: Errors.validationFailed([{ field: 'deadline_ms', message: 'deadline_ms must not be less than 1' }]),
   internal_error: new GatewayError('internal_error', 'Internal error'),
+  lifecycle_disabled: Errors.lifecycleDisabled(),
+  lifecycle_unsupported: Errors.lifecycleUnsupported("Worker 'gpu-node-1' did not negotiate model_lifecycle: its daemon cannot load, unload or flush (upgrade switchboard-worker)"),
+  lifecycle_failed: Errors.lifecycleFailed("model-unload of 'llama3:8b' did not complete on 1 of 1 worker(s)", [
+    { workerId: 'w-7c9e6679-7425-40de-944b-e07fc1f90ae7', name: 'gpu-node-1', pool: 'local', status: 'failed', error: 'backend refused: model is pinned' },
+  ]),
+  op_token_missing: Errors.opTokenMissing(),
+  op_token_malformed: Errors.opTokenMalformed('not base64url'),
+  op_token_bad_signature: Errors.opTokenBadSignature(),
+  op_token_expired: Errors.opTokenExpired(412, 300),
+  op_token_replayed: Errors.opTokenReplayed(),
+  op_token_mismatch: Errors.opTokenMismatch('modelId', 'llama3:70b', 'llama3:8b'),
+  op_token_duplicate_signers: Errors.opTokenDuplicateSigners(['alice']),
+  op_token_unknown_signer: Errors.opTokenUnknownSigner(['mallory']),
+  op_token_insufficient_signers: Errors.opTokenInsufficientSigners(1, 2, 3),
 };
 
 /** The dialects' `type` values, as `errorBody` maps every code. */
@@ -99,6 +116,9 @@ const EXTRA_FIELDS: Record<string, SchemaObject> = {
     items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } },
   },
   problems: { type: 'array', items: { type: 'string' }, description: 'Configuration reloads: every problem found (nothing was applied).' },
+  task_id: { type: 'string', description: '`conflict` of a lifecycle operation: the task already running.' },
+  worker_id: { type: 'string', description: '`model_not_found` of a load on a named worker.' },
+  workers: { type: 'array', items: { type: 'object', additionalProperties: true }, description: '`lifecycle_failed`: how the operation ended on each worker (`workerId`, `name`, `pool`, `status`, `error`).' },
 };
 
 export const ERROR_SCHEMAS: Record<string, SchemaObject> = {

@@ -1,0 +1,63 @@
+import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { epochMillis } from '../database/column-transformers';
+import type { AuditOutcome, AuditTarget } from './audit-log';
+
+/**
+ * Row of `lifecycle_audit`: one lifecycle request, accepted or refused, and one more when an
+ * accepted operation ends. Append-only. Never a token: the admin token only as a fingerprint,
+ * the op token only as the signers and nonce it claimed.
+ */
+@Entity('lifecycle_audit')
+@Index('IDX_lifecycle_audit_at', ['at'])
+@Index('IDX_lifecycle_audit_operation_at', ['operation', 'at'])
+export class AuditEntryEntity {
+  @PrimaryGeneratedColumn({ type: 'integer' })
+  id: number;
+
+  @Column({ type: 'bigint', transformer: epochMillis })
+  at: number;
+
+  @Column({ type: 'varchar', length: 16 })
+  operation: string;
+
+  @Column({ name: 'model_id', type: 'varchar', length: 255, nullable: true })
+  modelId: string | null;
+
+  @Column({ type: 'varchar', length: 16, nullable: true })
+  scope: string | null;
+
+  /** What the request targeted: `{pool?, workerId?, replicas?, tenantId?, tag?}` as JSON text. */
+  @Column({ type: 'simple-json' })
+  target: AuditTarget;
+
+  /** Ids of the workers the operation was sent to (JSON text). */
+  @Column({ type: 'simple-json' })
+  workers: string[];
+
+  /** The signers the op token named (verified only when the outcome is not `refused`). */
+  @Column({ type: 'simple-json', nullable: true })
+  signers: string[] | null;
+
+  @Column({ type: 'varchar', length: 128, nullable: true })
+  nonce: string | null;
+
+  /** `sha256:` and the first 12 hex digits of the admin token's SHA-256. */
+  @Column({ name: 'admin_identity', type: 'varchar', length: 64, nullable: true })
+  adminIdentity: string | null;
+
+  @Column({ type: 'varchar', length: 16 })
+  outcome: AuditOutcome;
+
+  /** The HTTP status answered (refusals and synchronous outcomes); for a load's end, 200 or 502. */
+  @Column({ type: 'integer' })
+  status: number;
+
+  @Column({ name: 'error_code', type: 'varchar', length: 64, nullable: true })
+  errorCode: string | null;
+
+  @Column({ type: 'varchar', length: 1024, nullable: true })
+  error: string | null;
+
+  @Column({ name: 'task_id', type: 'varchar', length: 64, nullable: true })
+  taskId: string | null;
+}

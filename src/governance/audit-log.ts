@@ -1,0 +1,60 @@
+import type { LifecycleOperation } from './op-token';
+
+/**
+ * `refused`: answered with an error before anything was sent to a worker; `accepted`: sent to its
+ * workers; `completed` / `failed`: how an accepted operation ended (a row of its own).
+ */
+export const AUDIT_OUTCOMES = ['accepted', 'refused', 'completed', 'failed'] as const;
+export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
+
+/** What a lifecycle request named as its target. */
+export interface AuditTarget {
+  pool?: string;
+  workerId?: string;
+  replicas?: number;
+  tenantId?: string;
+  tag?: string;
+}
+
+export interface AuditEntry {
+  /** Epoch ms. */
+  at: number;
+  operation: LifecycleOperation;
+  modelId: string | null;
+  scope: string | null;
+  target: AuditTarget;
+  workers: string[];
+  signers: string[] | null;
+  nonce: string | null;
+  adminIdentity: string | null;
+  outcome: AuditOutcome;
+  status: number;
+  errorCode: string | null;
+  error: string | null;
+  taskId: string | null;
+}
+
+export interface AuditRecord extends AuditEntry {
+  /** Increases with every row: the newest row has the highest id. */
+  id: number;
+}
+
+/** A validated `GET /admin/audit` query; times are epoch ms, `since` inclusive, `until` exclusive. */
+export interface AuditQuery {
+  operation?: LifecycleOperation;
+  outcome?: AuditOutcome;
+  modelId?: string;
+  taskId?: string;
+  since?: number;
+  until?: number;
+  /** Rows with an id below this one (the next page of a newest-first listing). */
+  before?: number;
+  limit: number;
+}
+
+/** Persistence port of the lifecycle audit trail; the TypeORM implementation is audit-log.typeorm.ts. */
+export abstract class AuditLog {
+  abstract append(entry: AuditEntry): Promise<void>;
+  /** Newest first. */
+  abstract list(query: AuditQuery): Promise<AuditRecord[]>;
+}

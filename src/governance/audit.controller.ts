@@ -1,0 +1,56 @@
+import { Controller, Get, Query, UseGuards } from '@nestjs/common';
+import { AdminGuard } from '../auth/admin.guard';
+import { GatewayError } from '../common/gateway-error';
+import { ApiDoc } from '../openapi/api-doc';
+import { LIFECYCLE_API } from '../openapi/schemas/lifecycle.schemas';
+import { AuditRecord } from './audit-log';
+import { parseAuditQuery } from './audit-query';
+import { AuditTrail } from './audit-trail';
+
+/** Operator API (bearer ADMIN_TOKEN): the lifecycle audit trail, newest first. */
+@Controller('admin')
+@UseGuards(AdminGuard)
+export class AuditController {
+  constructor(private readonly trail: AuditTrail) {}
+
+  /** `GET /admin/audit?operation=&outcome=&model=&task=&since=&until=&before=&limit=` (see docs/lifecycle.md). */
+  @Get('audit')
+  @ApiDoc(LIFECYCLE_API.audit)
+  async audit(@Query() raw: Record<string, unknown>) {
+    const query = parseAuditQuery(raw ?? {});
+    if (query instanceof GatewayError) throw query;
+    const rows = await this.trail.list(query);
+    return {
+      object: 'list',
+      data: rows.map(describe),
+      // The next page: rows older than the last one listed.
+      next_before: rows.length === query.limit ? rows[rows.length - 1].id : null,
+    };
+  }
+}
+
+export function describe(r: AuditRecord) {
+  return {
+    id: r.id,
+    at: new Date(r.at).toISOString(),
+    operation: r.operation,
+    model_id: r.modelId,
+    scope: r.scope,
+    target: {
+      pool: r.target.pool ?? null,
+      worker_id: r.target.workerId ?? null,
+      replicas: r.target.replicas ?? null,
+      tenant_id: r.target.tenantId ?? null,
+      tag: r.target.tag ?? null,
+    },
+    workers: r.workers,
+    signers: r.signers,
+    nonce: r.nonce,
+    admin_identity: r.adminIdentity,
+    outcome: r.outcome,
+    status: r.status,
+    error_code: r.errorCode,
+    error: r.error,
+    task_id: r.taskId,
+  };
+}

@@ -1,0 +1,96 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from '../config';
+import { lifecycleEnabled, readGovernanceConfig } from './governance-config';
+import { keyFilePermissionWarning, readOpTokenKey } from './op-token-key';
+
+describe('governance configuration', () => {
+  let dir: string;
+  let keyFile: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'sb-governance-'));
+    keyFile = join(dir, 'model-api.key');
+    writeFileSync(keyFile, 'shared-hmac-key\n', { mode: 0o600 });
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const problemsOf = (env: Record<string, string>, section?: unknown) => {
+    const problems: string[] = [];
+    const config = readGovernanceConfig(env, section, problems);
+    return { config, problems };
+  };
+
+  it('defaults: lifecycle disabled, no signers, 2 required', () => {
+    const governance = loadConfig({}).governance;
+    expect(governance).toEqual({ signers: [], requiredSigners: 2 });
+    expect(lifecycleEnabled(governance)).toBe(false);
+  });
+
+  it('reads VERIFIED_OP_TOKEN_KEY_PATH, GOVERNANCE_SIGNERS and GOVERNANCE_REQUIRED_SIGNERS', () => {
+    const { config, problems } = problemsOf({ VERIFIED_OP_TOKEN_KEY_PATH: keyFile, GOVERNANCE_SIGNERS: ' alice, bob ,carol', GOVERNANCE_REQUIRED_SIGNERS: '2' });
+    expect(problems).toEqual([]);
+    expect(config).toEqual({ keyPath: keyFile, signers: ['alice', 'bob', 'carol'], requiredSigners: 2 });
+    expect(lifecycleEnabled(config)).toBe(true);
+  });
+
+  it('reads the governance: section of the config file, the environment winning', () => {
+    const file = join(dir, 'sb.yaml');
+    writeFileSync(file, `governance:\n  key_path: ${keyFile}\n  signers: [alice, bob, carol]\n  required_signers: 3\n`);
+    expect(loadConfig({ CONFIG_FILE: file }).governance).toEqual({ keyPath: keyFile, signers: ['alice', 'bob', 'carol'], requiredSigners: 3 });
+    expect(loadConfig({ CONFIG_FILE: file, GOVERNANCE_SIGNERS: 'dave,erin', GOVERNANCE_REQUIRED_SIGNERS: '1' }).governance.signers).toEqual(['dave', 'erin']);
+  });
+
+  it.each([
+    [{ VERIFIED_OP_TOKEN_KEY_PATH: '/nonexistent/model-api.key', GOVERNANCE_SIGNERS: 'a,b' }, 'VERIFIED_OP_TOKEN_KEY_PATH "/nonexistent/model-api.key" cannot be read'],
+    [{ GOVERNANCE_SIGNERS: 'a,b', GOVERNANCE_REQUIRED_SIGNERS: '3' }, 'GOVERNANCE_REQUIRED_SIGNERS (3) must not exceed the number of signers (2: a, b)'],
+    [{ GOVERNANCE_REQUIRED_SIGNERS: '0' }, 'GOVERNANCE_REQUIRED_SIGNERS must be an integer >= 1, got "0"'],
+    [{ GOVERNANCE_REQUIRED_SIGNERS: 'two' }, 'GOVERNANCE_REQUIRED_SIGNERS must be an integer >= 1, got "two"'],
+    [{ GOVERNANCE_SIGNERS: 'alice,bob,alice' }, 'GOVERNANCE_SIGNERS: "alice" is listed twice'],
+    [{ GOVERNANCE_SIGNERS: 'alice,b o b' }, 'GOVERNANCE_SIGNERS: "b o b" is not a signer name'],
+  ])('%j stops the boot naming the problem', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('an enabled lifecycle needs signers, and a key file that is not empty', () => {
+    expect(problemsOf({ VERIFIED_OP_TOKEN_KEY_PATH: keyFile }).problems).toEqual([
+      'GOVERNANCE_SIGNERS (or governance.signers in the config file) must name the signers when VERIFIED_OP_TOKEN_KEY_PATH is set',
+    ]);
+    writeFileSync(keyFile, '\n');
+    expect(problemsOf({ VERIFIED_OP_TOKEN_KEY_PATH: keyFile, GOVERNANCE_SIGNERS: 'a,b' }).problems).toEqual([
+      `VERIFIED_OP_TOKEN_KEY_PATH "${keyFile}" is empty: it must hold the shared HMAC key`,
+    ]);
+  });
+
+  it('rejects unknown keys and a section that is not a mapping', () => {
+    expect(problemsOf({}, { signers: ['a', 'b'], quorum: 2 }).problems).toEqual(['governance.quorum (config file) is not a governance setting (known: key_path, signers, required_signers)']);
+    expect(problemsOf({}, ['a']).problems).toEqual(['governance (config file) must be a mapping']);
+    expect(problemsOf({}, { signers: 'alice' }).problems).toEqual(['governance.signers (config file) must be a list of names']);
+  });
+});
+
+describe('the governance key file', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'sb-key-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('is the content with one trailing newline removed (LF or CRLF), nothing else', () => {
+    const file = join(dir, 'k');
+    for (const [content, key] of [['secret\n', 'secret'], ['secret\r\n', 'secret'], ['secret', 'secret'], [' secret \n\n', ' secret \n']]) {
+      writeFileSync(file, content);
+      expect(readOpTokenKey(file).toString()).toBe(key);
+    }
+  });
+
+  it('warns when group or others may read it, not when only its owner may', () => {
+    const file = join(dir, 'k');
+    writeFileSync(file, 'secret\n');
+    chmodSync(file, 0o600);
+    expect(keyFilePermissionWarning(file)).toBeUndefined();
+    chmodSync(file, 0o640);
+    expect(keyFilePermissionWarning(file)).toContain('readable by its group (mode 0640)');
+    chmodSync(file, 0o644);
+    expect(keyFilePermissionWarning(file)).toContain('readable by every user (mode 0644)');
+  });
+});

@@ -1,0 +1,58 @@
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { APP_CONFIG, AppConfig } from '../config';
+import { CLOCK, Clock } from '../common/clock';
+import { Errors } from '../common/gateway-error';
+import { StaleCleanupService } from '../registry/stale-cleanup.service';
+import { NonceStore } from './nonce-store';
+import { OpTokenClaims } from './op-token';
+import { keyFilePermissionWarning, readOpTokenKey } from './op-token-key';
+import { OpTokenVerifier, RequestedOperation } from './op-token-verifier';
+
+/**
+ * Governance of lifecycle operations: enabled when VERIFIED_OP_TOKEN_KEY_PATH is set. The key is
+ * read once, at boot (a key that cannot be read stops the boot); rotating it takes a restart.
+ * Spent nonces are pruned by the cleanup job once no token could carry them any more.
+ */
+@Injectable()
+export class GovernanceService {
+  private readonly log = new Logger('Governance');
+  private readonly verifier: OpTokenVerifier | undefined;
+
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    @Inject(CLOCK) clock: Clock,
+    nonces: NonceStore,
+    @Optional() cleanup?: StaleCleanupService,
+  ) {
+    const { keyPath, signers, requiredSigners } = config.governance;
+    if (keyPath !== undefined) {
+      const key = readOpTokenKey(keyPath);
+      const warning = keyFilePermissionWarning(keyPath);
+      if (warning) this.log.warn(warning);
+      this.verifier = new OpTokenVerifier({ key, signers, requiredSigners }, nonces, clock);
+      this.log.log(`model lifecycle enabled: op tokens need ${requiredSigners} of ${signers.length} signers (${signers.join(', ')})`);
+    }
+    cleanup?.addRetentionTask('op_token_nonces', (now) => nonces.prune(now));
+  }
+
+  get enabled(): boolean {
+    return this.verifier !== undefined;
+  }
+
+  /** Resolves with the verified claims, or rejects with the first failed check's GatewayError. */
+  verify(token: unknown, requested: RequestedOperation): Promise<OpTokenClaims> {
+    if (!this.verifier) return Promise.reject(Errors.lifecycleDisabled());
+    return this.verifier.verify(token, requested);
+  }
+}
+
+/**
+ * Who presented a request, for the audit trail: a short fingerprint of the bearer token (never the
+ * token), or null without one.
+ */
+export function adminIdentity(authorization: string | undefined): string | null {
+  const m = /^Bearer\s+(.+)$/i.exec(authorization ?? '');
+  if (!m) return null;
+  return `sha256:${createHash('sha256').update(m[1].trim()).digest('hex').slice(0, 12)}`;
+}

@@ -1,0 +1,298 @@
+import type { SchemaObject } from '@nestjs/swagger';
+import { Errors, GatewayError, GatewayErrorCode } from '../../common/gateway-error';
+import { errorBody } from '../../inference/error-dialect';
+import type { OperationDoc, XExample } from '../api-doc';
+import { ADMIN_SECURITY, ISO_TIME, json, jsonResponse, pathParam, ref, TAGS } from './common';
+import { ADMIN_AUTH_CODES, errorResponses } from './errors';
+
+/** `/v1/models/load`, `/v1/models/unload`, `/v1/cache/flush` (governed, admin) and `/admin/audit`. */
+
+const OP_TOKEN_CODES: GatewayErrorCode[] = [
+  'op_token_missing',
+  'op_token_malformed',
+  'op_token_bad_signature',
+  'op_token_expired',
+  'op_token_replayed',
+  'op_token_mismatch',
+  'op_token_duplicate_signers',
+  'op_token_unknown_signer',
+  'op_token_insufficient_signers',
+];
+/** What every governed operation may answer besides its own refusals. */
+const GOVERNED_CODES: GatewayErrorCode[] = [...ADMIN_AUTH_CODES, 'lifecycle_disabled', 'invalid_request', 'validation_failed', ...OP_TOKEN_CODES];
+
+const modelId: SchemaObject = { type: 'string', minLength: 1, maxLength: 255, description: 'The model as the backend names it (HuggingFace id, Ollama tag, path).' };
+const opToken: SchemaObject = {
+  type: 'string',
+  description: 'base64url of `{"opToken": {operation, modelId, scope?, issuedAt, signers, nonce}, "signature"}` (docs/lifecycle.md); `switchboard op-token` mints one.',
+};
+const target: Record<string, SchemaObject> = {
+  pool: { type: 'string', minLength: 1, maxLength: 64, description: 'Only workers of this pool (provider); absent = every pool.' },
+  workerId: { type: 'string', minLength: 1, maxLength: 128, description: 'Exactly this worker (`GET /admin/workers`).' },
+};
+const mb: SchemaObject = { type: 'integer', minimum: 0 };
+
+const TOKEN = 'eyJvcFRva2VuIjp7Im9wZXJhdGlvbiI6Im1vZGVsLWxvYWQiLCJtb2RlbElkIjoibGxhbWEzOjhiIiwiaXNzdWVkQXQiOjE3NjQ4OTI4MDAsInNpZ25lcnMiOlsiYWxpY2UiLCJib2IiXSwibm9uY2UiOiI5ZjJjNGU3YTFiM2Q1ZjYwIn0sInNpZ25hdHVyZSI6IjRkNmEuLi4ifQ';
+const WORKER = { workerId: 'w-7c9e6679-7425-40de-944b-e07fc1f90ae7', name: 'gpu-node-1', pool: 'local' };
+
+const LOAD_STARTED = { taskId: 'load-3f1c2b9e-8d4a-4c1e-9b7a-2e5d6f8a9c01', status: 'loading', progress: 0, eta: null, modelId: 'llama3:70b', workers: [{ ...WORKER, status: 'sent', progress: 0 }] };
+const LOAD_DONE = {
+  ...LOAD_STARTED,
+  status: 'completed',
+  progress: 1,
+  eta: 0,
+  workers: [{ ...WORKER, status: 'completed', progress: 1, gpuMemoryUsedMB: 38500, loadTimeMs: 287000 }],
+  gpuMemoryUsedMB: 38500,
+  loadTimeMs: 287000,
+};
+const UNLOADED = { modelId: 'llama3:8b', workers: [{ ...WORKER, status: 'completed', progress: 1, gpuMemoryFreedMB: 8200 }], gpuMemoryFreedMB: 8200, kvCacheFlushed: true };
+const FLUSHED = { flushed: true, entriesRemoved: 1234, memoryFreedMB: 3500, workers: [{ ...WORKER, status: 'completed', progress: 1, entriesRemoved: 1234, memoryFreedMB: 3500 }] };
+
+const body = (e: GatewayError) => errorBody('openai', e);
+const insufficient = Errors.opTokenInsufficientSigners(1, 2, 3);
+const running = Errors.conflict(`A model-load or model-unload of 'llama3:70b' is already running on worker 'gpu-node-1' (${WORKER.workerId}): task ${LOAD_STARTED.taskId}`).with({
+  fields: { task_id: LOAD_STARTED.taskId },
+});
+
+const LOAD_EXAMPLES: Record<string, XExample> = {
+  typical: {
+    summary: 'Load a model on one worker of a pool, evicting another; poll the task',
+    request: { path: '/v1/models/load', body: { modelId: 'llama3:70b', quantization: 'awq-4bit', gpuMemoryBudgetMB: 40000, evictModel: 'llama3:8b', verifiedOpToken: TOKEN, pool: 'local' } },
+    response: { status: 202, body: LOAD_STARTED },
+  },
+  running: {
+    summary: 'The same model is already loading on that worker',
+    request: { path: '/v1/models/load', body: { modelId: 'llama3:70b', verifiedOpToken: TOKEN, workerId: WORKER.workerId } },
+    response: { status: 409, body: body(running) },
+  },
+  signers: {
+    summary: 'One signer where the governance needs two',
+    request: { path: '/v1/models/load', body: { modelId: 'llama3:70b', verifiedOpToken: TOKEN } },
+    response: { status: 403, body: body(insufficient) },
+  },
+};
+
+const AUDIT_ROW = {
+  id: 42,
+  at: '2026-12-05T10:15:02.000Z',
+  operation: 'model-unload',
+  model_id: 'llama3:8b',
+  scope: null,
+  target: { pool: 'local', worker_id: null, replicas: null, tenant_id: null, tag: null },
+  workers: [WORKER.workerId],
+  signers: ['alice', 'bob'],
+  nonce: '9f2c4e7a1b3d5f60',
+  admin_identity: 'sha256:5e884898da28',
+  outcome: 'completed',
+  status: 200,
+  error_code: null,
+  error: null,
+  task_id: 'unload-0c5b1f2e-3a4d-4e6f-8a9b-1c2d3e4f5a6b',
+};
+
+const nullableString: SchemaObject = { type: 'string', nullable: true };
+
+export const LIFECYCLE_SCHEMAS: Record<string, SchemaObject> = {
+  LoadModelRequest: {
+    type: 'object',
+    required: ['modelId', 'verifiedOpToken'],
+    additionalProperties: false,
+    properties: {
+      modelId,
+      quantization: { type: 'string', minLength: 1, maxLength: 64, description: 'e.g. `awq-4bit`, `gptq-4bit`, `fp16`, `bf16`; passed to the backend.' },
+      maxContextLength: { type: 'integer', minimum: 1 },
+      gpuMemoryBudgetMB: { type: 'integer', minimum: 1, description: 'Workers whose runner reports less free GPU memory are not chosen.' },
+      evictModel: { ...modelId, description: 'Unloaded first on the same worker (after its in-flight requests drain).' },
+      verifiedOpToken: opToken,
+      ...target,
+      replicas: { type: 'integer', minimum: 1, maximum: 64, description: 'How many workers load it (default 1; 1 with `workerId`).' },
+    },
+  },
+  UnloadModelRequest: { type: 'object', required: ['modelId', 'verifiedOpToken'], additionalProperties: false, properties: { modelId, verifiedOpToken: opToken, ...target } },
+  CacheFlushRequest: {
+    type: 'object',
+    required: ['scope', 'verifiedOpToken'],
+    additionalProperties: false,
+    properties: {
+      scope: { type: 'string', enum: ['all', 'model', 'tenant', 'tag'] },
+      modelId: { ...modelId, nullable: true, description: 'Scope `model` only (required there).' },
+      tenantId: { type: 'string', minLength: 1, maxLength: 64, nullable: true, description: 'Scope `tenant` only (required there).' },
+      tag: { type: 'string', minLength: 1, maxLength: 128, nullable: true, description: 'Scope `tag` only (required there).' },
+      verifiedOpToken: opToken,
+      ...target,
+    },
+  },
+  LifecycleWorker: {
+    type: 'object',
+    description: "One worker's part of an operation.",
+    required: ['workerId', 'name', 'pool', 'status', 'progress'],
+    properties: {
+      workerId: { type: 'string' },
+      name: { type: 'string' },
+      pool: { type: 'string' },
+      status: { type: 'string', enum: ['draining', 'sent', 'accepted', 'loading', 'completed', 'failed', 'unsupported'], description: '`draining`: waiting for the in-flight requests of the model to unload (or evict) before sending.' },
+      progress: { type: 'number', minimum: 0, maximum: 1 },
+      eta: { type: 'number', minimum: 0, description: 'Seconds, as the worker estimated.' },
+      gpuMemoryUsedMB: mb,
+      gpuMemoryFreedMB: mb,
+      entriesRemoved: mb,
+      memoryFreedMB: mb,
+      loadTimeMs: mb,
+      error: { type: 'string', description: '`<reason>: <detail>`; reasons: `failed`, `unsupported`, `worker_disconnected`, `timeout`, `drain_timeout`, `gateway_restarted`.' },
+    },
+  },
+  LoadTask: {
+    type: 'object',
+    required: ['taskId', 'status', 'progress', 'eta', 'modelId', 'workers'],
+    properties: {
+      taskId: { type: 'string' },
+      status: { type: 'string', enum: ['loading', 'completed', 'failed'] },
+      progress: { type: 'number', minimum: 0, maximum: 1, description: 'Mean over the workers.' },
+      eta: { type: 'number', minimum: 0, nullable: true, description: 'Seconds; null until every loading worker gave an estimate.' },
+      modelId: { type: 'string' },
+      workers: { type: 'array', items: ref('LifecycleWorker') },
+      gpuMemoryUsedMB: { ...mb, description: 'Sum over the workers that reported it.' },
+      loadTimeMs: { ...mb, description: 'When completed: the slowest worker, from sending to completion.' },
+      error: { type: 'string', description: 'When failed: each failing worker and why.' },
+    },
+  },
+  UnloadResult: {
+    type: 'object',
+    required: ['modelId', 'workers', 'kvCacheFlushed'],
+    properties: { modelId: { type: 'string' }, workers: { type: 'array', items: ref('LifecycleWorker') }, gpuMemoryFreedMB: mb, kvCacheFlushed: { type: 'boolean' } },
+  },
+  CacheFlushResult: {
+    type: 'object',
+    required: ['flushed', 'workers'],
+    properties: { flushed: { type: 'boolean' }, entriesRemoved: mb, memoryFreedMB: mb, workers: { type: 'array', items: ref('LifecycleWorker') } },
+  },
+  AuditRow: {
+    type: 'object',
+    required: ['id', 'at', 'operation', 'model_id', 'scope', 'target', 'workers', 'signers', 'nonce', 'admin_identity', 'outcome', 'status', 'error_code', 'error', 'task_id'],
+    properties: {
+      id: { type: 'integer', description: 'Increases with every row.' },
+      at: ISO_TIME,
+      operation: { type: 'string', enum: ['model-load', 'model-unload', 'cache-flush'] },
+      model_id: nullableString,
+      scope: nullableString,
+      target: {
+        type: 'object',
+        required: ['pool', 'worker_id', 'replicas', 'tenant_id', 'tag'],
+        properties: { pool: nullableString, worker_id: nullableString, replicas: { type: 'integer', nullable: true }, tenant_id: nullableString, tag: nullableString },
+      },
+      workers: { type: 'array', items: { type: 'string' }, description: 'Ids of the workers it was sent to.' },
+      signers: { type: 'array', items: { type: 'string' }, nullable: true, description: 'As the token named them (verified unless `refused`).' },
+      nonce: nullableString,
+      admin_identity: { type: 'string', nullable: true, description: '`sha256:` and 12 hex digits of the admin token presented; never the token.' },
+      outcome: { type: 'string', enum: ['accepted', 'refused', 'completed', 'failed'] },
+      status: { type: 'integer', description: 'The HTTP status answered; for the end of a load, 200 (completed) or 502 (failed).' },
+      error_code: nullableString,
+      error: nullableString,
+      task_id: nullableString,
+    },
+  },
+  AuditList: {
+    type: 'object',
+    required: ['object', 'data', 'next_before'],
+    properties: {
+      object: { type: 'string', enum: ['list'] },
+      data: { type: 'array', items: ref('AuditRow') },
+      next_before: { type: 'integer', nullable: true, description: 'Pass as `before` for the next (older) page; null on the last one.' },
+    },
+  },
+};
+
+const governed = (codes: GatewayErrorCode[], overrides?: Parameters<typeof errorResponses>[2]) => errorResponses('openai', [...GOVERNED_CODES, ...codes], overrides);
+const TARGET_CODES: GatewayErrorCode[] = ['not_found', 'model_not_found', 'conflict', 'lifecycle_unsupported', 'pool_unready'];
+
+export const LIFECYCLE_API = {
+  load: {
+    operationId: 'loadModel',
+    summary: 'Load a model on workers (governed)',
+    description:
+      'Needs the admin token and a `verifiedOpToken` for `model-load` of this model. The workers (`workerId`, or `replicas` of `pool` by free slots and free GPU memory) get `model_load`; ' +
+      '`evictModel` is drained and unloaded first. Answers 202 at once; poll `GET /v1/models/load/{taskId}`. Routing sends the model requests once the worker reports it (`models_update`).',
+    tags: [TAGS.lifecycle],
+    security: ADMIN_SECURITY,
+    requestBody: { required: true, content: json(ref('LoadModelRequest'), { typical: { summary: 'On one worker of a pool', value: LOAD_EXAMPLES.typical.request.body } }) },
+    responses: { 202: jsonResponse('Loading', ref('LoadTask'), LOAD_STARTED), ...governed(TARGET_CODES, { conflict: running, op_token_insufficient_signers: insufficient }) },
+    xExamples: LOAD_EXAMPLES,
+  },
+  loadTask: {
+    operationId: 'getLoadTask',
+    summary: 'Where a model load stands',
+    description: 'Kept at least 24 h (`lifecycle.task_retention_hours`), across restarts.',
+    tags: [TAGS.lifecycle],
+    security: ADMIN_SECURITY,
+    parameters: [pathParam('taskId', 'The `taskId` the load answered.', LOAD_STARTED.taskId)],
+    responses: {
+      200: jsonResponse('The task', ref('LoadTask'), LOAD_DONE),
+      ...errorResponses('openai', [...ADMIN_AUTH_CODES, 'lifecycle_disabled', 'not_found'], { not_found: Errors.notFound('Load task', 'load-missing') }),
+    },
+    xExamples: {
+      completed: { summary: 'A finished load', request: { path: `/v1/models/load/${LOAD_STARTED.taskId}` }, response: { status: 200, body: LOAD_DONE } },
+      unknown: { summary: 'An unknown (or pruned) task', request: { path: '/v1/models/load/load-missing' }, response: { status: 404, body: body(Errors.notFound('Load task', 'load-missing')) } },
+    },
+  },
+  unload: {
+    operationId: 'unloadModel',
+    summary: 'Unload a model from workers (governed)',
+    description:
+      'On each worker serving it (the named one, or those of `pool`, or all): the model leaves routing, its in-flight requests finish (`lifecycle.unload_drain_timeout_secs`; past it the unload fails and nothing is cut), ' +
+      'then `model_unload`. Answers when every worker has; `502 lifecycle_failed` (with `workers`) when one did not.',
+    tags: [TAGS.lifecycle],
+    security: ADMIN_SECURITY,
+    requestBody: { required: true, content: json(ref('UnloadModelRequest'), { typical: { summary: 'From every worker of a pool', value: { modelId: 'llama3:8b', verifiedOpToken: TOKEN, pool: 'local' } } }) },
+    responses: { 200: jsonResponse('Unloaded', ref('UnloadResult'), UNLOADED), ...governed([...TARGET_CODES, 'lifecycle_failed']) },
+    xExamples: {
+      typical: { summary: 'Unload from a pool', request: { path: '/v1/models/unload', body: { modelId: 'llama3:8b', verifiedOpToken: TOKEN, pool: 'local' } }, response: { status: 200, body: UNLOADED } },
+      unknown: {
+        summary: 'No worker serves the model',
+        request: { path: '/v1/models/unload', body: { modelId: 'gpt-5', verifiedOpToken: TOKEN } },
+        response: { status: 404, body: body(Errors.modelNotFound('gpt-5')) },
+      },
+    },
+  },
+  flush: {
+    operationId: 'flushCache',
+    summary: 'Flush KV cache on workers (governed)',
+    description:
+      'Scope `all`, `model` (with `modelId`: the workers serving it), `tenant` (with `tenantId`) or `tag` (with `tag`); to the named worker, or every worker of `pool` (or of the gateway) that negotiated `model_lifecycle`. ' +
+      'Answers the totals once every worker has; `502 lifecycle_failed` when one did not.',
+    tags: [TAGS.lifecycle],
+    security: ADMIN_SECURITY,
+    requestBody: { required: true, content: json(ref('CacheFlushRequest'), { tenant: { summary: "A tenant's cache", value: { scope: 'tenant', tenantId: 'community-x', modelId: null, verifiedOpToken: TOKEN } } }) },
+    responses: { 200: jsonResponse('Flushed', ref('CacheFlushResult'), FLUSHED), ...governed([...TARGET_CODES, 'lifecycle_failed']) },
+    xExamples: {
+      tenant: { summary: "Flush a tenant's cache everywhere", request: { path: '/v1/cache/flush', body: { scope: 'tenant', tenantId: 'community-x', verifiedOpToken: TOKEN } }, response: { status: 200, body: FLUSHED } },
+      missing: {
+        summary: 'Scope model without modelId',
+        request: { path: '/v1/cache/flush', body: { scope: 'model', verifiedOpToken: TOKEN } },
+        response: { status: 422, body: body(Errors.validationFailed([{ field: 'modelId', message: "modelId is required with scope 'model'" }])) },
+      },
+    },
+  },
+  audit: {
+    operationId: 'listAudit',
+    summary: 'The lifecycle audit trail, newest first',
+    description: 'Every lifecycle request, accepted or refused, and the end of every accepted one. Filters combine.',
+    tags: [TAGS.lifecycle],
+    security: ADMIN_SECURITY,
+    parameters: [
+      { name: 'operation', in: 'query', required: false, schema: { type: 'string', enum: ['model-load', 'model-unload', 'cache-flush'] } },
+      { name: 'outcome', in: 'query', required: false, schema: { type: 'string', enum: ['accepted', 'refused', 'completed', 'failed'] } },
+      { name: 'model', in: 'query', required: false, description: 'Only rows of this model id.', schema: { type: 'string' } },
+      { name: 'task', in: 'query', required: false, description: 'Only rows of this task id.', schema: { type: 'string' } },
+      { name: 'since', in: 'query', required: false, description: 'At or after: ISO-8601 date or date-time, or epoch ms.', schema: { type: 'string' }, example: '2026-12-01' },
+      { name: 'until', in: 'query', required: false, description: 'Before: ISO-8601 date or date-time, or epoch ms.', schema: { type: 'string' }, example: '2026-12-06' },
+      { name: 'before', in: 'query', required: false, description: 'Rows older than this id (paging).', schema: { type: 'integer', minimum: 1 } },
+      { name: 'limit', in: 'query', required: false, description: 'At most this many rows (default 100).', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
+    ],
+    responses: {
+      200: jsonResponse('Audit rows', ref('AuditList'), { object: 'list', data: [AUDIT_ROW], next_before: null }),
+      ...errorResponses('openai', [...ADMIN_AUTH_CODES, 'invalid_request'], {
+        invalid_request: Errors.invalidRequest("Query parameter 'operation' must be one of model-load, model-unload, cache-flush, got 'load'", 'operation'),
+      }),
+    },
+  },
+} satisfies Record<string, OperationDoc>;

@@ -1,0 +1,116 @@
+import { DataSource } from 'typeorm';
+import { AuditEntryEntity } from '../../src/governance/audit-entry.entity';
+import { AuditEntry } from '../../src/governance/audit-log';
+import { TypeOrmAuditLog } from '../../src/governance/audit-log.typeorm';
+import { OpTokenNonceEntity } from '../../src/governance/op-token-nonce.entity';
+import { TypeOrmNonceStore } from '../../src/governance/nonce-store.typeorm';
+import { createTestDatabase, TestDatabase } from './support/test-database';
+
+describe('TypeOrmNonceStore', () => {
+  let db: TestDatabase;
+  let ds: DataSource;
+  let store: TypeOrmNonceStore;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('nonces');
+    ds = await db.connect();
+    await ds.runMigrations();
+  });
+  afterAll(() => db.dispose());
+  beforeEach(async () => {
+    await ds.getRepository(OpTokenNonceEntity).clear();
+    store = new TypeOrmNonceStore(ds.getRepository(OpTokenNonceEntity));
+  });
+
+  it('claims a nonce once; a second claim while it lives is refused', async () => {
+    expect(await store.claim('n-00000001', 2_000, 1_000)).toBe(true);
+    expect(await store.claim('n-00000001', 2_500, 1_500)).toBe(false);
+    expect(await store.claim('n-00000002', 2_000, 1_500)).toBe(true);
+  });
+
+  it('a nonce whose time has passed may be claimed again even before it is pruned', async () => {
+    expect(await store.claim('n-00000003', 2_000, 1_000)).toBe(true);
+    expect(await store.claim('n-00000003', 9_000, 2_001)).toBe(true);
+    expect(await store.claim('n-00000003', 9_500, 8_000)).toBe(false);
+  });
+
+  it('of concurrent claims of one nonce, one wins (also from a second connection)', async () => {
+    const other = new TypeOrmNonceStore((await db.connect()).getRepository(OpTokenNonceEntity));
+    const results = await Promise.all([store.claim('n-race-0001', 5_000, 1_000), other.claim('n-race-0001', 5_000, 1_000), store.claim('n-race-0001', 5_000, 1_000)]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+  });
+
+  it('prunes only the expired nonces', async () => {
+    await store.claim('n-expired-1', 1_000, 0);
+    await store.claim('n-expired-2', 1_999, 0);
+    await store.claim('n-alive-001', 2_000, 0);
+    expect(await store.prune(2_000)).toBe(2);
+    expect((await ds.getRepository(OpTokenNonceEntity).find()).map((r) => [r.nonce, r.expiresAt])).toEqual([['n-alive-001', 2_000]]);
+  });
+});
+
+describe('TypeOrmAuditLog', () => {
+  let db: TestDatabase;
+  let ds: DataSource;
+  let log: TypeOrmAuditLog;
+
+  const entry = (over: Partial<AuditEntry> = {}): AuditEntry => ({
+    at: 1_000,
+    operation: 'model-load',
+    modelId: 'llama3:70b',
+    scope: null,
+    target: { pool: 'local', replicas: 2 },
+    workers: ['w-1', 'w-2'],
+    signers: ['alice', 'bob'],
+    nonce: 'nonce-0001',
+    adminIdentity: 'sha256:5e884898da28',
+    outcome: 'accepted',
+    status: 202,
+    errorCode: null,
+    error: null,
+    taskId: 'load-1',
+    ...over,
+  });
+
+  beforeAll(async () => {
+    db = await createTestDatabase('audit');
+    ds = await db.connect();
+    await ds.runMigrations();
+  });
+  afterAll(() => db.dispose());
+  beforeEach(async () => {
+    await ds.getRepository(AuditEntryEntity).clear();
+    log = new TypeOrmAuditLog(ds.getRepository(AuditEntryEntity));
+  });
+
+  it('round-trips every field, JSON ones and nulls included', async () => {
+    await log.append(entry());
+    await log.append(entry({ operation: 'cache-flush', modelId: null, scope: 'tenant', target: { tenantId: 'community-x' }, workers: [], signers: null, nonce: null, adminIdentity: null, outcome: 'refused', status: 401, errorCode: 'op_token_missing', error: 'no token', taskId: null }));
+    const [refused, accepted] = await log.list({ limit: 10 });
+    expect(accepted).toEqual({ ...entry(), id: expect.any(Number) });
+    expect(refused).toMatchObject({ operation: 'cache-flush', modelId: null, scope: 'tenant', target: { tenantId: 'community-x' }, workers: [], signers: null, outcome: 'refused', errorCode: 'op_token_missing', taskId: null });
+    expect(refused.id).toBeGreaterThan(accepted.id);
+  });
+
+  it('lists newest first (by insertion, whatever the clock said), filtered and limited, and pages with before', async () => {
+    await log.append(entry({ at: 3_000, operation: 'model-unload', outcome: 'accepted', taskId: 'unload-1' }));
+    await log.append(entry({ at: 2_000, operation: 'model-load', outcome: 'refused', status: 409, taskId: null }));
+    await log.append(entry({ at: 4_000, operation: 'model-unload', outcome: 'completed', status: 200, taskId: 'unload-1' }));
+    await log.append(entry({ at: 5_000, operation: 'cache-flush', modelId: 'other', outcome: 'failed', status: 502, taskId: 'flush-1' }));
+    const all = await log.list({ limit: 100 });
+    expect(all.map((r) => r.at)).toEqual([5_000, 4_000, 2_000, 3_000]);
+    expect((await log.list({ operation: 'model-unload', limit: 100 })).map((r) => r.outcome)).toEqual(['completed', 'accepted']);
+    expect((await log.list({ outcome: 'refused', limit: 100 })).map((r) => r.status)).toEqual([409]);
+    expect((await log.list({ modelId: 'other', limit: 100 })).map((r) => r.taskId)).toEqual(['flush-1']);
+    expect((await log.list({ taskId: 'unload-1', limit: 100 })).map((r) => r.outcome)).toEqual(['completed', 'accepted']);
+    expect((await log.list({ since: 3_000, until: 5_000, limit: 100 })).map((r) => r.at)).toEqual([4_000, 3_000]);
+    const firstPage = await log.list({ limit: 2 });
+    expect(firstPage.map((r) => r.at)).toEqual([5_000, 4_000]);
+    expect((await log.list({ limit: 2, before: firstPage[1].id })).map((r) => r.at)).toEqual([2_000, 3_000]);
+  });
+
+  it('keeps at most 1024 characters of an error message', async () => {
+    await log.append(entry({ outcome: 'failed', error: 'x'.repeat(5000) }));
+    expect((await log.list({ limit: 1 }))[0].error).toHaveLength(1024);
+  });
+});
