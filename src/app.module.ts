@@ -21,6 +21,7 @@ import { DashboardModule } from './dashboard/dashboard.module';
 import { ArtifactsModule } from './artifacts/artifacts.module';
 import { TasksModule } from './tasks/tasks.module';
 import { GovernanceModule } from './governance/governance.module';
+import { LifecycleModule } from './lifecycle/lifecycle.module';
 
 @Module({})
 export class AppModule {
@@ -47,6 +48,7 @@ export class AppModule {
         TasksModule,
         ControlPlaneModule,
         GovernanceModule,
+        LifecycleModule,
         DashboardModule,
         HealthModule.withSnapshot({
           imports: [QueueModule, RegistryModule, ProvidersModule],

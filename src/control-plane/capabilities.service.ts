@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { CLOCK, Clock } from '../common/clock';
 import { Provider, ProvidersService } from '../providers/providers.service';
 import { AdmissionQueue } from '../queue/admission-queue';
@@ -8,6 +8,7 @@ import { effectiveCapabilities } from '../routing/capabilities';
 import { RoutingConfigHolder } from '../routing/routing-config-holder';
 import { TenantsService } from '../tenancy/tenants.service';
 import { appVersion } from '../observability/app-version';
+import { LoadingModels } from '../lifecycle/loading-models';
 
 /** How long one discovery answer is reused: discovery is polled by dashboards and CLIs. */
 const CACHE_MS = 5000;
@@ -63,7 +64,11 @@ export class CapabilitiesService {
     private readonly queue: AdmissionQueue,
     private readonly routing: RoutingConfigHolder,
     private readonly tenants: TenantsService,
-  ) {}
+    @Optional() private readonly loading?: LoadingModels,
+  ) {
+    // A load that starts, progresses or ends shows at once, not after the cache's 5 s.
+    loading?.onChange(() => (this.cached = undefined));
+  }
 
   document(): CapabilitiesDocument {
     const now = this.clock.now();
@@ -107,7 +112,7 @@ export class CapabilitiesService {
       supported_workloads: [...workloads].sort(),
       models: {
         loaded: [...loaded.values()].map(({ caps: _caps, ...m }) => m),
-        loading: [],
+        loading: this.loading?.loadingIn(p.name) ?? [],
         available: p.models.filter((m) => !loaded.has(m)),
       },
       queue: {

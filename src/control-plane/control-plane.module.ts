@@ -7,6 +7,7 @@ import { QueueModule } from '../queue/queue.module';
 import { RegistryModule } from '../registry/registry.module';
 import { RoutingModule } from '../routing/routing.module';
 import { TenancyModule } from '../tenancy/tenancy.module';
+import { LifecycleModule } from '../lifecycle/lifecycle.module';
 import { AdminController } from './admin.controller';
 import { CapabilitiesController } from './capabilities.controller';
 import { CapabilitiesService } from './capabilities.service';
@@ -16,7 +17,7 @@ import { ReloadController } from './reload.controller';
 import { ShutdownCoordinator } from './shutdown-coordinator.service';
 
 @Module({
-  imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, RegistryModule, RoutingModule, ApiKeysModule, TenancyModule],
+  imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, RegistryModule, RoutingModule, ApiKeysModule, TenancyModule, LifecycleModule],
   controllers: [AdminController, CapabilitiesController, PoolsController, ReloadController],
   providers: [ShutdownCoordinator, CapabilitiesService, PoolsService],
 })

@@ -11,6 +11,7 @@ import { ArtifactTagEntity } from '../artifacts/artifact-tag.entity';
 import { ArtifactTranscriptEntity } from '../artifacts/artifact-transcript.entity';
 import { OpTokenNonceEntity } from '../governance/op-token-nonce.entity';
 import { AuditEntryEntity } from '../governance/audit-entry.entity';
+import { LoadTaskEntity } from '../lifecycle/load-task.entity';
 
 export const ENTITIES = [
   ProviderEntity,
@@ -23,6 +24,7 @@ export const ENTITIES = [
   ArtifactTranscriptEntity,
   OpTokenNonceEntity,
   AuditEntryEntity,
+  LoadTaskEntity,
 ];
 
 /**

@@ -43,6 +43,9 @@ const CLIENT_CLOSED = 499;
 export class Dispatcher implements OnApplicationBootstrap {
   private readonly log = new Logger('Dispatcher');
   private shutdownWaiters: Array<() => void> = [];
+  /** Listeners of requests leaving a worker (model unloads wait on them); empty on the usual path. */
+  private readonly releaseWatchers = new Map<LiveWorker, Set<() => void>>();
+  private readonly detachListeners: Array<(worker: LiveWorker) => void> = [];
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -220,6 +223,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     const worker = req.worker;
     if (!worker || !worker.assigned.delete(req.id)) return;
     // Reasons beyond the six every worker knows go only to workers that negotiated them.
+    this.notifyReleased(worker);
     const wire = (EXTENDED_CANCEL_REASONS as readonly string[]).includes(reason) && !worker.features.has(Features.CANCEL_REASONS) ? 'client_disconnect' : reason;
     worker.channel.send({ type: 'cancel', request_id: req.id, reason: wire });
     this.log.debug({ msg: 'cancel sent', request_id: req.id, reason, wire_reason: wire, worker_id: worker.id, correlation_id: req.correlationId });
@@ -280,7 +284,38 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (orphans.some((req) => req.streamedBytes === 0)) this.router.failed(worker, 'disconnect');
     for (const req of orphans) this.rescue(req);
     this.metrics.setWorkersConnected(worker.provider, this.registry.ofProvider(worker.provider).size);
+    this.releaseWatchers.delete(worker);
+    for (const listener of this.detachListeners) listener(worker);
     if (this.lifecycle.isShuttingDown && this.registry.count() === 0) this.notifyShutdownWaiters();
+  }
+
+  /** Called once a worker's connection is gone and its requests were requeued or failed. */
+  onDetached(listener: (worker: LiveWorker) => void): void {
+    this.detachListeners.push(listener);
+  }
+
+  /** Requests for `model` the worker is working on (admin work: scans that worker's requests). */
+  inFlightFor(worker: LiveWorker, model: string): number {
+    let n = 0;
+    for (const req of worker.assigned.values()) if ((req as RelayRequest).targetModel === model) n++;
+    return n;
+  }
+
+  /** Calls `listener` each time a request leaves `worker` (answered, failed or cancelled) until the returned function is called. */
+  watchReleases(worker: LiveWorker, listener: () => void): () => void {
+    let set = this.releaseWatchers.get(worker);
+    if (!set) this.releaseWatchers.set(worker, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.releaseWatchers.get(worker) === set) this.releaseWatchers.delete(worker);
+    };
+  }
+
+  private notifyReleased(worker: LiveWorker): void {
+    if (this.releaseWatchers.size === 0) return;
+    const set = this.releaseWatchers.get(worker);
+    if (set) for (const listener of [...set]) listener();
   }
 
   private rescue(req: RelayRequest): void {
@@ -506,6 +541,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     worker.assigned.delete(req.id);
     worker.retire(req.id);
     this.relieve(req);
+    this.notifyReleased(worker);
   }
 
   private afterSlotFreed(worker: LiveWorker): void {

@@ -48,7 +48,7 @@ export class AuditEntryEntity {
   @Column({ type: 'varchar', length: 16 })
   outcome: AuditOutcome;
 
-  /** The HTTP status answered (refusals and synchronous outcomes); for a load's end, 200 or 502. */
+  /** Refused: the status answered; accepted: 202; the end of an operation: 200 (completed) or 502 (failed). */
   @Column({ type: 'integer' })
   status: number;
 

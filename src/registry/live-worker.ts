@@ -61,6 +61,8 @@ export class LiveWorker {
   /** Ids of cancelled requests whose slot was given back (see retireCancelled). */
   private readonly cancelled = new Set<string>();
   drainTimer: TimerHandle | undefined;
+  /** Models it still advertises that routing must not send it: an unload is draining them. */
+  private readonly heldOut = new Set<string>();
 
   constructor(
     readonly id: string,
@@ -111,7 +113,18 @@ export class LiveWorker {
   }
 
   supports(model: string): boolean {
-    return this.wildcard || this.models.has(model);
+    return (this.wildcard || this.models.has(model)) && !this.isHeldOut(model);
+  }
+
+  /** Whether an unload holds `model` out of routing on this worker (one size check when none does). */
+  isHeldOut(model: string): boolean {
+    return this.heldOut.size > 0 && this.heldOut.has(model);
+  }
+
+  /** Called through WorkerRegistry.holdOut / releaseHold, which keep the model index in step. */
+  setHeldOut(model: string, held: boolean): void {
+    if (held) this.heldOut.add(model);
+    else this.heldOut.delete(model);
   }
 
   /** Requests the gateway has on this worker: assigned and held (cancelled, slot not yet released). */

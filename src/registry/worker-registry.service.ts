@@ -60,6 +60,27 @@ export class WorkerRegistry {
     if (registered) this.index(worker);
   }
 
+  /**
+   * Takes `model` out of routing on `worker` (an unload drains it first): no new request for it
+   * reaches that worker, which keeps advertising it; queued requests wait for other workers.
+   */
+  holdOut(worker: LiveWorker, model: string): void {
+    worker.setHeldOut(model, true);
+    const set = this.byModel.get(model);
+    if (!set?.delete(worker)) return;
+    if (set.size === 0) this.byModel.delete(model);
+  }
+
+  /** Puts a held-out model back into routing on `worker`, if it still advertises it. */
+  releaseHold(worker: LiveWorker, model: string): void {
+    if (!worker.isHeldOut(model)) return;
+    worker.setHeldOut(model, false);
+    if (this.byId.get(worker.id) !== worker || !worker.models.has(model)) return;
+    let set = this.byModel.get(model);
+    if (!set) this.byModel.set(model, (set = new Set()));
+    set.add(worker);
+  }
+
   get(id: string): LiveWorker | undefined {
     return this.byId.get(id);
   }
@@ -138,6 +159,7 @@ export class WorkerRegistry {
   private index(worker: LiveWorker): void {
     if (worker.wildcard) this.wildcards.add(worker);
     for (const m of worker.models) {
+      if (worker.isHeldOut(m)) continue;
       let set = this.byModel.get(m);
       if (!set) this.byModel.set(m, (set = new Set()));
       set.add(worker);

@@ -219,4 +219,25 @@ describe('Router', () => {
     worker(['*']); // serves every alias target
     expect(router.listModels().map((m) => m.id).sort()).toEqual(['claude-3-opus', 'gpt-4', 'llama3:70b']);
   });
+
+  it('a model held out of routing on a worker (an unload draining it) reaches that worker no more, exact or through *, until released', () => {
+    const exact = worker(['m', 'n'], { name: 'exact' });
+    const star = worker(['*'], { name: 'star' });
+    registry.holdOut(exact, 'm');
+    registry.holdOut(star, 'm');
+    records.known.add('m'); // its worker records know it: requests wait instead of 404
+    expect(route('m').kind).toBe('queue');
+    expect(router.canServe(exact, plan('m'), 'm')).toBe(false);
+    expect(router.canServe(star, plan('m'), 'm')).toBe(false);
+    expect(router.canServe(exact, plan('n'), 'n')).toBe(true);
+    // A models_update meanwhile keeps the hold.
+    registry.setModels(exact, ['m', 'n', 'o']);
+    expect(registry.servingExactly('m').size).toBe(0);
+    expect([...registry.servingExactly('o')]).toEqual([exact]);
+    registry.releaseHold(exact, 'm');
+    const released = route('m');
+    expect(released.kind === 'assign' && released.worker.name).toBe('exact'); // star still holds it out
+    registry.releaseHold(star, 'm');
+    expect(router.canServe(star, plan('m'), 'm')).toBe(true);
+  });
 });

@@ -207,7 +207,8 @@ export class Router implements OnModuleInit {
     let provider: Provider | undefined;
     let providerCaps: ModelCapabilities | undefined;
     for (const w of workers) {
-      if (wildcardPass && w.models.has(model)) continue; // already judged by its exact name
+      // Already judged by its exact name, or held out of routing by an unload.
+      if (wildcardPass && (w.models.has(model) || w.isHeldOut(model))) continue;
       if (w.provider !== providerName) {
         providerName = w.provider;
         provider = this.providers.get(providerName);

@@ -1,4 +1,4 @@
-import { Inject } from '@nestjs/common';
+import { Inject, Optional } from '@nestjs/common';
 import { OnGatewayConnection, OnGatewayInit, WebSocketGateway } from '@nestjs/websockets';
 import type { IncomingMessage } from 'node:http';
 import type { WebSocket, WebSocketServer } from 'ws';
@@ -11,6 +11,7 @@ import { Dispatcher } from '../dispatch/dispatcher.service';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { WorkerRegistry } from '../registry/worker-registry.service';
+import { LifecycleService } from '../lifecycle/lifecycle.service';
 import { WorkerConnection, WorkerLinkDeps } from './worker-connection';
 
 /** `GET /v1/worker/connect?provider=<name>` upgraded to WebSocket, on the HTTP port. */
@@ -27,8 +28,9 @@ export class WorkerGateway implements OnGatewayConnection, OnGatewayInit {
     metrics: MetricsService,
     lifecycle: LifecycleState,
     registry: WorkerRegistry,
+    @Optional() lifecycleReports?: LifecycleService,
   ) {
-    this.deps = { config, clock, providers, limiter, dispatcher, metrics, lifecycle, registry };
+    this.deps = { config, clock, providers, limiter, dispatcher, metrics, lifecycle, registry, lifecycleReports };
   }
 
   /** The 101 Switching Protocols answer carries X-Correlation-Id like every other response. */

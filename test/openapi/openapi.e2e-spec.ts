@@ -6,7 +6,8 @@ import { apiVersion } from '../../src/control-plane/capabilities.service';
 import { CONFIG_RELOAD_REFUSED, POOL_RELOAD_REFUSED } from '../../src/openapi/schemas/control-plane.schemas';
 import { DOCS_PATH, OPENAPI_PATH } from '../../src/openapi/openapi.setup';
 import { TestGateway, TEST_ADMIN_TOKEN } from '../support/gateway';
-import { chat, post } from '../support/http';
+import { chat, eventually, post } from '../support/http';
+import { lifecycleWorker, startLifecycleGateway } from '../lifecycle/support';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { checkAnswer, checkOpenApiDocument, findOperation, operations, pathPattern, validate } from './openapi-check';
 import { getJson, RegisteredRoute, startRecordingGateway } from './support';
@@ -17,6 +18,9 @@ type Json = any;
 function isOpenApiRoute(path: string): boolean {
   return path === OPENAPI_PATH || path === DOCS_PATH || path.startsWith(`${DOCS_PATH}/`);
 }
+
+/** Model lifecycle routes: under /v1 like the client API, but admin work (admin token and a verifiedOpToken). */
+const LIFECYCLE_PATHS = ['/v1/models/load', '/v1/models/load/{taskId}', '/v1/models/unload', '/v1/cache/flush'];
 
 /** Pages rather than API, left out of the document on purpose (`@ApiExcludeController`). */
 const NOT_API = ['GET /dashboard', 'GET /dashboard/', 'GET /dashboard/assets/{file}'];
@@ -113,7 +117,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     });
     for (const { path, op } of operations(doc)) {
       const names = (op.security ?? []).flatMap((s: Json) => Object.keys(s));
-      if (path.startsWith('/admin/') || path.startsWith('/v1/pools')) expect([path, op.security]).toEqual([path, [{ AdminToken: [] }]]);
+      if (path.startsWith('/admin/') || path.startsWith('/v1/pools') || LIFECYCLE_PATHS.includes(path)) expect([path, op.security]).toEqual([path, [{ AdminToken: [] }]]);
       else if (path.startsWith('/v1/')) expect([path, op.security]).toEqual([path, [{ ClientApiKey: [] }, { ClientApiKeyHeader: [] }, {}]]);
       else expect([path, names]).toEqual([path, []]);
     }
@@ -353,6 +357,12 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     expect((await call('GET', `/v1/artifacts/${jobId}`, undefined, {})).json.kind).toBe('job');
     expect((await call('GET', `/v1/artifacts/${jobId}/transcript`, undefined, {})).status).toBe(200);
 
+    // Model lifecycle: this gateway has no governance key, so every lifecycle route says so.
+    expect((await call('POST', '/v1/models/load', { modelId: 'llama3:70b', verifiedOpToken: 'x' })).json.error.code).toBe('lifecycle_disabled');
+    expect((await call('GET', '/v1/models/load/load-1')).json.error.code).toBe('lifecycle_disabled');
+    expect((await call('POST', '/v1/models/unload', { modelId: 'llama3:8b', verifiedOpToken: 'x' })).json.error.code).toBe('lifecycle_disabled');
+    expect((await call('POST', '/v1/cache/flush', { scope: 'all', verifiedOpToken: 'x' })).json.error.code).toBe('lifecycle_disabled');
+
     // The admin token.
     expect((await call('GET', '/admin/stats', undefined, {})).status).toBe(401);
     expect((await call('GET', '/v1/pools', undefined, { authorization: 'Bearer wrong' })).status).toBe(401);
@@ -370,6 +380,50 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     });
     return { status: res.status, json: await res.json() };
   }
+});
+
+describe('OpenAPI document: model lifecycle', () => {
+  it('with governance enabled, the lifecycle routes answer what the document says (and its refused x-examples are real answers)', async () => {
+    const gw = await startLifecycleGateway();
+    try {
+      const doc = (await getJson(`${gw.url}${OPENAPI_PATH}`)).body;
+      const problems: string[] = [];
+      const check = (method: string, path: string, res: { status: number; headers: Headers; text: string }) => problems.push(...checkAnswer(doc, method, path, res.status, res.headers.get('content-type'), res.text));
+      const { worker, id } = await lifecycleWorker(gw, ['llama3:8b']);
+
+      const loading = gw.call('/v1/models/load', { modelId: 'llama3:70b', evictModel: 'llama3:8b', gpuMemoryBudgetMB: 40000, workerId: id, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'llama3:70b' }) });
+      const load = await worker.next('model_load');
+      const started = await loading;
+      check('post', '/v1/models/load', started);
+      worker.send({ type: 'lifecycle_status', task_id: load.task_id, status: 'completed', gpu_memory_used_mb: 38500 });
+      await eventually(async () => (await gw.get(`/v1/models/load/${load.task_id}`)).json.status === 'completed');
+      check('get', `/v1/models/load/${load.task_id}`, await gw.get(`/v1/models/load/${load.task_id}`));
+      worker.send({ type: 'models_update', models: ['llama3:70b'] });
+      await eventually(async () => (await gw.get(`/admin/workers/${id}`)).json.models.includes('llama3:70b'));
+
+      const unloading = gw.call('/v1/models/unload', { modelId: 'llama3:70b', workerId: id, verifiedOpToken: gw.token({ operation: 'model-unload', modelId: 'llama3:70b' }) });
+      worker.send({ type: 'lifecycle_status', task_id: (await worker.next('model_unload')).task_id, status: 'completed', gpu_memory_freed_mb: 38000 });
+      check('post', '/v1/models/unload', await unloading);
+      const flushing = gw.call('/v1/cache/flush', { scope: 'all', verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'all' }) });
+      worker.send({ type: 'lifecycle_status', task_id: (await worker.next('cache_flush')).task_id, status: 'completed', entries_removed: 5 });
+      check('post', '/v1/cache/flush', await flushing);
+      check('get', '/admin/audit', await gw.get('/admin/audit?limit=3'));
+      expect(problems).toEqual([]);
+
+      const unknown = doc.paths['/v1/models/unload'].post['x-examples'].unknown;
+      const res = await gw.call(unknown.request.path, { ...unknown.request.body, verifiedOpToken: gw.token({ operation: 'model-unload', modelId: 'gpt-5' }) });
+      expect([res.status, res.json]).toEqual([unknown.response.status, unknown.response.body]);
+      const missing = doc.paths['/v1/cache/flush'].post['x-examples'].missing;
+      const refused = await gw.call(missing.request.path, missing.request.body);
+      expect([refused.status, refused.json]).toEqual([missing.response.status, missing.response.body]);
+      const signers = doc.paths['/v1/models/load'].post['x-examples'].signers;
+      const one = await gw.call(signers.request.path, { ...signers.request.body, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'llama3:70b', signers: ['alice'] }) });
+      expect([one.status, one.json]).toEqual([signers.response.status, signers.response.body]);
+      worker.close();
+    } finally {
+      await gw.close();
+    }
+  });
 });
 
 describe('OpenAPI document as configured', () => {

@@ -2,7 +2,7 @@ import { DataSource } from 'typeorm';
 import { createTestDatabase, TestDatabase } from './support/test-database';
 
 const BASE_TABLES = ['providers', 'worker_records', 'api_keys', 'tenants', 'usage_records'];
-const LIFECYCLE_TABLES = ['op_token_nonces', 'lifecycle_audit'];
+const LIFECYCLE_TABLES = ['op_token_nonces', 'lifecycle_audit', 'lifecycle_tasks'];
 const TABLES = [...BASE_TABLES, 'artifacts', 'artifact_tags', 'artifact_transcripts', ...LIFECYCLE_TABLES];
 
 describe('migrations', () => {
@@ -47,7 +47,7 @@ describe('migrations', () => {
   it('up creates providers, worker_records, api_keys, tenants, usage_records, the artifact tables and the lifecycle tables', async () => {
     expect(await existingTables()).toEqual([]);
     const applied = await ds.runMigrations();
-    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000', 'PoolAliases1764806400000', 'TenantSessionBudgets1764849600000', 'Governance1764892800000', 'Artifacts1765065600000']);
+    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000', 'PoolAliases1764806400000', 'TenantSessionBudgets1764849600000', 'Governance1764892800000', 'LifecycleTasks1764979200000', 'Artifacts1765065600000']);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
       // Isolation: the tables landed in this run's schema, not in public.
@@ -132,10 +132,12 @@ describe('migrations', () => {
     }
   });
 
-  it('indexes the lifecycle tables: nonces by expiry, audit rows by time (and operation)', async () => {
+  it('indexes the lifecycle tables: nonces by expiry, audit rows by time (and operation), tasks by update time and by (status, instance)', async () => {
     expect(await indexColumns('IDX_op_token_nonces_expires_at')).toEqual(['expires_at']);
     expect(await indexColumns('IDX_lifecycle_audit_at')).toEqual(['at']);
     expect(await indexColumns('IDX_lifecycle_audit_operation_at')).toEqual(['operation', 'at']);
+    expect(await indexColumns('IDX_lifecycle_tasks_updated_at')).toEqual(['updated_at']);
+    expect(await indexColumns('IDX_lifecycle_tasks_status_instance')).toEqual(['status', 'gateway_instance_id']);
     const qr = ds.createQueryRunner();
     try {
       expect((await qr.getTable('op_token_nonces'))!.primaryColumns.map((c) => c.name)).toEqual(['nonce']);
@@ -172,6 +174,8 @@ describe('migrations', () => {
   it('down drops the tables and forgets the migrations', async () => {
     await ds.undoLastMigration();
     expect(await existingTables()).toEqual([...BASE_TABLES, ...LIFECYCLE_TABLES]);
+    await ds.undoLastMigration();
+    expect(await existingTables()).toEqual([...BASE_TABLES, 'op_token_nonces', 'lifecycle_audit']);
     await ds.undoLastMigration();
     expect(await existingTables()).toEqual(BASE_TABLES);
     await ds.undoLastMigration();

@@ -77,6 +77,10 @@ export class ScriptedWorker {
       capabilities?: Record<string, Record<string, unknown>>;
       endpoints?: string[];
       priority?: number;
+      /** Protocol extensions to ask for (`register.features`), sent only when given. */
+      features?: string[];
+      runner?: Record<string, unknown>;
+      runner_capabilities?: Record<string, unknown>;
     },
     options: ScriptedWorkerOptions = {},
   ): Promise<{ worker: ScriptedWorker; ack: Frame }> {
@@ -93,6 +97,7 @@ export class ScriptedWorker {
     if (register.capabilities !== undefined) frame.capabilities = register.capabilities;
     if (register.endpoints !== undefined) frame.endpoints = register.endpoints;
     if (register.priority !== undefined) frame.priority = register.priority;
+    for (const key of ['features', 'runner', 'runner_capabilities'] as const) if (register[key] !== undefined) frame[key] = register[key];
     worker.send(frame);
     const ack = await worker.next('register_ack');
     return { worker, ack };

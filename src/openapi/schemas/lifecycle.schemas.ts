@@ -185,7 +185,7 @@ export const LIFECYCLE_SCHEMAS: Record<string, SchemaObject> = {
       nonce: nullableString,
       admin_identity: { type: 'string', nullable: true, description: '`sha256:` and 12 hex digits of the admin token presented; never the token.' },
       outcome: { type: 'string', enum: ['accepted', 'refused', 'completed', 'failed'] },
-      status: { type: 'integer', description: 'The HTTP status answered; for the end of a load, 200 (completed) or 502 (failed).' },
+      status: { type: 'integer', description: '`refused`: the status answered; `accepted`: 202; `completed` / `failed`: 200 or 502 (what an unload or flush answers).' },
       error_code: nullableString,
       error: nullableString,
       task_id: nullableString,

@@ -1,0 +1,41 @@
+import { CanActivate, ExecutionContext, Inject, Injectable, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { AdminGuard } from '../auth/admin.guard';
+import { CLOCK, Clock } from '../common/clock';
+import { AuditTrail } from '../governance/audit-trail';
+import { adminIdentity } from '../governance/governance.service';
+import { LifecycleOperation } from '../governance/op-token';
+import { AuditContext } from './audit-context';
+
+const OPERATION = 'switchboard:lifecycle-operation';
+
+/** Marks a route as a governed lifecycle operation: its refusals are audited, the admin token's too. */
+export const GovernedOperation = (operation: LifecycleOperation) => SetMetadata(OPERATION, operation);
+
+/**
+ * The admin guard of the lifecycle routes: the usual admin token check, and on a governed
+ * operation a refusal (401/403) is written to the audit trail with a fingerprint of the presented token.
+ */
+@Injectable()
+export class AuditedAdminGuard implements CanActivate {
+  constructor(
+    private readonly admin: AdminGuard,
+    private readonly reflector: Reflector,
+    private readonly trail: AuditTrail,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    try {
+      return this.admin.canActivate(context);
+    } catch (e) {
+      const operation = this.reflector.get<LifecycleOperation | undefined>(OPERATION, context.getHandler());
+      if (operation) {
+        const req = context.switchToHttp().getRequest<FastifyRequest>();
+        this.trail.record(new AuditContext(operation, adminIdentity(req.headers.authorization)).refusal(this.clock.now(), e));
+      }
+      throw e;
+    }
+  }
+}
