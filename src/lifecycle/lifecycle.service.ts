@@ -381,11 +381,10 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     rp.timer = undefined;
     rp.stopDrain?.();
     Object.assign(rp.part, update, { status });
-    // A completed unload (or eviction) took the model off the worker; otherwise it serves it again.
-    for (const model of rp.holds) {
-      if (status === 'completed') this.forgetModel(rp.worker, model);
-      else this.registry.releaseHold(rp.worker, model);
-    }
+    // Routing follows what the worker advertises again: after a completed unload (or eviction) the
+    // worker sends models_update before it reports completion, without the model unless its
+    // backend still serves it on demand (Ollama); after a failure it still serves it.
+    for (const model of rp.holds) this.registry.releaseHold(rp.worker, model);
     for (const key of rp.keys) {
       const runKey = `${rp.worker.id}\u0000${key}`;
       if (this.running.get(runKey) === rt.task.id) this.running.delete(runKey);
@@ -409,15 +408,6 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     if (task.operation !== 'model-load') this.tasks.delete(task.id);
     this.changed(rt, true);
     rt.settle();
-  }
-
-  /** After a completed unload: the worker no longer serves the model (until it advertises it again). */
-  private forgetModel(worker: LiveWorker, model: string): void {
-    if (this.registry.get(worker.id) === worker) {
-      const models = worker.advertisedModels();
-      if (models.includes(model)) this.dispatcher.onModelsChanged(worker, { models: models.filter((m) => m !== model) });
-    }
-    this.registry.releaseHold(worker, model);
   }
 
   /** The error an operation that did not complete everywhere answers with. */

@@ -117,7 +117,7 @@ describe('POST /v1/models/load', () => {
     for (const w of [busy, idle, small]) w.worker.close();
   });
 
-  it('evictModel: drains the evicted model on that worker first (no request cut), sends it in the same model_load, and drops it from the worker once loaded', async () => {
+  it('evictModel: drains the evicted model on that worker first (no request cut), sends it in the same model_load; routing then follows the models the worker reports', async () => {
     await createPool(gw, 'load-c', { queue_timeout_secs: 1 });
     const { worker, id } = await lifecycleWorker(gw, ['old-c'], { provider: 'load-c', secret: POOL_SECRET });
     const inFlight = post(gw.url, '/v1/chat/completions', chat('old-c'));
@@ -133,6 +133,7 @@ describe('POST /v1/models/load', () => {
     const frame = await worker.next('model_load');
     expect(frame).toMatchObject({ model_id: 'new-c', evict_model: 'old-c' });
     expect(worker.count('request')).toBe(1);
+    worker.send({ type: 'models_update', models: ['new-c'] });
     report(worker, frame.task_id, 'completed');
     await eventually(async () => !(await gw.get(`/admin/workers/${id}`)).json.models.includes('old-c'));
     expect((await gw.get(`/v1/models/load/${frame.task_id}`)).json.status).toBe('completed');

@@ -45,6 +45,8 @@ describe('POST /v1/models/unload', () => {
     const frame = await a.worker.next('model_unload');
     expect(frame).toEqual({ type: 'model_unload', task_id: expect.stringMatching(/^unload-/), model_id: 'm-a', verified_op_token: expect.any(String) });
     expect(answered).toBe(false);
+    // As switchboard-worker does: the models it serves now, then the outcome.
+    a.worker.send({ type: 'models_update', models: [], current_load: 0 });
     report(a.worker, frame.task_id, 'completed', { gpu_memory_freed_mb: 8200 });
     const res = await unloading;
     expect(res.status).toBe(200);
@@ -72,6 +74,7 @@ describe('POST /v1/models/unload', () => {
     const f1 = await one.worker.next('model_unload');
     const f2 = await two.worker.next('model_unload');
     expect(f1.task_id).toBe(f2.task_id);
+    one.worker.send({ type: 'models_update', models: ['keep-b'] });
     report(one.worker, f1.task_id, 'completed', { gpu_memory_freed_mb: 100 });
     report(two.worker, f2.task_id, 'completed', { gpu_memory_freed_mb: 250 });
     const res = await unloading;
@@ -80,6 +83,20 @@ describe('POST /v1/models/unload', () => {
     expect(other.worker.has('model_unload')).toBe(false);
     expect(await models(one.id)).toEqual(['keep-b']);
     for (const w of [one, two, other]) w.worker.close();
+  });
+
+  it("after a completed unload the worker's own model list decides: a backend that still serves the model on demand (Ollama) keeps getting its requests", async () => {
+    const { worker, id } = await lifecycleWorker(gw, ['on-demand']);
+    const unloading = unload({ modelId: 'on-demand', workerId: id });
+    const frame = await worker.next('model_unload');
+    worker.send({ type: 'models_update', models: ['on-demand'] });
+    report(worker, frame.task_id, 'completed');
+    expect((await unloading).status).toBe(200);
+    const next = post(gw.url, '/v1/chat/completions', chat('on-demand'));
+    const req = await worker.next('request');
+    worker.complete(req.request_id, { reloaded: true });
+    expect((await next).json).toEqual({ reloaded: true });
+    worker.close();
   });
 
   it('at the drain deadline the unload fails and nothing is cut: no model_unload is sent, the request finishes, the model serves again', async () => {
