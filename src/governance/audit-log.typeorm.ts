@@ -12,7 +12,17 @@ export class TypeOrmAuditLog extends AuditLog {
   }
 
   async append(entry: AuditEntry): Promise<void> {
-    await this.repo.insert({ ...entry, error: entry.error === null ? null : entry.error.slice(0, 1024) });
+    const text = (v: string | null, max?: number) => (v === null ? null : storable(max === undefined ? v : v.slice(0, max)));
+    await this.repo.insert({
+      ...entry,
+      modelId: text(entry.modelId),
+      scope: text(entry.scope),
+      nonce: text(entry.nonce),
+      adminIdentity: text(entry.adminIdentity),
+      errorCode: text(entry.errorCode),
+      error: text(entry.error, 1024),
+      taskId: text(entry.taskId),
+    });
   }
 
   async list(query: AuditQuery): Promise<AuditRecord[]> {
@@ -27,6 +37,14 @@ export class TypeOrmAuditLog extends AuditLog {
     const rows = await q.orderBy('a.id', 'DESC').limit(query.limit).getMany();
     return rows.map(toRecord);
   }
+}
+
+/**
+ * PostgreSQL refuses a NUL character in text, and the whole row with it: a refused request whose
+ * body named a model with one would go unaudited. JSON columns escape it; plain ones get U+FFFD.
+ */
+function storable(value: string): string {
+  return value.includes('\u0000') ? value.replace(/\u0000/g, '\uFFFD') : value;
 }
 
 function toRecord(row: AuditEntryEntity): AuditRecord {

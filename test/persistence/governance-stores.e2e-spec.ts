@@ -109,6 +109,12 @@ describe('TypeOrmAuditLog', () => {
     expect((await log.list({ limit: 2, before: firstPage[1].id })).map((r) => r.at)).toEqual([2_000, 3_000]);
   });
 
+  it('keeps a row whose texts hold a NUL character (PostgreSQL refuses one): it is written as U+FFFD', async () => {
+    await log.append(entry({ modelId: 'm\u0000x', target: { pool: 'p\u0000' }, outcome: 'refused', status: 422, errorCode: 'validation_failed', error: "Model 'm\u0000x'", taskId: null }));
+    const [row] = await log.list({ limit: 1 });
+    expect(row).toMatchObject({ modelId: 'm\uFFFDx', target: { pool: 'p\u0000' }, error: "Model 'm\uFFFDx'", outcome: 'refused' });
+  });
+
   it('keeps at most 1024 characters of an error message', async () => {
     await log.append(entry({ outcome: 'failed', error: 'x'.repeat(5000) }));
     expect((await log.list({ limit: 1 }))[0].error).toHaveLength(1024);
