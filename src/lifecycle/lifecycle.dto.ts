@@ -1,4 +1,4 @@
-import { Allow, IsIn, IsInt, IsOptional, IsString, Length, Max, Min } from 'class-validator';
+import { Allow, IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
 import { Errors } from '../common/gateway-error';
 import { JsonBodyPipe } from '../control-plane/json-body.pipe';
 import { CACHE_FLUSH_SCOPES, CacheFlushScope } from '../protocol';
@@ -7,6 +7,12 @@ import { CACHE_FLUSH_SCOPES, CacheFlushScope } from '../protocol';
  * Bodies of the lifecycle routes, in the runner API's camelCase. `verifiedOpToken` is only let
  * through here: the governance verifier judges it (missing, malformed, …), each case its own code.
  */
+/**
+ * Names relayed to workers, stored (PostgreSQL refuses a NUL) and audited: no control characters,
+ * as for the model names of API keys.
+ */
+const NoControlCharacters = () => Matches(/^[^\x00-\x1f\x7f]*$/, { message: '$property must not contain control characters' });
+
 class TargetDto {
   @Allow()
   verifiedOpToken?: unknown;
@@ -25,11 +31,13 @@ class TargetDto {
 export class LoadModelDto extends TargetDto {
   @IsString()
   @Length(1, 255)
+  @NoControlCharacters()
   modelId!: string;
 
   @IsOptional()
   @IsString()
   @Length(1, 64)
+  @NoControlCharacters()
   quantization?: string;
 
   @IsOptional()
@@ -47,6 +55,7 @@ export class LoadModelDto extends TargetDto {
   @IsOptional()
   @IsString()
   @Length(1, 255)
+  @NoControlCharacters()
   evictModel?: string;
 
   @IsOptional()
@@ -59,6 +68,7 @@ export class LoadModelDto extends TargetDto {
 export class UnloadModelDto extends TargetDto {
   @IsString()
   @Length(1, 255)
+  @NoControlCharacters()
   modelId!: string;
 }
 
@@ -69,16 +79,19 @@ export class FlushCacheDto extends TargetDto {
   @IsOptional()
   @IsString()
   @Length(1, 255)
+  @NoControlCharacters()
   modelId?: string;
 
   @IsOptional()
   @IsString()
   @Length(1, 64)
+  @NoControlCharacters()
   tenantId?: string;
 
   @IsOptional()
   @IsString()
   @Length(1, 128)
+  @NoControlCharacters()
   tag?: string;
 }
 

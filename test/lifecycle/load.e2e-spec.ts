@@ -210,6 +210,16 @@ describe('POST /v1/models/load', () => {
     expect(refusals.map((r) => r.status)).toEqual([422, 400, 409, 404, 404, 404]);
     worker.close();
   });
+
+  it('a model name with a control character is 422 validation_failed, even with a token signed for it; nothing is sent', async () => {
+    const { worker, id } = await lifecycleWorker(gw, ['x-ctl']);
+    for (const body of [{ modelId: 'm\u0000ctl' }, { modelId: 'm-ctl', evictModel: 'x-ctl\n' }, { modelId: 'm-ctl', quantization: 'fp16\u0007' }]) {
+      const res = await gw.call('/v1/models/load', { ...body, workerId: id, verifiedOpToken: gw.token({ operation: 'model-load', modelId: body.modelId }) });
+      expect([res.status, res.json.error.code, res.json.error.fields.map((f: any) => f.field)]).toEqual([422, 'validation_failed', [Object.keys(body).pop()]]);
+    }
+    expect(worker.has('model_load')).toBe(false);
+    worker.close();
+  });
 });
 
 describe('load tasks across a restart', () => {
