@@ -29,6 +29,8 @@ describe('GET /admin/audit query', () => {
     [{ since: '2026-12-02', until: '2026-12-01' }, 'since', "Query parameter 'since' must be before 'until' (since is inclusive, until exclusive)"],
     [{ operation: ['model-load', 'cache-flush'] }, 'operation', "Query parameter 'operation' must be given once"],
     [{ limit: '' }, 'limit', "Query parameter 'limit' must not be empty"],
+    [{ model: 'm\u0000' }, 'model', "Query parameter 'model' must not contain a NUL character"],
+    [{ task: 'load-\u0000' }, 'task', "Query parameter 'task' must not contain a NUL character"],
     [{ tenant: 'a' }, 'tenant', "Unknown query parameter 'tenant' (known: operation, outcome, model, task, since, until, before, limit)"],
   ])('%j is a 400 naming %s', (raw, param, message) => {
     const q = parseAuditQuery(raw);

@@ -7,6 +7,8 @@ const PARAMS = ['operation', 'outcome', 'model', 'task', 'since', 'until', 'befo
 export const DEFAULT_AUDIT_LIMIT = 100;
 export const MAX_AUDIT_LIMIT = 1000;
 const POSITIVE_INT = /^[1-9]\d{0,14}$/;
+/** PostgreSQL refuses a NUL in a query (a 500), and no row holds one (see audit-log.typeorm.ts). */
+const NUL = /\u0000/;
 
 /**
  * Validates the query string of `GET /admin/audit`; every problem is a 400 naming the parameter.
@@ -44,10 +46,12 @@ function apply(query: AuditQuery, name: string, value: string): string | undefin
       return undefined;
     case 'model':
       if (value.length > 255) return "Query parameter 'model' must be at most 255 characters";
+      if (NUL.test(value)) return "Query parameter 'model' must not contain a NUL character";
       query.modelId = value;
       return undefined;
     case 'task':
       if (value.length > 64) return "Query parameter 'task' must be at most 64 characters";
+      if (NUL.test(value)) return "Query parameter 'task' must not contain a NUL character";
       query.taskId = value;
       return undefined;
     case 'since':

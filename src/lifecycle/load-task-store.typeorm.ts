@@ -18,6 +18,8 @@ export class TypeOrmLoadTaskStore extends LoadTaskStore {
   }
 
   async get(id: string): Promise<LoadTaskRecord | undefined> {
+    // No task id has one, and PostgreSQL refuses a NUL in a query: an unknown id, not a 500.
+    if (id.includes('\u0000')) return undefined;
     const row = await this.repo.findOneBy({ id });
     return row ? toRecord(row) : undefined;
   }

@@ -36,6 +36,7 @@ describe('TypeOrmLoadTaskStore', () => {
     await store.save(task());
     expect(await store.get('load-1')).toEqual(task());
     expect(await store.get('load-missing')).toBeUndefined();
+    expect(await store.get('load-\u0000')).toBeUndefined();
   });
 
   it('saving again replaces status, error, workers and times, keeping what the task was asked', async () => {
