@@ -87,6 +87,21 @@ describe('OpTokenVerifier', () => {
       expect(await code(token)).toBe('op_token_malformed');
     });
 
+    it('base64url is strict: only the canonical encoding of the token (padded or not) passes, and its bytes must be UTF-8', async () => {
+      const valid = mint({ nonce: 'strict-b64-1' });
+      const last = valid[valid.length - 1];
+      const flipped = valid.slice(0, -1) + String.fromCharCode(last.charCodeAt(0) ^ 1);
+      const variants = [`${valid}A`, `${valid}${valid.length % 4 === 0 ? '=' : '==='}`, flipped];
+      // The same bytes, so without strictness each of these would be the valid token (and verify).
+      expect(variants.filter((v) => Buffer.from(v, 'base64url').equals(Buffer.from(valid, 'base64url')))).not.toHaveLength(0);
+      for (const variant of variants) expect([variant, await code(variant)]).toEqual([variant, 'op_token_malformed']);
+      const padded = valid + '='.repeat((4 - (valid.length % 4)) % 4);
+      expect(await code(padded)).toBe('ok');
+
+      const latin1 = Buffer.concat([Buffer.from('{"opToken":{"operation":"model-load","modelId":"'), Buffer.from([0xe9]), Buffer.from(`","issuedAt":${nowSecs()},"signers":["alice","bob"],"nonce":"bad-utf8-1"},"signature":"${'a'.repeat(64)}"}`)]);
+      expect(await code(latin1.toString('base64url'))).toBe('op_token_malformed');
+    });
+
     it('a token that is not a string: op_token_malformed', async () => {
       expect(await code({ opToken: {} })).toBe('op_token_malformed');
     });

@@ -43,6 +43,7 @@ export const MAX_SIGNERS = 64;
 const CLAIM_FIELDS = new Set(['operation', 'modelId', 'scope', 'tenantId', 'tag', 'issuedAt', 'signers', 'nonce']);
 const BASE64URL = /^[A-Za-z0-9_-]+={0,2}$/;
 const HEX_SHA256 = /^[0-9a-fA-F]{64}$/;
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** Printable ASCII without spaces: what a nonce may be made of. */
 const NONCE = /^[\x21-\x7e]{8,128}$/;
 const SIGNER = /^[\x21-\x7e]{1,64}$/;
@@ -68,18 +69,40 @@ export function mintOpToken(key: Buffer, claims: Omit<OpTokenClaims, 'nonce'> & 
 /** Decodes and checks the shape of a token; throws MalformedOpToken naming the first problem. */
 export function decodeOpToken(token: string): DecodedOpToken {
   if (token.length > MAX_OP_TOKEN_LENGTH) throw new MalformedOpToken(`longer than ${MAX_OP_TOKEN_LENGTH} characters`);
-  if (!BASE64URL.test(token)) throw new MalformedOpToken('not base64url');
-  let outer: unknown;
-  try {
-    outer = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-  } catch {
-    throw new MalformedOpToken('does not decode to JSON');
-  }
+  const outer = parseJson(decodeBase64url(token));
   if (!isObject(outer)) throw new MalformedOpToken('does not decode to a JSON object');
   const { opToken, signature } = outer;
   if (!isObject(opToken)) throw new MalformedOpToken('opToken: expected an object');
   if (typeof signature !== 'string' || !HEX_SHA256.test(signature)) throw new MalformedOpToken('signature: expected 64 hex digits (HMAC-SHA256)');
   return { claims: readClaims(opToken), signed: opToken, signature: Buffer.from(signature, 'hex') };
+}
+
+/**
+ * Strict base64url: Buffer would skip a dangling character, ignore stray low bits and misplaced
+ * padding, so several strings would pass for one token; only the canonical encoding (padded or not) does.
+ */
+function decodeBase64url(token: string): Buffer {
+  const unpadded = token.replace(/=+$/, '');
+  const paddingFits = unpadded.length === token.length || token.length % 4 === 0;
+  if (!BASE64URL.test(token) || !paddingFits || unpadded.length % 4 === 1) throw new MalformedOpToken('not base64url');
+  const bytes = Buffer.from(unpadded, 'base64url');
+  if (bytes.toString('base64url') !== unpadded) throw new MalformedOpToken('not base64url (not its canonical encoding)');
+  return bytes;
+}
+
+/** JSON from UTF-8 bytes; invalid UTF-8 is refused rather than read as U+FFFD. */
+function parseJson(bytes: Buffer): unknown {
+  let text: string;
+  try {
+    text = STRICT_UTF8.decode(bytes);
+  } catch {
+    throw new MalformedOpToken('does not decode to UTF-8 text');
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new MalformedOpToken('does not decode to JSON');
+  }
 }
 
 function readClaims(o: Record<string, unknown>): OpTokenClaims {
