@@ -131,7 +131,8 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     const options = definedOnly({ quantization: body.quantization, maxContextLength: body.maxContextLength, gpuMemoryBudgetMB: body.gpuMemoryBudgetMB, evictModel });
     const rt = this.launch('model-load', { modelId, options }, workers, audit, (taskId, w) => ({
       keys: evictModel ? [modelKey(modelId), modelKey(evictModel)] : [modelKey(modelId)],
-      drain: evictModel && w.models.has(evictModel) ? evictModel : undefined,
+      // Whether or not the worker lists it (a `*` worker does not): its requests for it in flight finish first.
+      drain: evictModel,
       frame: {
         type: 'model_load',
         task_id: taskId,

@@ -143,6 +143,23 @@ describe('POST /v1/models/load', () => {
     worker.close();
   });
 
+  it('evictModel on a worker that serves any model (*): its requests for the evicted model in flight finish before model_load goes out', async () => {
+    await createPool(gw, 'load-w');
+    const { worker, id } = await lifecycleWorker(gw, ['*'], { provider: 'load-w', secret: POOL_SECRET });
+    const inFlight = post(gw.url, '/v1/chat/completions', chat('old-w'));
+    const req = await worker.next('request');
+    const res = await load({ modelId: 'new-w', evictModel: 'old-w', workerId: id });
+    expect([res.status, res.json.workers[0].status]).toEqual([202, 'draining']);
+    expect(worker.has('model_load')).toBe(false);
+    worker.complete(req.request_id, { answer: 'intact' });
+    expect((await inFlight).json).toEqual({ answer: 'intact' });
+    const frame = await worker.next('model_load');
+    expect(frame).toMatchObject({ model_id: 'new-w', evict_model: 'old-w' });
+    report(worker, frame.task_id, 'completed');
+    await taskWhen(gw, frame.task_id, (t) => t.status === 'completed');
+    worker.close();
+  });
+
   it('a worker that disconnects mid-load fails the task with worker_disconnected; one that reports unsupported fails it clearly', async () => {
     const gone = await lifecycleWorker(gw, ['x-d']);
     const res = await load({ modelId: 'm-d', workerId: gone.id });
