@@ -14,6 +14,8 @@ export interface AuditTarget {
   replicas?: number;
   tenantId?: string;
   tag?: string;
+  /** A load's `evictModel`: unloaded on the chosen workers before the load. */
+  evictModel?: string;
 }
 
 export interface AuditEntry {

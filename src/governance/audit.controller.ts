@@ -42,6 +42,7 @@ export function describe(r: AuditRecord) {
       replicas: r.target.replicas ?? null,
       tenant_id: r.target.tenantId ?? null,
       tag: r.target.tag ?? null,
+      evict_model: r.target.evictModel ?? null,
     },
     workers: r.workers,
     signers: r.signers,

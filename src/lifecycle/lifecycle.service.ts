@@ -120,7 +120,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   /** `POST /v1/models/load`: verified, targets chosen, `model_load` sent (after draining `evictModel`); answers the task. */
   async load(body: LoadModelDto, audit: AuditContext) {
     audit.modelId = body.modelId;
-    audit.target = definedOnly({ pool: body.pool, workerId: body.workerId, replicas: body.replicas });
+    audit.target = definedOnly({ pool: body.pool, workerId: body.workerId, replicas: body.replicas, evictModel: body.evictModel });
     audit.claimed(OpTokenVerifier.peek(body.verifiedOpToken));
     await this.governance.verify(body.verifiedOpToken, { operation: 'model-load', modelId: body.modelId });
     const { modelId, evictModel } = body;

@@ -140,6 +140,9 @@ describe('POST /v1/models/load', () => {
     // Nobody serves old-c any more: the request that waited for it times out in the queue.
     expect((await waiting).json.error.code).toBe('queue_timeout');
     expect(worker.count('request')).toBe(1);
+    // The eviction is an unload: the audit trail names it.
+    const [accepted] = await auditRows(gw, `task=${frame.task_id}&outcome=accepted`);
+    expect(accepted).toMatchObject({ model_id: 'new-c', target: { worker_id: id, evict_model: 'old-c' } });
     worker.close();
   });
 
