@@ -2,15 +2,21 @@ import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { SerialWriteQueue } from '../registry/serial-write-queue';
 import { AuditEntry, AuditLog, AuditQuery, AuditRecord } from './audit-log';
 
+/** Pending rows of requests without the admin token, at most (beyond, they are dropped and logged). */
+export const MAX_PENDING_UNAUTHENTICATED = 1000;
+
 /**
  * The lifecycle audit trail. Rows are appended in order behind the caller (a refusal is answered
  * at once; an outcome reported in a worker's frame never waits on the database); a listing waits
- * for the rows appended before it, so this gateway's own rows are always in it.
+ * for the rows appended before it, so this gateway's own rows are always in it. Rows of requests
+ * refused for want of the admin token queue apart, in a smaller queue: anyone can send those, and
+ * a flood of them must not fill the queue the admin's operations are recorded through.
  */
 @Injectable()
 export class AuditTrail implements BeforeApplicationShutdown {
   private readonly log = new Logger('AuditTrail');
   private readonly writes = new SerialWriteQueue(this.log);
+  private readonly unauthenticated = new SerialWriteQueue(this.log, MAX_PENDING_UNAUTHENTICATED);
 
   constructor(private readonly store: AuditLog) {}
 
@@ -18,12 +24,17 @@ export class AuditTrail implements BeforeApplicationShutdown {
     this.writes.enqueue(`audit row (${entry.operation} ${entry.outcome})`, () => this.store.append(entry));
   }
 
+  /** The row of a request refused at the admin token check (no or a wrong token). */
+  recordUnauthenticated(entry: AuditEntry): void {
+    this.unauthenticated.enqueue(`audit row (${entry.operation} ${entry.outcome}, no admin token)`, () => this.store.append(entry));
+  }
+
   async list(query: AuditQuery): Promise<AuditRecord[]> {
-    await this.writes.whenIdle();
+    await Promise.all([this.writes.whenIdle(), this.unauthenticated.whenIdle()]);
     return this.store.list(query);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.writes.whenIdle();
+    await Promise.all([this.writes.whenIdle(), this.unauthenticated.whenIdle()]);
   }
 }

@@ -33,7 +33,7 @@ export class AuditedAdminGuard implements CanActivate {
       const operation = this.reflector.get<LifecycleOperation | undefined>(OPERATION, context.getHandler());
       if (operation) {
         const req = context.switchToHttp().getRequest<FastifyRequest>();
-        this.trail.record(new AuditContext(operation, adminIdentity(req.headers.authorization)).refusal(this.clock.now(), e));
+        this.trail.recordUnauthenticated(new AuditContext(operation, adminIdentity(req.headers.authorization)).refusal(this.clock.now(), e));
       }
       throw e;
     }

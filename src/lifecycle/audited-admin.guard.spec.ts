@@ -1,0 +1,58 @@
+import { Logger } from '@nestjs/common';
+import { ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { FakeClock } from '../../test/support/fake-clock';
+import { AdminGuard } from '../auth/admin.guard';
+import { AppConfig } from '../config';
+import { AuditEntry, AuditLog, AuditQuery, AuditRecord } from '../governance/audit-log';
+import { AuditTrail } from '../governance/audit-trail';
+import { AuditContext } from './audit-context';
+import { AuditedAdminGuard, GovernedOperation } from './audited-admin.guard';
+
+/** An audit table whose inserts wait until `open()`: a database that is slow, or down for a while. */
+class SlowAuditLog extends AuditLog {
+  readonly rows: AuditEntry[] = [];
+  private gate!: () => void;
+  private readonly opened = new Promise<void>((resolve) => (this.gate = resolve));
+  open(): void {
+    this.gate();
+  }
+  async append(entry: AuditEntry): Promise<void> {
+    await this.opened;
+    this.rows.push(entry);
+  }
+  async list(_query: AuditQuery): Promise<AuditRecord[]> {
+    return this.rows.map((r, i) => ({ ...r, id: i + 1 }));
+  }
+}
+
+class Routes {
+  @GovernedOperation('model-unload')
+  unload(): void {}
+}
+
+describe('AuditedAdminGuard', () => {
+  it("a flood of requests without the admin token never crowds the admin's own operations out of the audit trail", async () => {
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const store = new SlowAuditLog();
+    const trail = new AuditTrail(store);
+    const clock = new FakeClock(1_000);
+    const guard = new AuditedAdminGuard(new AdminGuard({ adminToken: 'the-admin-token' } as AppConfig), new Reflector(), trail, clock);
+    const context = {
+      getHandler: () => Routes.prototype.unload,
+      switchToHttp: () => ({ getRequest: () => ({ headers: { authorization: 'Bearer guessed' } }) }),
+    } as unknown as ExecutionContext;
+
+    for (let i = 0; i < 12_000; i++) expect(() => guard.canActivate(context)).toThrow('Invalid or missing admin token');
+    const accepted = new AuditContext('model-unload', 'sha256:000000000000');
+    accepted.modelId = 'llama3:8b';
+    trail.record(accepted.entry(clock.now(), 'accepted', 202));
+    store.open();
+    await trail.list({ limit: 1 });
+
+    expect(store.rows.filter((r) => r.outcome === 'accepted')).toHaveLength(1);
+    const refused = store.rows.filter((r) => r.outcome === 'refused');
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.every((r) => r.errorCode === 'unauthorized' && r.operation === 'model-unload')).toBe(true);
+  });
+});
