@@ -34,6 +34,8 @@ describe('switchboard op-token arguments', () => {
     [['--operation', 'model-load', '--model'], '--model needs a value'],
     [['--operation', 'model-load', '--key', 'k'], 'unknown option --key'],
     [['model-load'], 'unexpected argument "model-load"'],
+    [['--operation', 'model-load', '--model', 'm', '--signer', 'al ice'], 'the gateway would refuse this token as malformed: opToken.signers: expected 1-64 names of 1-64 printable characters'],
+    [['--operation', 'model-load', '--model', 'm'.repeat(256), '--signer', 'a'], 'the gateway would refuse this token as malformed: opToken.modelId: expected a string of 1-255 characters'],
   ])('%j is refused: %s', (args, message) => {
     expect(() => parseOpTokenArgs(args, env)).toThrow(message);
   });

@@ -1,5 +1,5 @@
 import { CACHE_FLUSH_SCOPES } from '../protocol/messages';
-import { LIFECYCLE_OPERATIONS, LifecycleOperation, mintOpToken } from './op-token';
+import { checkClaims, LIFECYCLE_OPERATIONS, LifecycleOperation, MalformedOpToken, mintOpToken } from './op-token';
 import { readOpTokenKey } from './op-token-key';
 
 export const OP_TOKEN_HELP = `Usage: switchboard op-token --operation <operation> [--model <id>] [--scope <scope>]
@@ -74,6 +74,13 @@ export function parseOpTokenArgs(args: readonly string[], env: Record<string, st
     if (out.scope || out.tenant || out.tag) throw new OpTokenUsageError('--scope, --tenant and --tag go with cache-flush only');
   }
   if (out.signers.length === 0) throw new OpTokenUsageError('at least one --signer is required');
+  try {
+    // What the gateway would refuse as malformed (a signer name with a space, a model id too long) is a usage error, not a token.
+    checkClaims({ operation: out.operation, modelId: out.model, scope: out.scope, tenantId: out.tenant, tag: out.tag, issuedAt: 0, signers: out.signers, nonce: '0'.repeat(32) });
+  } catch (e) {
+    if (e instanceof MalformedOpToken) throw new OpTokenUsageError(`the gateway would refuse this token as malformed: ${e.message}`);
+    throw e;
+  }
   const keyFile = one('--key-file') ?? env.VERIFIED_OP_TOKEN_KEY_PATH;
   if (!keyFile) throw new OpTokenUsageError('no key: pass --key-file or set VERIFIED_OP_TOKEN_KEY_PATH');
   out.keyFile = keyFile;

@@ -105,6 +105,11 @@ function parseJson(bytes: Buffer): unknown {
   }
 }
 
+/** Throws MalformedOpToken when a token of these claims would be refused as malformed (before its signature is even checked). */
+export function checkClaims(claims: Record<string, unknown>): void {
+  readClaims(claims);
+}
+
 function readClaims(o: Record<string, unknown>): OpTokenClaims {
   for (const key of Object.keys(o)) if (!CLAIM_FIELDS.has(key)) throw new MalformedOpToken(`opToken.${key.slice(0, 64)}: not an op token field`);
   if (!(LIFECYCLE_OPERATIONS as readonly unknown[]).includes(o.operation)) {
