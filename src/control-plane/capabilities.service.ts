@@ -1,3 +1,4 @@
+import { Features } from '../protocol';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { CLOCK, Clock } from '../common/clock';
 import { Provider, ProvidersService } from '../providers/providers.service';
@@ -98,7 +99,9 @@ export class CapabilitiesService {
     }
     const ctxMax = Math.max(0, ...[...loaded.values()].map((m) => m.context_length ?? 0));
     const runners = workers.filter((w) => w.runnerCapabilities).map((w) => ({ worker: w.name, capabilities: w.runnerCapabilities! }));
-    const features = ['streaming', 'cancellation', 'openai', 'anthropic', 'aliases', 'fallbacks', 'priorities', 'tenant_fairness'];
+    const features = ['streaming', 'cancellation', 'openai', 'anthropic', 'aliases', 'fallbacks', 'priorities', 'tenant_fairness', 'tasks'];
+    // Governed load/unload/flush can reach this pool only through workers that negotiated them.
+    if (workers.some((w) => !w.draining && w.features.has(Features.MODEL_LIFECYCLE))) features.push('model_lifecycle');
     for (const e of ['/v1/responses', '/v1/embeddings', '/v1/completions']) if (workloads.has(e)) features.push(e.slice(4));
     for (const c of ['vision', 'tools', 'json_mode']) if ([...loaded.values()].some((m) => m.caps.has(c))) features.push(c);
     if (this.routing.current.allowPinning) features.push('pinning');

@@ -42,7 +42,7 @@ describe('GET /v1/capabilities', () => {
     const runnerDoc = { api_version: '1.0.0', resources: { gpus: [{ id: 0, vram_free_mb: 8000 }] }, queue: { depth: 2 } };
     const vllm = await register(
       gw,
-      { worker_name: 'vllm-box', models: ['east-llava'], runner: { type: 'vllm', version: '0.9.1' }, runner_capabilities: runnerDoc },
+      { worker_name: 'vllm-box', models: ['east-llava'], runner: { type: 'vllm', version: '0.9.1' }, runner_capabilities: runnerDoc, features: ['model_lifecycle'] },
       { provider: 'gpu-east', secret: 'east-secret' },
     );
     const res = await fetch(`${gw.url}/v1/capabilities`);
@@ -64,14 +64,16 @@ describe('GET /v1/capabilities', () => {
       { id: 'llama3:8b', context_length: 8192, capabilities: ['tools'], workers: 1 },
       { id: 'qwen2.5:7b', context_length: 32768, capabilities: [], workers: 1 },
     ]);
-    expect(local.features).toEqual(expect.arrayContaining(['streaming', 'cancellation', 'anthropic', 'tools', 'pinning', 'completions']));
+    expect(local.features).toEqual(expect.arrayContaining(['streaming', 'cancellation', 'anthropic', 'tools', 'pinning', 'completions', 'tasks']));
+    // Only a pool with a worker that negotiated lifecycle operations offers them.
+    expect(local.features).not.toContain('model_lifecycle');
     const east = doc.pools.find((p: { id: string }) => p.id === 'gpu-east');
     expect(east.engines).toEqual([{ type: 'vllm', version: '0.9.1' }]);
     expect(east.runners).toEqual([{ worker: 'vllm-box', capabilities: runnerDoc }]); // relayed as it is
     expect(local.runners).toBeUndefined();
     expect(east.models.loaded[0]).toMatchObject({ id: 'east-llava', capabilities: ['vision'] }); // declared by the provider
     expect(east.models.available).toEqual(['declared-only']);
-    expect(east.features).toContain('vision');
+    expect(east.features).toEqual(expect.arrayContaining(['vision', 'model_lifecycle']));
     llama.close();
     vllm.close();
   });

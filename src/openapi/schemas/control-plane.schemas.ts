@@ -75,7 +75,7 @@ export const CAPABILITIES_EXAMPLE = {
       models: { loaded: [{ id: 'llama3:8b', context_length: 8192, capabilities: ['tools'], workers: 1 }], loading: [], available: ['declared-but-not-served'] },
       queue: { depth: 0, max_depth: 100, avg_wait_ms: 0, p95_wait_ms: 0 },
       rate_limits: { default_rpm: 60, per_tenant: true },
-      features: ['streaming', 'cancellation', 'openai', 'anthropic', 'aliases', 'fallbacks', 'priorities', 'tenant_fairness', 'completions', 'tools', 'pinning'],
+      features: ['streaming', 'cancellation', 'openai', 'anthropic', 'aliases', 'fallbacks', 'priorities', 'tenant_fairness', 'tasks', 'completions', 'tools', 'pinning'],
       health: { enabled: true, ready: true },
     },
   ],
