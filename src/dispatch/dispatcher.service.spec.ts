@@ -13,7 +13,7 @@ import { WorkerRecords } from '../registry/worker-records.port';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { Dispatcher } from './dispatcher.service';
-import { RelayRequest, ResponseSink } from './relay-request';
+import { RelayRequest, RequestTimeouts, ResponseSink } from './relay-request';
 
 class MemoryStore extends ProviderStore {
   async loadAll(): Promise<ProviderRecord[]> {
@@ -98,7 +98,7 @@ describe('Dispatcher (fake clock)', () => {
     return { worker, channel };
   }
 
-  function submit(): { req: RelayRequest; sink: RecordingSink } {
+  function submit(timeouts?: RequestTimeouts): { req: RelayRequest; sink: RecordingSink } {
     const sink = new RecordingSink();
     const req = new RelayRequest({
       id: `r-${Math.random()}`,
@@ -112,6 +112,7 @@ describe('Dispatcher (fake clock)', () => {
       priority: 1,
       sink,
       route: { model: 'm', requirements: extractRequirements('/v1/chat/completions', {}) },
+      timeouts,
     });
     dispatcher.submit(req);
     return { req, sink };
@@ -166,6 +167,39 @@ describe('Dispatcher (fake clock)', () => {
     dispatcher.detachWorker(first.worker); // requeued, 10 s of lifetime left
     clock.advance(10_000);
     expect(sink.outcome.error?.code).toBe('request_timeout');
+  });
+
+  it("a request with its own timeouts waits its own queue bound and runs its own time from its first worker, not the provider's", () => {
+    // The provider says 10 s in the queue and 60 s in all; this request may wait 100 s and run 200 s.
+    const { worker, channel } = addWorker();
+    const busy = submit();
+    const { req, sink } = submit({ queueMs: 100_000, runMs: 200_000 });
+    const plain = submit();
+    clock.advance(10_000);
+    expect(plain.sink.outcome.error?.code).toBe('queue_timeout');
+    expect(sink.outcome.error).toBeUndefined();
+    clock.advance(50_000); // the busy request reaches its 60 s lifetime; its slot comes back after the cancel grace
+    expect(busy.sink.outcome.error?.code).toBe('request_timeout');
+    expect(sink.outcome.error).toBeUndefined();
+    worker.lastSeenAt = clock.now(); // its pongs kept arriving (a silent worker gets no new work)
+    clock.advance(5_000);
+    expect(req.worker).toBe(worker);
+    expect(channel.sent.filter((m) => m.type === 'request').map((m) => (m as { request_id: string }).request_id)).toEqual([busy.req.id, req.id]);
+    // Requeued after 150 s on a worker (no byte yet): the time in the queue counts toward its run.
+    clock.advance(150_000);
+    dispatcher.detachWorker(worker);
+    clock.advance(49_999);
+    expect(sink.outcome.error).toBeUndefined();
+    clock.advance(1);
+    expect(sink.outcome.error?.code).toBe('request_timeout');
+  });
+
+  it('a request with its own queue bound times out in the queue with queue_timeout at that bound', () => {
+    const { sink } = submit({ queueMs: 30_000, runMs: 5_000 });
+    clock.advance(29_999);
+    expect(sink.outcome.error).toBeUndefined();
+    clock.advance(1);
+    expect(sink.outcome.error?.code).toBe('queue_timeout');
   });
 
   it('fails with requeue_exhausted after the third requeue', () => {

@@ -96,7 +96,9 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (decision.kind === 'reject') return requeued ? this.fail(req, decision.error) : this.reject(req, decision.error);
     if (!requeued) {
       req.provider = decision.kind === 'assign' ? this.providers.get(decision.worker.provider)! : decision.provider;
-      req.deadline = req.receivedAt + req.provider.requestTimeoutMs;
+      if (req.timeouts?.runMs === undefined) req.deadline = req.receivedAt + req.provider.requestTimeoutMs;
+      // Its own run bound starts when a worker first takes it (see assign); a reroute keeps it.
+      else if (!req.assignedAt) req.deadline = Infinity;
     }
     if (decision.kind === 'assign') this.assign(req, decision.worker, decision.model);
     else this.enqueue(req, decision.model, requeued);
@@ -147,7 +149,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     req.queuePosition = this.queue.depth(p.name);
     this.log.debug({ msg: 'request queued', correlation_id: req.correlationId, request_id: req.id, pool: p.name, model, tenant: req.tenant, priority: req.priority, queue_position: req.queuePosition });
     // A requeued request waits at most one more queue timeout, never past its lifetime.
-    const waitUntil = Math.min(req.deadline, now + p.queueTimeoutMs);
+    const waitUntil = Math.min(req.deadline, now + (req.timeouts?.queueMs ?? p.queueTimeoutMs));
     req.timer = this.clock.setTimeout(() => this.onQueueTimeout(req), Math.max(0, waitUntil - now));
     this.metrics.setQueueDepth(p.name, this.queue.depth(p.name));
   }
@@ -189,6 +191,8 @@ export class Dispatcher implements OnApplicationBootstrap {
       // Dispatched at once: a zero wait, so the histogram's percentiles cover every request.
       this.metrics.queueWait(req.provider.name, 0);
     }
+    const runMs = req.timeouts?.runMs;
+    if (runMs !== undefined && !req.assignedAt) req.deadline = now + runMs;
     req.phase = 'assigned';
     req.worker = worker;
     req.targetModel = model;

@@ -40,6 +40,14 @@ export interface ResponseSink {
 
 export type RequestPhase = 'queued' | 'assigned' | 'streaming' | 'finished';
 
+/** A request's own bounds in place of its provider's `queue_timeout_secs` / `request_timeout_secs` (tasks). */
+export interface RequestTimeouts {
+  /** Longest wait each time it is queued. */
+  queueMs?: number;
+  /** Its lifetime, counted from when a worker first takes it instead of from its arrival. */
+  runMs?: number;
+}
+
 export interface RelayRequestInit {
   id: string;
   model: string;
@@ -59,6 +67,8 @@ export interface RelayRequestInit {
   route: RouteRequest;
   /** Told the request's tokens when the worker reports them (token limits, budgets). */
   onTokens?: (tokens: number) => void;
+  /** Bounds of its own instead of its provider's (inference requests have none). */
+  timeouts?: RequestTimeouts;
 }
 
 /** One client request across its life: queue → worker → response, with requeues. */
@@ -78,6 +88,7 @@ export class RelayRequest {
   /** What routing needs: requested model, requirements, pin. */
   readonly route: RouteRequest;
   readonly onTokens: ((tokens: number) => void) | undefined;
+  readonly timeouts: RequestTimeouts | undefined;
 
   /** Routing plan made on arrival (aliases, fallbacks, pin), reused on requeue. */
   plan!: RoutePlan;
@@ -89,7 +100,10 @@ export class RelayRequest {
   phase: RequestPhase = 'queued';
   worker: LiveWorker | undefined;
   receivedAt = 0;
-  /** Absolute end of the request's lifetime (REQUEST_TIMEOUT), never extended by requeues. */
+  /**
+   * Absolute end of the request's lifetime (REQUEST_TIMEOUT), never extended by requeues; with its
+   * own `timeouts.runMs`, Infinity until a worker first takes it.
+   */
   deadline = 0;
   /** When this request entered the queue most recently (for queue-wait metrics). */
   queuedAt = 0;
@@ -127,6 +141,7 @@ export class RelayRequest {
     this.sink = init.sink;
     this.route = init.route;
     this.onTokens = init.onTokens;
+    this.timeouts = init.timeouts;
   }
 
   get queueProvider(): string {

@@ -218,6 +218,28 @@ describe('tasks over the dispatcher (fake clock)', () => {
     expect(tasks.status(identity, 'b')).toMatchObject({ code: 'not_found' });
   });
 
+  it("waits and runs by the tasks' own bounds (an hour each by default), not the pool's 30 s queue and 300 s request timeouts", () => {
+    const { worker, channel } = addWorker();
+    submit({ task_id: 'first' });
+    submit({ task_id: 'patient' });
+    clock.advance(30 * 60_000);
+    expect(tasks.status(identity, 'patient')).toMatchObject({ status: 'queued', error: null });
+    worker.lastSeenAt = clock.now(); // its pongs kept arriving (a silent worker gets no new work)
+    dispatcher.onComplete(worker, { type: 'response_complete', request_id: requestIds(channel)[0], status_code: 200, body: '' });
+    expect(tasks.status(identity, 'patient')).toMatchObject({ status: 'running' });
+    const started = clock.now();
+    submit({ task_id: 'never' });
+    clock.advance(3_600_000 - 1);
+    expect(tasks.status(identity, 'patient')).toMatchObject({ status: 'running', error: null });
+    expect(tasks.status(identity, 'never')).toMatchObject({ status: 'queued' });
+    clock.advance(1);
+    expect(clock.now() - started).toBe(config.tasks.maxRunMs);
+    expect(tasks.status(identity, 'patient')).toMatchObject({ status: 'failed', error: { code: 'request_timeout' } });
+    expect(cancels(channel)).toEqual([{ type: 'cancel', request_id: requestIds(channel)[1], reason: 'timeout' }]);
+    // The third task waited its hour in the queue behind it.
+    expect(tasks.status(identity, 'never')).toMatchObject({ status: 'failed', error: { code: 'queue_timeout' } });
+  });
+
   it("the session's time budget counts the running time of all its tasks: two at once spend it twice as fast", () => {
     const { channel } = addWorker(2);
     submit({ task_id: 'x', session_id: 'pair', budget: { time_secs: 10 } });

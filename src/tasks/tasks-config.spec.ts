@@ -20,12 +20,25 @@ describe('tasks: configuration', () => {
       positionIntervalMs: 1000,
       metricsIntervalMs: 5000,
       sessionTtlMs: 86_400_000,
+      queueTimeoutMs: 3_600_000,
+      maxRunMs: 3_600_000,
     });
     const config = loadConfig({
-      CONFIG_FILE: file('tasks:\n  max_events: 100\n  max_bytes: 65536\n  retention_secs: 60\n  keepalive_secs: 5\n  position_interval_secs: 0.5\n  metrics_interval_secs: 2\n  session_ttl_secs: 600\n'),
+      CONFIG_FILE: file('tasks:\n  max_events: 100\n  max_bytes: 65536\n  retention_secs: 60\n  keepalive_secs: 5\n  position_interval_secs: 0.5\n  metrics_interval_secs: 2\n  session_ttl_secs: 600\n  queue_timeout_secs: 7200\n  max_run_secs: 900\n'),
       TASKS_KEEPALIVE_SECS: '20',
+      TASKS_MAX_RUN_SECS: '1800',
     });
-    expect(config.tasks).toEqual({ maxEvents: 100, maxBytes: 65536, retentionMs: 60_000, keepaliveMs: 20_000, positionIntervalMs: 500, metricsIntervalMs: 2000, sessionTtlMs: 600_000 });
+    expect(config.tasks).toEqual({
+      maxEvents: 100,
+      maxBytes: 65536,
+      retentionMs: 60_000,
+      keepaliveMs: 20_000,
+      positionIntervalMs: 500,
+      metricsIntervalMs: 2000,
+      sessionTtlMs: 600_000,
+      queueTimeoutMs: 7_200_000,
+      maxRunMs: 1_800_000,
+    });
   });
 
   it('names every bad or unknown key', () => {

@@ -16,9 +16,13 @@ export interface TasksConfig {
   metricsIntervalMs: number;
   /** A session's budget state is forgotten after this long without a task. */
   sessionTtlMs: number;
+  /** Longest a task waits in the queue (instead of its pool's `queue_timeout_secs`). */
+  queueTimeoutMs: number;
+  /** Longest a task runs, from a worker first taking it to its end (instead of its pool's `request_timeout_secs`). */
+  maxRunMs: number;
 }
 
-const KEYS = ['max_events', 'max_bytes', 'retention_secs', 'keepalive_secs', 'position_interval_secs', 'metrics_interval_secs', 'session_ttl_secs'];
+const KEYS = ['max_events', 'max_bytes', 'retention_secs', 'keepalive_secs', 'position_interval_secs', 'metrics_interval_secs', 'session_ttl_secs', 'queue_timeout_secs', 'max_run_secs'];
 
 export function readTasksConfig(env: Env, section: unknown, problems: string[]): TasksConfig {
   const yaml = section && typeof section === 'object' && !Array.isArray(section) ? (section as Record<string, unknown>) : {};
@@ -32,6 +36,8 @@ export function readTasksConfig(env: Env, section: unknown, problems: string[]):
     positionIntervalMs: r.seconds('TASKS_POSITION_INTERVAL_SECS', 'position_interval_secs', 1, TIMER),
     metricsIntervalMs: r.seconds('TASKS_METRICS_INTERVAL_SECS', 'metrics_interval_secs', 5, TIMER),
     sessionTtlMs: r.seconds('TASKS_SESSION_TTL_SECS', 'session_ttl_secs', 24 * 3600, TIMER),
+    queueTimeoutMs: r.seconds('TASKS_QUEUE_TIMEOUT_SECS', 'queue_timeout_secs', 3600, TIMER),
+    maxRunMs: r.seconds('TASKS_MAX_RUN_SECS', 'max_run_secs', 3600, TIMER),
   };
   for (const key of r.unknownKeys()) problems.push(`tasks.${key} (config file) is not a tasks setting (known: ${KEYS.join(', ')})`);
   problems.push(...r.problems);

@@ -117,6 +117,8 @@ export class TasksService {
         allowedModels: identity.allowedModels,
       },
       onTokens: (tokens) => this.limits.chargeTokens(identity, tokens),
+      // A task may wait and run far longer than an interactive request (its pool's timeouts).
+      timeouts: { queueMs: this.config.tasks.queueTimeoutMs, runMs: this.config.tasks.maxRunMs },
     });
     task.relay = relay;
 
