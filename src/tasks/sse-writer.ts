@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { CORRELATION_HEADER } from '../observability/correlation-id';
 import type { TaskReader } from './task';
+import type { TaskEventLog } from './task-events';
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream',
@@ -8,15 +9,31 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
+/** What one write of a reader catching up from the log holds at most (the socket's usual high-water mark). */
+const CATCH_UP_BYTES = 16 * 1024;
+
+/** The parts of a response the writer uses (an HTTP/1.1 `ServerResponse` or an HTTP/2 compat response). */
+type SseResponse = Pick<ServerResponse, 'write' | 'end' | 'on' | 'once' | 'writeHead'> & Partial<Pick<ServerResponse, 'flushHeaders'>>;
+
 /**
- * One `GET /v1/tasks/:id/stream` on the raw response (the reply is hijacked): the frames as the
- * task formatted them (one write per worker chunk, see `Task.batch`). The socket's own buffer
- * absorbs a slow reader; what it can hold is bounded by the task's event log.
+ * One `GET /v1/tasks/:id/stream` on the raw response (the reply is hijacked). While the socket
+ * takes what it is given, the task's frames go out as the task formatted them (one write per
+ * worker chunk, see `Task.batch`). Once the socket's buffer is full, the writer stops writing and
+ * falls behind: the events wait in the task's log, which every reader shares, and are taken from
+ * there piece by piece as the socket drains. So a slow reader costs one socket buffer, never a
+ * copy of the stream, and holds up neither the task nor its other readers.
  */
 export class SseWriter implements TaskReader {
   private closed = false;
+  private log: TaskEventLog | undefined;
+  /** Id of the last event handed to the socket. */
+  private sent = 0;
+  /** The socket's buffer is full: events are taken from the log when it drains. */
+  private behind = false;
+  /** The task has finished: the response ends once the last event is out. */
+  private ending = false;
 
-  constructor(private readonly res: ServerResponse) {
+  constructor(private readonly res: SseResponse) {
     res.on('close', () => {
       this.closed = true;
     });
@@ -27,7 +44,7 @@ export class SseWriter implements TaskReader {
     this.res.writeHead(200, { ...preset, ...SSE_HEADERS, [CORRELATION_HEADER]: correlationId });
     // Sends the headers now: a reader resuming at the last event may get nothing for a while.
     // (An HTTP/2 response has no flushHeaders: its headers go with the first write.)
-    (this.res as Partial<Pick<ServerResponse, 'flushHeaders'>>).flushHeaders?.();
+    this.res.flushHeaders?.();
   }
 
   /** Runs `fn` once when the reader goes away before its stream ended. */
@@ -35,11 +52,47 @@ export class SseWriter implements TaskReader {
     this.res.on('close', fn);
   }
 
-  write(text: string): void {
-    if (!this.closed) this.res.write(text);
+  replay(log: TaskEventLog, afterId: number): void {
+    this.log = log;
+    this.sent = afterId;
+    this.catchUp();
+  }
+
+  write(frames: string, lastId: number): void {
+    if (this.closed || this.behind) return;
+    this.sent = lastId;
+    if (!this.res.write(frames)) this.fallBehind();
+  }
+
+  comment(text: string): void {
+    // A reader that is behind has data waiting: it needs no keepalive.
+    if (this.closed || this.behind) return;
+    if (!this.res.write(text)) this.fallBehind();
   }
 
   end(): void {
+    this.ending = true;
+    if (!this.behind) this.finish();
+  }
+
+  private fallBehind(): void {
+    this.behind = true;
+    this.res.once('drain', () => this.catchUp());
+  }
+
+  /** Writes what the log holds beyond `sent` until the socket is full again, or ends the response. */
+  private catchUp(): void {
+    this.behind = false;
+    const log = this.log!;
+    while (!this.closed && this.sent < log.lastId) {
+      const { text, lastId } = log.slice(this.sent, CATCH_UP_BYTES);
+      this.sent = lastId;
+      if (!this.res.write(text)) return this.fallBehind();
+    }
+    if (this.ending) this.finish();
+  }
+
+  private finish(): void {
     if (this.closed) return;
     this.closed = true;
     this.res.end();

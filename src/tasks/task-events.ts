@@ -42,6 +42,18 @@ export class TaskEventLog {
     return (afterId <= 0 ? this.frames : this.frames.slice(afterId)).join('');
   }
 
+  /**
+   * The frames after event `afterId`, joined up to about `maxBytes` characters (at least one
+   * frame), and the id of the last of them: a slow reader catches up piece by piece.
+   */
+  slice(afterId: number, maxBytes: number): { text: string; lastId: number } {
+    const from = Math.max(0, afterId);
+    let to = from;
+    let size = 0;
+    while (to < this.frames.length && (to === from || size + this.frames[to].length <= maxBytes)) size += this.frames[to++].length;
+    return { text: to - from === 1 ? this.frames[from] : this.frames.slice(from, to).join(''), lastId: to };
+  }
+
   /** The whole stream as a reader from the start receives it. */
   transcript(): string {
     return this.frames.join('');

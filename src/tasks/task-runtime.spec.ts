@@ -18,6 +18,7 @@ import { TenantLimits } from '../tenancy/tenant-limits.service';
 import { TenantsService } from '../tenancy/tenants.service';
 import { InMemorySessionBudgets } from './session-budgets';
 import { TaskReader } from './task';
+import { TaskEventLog } from './task-events';
 import { TaskRuntime } from './task-runtime';
 import { TasksService } from './tasks.service';
 
@@ -61,7 +62,13 @@ class RecordedArtifacts implements JobArtifacts {
 class Reader implements TaskReader {
   text = '';
   ended = false;
+  replay(log: TaskEventLog, afterId: number) {
+    this.text += log.since(afterId);
+  }
   write(t: string) {
+    this.text += t;
+  }
+  comment(t: string) {
     this.text += t;
   }
   end() {

@@ -11,7 +11,13 @@ export type FinalStatus = Exclude<TaskStatus, 'queued' | 'running'>;
 
 /** One open `GET /v1/tasks/:id/stream`. */
 export interface TaskReader {
-  write(text: string): void;
+  /** Starts the reader after event `afterId`: it takes what it missed from the task's log. */
+  replay(log: TaskEventLog, afterId: number): void;
+  /** Frames the task has just kept in its log, the last of them event `lastId`. */
+  write(frames: string, lastId: number): void;
+  /** A comment (`: keepalive`): not an event, not kept. */
+  comment(text: string): void;
+  /** The task has finished: its last event has been written. */
   end(): void;
 }
 
@@ -123,7 +129,7 @@ export class Task {
     const frame = this.events.append(type, data);
     if (frame === undefined) return false;
     if (this.batched) this.batched.push(frame);
-    else for (const r of this.readers) r.write(frame);
+    else for (const r of this.readers) r.write(frame, this.events.lastId);
     return true;
   }
 
@@ -148,7 +154,7 @@ export class Task {
     this.batched = undefined;
     if (!frames?.length) return;
     const text = frames.length === 1 ? frames[0] : frames.join('');
-    for (const r of this.readers) r.write(text);
+    for (const r of this.readers) r.write(text, this.events.lastId);
   }
 
   /** The terminal event: kept whatever the bound, written, and every reader's stream ends. */
@@ -160,7 +166,7 @@ export class Task {
     this.endedAt = Math.max(now, this.createdAt + 1);
     this.relay = undefined;
     for (const r of this.readers) {
-      r.write(frame);
+      r.write(frame, this.events.lastId);
       r.end();
     }
     this.readers.clear();
@@ -168,13 +174,13 @@ export class Task {
 
   /** A comment line (`: keepalive`): not an event, so not kept. */
   comment(text: string): void {
-    for (const r of this.readers) r.write(`: ${text}\n\n`);
+    const line = `: ${text}\n\n`;
+    for (const r of this.readers) r.comment(line);
   }
 
   /** Replays what the reader has not seen, then keeps it informed (or ends it if the task has finished). */
   attach(reader: TaskReader, afterId: number): void {
-    const missed = this.events.since(afterId);
-    if (missed) reader.write(missed);
+    reader.replay(this.events, afterId);
     if (this.finished) reader.end();
     else this.readers.add(reader);
   }

@@ -2,6 +2,7 @@ import { connect } from 'node:http2';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startGateway, TestGateway } from '../support/gateway';
+import { eventually } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { selfSignedCert, TestCert } from '../worker/support/tls-cert';
 import { chatDelta, chatTask, finish, parseSse } from './support';
@@ -61,6 +62,36 @@ describe('task API over HTTP/2', () => {
       ['token', 'secure'],
       ['end', undefined],
     ]);
+    worker.close();
+  });
+
+  it('a reader that stops reading (HTTP/2 flow control) gets the whole stream once it reads again', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl.replace('ws://', 'wss://'), { models: ['h2-slow'] }, { ca: tls.cert });
+    expect((await h2('POST', '/v1/tasks', JSON.stringify(chatTask('h2-slow', { task_id: 'slow-h2' })))).status).toBe(202);
+    const req = await worker.next('request');
+    const session = connect(base, { ca: tls.cert });
+    const stream = session.request({ ':path': '/v1/tasks/slow-h2/stream', ':method': 'GET' });
+    stream.pause();
+    await new Promise((resolve) => stream.once('response', resolve));
+    // Far more than an HTTP/2 stream window (and within the task's 2 MiB buffer).
+    const piece = 'y'.repeat(60_000);
+    for (let i = 0; i < 25; i++) worker.chunk(req.request_id, chatDelta(`${i}:${piece}`));
+    finish(worker, req.request_id);
+    // The task ends whether or not its reader reads.
+    await eventually(async () => JSON.parse((await h2('GET', '/v1/tasks/slow-h2')).text).status === 'completed');
+    const text = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (d: string) => (out += d));
+      stream.on('end', () => resolve(out));
+      stream.on('error', reject);
+      stream.resume();
+    });
+    session.close();
+    const events = parseSse(text).events;
+    expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
+    expect(events.filter((e) => e.event === 'token').map((e) => e.data.i)).toEqual(Array.from({ length: 25 }, (_, i) => i));
+    expect(events.at(-1)).toMatchObject({ event: 'end', data: { tokens_out: 25 } });
     worker.close();
   });
 });
