@@ -54,7 +54,7 @@ export class TasksController {
   @ApiDoc(TASKS_API.stream)
   stream(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Param('id') id: string): void {
     const task = orThrow(this.tasks.find(this.identify(req), id));
-    const afterId = orThrow(lastEventId(req.headers['last-event-id']));
+    const afterId = orThrow(lastEventId(req.headers['last-event-id'], task.events.lastId));
     const preset: Record<string, string> = {};
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) preset[name] = String(value);
     reply.hijack();
@@ -74,10 +74,16 @@ function orThrow<T>(value: T | GatewayError): T {
   return value;
 }
 
-/** `Last-Event-ID`: the id of the last event the reader has (0 or absent = none). */
-function lastEventId(header: string | string[] | undefined): number | GatewayError {
+/**
+ * `Last-Event-ID`: the id of the last event the reader has (0 or absent = none). An id the task
+ * never sent (one of an earlier task with the same id, say) is refused: resuming after it would
+ * silently skip events.
+ */
+function lastEventId(header: string | string[] | undefined, lastId: number): number | GatewayError {
   const value = (Array.isArray(header) ? header[0] : header)?.trim();
   if (value === undefined || value === '') return 0;
   if (!/^\d{1,15}$/.test(value)) return Errors.invalidParams('Last-Event-ID must be the id of an event of this task (a non-negative integer)', 'Last-Event-ID');
-  return Number(value);
+  const id = Number(value);
+  if (id > lastId) return Errors.invalidParams(`Last-Event-ID ${id} is not an event of this task: its last event so far is ${lastId}`, 'Last-Event-ID');
+  return id;
 }

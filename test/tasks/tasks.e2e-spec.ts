@@ -119,6 +119,10 @@ describe('task API: submit, stream, status, cancel', () => {
     expect(tokens(resumed.events).map((t) => t.i)).toEqual([1, 2]);
     expect((await readStream(gw, 'multi', { 'last-event-id': String(a.events.length) })).text).toBe('');
     expect((await readStream(gw, 'multi', { 'last-event-id': 'abc' })).status).toBe(400);
+    // An id the task never sent (an earlier task's with the same id, say) would skip events: refused.
+    const future = await getJson(gw, '/v1/tasks/multi/stream', { 'last-event-id': String(a.events.length + 1) });
+    expect(future.status).toBe(400);
+    expect(future.json.error).toMatchObject({ code: 'invalid_params', param: 'Last-Event-ID', message: `Last-Event-ID ${a.events.length + 1} is not an event of this task: its last event so far is ${a.events.length}` });
     worker.close();
   });
 

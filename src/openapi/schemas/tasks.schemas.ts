@@ -275,7 +275,7 @@ export const TASKS_API: Record<'submit' | 'stream' | 'status' | 'cancel', Operat
       'While the task waits a `: keepalive` comment comes every `tasks.keepalive_secs`. Any number of readers get the same events; a finished task is replayed.',
     tags: [TAGS.tasks],
     security: CLIENT_SECURITY,
-    parameters: [TASK_ID, { name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this event id.', schema: { type: 'integer', minimum: 0 } }],
+    parameters: [TASK_ID, { name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this event id (400 for one that is not a number or beyond the task\'s last event).', schema: { type: 'integer', minimum: 0 } }],
     responses: {
       200: {
         description: 'The event stream (`text/event-stream`).',
