@@ -31,4 +31,25 @@ describe('session budgets', () => {
     expect(store.usage('s0').tokens).toBe(0);
     expect(store.usage('s2').tokens).toBe(0);
   });
+
+  it('charging every token of a stream does not re-insert its session each time, and pruning still keeps what is in use', () => {
+    const store = new InMemorySessionBudgets(16_000); // sessions move to the back at most once a second
+    store.addTokens('idle', 1, 0);
+    const deletes = jest.spyOn(Map.prototype, 'delete');
+    let reinsertions: number;
+    try {
+      for (let t = 0; t < 10_000; t++) store.addTokens('busy', 1, t); // a token a millisecond for 10 s
+      reinsertions = deletes.mock.calls.length;
+    } finally {
+      deletes.mockRestore();
+    }
+    expect(reinsertions).toBeLessThanOrEqual(10);
+    expect(store.usage('busy').tokens).toBe(10_000);
+    // 'busy' was last used at 9999 (and moved at 9000 at the latest): it outlives 'idle', which goes at its TTL.
+    store.prune(16_000);
+    expect(store.usage('idle').tokens).toBe(0);
+    expect(store.usage('busy').tokens).toBe(10_000);
+    store.prune(9_999 + 16_000);
+    expect(store.usage('busy').tokens).toBe(0);
+  });
 });

@@ -22,12 +22,20 @@ export abstract class SessionBudgetStore {
 
 const NOTHING: SessionUsage = Object.freeze({ tokens: 0, timeMs: 0 });
 
+type Entry = SessionUsage & { usedAt: number; movedAt: number };
+
 export class InMemorySessionBudgets extends SessionBudgetStore {
-  /** Insertion order is last-use order (an entry is moved to the end when used): pruning stops at the first live one. */
-  private readonly sessions = new Map<string, SessionUsage & { usedAt: number }>();
+  /**
+   * Insertion order is last-use order to within `moveStepMs` (an entry is moved to the end when
+   * used, at most once per step: moving re-inserts into the Map, far too dear for every token of
+   * a stream). Pruning stops at the first live entry, so a session outlives its TTL by at most a step.
+   */
+  private readonly sessions = new Map<string, Entry>();
+  private readonly moveStepMs: number;
 
   constructor(private readonly ttlMs: number) {
     super();
+    this.moveStepMs = ttlMs / 16;
   }
 
   usage(key: string): SessionUsage {
@@ -50,11 +58,15 @@ export class InMemorySessionBudgets extends SessionBudgetStore {
     }
   }
 
-  private touch(key: string, now: number): SessionUsage & { usedAt: number } {
-    const s = this.sessions.get(key) ?? { tokens: 0, timeMs: 0, usedAt: now };
-    this.sessions.delete(key);
+  private touch(key: string, now: number): Entry {
+    let s = this.sessions.get(key);
+    if (!s) this.sessions.set(key, (s = { tokens: 0, timeMs: 0, usedAt: now, movedAt: now }));
+    else if (now - s.movedAt >= this.moveStepMs) {
+      this.sessions.delete(key);
+      this.sessions.set(key, s);
+      s.movedAt = now;
+    }
     s.usedAt = now;
-    this.sessions.set(key, s);
     return s;
   }
 }
