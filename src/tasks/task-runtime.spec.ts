@@ -247,6 +247,27 @@ describe('tasks over the dispatcher (fake clock)', () => {
     expect(tasks.status(identity, 'never')).toMatchObject({ status: 'failed', error: { code: 'queue_timeout' } });
   });
 
+  it('forgets the oldest finished tasks before their retention once they hold tasks.max_retained_bytes together', () => {
+    const { worker, channel } = addWorker();
+    const run = (id: string) => {
+      submit({ task_id: id });
+      const requestId = requestIds(channel).at(-1)!;
+      dispatcher.onChunk(worker, requestId, chunk(`answer of ${id}`));
+      dispatcher.onComplete(worker, { type: 'response_complete', request_id: requestId, status_code: 200, body: '' });
+    };
+    run('t1');
+    const footprint = runtime.find('default', 't1')!.footprint;
+    expect(footprint).toBeGreaterThan(1024);
+    config.tasks.maxRetainedBytes = Math.floor(3.5 * footprint);
+    for (const id of ['t2', 't3', 't4', 't5']) run(id);
+    // Well within their retention, the two oldest are gone: the three newest fit.
+    expect(tasks.status(identity, 't1')).toMatchObject({ code: 'not_found' });
+    expect(tasks.status(identity, 't2')).toMatchObject({ code: 'not_found' });
+    for (const id of ['t3', 't4', 't5']) expect(tasks.status(identity, id)).toMatchObject({ status: 'completed' });
+    // Their ids are free again.
+    expect(submit({ task_id: 't1' }).status).toBe(202);
+  });
+
   it("the session's time budget counts the running time of all its tasks: two at once spend it twice as fast", () => {
     const { channel } = addWorker(2);
     submit({ task_id: 'x', session_id: 'pair', budget: { time_secs: 10 } });

@@ -34,6 +34,8 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
   /** Finished tasks, oldest first, until their retention is over. */
   private ended: Task[] = [];
   private endedHead = 0;
+  /** The footprints of the finished tasks kept: bounded by `tasks.max_retained_bytes`. */
+  private retainedBytes = 0;
   /** Tasks on a worker, by budget key: their running time counts for their session. */
   private readonly running = new Map<string, Set<Task>>();
   private timers: TimerHandle[] = [];
@@ -127,7 +129,10 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
     } catch (e) {
       this.log.warn({ msg: 'task artifact not recorded', task_id: task.id, error: (e as Error).message });
     }
+    task.footprint = footprintOf(task);
+    this.retainedBytes += task.footprint;
     this.ended.push(task);
+    this.prune(now);
     this.log.log({
       msg: 'task ended',
       task_id: task.id,
@@ -253,9 +258,13 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
     if (used >= limit) this.stop(task, 'cancelled', 'timeout', Errors.sessionBudgetExceeded({ budget: 'time', limit, used }));
   }
 
+  /** Forgets finished tasks past their retention, and the oldest while they hold too much memory together. */
   private prune(now: number): void {
-    while (this.endedHead < this.ended.length && now - this.ended[this.endedHead].endedAt >= this.config.retentionMs) {
+    while (this.endedHead < this.ended.length) {
+      const oldest = this.ended[this.endedHead];
+      if (now - oldest.endedAt < this.config.retentionMs && this.retainedBytes <= this.config.maxRetainedBytes) break;
       const task = this.ended[this.endedHead++];
+      this.retainedBytes -= task.footprint;
       const key = keyOf(task.tenant, task.id);
       if (this.tasks.get(key) === task) this.tasks.delete(key);
     }
@@ -331,6 +340,11 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
     const u = task.usage;
     if (u) this.charge(task, (u.promptTokens ?? task.promptTokens) + (u.completionTokens ?? task.tokens) - task.charged, now);
   }
+}
+
+/** Bytes a finished task holds: its events, its request (the prompt already dropped) and the rest of it. */
+function footprintOf(task: Task): number {
+  return task.events.bytes + JSON.stringify(task.request.params).length + 1024;
 }
 
 function keyOf(tenant: string, id: string): string {

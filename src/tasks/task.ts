@@ -89,6 +89,8 @@ export class Task {
   metricsAt = 0;
   /** The last `metrics` data sent (a frame goes out only when it changed). */
   lastMetrics = '';
+  /** What the finished task holds in memory while it is kept (its events and request), set when it ends. */
+  footprint = 0;
   /** Set while the gateway ends the task itself (budget, overflow): the status it ends with. */
   stopping: FinalStatus | undefined;
   /** True while `POST /v1/tasks` decides: a refusal then is the HTTP answer, not an event. */

@@ -8,6 +8,8 @@ export interface TasksConfig {
   maxBytes: number;
   /** How long a finished task (its status, events and transcript) stays readable. */
   retentionMs: number;
+  /** What finished tasks may hold in memory together; past it the oldest are forgotten before their retention ends. */
+  maxRetainedBytes: number;
   /** A `: keepalive` comment goes to every stream of a queued task this often. */
   keepaliveMs: number;
   /** How often queue positions and predicted starts are recomputed (and `started` repeated on change). */
@@ -22,7 +24,7 @@ export interface TasksConfig {
   maxRunMs: number;
 }
 
-const KEYS = ['max_events', 'max_bytes', 'retention_secs', 'keepalive_secs', 'position_interval_secs', 'metrics_interval_secs', 'session_ttl_secs', 'queue_timeout_secs', 'max_run_secs'];
+const KEYS = ['max_events', 'max_bytes', 'retention_secs', 'max_retained_bytes', 'keepalive_secs', 'position_interval_secs', 'metrics_interval_secs', 'session_ttl_secs', 'queue_timeout_secs', 'max_run_secs'];
 
 export function readTasksConfig(env: Env, section: unknown, problems: string[]): TasksConfig {
   const yaml = section && typeof section === 'object' && !Array.isArray(section) ? (section as Record<string, unknown>) : {};
@@ -32,6 +34,7 @@ export function readTasksConfig(env: Env, section: unknown, problems: string[]):
     maxEvents: r.number('TASKS_MAX_EVENTS', 'max_events', 50_000, { min: 16, integer: true }),
     maxBytes: r.number('TASKS_MAX_BYTES', 'max_bytes', 2 * 1024 * 1024, { min: 4096, integer: true }),
     retentionMs: r.seconds('TASKS_RETENTION_SECS', 'retention_secs', 3600, TIMER),
+    maxRetainedBytes: r.number('TASKS_MAX_RETAINED_BYTES', 'max_retained_bytes', 256 * 1024 * 1024, { min: 1024 * 1024, integer: true }),
     keepaliveMs: r.seconds('TASKS_KEEPALIVE_SECS', 'keepalive_secs', 15, TIMER),
     positionIntervalMs: r.seconds('TASKS_POSITION_INTERVAL_SECS', 'position_interval_secs', 1, TIMER),
     metricsIntervalMs: r.seconds('TASKS_METRICS_INTERVAL_SECS', 'metrics_interval_secs', 5, TIMER),
