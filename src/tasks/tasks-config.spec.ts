@@ -17,6 +17,7 @@ describe('tasks: configuration', () => {
       maxBytes: 2 * 1024 * 1024,
       retentionMs: 3_600_000,
       maxRetainedBytes: 256 * 1024 * 1024,
+      maxReaders: 16,
       keepaliveMs: 15_000,
       positionIntervalMs: 1000,
       metricsIntervalMs: 5000,
@@ -25,7 +26,7 @@ describe('tasks: configuration', () => {
       maxRunMs: 3_600_000,
     });
     const config = loadConfig({
-      CONFIG_FILE: file('tasks:\n  max_events: 100\n  max_bytes: 65536\n  retention_secs: 60\n  keepalive_secs: 5\n  position_interval_secs: 0.5\n  metrics_interval_secs: 2\n  session_ttl_secs: 600\n  max_retained_bytes: 10485760\n  queue_timeout_secs: 7200\n  max_run_secs: 900\n'),
+      CONFIG_FILE: file('tasks:\n  max_events: 100\n  max_bytes: 65536\n  retention_secs: 60\n  keepalive_secs: 5\n  position_interval_secs: 0.5\n  metrics_interval_secs: 2\n  session_ttl_secs: 600\n  max_retained_bytes: 10485760\n  max_readers: 4\n  queue_timeout_secs: 7200\n  max_run_secs: 900\n'),
       TASKS_KEEPALIVE_SECS: '20',
       TASKS_MAX_RUN_SECS: '1800',
     });
@@ -34,6 +35,7 @@ describe('tasks: configuration', () => {
       maxBytes: 65536,
       retentionMs: 60_000,
       maxRetainedBytes: 10 * 1024 * 1024,
+      maxReaders: 4,
       keepaliveMs: 20_000,
       positionIntervalMs: 500,
       metricsIntervalMs: 2000,

@@ -10,6 +10,8 @@ export interface TasksConfig {
   retentionMs: number;
   /** What finished tasks may hold in memory together; past it the oldest are forgotten before their retention ends. */
   maxRetainedBytes: number;
+  /** Streams one unfinished task may have open at once (each costs a write per worker chunk). */
+  maxReaders: number;
   /** A `: keepalive` comment goes to every stream of a queued task this often. */
   keepaliveMs: number;
   /** How often queue positions and predicted starts are recomputed (and `started` repeated on change). */
@@ -24,7 +26,7 @@ export interface TasksConfig {
   maxRunMs: number;
 }
 
-const KEYS = ['max_events', 'max_bytes', 'retention_secs', 'max_retained_bytes', 'keepalive_secs', 'position_interval_secs', 'metrics_interval_secs', 'session_ttl_secs', 'queue_timeout_secs', 'max_run_secs'];
+const KEYS = ['max_events', 'max_bytes', 'retention_secs', 'max_retained_bytes', 'max_readers', 'keepalive_secs', 'position_interval_secs', 'metrics_interval_secs', 'session_ttl_secs', 'queue_timeout_secs', 'max_run_secs'];
 
 export function readTasksConfig(env: Env, section: unknown, problems: string[]): TasksConfig {
   const yaml = section && typeof section === 'object' && !Array.isArray(section) ? (section as Record<string, unknown>) : {};
@@ -35,6 +37,7 @@ export function readTasksConfig(env: Env, section: unknown, problems: string[]):
     maxBytes: r.number('TASKS_MAX_BYTES', 'max_bytes', 2 * 1024 * 1024, { min: 4096, integer: true }),
     retentionMs: r.seconds('TASKS_RETENTION_SECS', 'retention_secs', 3600, TIMER),
     maxRetainedBytes: r.number('TASKS_MAX_RETAINED_BYTES', 'max_retained_bytes', 256 * 1024 * 1024, { min: 1024 * 1024, integer: true }),
+    maxReaders: r.number('TASKS_MAX_READERS', 'max_readers', 16, { min: 1, integer: true }),
     keepaliveMs: r.seconds('TASKS_KEEPALIVE_SECS', 'keepalive_secs', 15, TIMER),
     positionIntervalMs: r.seconds('TASKS_POSITION_INTERVAL_SECS', 'position_interval_secs', 1, TIMER),
     metricsIntervalMs: r.seconds('TASKS_METRICS_INTERVAL_SECS', 'metrics_interval_secs', 5, TIMER),

@@ -55,6 +55,8 @@ export class TasksController {
   stream(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Param('id') id: string): void {
     const task = orThrow(this.tasks.find(this.identify(req), id));
     const afterId = orThrow(lastEventId(req.headers['last-event-id'], task.events.lastId));
+    const busy = this.tasks.mayOpenStream(task);
+    if (busy) throw busy;
     const preset: Record<string, string> = {};
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) preset[name] = String(value);
     reply.hijack();

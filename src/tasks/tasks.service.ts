@@ -198,6 +198,16 @@ export class TasksService {
     return taskView(task, this.clock.now());
   }
 
+  /**
+   * Whether another stream may open: an unfinished task takes at most `tasks.max_readers` (each
+   * open stream costs a write for every chunk of its worker, on the path every request shares).
+   */
+  mayOpenStream(task: Task): GatewayError | undefined {
+    const max = this.config.tasks.maxReaders;
+    if (task.finished || task.readers.size < max) return undefined;
+    return Errors.conflict(`Task '${task.id}' already has ${max} open streams (tasks.max_readers): close one, or read its events later with Last-Event-ID`);
+  }
+
   /** A reader from event `afterId` on (0 = from the start). */
   attach(task: Task, reader: TaskReader, afterId: number): void {
     task.attach(reader, afterId);

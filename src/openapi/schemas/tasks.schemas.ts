@@ -222,6 +222,7 @@ const SUBMIT_ERRORS: GatewayErrorCode[] = [
 ];
 const READ_ERRORS: GatewayErrorCode[] = ['invalid_request', 'invalid_api_key', 'tenant_mismatch', 'auth_rate_limited', 'not_found'];
 const NOT_FOUND = Errors.notFound('Task', 'review-43');
+const TOO_MANY_READERS = Errors.conflict("Task 'review-42' already has 16 open streams (tasks.max_readers): close one, or read its events later with Last-Event-ID");
 
 const exchange = (summary: string, path: string, body: unknown, statusCode: number, answer: unknown, headers?: Record<string, string>): XExample => ({
   summary,
@@ -272,7 +273,8 @@ export const TASKS_API: Record<'submit' | 'stream' | 'status' | 'cancel', Operat
     description:
       '`started` (at once, repeated while the task waits and its position or prediction moves), `token` per text delta, `metrics` (additive), then `end` — ' +
       'or `error`, after which nothing follows (`cancelled` when the client cancelled it). Every event has an `id:`; `Last-Event-ID` resumes after it. ' +
-      'While the task waits a `: keepalive` comment comes every `tasks.keepalive_secs`. Any number of readers get the same events; a finished task is replayed.',
+      'While the task waits a `: keepalive` comment comes every `tasks.keepalive_secs`. Every reader gets the same events (an unfinished task takes at most ' +
+      '`tasks.max_readers` streams at once: 409 past it); a finished task is replayed.',
     tags: [TAGS.tasks],
     security: CLIENT_SECURITY,
     parameters: [TASK_ID, { name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this event id (400 for one that is not a number or beyond the task\'s last event).', schema: { type: 'integer', minimum: 0 } }],
@@ -287,10 +289,15 @@ export const TASKS_API: Record<'submit' | 'stream' | 'status' | 'cancel', Operat
           failed: { summary: 'The worker went away after the first token', value: FAILED },
         }),
       },
-      ...errorResponses('openai', [...READ_ERRORS, 'invalid_params'], { not_found: NOT_FOUND, invalid_params: Errors.invalidParams('Last-Event-ID must be the id of an event of this task (a non-negative integer)', 'Last-Event-ID') }),
+      ...errorResponses('openai', [...READ_ERRORS, 'invalid_params', 'conflict'], {
+        not_found: NOT_FOUND,
+        invalid_params: Errors.invalidParams('Last-Event-ID must be the id of an event of this task (a non-negative integer)', 'Last-Event-ID'),
+        conflict: TOO_MANY_READERS,
+      }),
     },
     xExamples: {
       typical: exchange('The whole stream of a task', '/v1/tasks/review-42/stream', undefined, 200, STREAM),
+      too_many_readers: exchange('An unfinished task with tasks.max_readers streams open', '/v1/tasks/review-42/stream', undefined, 409, errorBody('openai', TOO_MANY_READERS)),
       resumed: exchange('Resuming after event 5', '/v1/tasks/review-42/stream', undefined, 200, RESUMED, { 'Last-Event-ID': '5' }),
       unknown: exchange("An unknown task (or another tenant's)", '/v1/tasks/review-43/stream', undefined, 404, errorBody('openai', NOT_FOUND)),
     },
