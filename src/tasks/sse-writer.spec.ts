@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import { SseWriter } from './sse-writer';
+import { FakeClock } from '../../test/support/fake-clock';
+import { SseWriter, StallLimit } from './sse-writer';
 import { Task, TaskParams } from './task';
 
 /**
@@ -48,6 +49,13 @@ class SlowResponse extends EventEmitter {
   close(): void {
     this.emit('close');
   }
+
+  destroyed = false;
+  destroy() {
+    this.destroyed = true;
+    this.emit('close');
+    return this;
+  }
 }
 
 function newTask(): Task {
@@ -65,9 +73,9 @@ function newTask(): Task {
   });
 }
 
-function reader(highWaterMark: number): { res: SlowResponse; writer: SseWriter } {
+function reader(highWaterMark: number, stall?: StallLimit): { res: SlowResponse; writer: SseWriter } {
   const res = new SlowResponse(highWaterMark);
-  const writer = new SseWriter(res as unknown as ServerResponse);
+  const writer = new SseWriter(res as unknown as ServerResponse, stall);
   writer.open('c', {});
   return { res, writer };
 }
@@ -139,5 +147,30 @@ describe('SseWriter: a slow reader', () => {
     expect(slow.res.ended).toBe(false);
     expect(task.readers.size).toBe(0);
     expect(fast.res.buffered).toBe(task.events.transcript());
+  });
+
+  it('is cut off when its socket stays full for the stall limit (it would pin the log past the retention); draining in time resets the limit', () => {
+    const clock = new FakeClock();
+    const task = newTask();
+    const slow = reader(HWM, { clock, timeoutMs: 30_000 });
+    task.attach(slow.writer, 0);
+    slow.writer.onClose(() => task.detach(slow.writer));
+    for (let i = 0; i < 500; i++) task.publish('token', { t: `tok${i}`, i });
+    clock.advance(29_999);
+    slow.res.drain(); // it reads in time: still there, and behind again
+    expect(slow.res.destroyed).toBe(false);
+    for (let i = 500; i < 1000; i++) task.publish('token', { t: `tok${i}`, i });
+    clock.advance(29_999);
+    expect(slow.res.destroyed).toBe(false);
+    clock.advance(1);
+    expect(slow.res.destroyed).toBe(true);
+    expect(task.readers.size).toBe(0);
+    // A reader that keeps up is never cut off, however long the task runs.
+    const steady = reader(Infinity, { clock, timeoutMs: 30_000 });
+    task.attach(steady.writer, 0);
+    clock.advance(120_000);
+    task.publish('token', { t: 'late', i: 1000 });
+    expect(steady.res.destroyed).toBe(false);
+    expect(steady.res.buffered).toBe(task.events.transcript());
   });
 });

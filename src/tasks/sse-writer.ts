@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Clock, TimerHandle } from '../common/clock';
 import { CORRELATION_HEADER } from '../observability/correlation-id';
 import type { TaskReader } from './task';
 import type { TaskEventLog } from './task-events';
@@ -13,7 +14,13 @@ const SSE_HEADERS = {
 const CATCH_UP_BYTES = 16 * 1024;
 
 /** The parts of a response the writer uses (an HTTP/1.1 `ServerResponse` or an HTTP/2 compat response). */
-type SseResponse = Pick<ServerResponse, 'write' | 'end' | 'on' | 'once' | 'writeHead'> & Partial<Pick<ServerResponse, 'flushHeaders'>>;
+type SseResponse = Pick<ServerResponse, 'write' | 'end' | 'on' | 'once' | 'writeHead' | 'destroy'> & Partial<Pick<ServerResponse, 'flushHeaders'>>;
+
+/** A reader whose socket stays full this long is cut off (`SLOW_CLIENT_TIMEOUT_SECS`). */
+export interface StallLimit {
+  clock: Clock;
+  timeoutMs: number;
+}
 
 /**
  * One `GET /v1/tasks/:id/stream` on the raw response (the reply is hijacked). While the socket
@@ -21,7 +28,9 @@ type SseResponse = Pick<ServerResponse, 'write' | 'end' | 'on' | 'once' | 'write
  * worker chunk, see `Task.batch`). Once the socket's buffer is full, the writer stops writing and
  * falls behind: the events wait in the task's log, which every reader shares, and are taken from
  * there piece by piece as the socket drains. So a slow reader costs one socket buffer, never a
- * copy of the stream, and holds up neither the task nor its other readers.
+ * copy of the stream, and holds up neither the task nor its other readers. One that takes nothing
+ * for the stall limit is cut off (it would pin the task's log past its retention); it may resume
+ * with `Last-Event-ID`.
  */
 export class SseWriter implements TaskReader {
   private closed = false;
@@ -32,10 +41,15 @@ export class SseWriter implements TaskReader {
   private behind = false;
   /** The task has finished: the response ends once the last event is out. */
   private ending = false;
+  private stallTimer: TimerHandle | undefined;
 
-  constructor(private readonly res: SseResponse) {
+  constructor(
+    private readonly res: SseResponse,
+    private readonly stall?: StallLimit,
+  ) {
     res.on('close', () => {
       this.closed = true;
+      this.clearStall();
     });
   }
 
@@ -78,10 +92,25 @@ export class SseWriter implements TaskReader {
   private fallBehind(): void {
     this.behind = true;
     this.res.once('drain', () => this.catchUp());
+    if (this.stall) this.stallTimer = this.stall.clock.setTimeout(() => this.cutOff(), this.stall.timeoutMs);
+  }
+
+  private cutOff(): void {
+    this.stallTimer = undefined;
+    if (this.closed) return;
+    this.closed = true;
+    this.res.destroy();
+  }
+
+  private clearStall(): void {
+    if (!this.stallTimer) return;
+    this.stall!.clock.clearTimeout(this.stallTimer);
+    this.stallTimer = undefined;
   }
 
   /** Writes what the log holds beyond `sent` until the socket is full again, or ends the response. */
   private catchUp(): void {
+    this.clearStall();
     this.behind = false;
     const log = this.log!;
     while (!this.closed && this.sent < log.lastId) {

@@ -1,6 +1,8 @@
-import { Controller, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import { Controller, Get, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiKeysService } from '../api-keys/api-keys.service';
+import { CLOCK, Clock } from '../common/clock';
+import { APP_CONFIG, AppConfig } from '../config';
 import { Errors, GatewayError } from '../common/gateway-error';
 import type { AccessLogFields } from '../observability/access-log';
 import { ApiDoc } from '../openapi/api-doc';
@@ -15,6 +17,8 @@ export class TasksController {
   constructor(
     private readonly tasks: TasksService,
     private readonly apiKeys: ApiKeysService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   /** 202 with the task's place in line, or the refusal naming the check that failed. */
@@ -60,7 +64,7 @@ export class TasksController {
     const preset: Record<string, string> = {};
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) preset[name] = String(value);
     reply.hijack();
-    const writer = new SseWriter(reply.raw);
+    const writer = new SseWriter(reply.raw, { clock: this.clock, timeoutMs: this.config.slowClientTimeoutMs });
     writer.open(req.correlationId, preset);
     writer.onClose(() => task.detach(writer));
     this.tasks.attach(task, writer, afterId);
