@@ -34,6 +34,7 @@ describe('switchboard op-token arguments', () => {
     [['--operation', 'model-load', '--model'], '--model needs a value'],
     [['--operation', 'model-load', '--key', 'k'], 'unknown option --key'],
     [['model-load'], 'unexpected argument "model-load"'],
+    [['--operation', 'model-unload', '--model', 'm', '--evict', 'old', '--signer', 'a'], '--evict goes with model-load only'],
     [['--operation', 'model-load', '--model', 'm', '--signer', 'al ice'], 'the gateway would refuse this token as malformed: opToken.signers: expected 1-64 names of 1-64 printable characters'],
     [['--operation', 'model-load', '--model', 'm'.repeat(256), '--signer', 'a'], 'the gateway would refuse this token as malformed: opToken.modelId: expected a string of 1-255 characters'],
   ])('%j is refused: %s', (args, message) => {
@@ -55,6 +56,8 @@ describe('switchboard op-token arguments', () => {
       expect(token.claims.nonce).toMatch(/^[0-9a-f]{32}$/);
       expect(hasValidSignature(Buffer.from('the-key'), token)).toBe(true);
       expect(hasValidSignature(Buffer.from('the-key\n'), token)).toBe(false);
+      const evicting = decodeOpToken(opTokenFor(parseOpTokenArgs(['--operation', 'model-load', '--model', 'm', '--evict', 'old', '--signer', 'alice', '--key-file', keyFile], {}), now));
+      expect(evicting.claims).toMatchObject({ operation: 'model-load', modelId: 'm', evictModel: 'old' });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -15,6 +15,7 @@ Options:
   --scope <scope>    cache-flush only: all, model, tenant or tag
   --tenant <id>      cache-flush, scope tenant: bind the token to this tenant
   --tag <tag>        cache-flush, scope tag: bind the token to this tag
+  --evict <id>       model-load: bind the token to evicting this model (and no other)
   --signer <name>    a governance signer who signed off (repeat: M of the N are needed)
   --key-file <path>  the shared HMAC key (default: $VERIFIED_OP_TOKEN_KEY_PATH)
   -h, --help         show this help and exit
@@ -26,7 +27,7 @@ Example:
 The format, for other tools: docs/lifecycle.md#minting-tokens.
 `;
 
-const VALUE_OPTIONS = new Set(['--operation', '--model', '--scope', '--tenant', '--tag', '--signer', '--key-file']);
+const VALUE_OPTIONS = new Set(['--operation', '--model', '--scope', '--tenant', '--tag', '--evict', '--signer', '--key-file']);
 
 /** What went wrong with the arguments (a usage error, exit status 2). */
 export class OpTokenUsageError extends Error {}
@@ -37,6 +38,7 @@ export interface OpTokenArgs {
   scope?: string;
   tenant?: string;
   tag?: string;
+  evict?: string;
   signers: string[];
   keyFile: string;
 }
@@ -61,7 +63,7 @@ export function parseOpTokenArgs(args: readonly string[], env: Record<string, st
   const operation = one('--operation');
   if (!operation) throw new OpTokenUsageError(`--operation is required (${LIFECYCLE_OPERATIONS.join(', ')})`);
   if (!(LIFECYCLE_OPERATIONS as readonly string[]).includes(operation)) throw new OpTokenUsageError(`--operation must be one of ${LIFECYCLE_OPERATIONS.join(', ')}, got "${operation}"`);
-  const out: OpTokenArgs = { operation: operation as LifecycleOperation, model: one('--model'), scope: one('--scope'), tenant: one('--tenant'), tag: one('--tag'), signers: values.get('--signer') ?? [], keyFile: '' };
+  const out: OpTokenArgs = { operation: operation as LifecycleOperation, model: one('--model'), scope: one('--scope'), tenant: one('--tenant'), tag: one('--tag'), evict: one('--evict'), signers: values.get('--signer') ?? [], keyFile: '' };
   if (out.operation === 'cache-flush') {
     if (!out.scope) throw new OpTokenUsageError(`--scope is required for cache-flush (${CACHE_FLUSH_SCOPES.join(', ')})`);
     if (!(CACHE_FLUSH_SCOPES as readonly string[]).includes(out.scope)) throw new OpTokenUsageError(`--scope must be one of ${CACHE_FLUSH_SCOPES.join(', ')}, got "${out.scope}"`);
@@ -70,13 +72,14 @@ export function parseOpTokenArgs(args: readonly string[], env: Record<string, st
     if (out.tenant && out.scope !== 'tenant') throw new OpTokenUsageError('--tenant goes with --scope tenant only');
     if (out.tag && out.scope !== 'tag') throw new OpTokenUsageError('--tag goes with --scope tag only');
   } else {
+    if (out.evict && out.operation !== 'model-load') throw new OpTokenUsageError('--evict goes with model-load only');
     if (!out.model) throw new OpTokenUsageError(`--model is required for ${out.operation}`);
     if (out.scope || out.tenant || out.tag) throw new OpTokenUsageError('--scope, --tenant and --tag go with cache-flush only');
   }
   if (out.signers.length === 0) throw new OpTokenUsageError('at least one --signer is required');
   try {
     // What the gateway would refuse as malformed (a signer name with a space, a model id too long) is a usage error, not a token.
-    checkClaims({ operation: out.operation, modelId: out.model, scope: out.scope, tenantId: out.tenant, tag: out.tag, issuedAt: 0, signers: out.signers, nonce: '0'.repeat(32) });
+    checkClaims({ operation: out.operation, modelId: out.model, scope: out.scope, tenantId: out.tenant, tag: out.tag, evictModel: out.evict, issuedAt: 0, signers: out.signers, nonce: '0'.repeat(32) });
   } catch (e) {
     if (e instanceof MalformedOpToken) throw new OpTokenUsageError(`the gateway would refuse this token as malformed: ${e.message}`);
     throw e;
@@ -96,6 +99,7 @@ export function opTokenFor(args: OpTokenArgs, nowMs: number): string {
     scope: args.scope,
     tenantId: args.tenant,
     tag: args.tag,
+    evictModel: args.evict,
     issuedAt: Math.floor(nowMs / 1000),
     signers: args.signers,
   });

@@ -144,6 +144,14 @@ describe('OpTokenVerifier', () => {
       expect(await code(flush({ scope: 'model', modelId: 'a' }), { operation: 'cache-flush', scope: 'model', modelId: 'b' })).toBe('op_token_mismatch');
     });
 
+    it('a load token that names evictModel may evict that model and no other; one that does not name it leaves the eviction to the admin', async () => {
+      const evicting = (evictModel?: string): RequestedOperation => ({ ...LOAD, evictModel });
+      expect(await code(mint({ evictModel: 'old-model' }), evicting('old-model'))).toBe('ok');
+      expect(await code(mint({ evictModel: 'old-model' }), evicting('production-model'))).toBe('op_token_mismatch');
+      expect(await code(mint({ evictModel: 'old-model' }), evicting(undefined))).toBe('op_token_mismatch');
+      expect(await code(mint(), evicting('old-model'))).toBe('ok');
+    });
+
     it('mismatch comes before the signers: a mismatched token signed by strangers is op_token_mismatch', async () => {
       expect(await code(mint({ signers: ['mallory'] }), { operation: 'model-load', modelId: 'other' })).toBe('op_token_mismatch');
     });

@@ -14,6 +14,8 @@ export interface RequestedOperation {
   scope?: string;
   tenantId?: string;
   tag?: string;
+  /** model-load only: the model the load would evict first. */
+  evictModel?: string;
 }
 
 export interface GovernancePolicy {
@@ -81,10 +83,14 @@ export class OpTokenVerifier {
   }
 }
 
-/** The operation, model and scope must be the request's; tenant and tag too when the token names them. */
+/** The operation, model and scope must be the request's; tenant, tag and evicted model too when the token names them. */
 function firstMismatch(claims: OpTokenClaims, requested: RequestedOperation): GatewayError | undefined {
   if (claims.operation !== requested.operation) return Errors.opTokenMismatch('operation', claims.operation, requested.operation);
   if (claims.modelId !== requested.modelId) return Errors.opTokenMismatch('modelId', claims.modelId, requested.modelId);
+  // A load token that names the model to evict binds the eviction (one that does not leaves it to the admin).
+  if (requested.operation === 'model-load' && claims.evictModel !== undefined && claims.evictModel !== requested.evictModel) {
+    return Errors.opTokenMismatch('evictModel', claims.evictModel, requested.evictModel);
+  }
   if (requested.operation !== 'cache-flush') return undefined;
   if (claims.scope !== requested.scope) return Errors.opTokenMismatch('scope', claims.scope, requested.scope);
   if (claims.tenantId !== undefined && claims.tenantId !== requested.tenantId) return Errors.opTokenMismatch('tenantId', claims.tenantId, requested.tenantId);

@@ -15,6 +15,8 @@ export interface OpTokenClaims {
   scope?: string;
   tenantId?: string;
   tag?: string;
+  /** model-load only: when present, the load may evict exactly this model and no other. */
+  evictModel?: string;
   /** Unix seconds. */
   issuedAt: number;
   signers: string[];
@@ -40,7 +42,7 @@ export class MalformedOpToken extends Error {
 
 export const MAX_OP_TOKEN_LENGTH = 8192;
 export const MAX_SIGNERS = 64;
-const CLAIM_FIELDS = new Set(['operation', 'modelId', 'scope', 'tenantId', 'tag', 'issuedAt', 'signers', 'nonce']);
+const CLAIM_FIELDS = new Set(['operation', 'modelId', 'scope', 'tenantId', 'tag', 'evictModel', 'issuedAt', 'signers', 'nonce']);
 const BASE64URL = /^[A-Za-z0-9_-]+={0,2}$/;
 const HEX_SHA256 = /^[0-9a-fA-F]{64}$/;
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -140,6 +142,7 @@ function readClaims(o: Record<string, unknown>): OpTokenClaims {
     scope,
     tenantId: optional('tenantId'),
     tag: optional('tag'),
+    evictModel: optional('evictModel'),
     issuedAt: o.issuedAt,
     signers: signers as string[],
     nonce: o.nonce,

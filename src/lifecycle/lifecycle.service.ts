@@ -122,7 +122,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     audit.modelId = body.modelId;
     audit.target = definedOnly({ pool: body.pool, workerId: body.workerId, replicas: body.replicas, evictModel: body.evictModel });
     audit.claimed(OpTokenVerifier.peek(body.verifiedOpToken));
-    await this.governance.verify(body.verifiedOpToken, { operation: 'model-load', modelId: body.modelId });
+    await this.governance.verify(body.verifiedOpToken, { operation: 'model-load', modelId: body.modelId, evictModel: body.evictModel });
     const { modelId, evictModel } = body;
     const workers = this.selector.forLoad(
       { pool: body.pool, workerId: body.workerId, modelId, replicas: body.replicas ?? 1, gpuMemoryBudgetMB: body.gpuMemoryBudgetMB, evictModel },
