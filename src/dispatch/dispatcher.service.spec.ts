@@ -1,50 +1,14 @@
 import { FakeClock } from '../../test/support/fake-clock';
+import { dispatchHarness, RecordingChannel } from '../../test/support/dispatch-harness';
 import { loadConfig } from '../config';
 import { Errors, GatewayError } from '../common/gateway-error';
-import { ServerToWorkerMessage } from '../protocol';
-import { ProviderRecord, ProviderStore } from '../providers/provider-store';
 import { ProvidersService } from '../providers/providers.service';
-import { AdmissionQueue } from '../queue/admission-queue';
-import { Router } from '../routing/router.service';
 import { extractRequirements } from '../routing/requirements';
-import { LiveWorker, WorkerChannel } from '../registry/live-worker';
+import { LiveWorker } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
-import { WorkerRecords } from '../registry/worker-records.port';
-import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { Dispatcher } from './dispatcher.service';
 import { RelayRequest, RequestTimeouts, ResponseSink } from './relay-request';
-
-class MemoryStore extends ProviderStore {
-  async loadAll(): Promise<ProviderRecord[]> {
-    return [];
-  }
-  async save(): Promise<void> {}
-  async delete(): Promise<void> {}
-}
-
-class NoRecords extends WorkerRecords {
-  recordConnected() {}
-  recordModels() {}
-  recordHeartbeat() {}
-  recordDisconnected() {}
-  recentlyKnowsModel() {
-    return false;
-  }
-}
-
-class RecordingChannel implements WorkerChannel {
-  sent: ServerToWorkerMessage[] = [];
-  closedWith: [number, string] | undefined;
-  send(m: ServerToWorkerMessage) {
-    this.sent.push(m);
-  }
-  close(code: number, reason: string) {
-    this.closedWith = [code, reason];
-  }
-  pause() {}
-  resume() {}
-}
 
 class RecordingSink implements ResponseSink {
   clientGone = false;
@@ -80,14 +44,7 @@ describe('Dispatcher (fake clock)', () => {
     clock = new FakeClock();
     const config = loadConfig({ QUEUE_TIMEOUT_SECS: '10', REQUEST_TIMEOUT_SECS: '60', CANCEL_GRACE_SECS: '5', PROVIDER_NAME: 'local' });
     config.providers[0].models = ['m'];
-    providers = new ProvidersService(config, new MemoryStore());
-    await providers.onModuleInit();
-    registry = new WorkerRegistry();
-    lifecycle = new LifecycleState();
-    const records = new NoRecords();
-    const metrics = new MetricsService();
-    const router = new Router(config, clock, providers, registry, records, metrics);
-    dispatcher = new Dispatcher(config, clock, providers, registry, new AdmissionQueue(), router, records, metrics, lifecycle);
+    ({ providers, registry, lifecycle, dispatcher } = await dispatchHarness(config, clock));
   });
 
   function addWorker(maxConcurrent = 1): { worker: LiveWorker; channel: RecordingChannel } {
@@ -262,12 +219,7 @@ describe('Dispatcher: late frames of cancelled requests', () => {
   it('drops a late chunk for a cancelled request even after more than a thousand other requests finished on the worker', async () => {
     const clock = new FakeClock();
     const config = loadConfig({ CANCEL_GRACE_SECS: '1', PROVIDER_NAME: 'local', MAX_QUEUE_LEN: '10' });
-    const providers = new ProvidersService(config, new MemoryStore());
-    await providers.onModuleInit();
-    const registry = new WorkerRegistry();
-    const records = new NoRecords();
-    const metrics = new MetricsService();
-    const dispatcher = new Dispatcher(config, clock, providers, registry, new AdmissionQueue(), new Router(config, clock, providers, registry, records, metrics), records, metrics, new LifecycleState());
+    const { dispatcher } = await dispatchHarness(config, clock);
     const channel = new RecordingChannel();
     const worker = new LiveWorker('w-late', 'local', 'w-late', ['m'], 1, '127.0.0.1', clock.now(), channel);
     dispatcher.attachWorker(worker);

@@ -1,19 +1,11 @@
 import { FakeClock } from '../../test/support/fake-clock';
+import { dispatchHarness, RecordingChannel } from '../../test/support/dispatch-harness';
 import { JobArtifactInput, JobArtifacts } from '../artifacts/job-artifacts.port';
 import { AppConfig, loadConfig } from '../config';
 import { Dispatcher } from '../dispatch/dispatcher.service';
-import { RelayRequest } from '../dispatch/relay-request';
-import { LifecycleState } from '../observability/lifecycle-state';
-import { MetricsService } from '../observability/metrics.service';
-import { CancelMessage, ServerToWorkerMessage } from '../protocol';
-import { ProviderRecord, ProviderStore } from '../providers/provider-store';
-import { ProvidersService } from '../providers/providers.service';
-import { AdmissionQueue } from '../queue/admission-queue';
+import { CancelMessage } from '../protocol';
 import { MemoryRateLimiter } from '../rate-limit/memory-rate-limiter';
-import { LiveWorker, WorkerChannel } from '../registry/live-worker';
-import { WorkerRecords } from '../registry/worker-records.port';
-import { WorkerRegistry } from '../registry/worker-registry.service';
-import { Router } from '../routing/router.service';
+import { LiveWorker } from '../registry/live-worker';
 import { TenantLimits } from '../tenancy/tenant-limits.service';
 import { TenantsService } from '../tenancy/tenants.service';
 import { InMemorySessionBudgets } from './session-budgets';
@@ -21,34 +13,6 @@ import { TaskReader } from './task';
 import { TaskEventLog } from './task-events';
 import { TaskRuntime } from './task-runtime';
 import { TasksService } from './tasks.service';
-
-class MemoryStore extends ProviderStore {
-  async loadAll(): Promise<ProviderRecord[]> {
-    return [];
-  }
-  async save(): Promise<void> {}
-  async delete(): Promise<void> {}
-}
-
-class NoRecords extends WorkerRecords {
-  recordConnected() {}
-  recordModels() {}
-  recordHeartbeat() {}
-  recordDisconnected() {}
-  recentlyKnowsModel() {
-    return false;
-  }
-}
-
-class RecordingChannel implements WorkerChannel {
-  sent: ServerToWorkerMessage[] = [];
-  send(m: ServerToWorkerMessage) {
-    this.sent.push(m);
-  }
-  close() {}
-  pause() {}
-  resume() {}
-}
 
 /** The artifact port's test double: remembers every call and answers a content-like id. */
 class RecordedArtifacts implements JobArtifacts {
@@ -92,14 +56,9 @@ describe('tasks over the dispatcher (fake clock)', () => {
     clock = new FakeClock();
     config = loadConfig({ PROVIDER_NAME: 'local', TASKS_RETENTION_SECS: '60', TASKS_POSITION_INTERVAL_SECS: '1', TASKS_KEEPALIVE_SECS: '15' });
     config.providers[0].models = ['m'];
-    const providers = new ProvidersService(config, new MemoryStore());
-    await providers.onModuleInit();
-    const registry = new WorkerRegistry();
-    const records = new NoRecords();
-    const metrics = new MetricsService();
-    const router = new Router(config, clock, providers, registry, records, metrics);
-    const queue = new AdmissionQueue<RelayRequest>(config);
-    dispatcher = new Dispatcher(config, clock, providers, registry, queue, router, records, metrics, new LifecycleState());
+    const harness = await dispatchHarness(config, clock);
+    dispatcher = harness.dispatcher;
+    const { queue, metrics } = harness;
     const tenants = new TenantsService(config);
     limiter = new MemoryRateLimiter(clock);
     artifacts = new RecordedArtifacts();
