@@ -30,9 +30,19 @@ function chatDelta(text: string): string {
 
 const DONE = 'data: {"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
 
-function submit(body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<HttpResult> {
-  return postJson('/v1/tasks', JSON.stringify(body), headers).done;
+/** Tasks this file submitted: cancelled after each test, so none waits on in the shared gateway's queues. */
+const submitted = new Set<string>();
+
+async function submit(body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<HttpResult> {
+  const res = await postJson('/v1/tasks', JSON.stringify(body), headers).done;
+  if (res.status === 202) submitted.add(res.json().task_id);
+  return res;
 }
+
+afterEach(async () => {
+  for (const id of submitted) await httpCall(`/v1/tasks/${encodeURIComponent(id)}/cancel`, { method: 'POST' }).catch(() => undefined);
+  submitted.clear();
+});
 
 function openStream(taskId: string, headers: Record<string, string> = {}): HttpExchange {
   return exchange(`/v1/tasks/${encodeURIComponent(taskId)}/stream`, { headers: { accept: 'text/event-stream', ...headers } });
