@@ -66,9 +66,9 @@ export function parseNewArtifact(raw: unknown, maxBytes: number): NewArtifact | 
   if (sessionId !== undefined && sessionId !== null && (typeof sessionId !== 'string' || !SESSION_ID_PATTERN.test(sessionId))) {
     return Errors.invalidParams("'session_id' must be 1-128 characters of A-Z a-z 0-9 . _ : -", 'session_id');
   }
-  const tagList = stringList(tags, 'tags', MAX_TAGS, TAG_PATTERN, '1-128 characters of A-Z a-z 0-9 . _ : / = + @ -, starting with a letter or digit');
+  const tagList = parseTags(tags);
   if (tagList instanceof GatewayError) return tagList;
-  const parentList = stringList(parents, 'parents', MAX_PARENTS, ARTIFACT_ID_PATTERN, 'an artifact id (64 lower-case hex characters)');
+  const parentList = parseParents(parents);
   if (parentList instanceof GatewayError) return parentList;
   if (metadata !== undefined && metadata !== null && !isObject(metadata)) return Errors.invalidParams("'metadata' must be a JSON object", 'metadata');
   if (deeperThan(metadata, MAX_DEPTH)) return Errors.invalidParams(`'metadata' is nested deeper than ${MAX_DEPTH} levels`, 'metadata');
@@ -131,6 +131,19 @@ function decodeCursor(cursor: string): ListPosition | undefined {
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) return undefined;
   const m = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
   return m ? { createdAt: Number(m[1]), id: m[2] } : undefined;
+}
+
+/**
+ * An artifact's `tags` as a request gives them (absent or null: none); a malformed one is a 400
+ * `invalid_params` naming it (`tags[1]`). Shared with the task API, whose job artifacts take them.
+ */
+export function parseTags(value: unknown): string[] | GatewayError {
+  return stringList(value, 'tags', MAX_TAGS, TAG_PATTERN, '1-128 characters of A-Z a-z 0-9 . _ : / = + @ -, starting with a letter or digit');
+}
+
+/** An artifact's `parents` (lineage) as a request gives them: ids only, whether they exist is the caller's check. */
+export function parseParents(value: unknown): string[] | GatewayError {
+  return stringList(value, 'parents', MAX_PARENTS, ARTIFACT_ID_PATTERN, 'an artifact id (64 lower-case hex characters)');
 }
 
 function stringList(value: unknown, field: string, max: number, pattern: RegExp, what: string): string[] | GatewayError {

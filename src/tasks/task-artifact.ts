@@ -24,6 +24,8 @@ export function jobArtifactOf(task: Task): JobArtifactInput {
   if (task.pool) input.pool = task.pool;
   if (req.seed !== undefined) input.seed = req.seed;
   if (req.outputMode !== undefined) input.outputMode = req.outputMode;
+  if (req.tags.length) input.tags = req.tags;
+  if (req.parents.length) input.parents = req.parents;
   if (task.error) input.error = { code: task.error.code, message: task.error.message, retriable: task.error.retriable };
   return input;
 }

@@ -1,3 +1,4 @@
+import { parseParents, parseTags } from '../artifacts/parse-artifact-request';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { MAX_TIMER_SECS } from '../config/config-reader';
 import { parsePriority, Priority } from '../tenancy/priority';
@@ -23,6 +24,9 @@ export interface TaskRequest {
   outputMode?: OutputMode;
   budget?: { tokens?: number; timeSecs?: number };
   seed?: number;
+  /** The job artifact's tags and lineage (artifact ids), validated as `POST /v1/artifacts` does. */
+  tags: string[];
+  parents: string[];
   /** What the worker receives: the client's fields but the gateway's, with `stream: true`. */
   workerJson: Record<string, unknown>;
   /** The client's body with the prompt redacted (for the artifact). */
@@ -30,7 +34,7 @@ export interface TaskRequest {
 }
 
 /** Fields the gateway reads and never forwards. */
-const GATEWAY_FIELDS = new Set(['task_id', 'session_id', 'ctx', 'pool_id', 'priority', 'output_mode', 'budget']);
+const GATEWAY_FIELDS = new Set(['task_id', 'session_id', 'ctx', 'pool_id', 'priority', 'output_mode', 'budget', 'tags', 'parents']);
 /** Fields that carry the prompt: never kept in an artifact. */
 const PROMPT_FIELDS = ['messages', 'prompt', 'input', 'system'];
 const ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -84,6 +88,10 @@ export function parseTaskRequest(raw: unknown): TaskRequest | GatewayError {
   }
   const budget = parseBudget(body.budget);
   if (budget instanceof GatewayError) return budget;
+  const tags = parseTags(body.tags);
+  if (tags instanceof GatewayError) return tags.with({ fields: { check: 'params' } });
+  const parents = parseParents(body.parents);
+  if (parents instanceof GatewayError) return parents.with({ fields: { check: 'params' } });
 
   const workerJson: Json = {};
   for (const [key, value] of Object.entries(body)) if (!GATEWAY_FIELDS.has(key)) workerJson[key] = value;
@@ -102,6 +110,8 @@ export function parseTaskRequest(raw: unknown): TaskRequest | GatewayError {
     outputMode: (OUTPUT_MODES as readonly unknown[]).includes(body.output_mode) ? (body.output_mode as OutputMode) : undefined,
     budget,
     seed: typeof body.seed === 'number' && Number.isFinite(body.seed) ? body.seed : undefined,
+    tags,
+    parents,
     workerJson,
     params,
   };

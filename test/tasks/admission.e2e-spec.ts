@@ -58,6 +58,9 @@ tenants:
       [{ ...base, budget: 5 }, 'budget'],
       [{ ...base, budget: { tokens: -1 } }, 'budget.tokens'],
       [{ ...base, budget: { time_secs: 0 } }, 'budget.time_secs'],
+      [{ ...base, tags: ['ok', 'not ok'] }, 'tags[1]'],
+      [{ ...base, tags: 'ok' }, 'tags'],
+      [{ ...base, parents: ['nope'] }, 'parents[0]'],
     ];
     for (const [body, param] of cases) {
       const res = await submit(gw, body);

@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { JobArtifactRecorder } from '../../src/artifacts/job-artifact-recorder.service';
 import { startGateway, TestGateway } from '../support/gateway';
+import { post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { cancel, chatDelta, chatTask, finish, getJson, readStream, submit, TaskStream } from './support';
 
@@ -54,6 +55,27 @@ describe('task API: job artifacts in the artifact registry', () => {
     const rows: Array<{ content: string; job_id: string }> = await gw.app.get(DataSource).query("SELECT content, job_id FROM artifacts WHERE job_id = 'art-ok'");
     expect(rows).toHaveLength(1);
     expect(rows[0].content).not.toContain(CANARY);
+    worker.close();
+  });
+
+  it('a task\'s tags and parents go to its artifact (listed by tag), never to the worker', async () => {
+    const plan = await post(gw.url, '/v1/artifacts', { kind: 'plan', session_id: 'art-session', content: { steps: ['draft', 'review'] } }, team);
+    expect(plan.status).toBe(201);
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['art-m'] });
+    expect((await submit(gw, body({ task_id: 'art-lineage', tags: ['agent:writer', 'batch-7'], parents: [plan.json.id] }), team)).status).toBe(202);
+    const req = await worker.next('request');
+    const sent = JSON.parse(req.body);
+    expect(sent).not.toHaveProperty('tags');
+    expect(sent).not.toHaveProperty('parents');
+    worker.chunk(req.request_id, chatDelta('done'));
+    finish(worker, req.request_id);
+    await new TaskStream(gw, 'art-lineage', team).done;
+    const id = (await getJson(gw, '/v1/tasks/art-lineage', team)).json.artifact_id;
+
+    await gw.app.get(JobArtifactRecorder).flush();
+    const listed = await getJson(gw, '/v1/artifacts?tag=agent:writer', team);
+    expect(listed.json.data.map((a: { id: string }) => a.id)).toEqual([id]);
+    expect(listed.json.data[0]).toMatchObject({ kind: 'job', job_id: 'art-lineage', tags: ['agent:writer', 'batch-7'], parents: [plan.json.id] });
     worker.close();
   });
 

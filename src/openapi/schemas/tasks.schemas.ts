@@ -2,6 +2,7 @@ import type { HeaderObject, SchemaObject } from '@nestjs/swagger';
 import { Errors, GatewayError, GatewayErrorCode, statusOf } from '../../common/gateway-error';
 import { errorBody } from '../../inference/error-dialect';
 import type { OperationDoc, ResponseDoc, XExample } from '../api-doc';
+import { ARTIFACTS_SCHEMAS } from './artifacts.schemas';
 import { CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, NULLABLE_ISO_TIME, pathParam, ref, TAGS } from './common';
 import { errorResponses, SAMPLE_ERRORS } from './errors';
 
@@ -9,13 +10,15 @@ import { errorResponses, SAMPLE_ERRORS } from './errors';
 
 const count: SchemaObject = { type: 'integer', minimum: 0 };
 const id: SchemaObject = { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' };
+/** `tags` and `parents` of a task are its job artifact's: the same schema as `POST /v1/artifacts`. */
+const ARTIFACT_FIELDS = ARTIFACTS_SCHEMAS.NewArtifact.properties as Record<string, SchemaObject>;
 
 export const TASKS_SCHEMAS: Record<string, SchemaObject> = {
   TaskRequest: {
     type: 'object',
     description:
       'Either `messages` (sent to the worker as a streaming chat completion) or `prompt` (a streaming completion). The gateway fields ' +
-      '(`task_id`, `session_id`, `ctx`, `pool_id`, `priority`, `output_mode`, `budget`) are never forwarded; every other field is (sampling parameters).',
+      '(`task_id`, `session_id`, `ctx`, `pool_id`, `priority`, `output_mode`, `budget`, `tags`, `parents`) are never forwarded; every other field is (sampling parameters).',
     required: ['model', 'max_tokens'],
     properties: {
       task_id: { ...id, description: 'Chosen by the client; one that exists for the tenant is `409 conflict`. Default: `t-<uuid>`.' },
@@ -34,6 +37,8 @@ export const TASKS_SCHEMAS: Record<string, SchemaObject> = {
         properties: { tokens: { type: 'integer', minimum: 1 }, time_secs: { type: 'number', minimum: 0.001 } },
         additionalProperties: true,
       },
+      tags: { ...ARTIFACT_FIELDS.tags, description: "The job artifact's tags, validated as on `POST /v1/artifacts`." },
+      parents: { ...ARTIFACT_FIELDS.parents, description: "The job artifact's lineage: ids of artifacts it derives from (recorded as given, not looked up)." },
       temperature: { type: 'number' },
       seed: { type: 'integer' },
     },
@@ -118,6 +123,7 @@ const REQUEST = {
   temperature: 0.2,
   output_mode: 'text',
   budget: { tokens: 20000, time_secs: 600 },
+  tags: ['agent:reviewer'],
 };
 /** The same request without a chosen id (a refusal shown for one would hide behind 409). */
 const { task_id: _id, ...UNNAMED } = REQUEST;
