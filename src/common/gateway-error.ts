@@ -5,6 +5,7 @@
 export type GatewayErrorCode =
   | 'invalid_request'
   | 'model_not_found'
+  | 'unknown_model'
   | 'capability_mismatch'
   | 'fallback_exhausted'
   | 'no_healthy_worker'
@@ -108,6 +109,12 @@ export const Errors = {
       'model_not_found',
       `Model '${model.length > 256 ? `${model.slice(0, 256).replace(/[\uD800-\uDBFF]$/, '')}…` : model}' not found`,
     ),
+  /**
+   * Task admission's refusal of a model nobody serves (`POST /v1/tasks`, `check: "model"`): a 400
+   * ADMISSION_REJECT where the inference routes answer 404 `model_not_found`, with the router's
+   * message (it names the model, or the alias and its missing target).
+   */
+  unknownModel: (notFound: GatewayError) => new GatewayError('unknown_model', notFound.message, notFound.details),
   aliasTargetNotFound: (alias: string, target: string) =>
     new GatewayError('model_not_found', `Model '${alias}' is an alias of '${target}', and model '${target}' not found`),
   capabilityMismatch: (model: string, missing: string[]) =>
@@ -239,6 +246,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   auth_rate_limited: 429,
   forbidden: 403,
   model_not_found: 404,
+  unknown_model: 400,
   capability_mismatch: 400,
   invalid_params: 400,
   fallback_exhausted: 503,
@@ -309,6 +317,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   lifecycle_unsupported: 'INVALID_PARAMS',
   op_token_malformed: 'INVALID_PARAMS',
   capability_mismatch: 'ADMISSION_REJECT',
+  unknown_model: 'ADMISSION_REJECT',
   model_not_allowed: 'ADMISSION_REJECT',
   rate_limit_exceeded: 'ADMISSION_REJECT',
   budget_exceeded: 'ADMISSION_REJECT',
@@ -371,6 +380,7 @@ const NOT_RETRIABLE = new Set<GatewayErrorCode>([
   'tenant_mismatch',
   'forbidden',
   'model_not_found',
+  'unknown_model',
   'provider_not_found',
   'not_found',
   'conflict',

@@ -267,7 +267,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     expect((await call('GET', '/v1/tasks/review-42/stream', undefined, {})).status).toBe(200);
     expect((await call('GET', '/v1/tasks/review-42', undefined, {})).json).toMatchObject({ status: 'completed', tokens_out: 1 });
     expect((await call('POST', '/v1/tasks/review-42/cancel', undefined, {})).json.status).toBe('completed');
-    for (const name of ['duplicate', 'malformed', 'context']) {
+    for (const name of ['duplicate', 'malformed', 'context', 'unknown_model']) {
       const res = await call('POST', '/v1/tasks', tasks[name].request.body, {});
       expect([name, res.status, res.json]).toEqual([name, tasks[name].response.status, tasks[name].response.body]);
     }

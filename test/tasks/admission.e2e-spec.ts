@@ -1,4 +1,5 @@
 import { startGateway, TestGateway } from '../support/gateway';
+import { post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { writeConfig } from '../support/routing';
 import { chatDelta, chatTask, finish, submit, TaskStream } from './support';
@@ -70,8 +71,10 @@ tenants:
 
   it('an unknown model is refused before it queues, and says the model check failed', async () => {
     const res = await submit(gw, chatTask('no-such-model'));
-    expect(res.status).toBe(404);
-    expect(res.json.error).toMatchObject({ code: 'model_not_found', check: 'model', message: "Model 'no-such-model' not found" });
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatchObject({ code: 'unknown_model', kind: 'ADMISSION_REJECT', check: 'model', retriable: false, message: "Model 'no-such-model' not found" });
+    // The inference routes keep their 404.
+    expect((await post(gw.url, '/v1/chat/completions', chatTask('no-such-model'))).status).toBe(404);
   });
 
   it('prompt + max_tokens must fit ctx, and the context of a worker that could serve the task', async () => {

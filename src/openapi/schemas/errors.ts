@@ -6,7 +6,7 @@ import { HEADERS, json, ref } from './common';
 
 /** Every error code (the record makes the compiler insist on new ones). */
 const CODES: Record<GatewayErrorCode, true> = {
-  invalid_request: true, model_not_found: true, capability_mismatch: true, fallback_exhausted: true, no_healthy_worker: true,
+  invalid_request: true, model_not_found: true, unknown_model: true, capability_mismatch: true, fallback_exhausted: true, no_healthy_worker: true,
   invalid_params: true, pool_unready: true, pool_unavailable: true, model_not_allowed: true, rate_limit_exceeded: true,
   budget_exceeded: true, context_exceeded: true, session_budget_exceeded: true, queue_full: true, queue_timeout: true, request_timeout: true, requeue_exhausted: true,
   provider_disabled: true, provider_not_found: true, provider_deleted: true, drain_timeout: true, worker_error: true,
@@ -33,6 +33,7 @@ const RATE_LIMIT = { limit: 60, remaining: 0, resetAt: Date.UTC(2026, 10, 22, 20
 export const SAMPLE_ERRORS: Record<GatewayErrorCode, GatewayError> = {
   invalid_request: Errors.invalidRequest('Request body is not valid JSON'),
   model_not_found: Errors.modelNotFound('gpt-5'),
+  unknown_model: Errors.unknownModel(Errors.modelNotFound('gpt-5')),
   capability_mismatch: Errors.capabilityMismatch('llama3:8b', ['vision']),
   fallback_exhausted: Errors.fallbackExhausted(['gpt-4', 'llama3:8b']),
   no_healthy_worker: Errors.noHealthyWorker('llama3:8b', 5000),

@@ -189,7 +189,7 @@ const COMPLETED_STATUS = status({
 /** Refusals as `POST /v1/tasks` writes them: each names the check that failed. */
 const ADMISSION: Partial<Record<GatewayErrorCode, GatewayError>> = {
   invalid_params: Errors.invalidParams('"max_tokens" is required (a positive integer)', 'max_tokens').with({ fields: { check: 'params' } }),
-  model_not_found: SAMPLE_ERRORS.model_not_found.with({ fields: { check: 'model' } }),
+  unknown_model: SAMPLE_ERRORS.unknown_model.with({ fields: { check: 'model' } }),
   model_not_allowed: SAMPLE_ERRORS.model_not_allowed.with({ fields: { check: 'model' } }),
   capability_mismatch: SAMPLE_ERRORS.capability_mismatch.with({ fields: { check: 'capabilities' } }),
   conflict: Errors.conflict("Task 'review-42' already exists").with({ fields: { check: 'task_id' } }),
@@ -211,7 +211,7 @@ const SUBMIT_ERRORS: GatewayErrorCode[] = [
   'invalid_api_key',
   'tenant_mismatch',
   'model_not_allowed',
-  'model_not_found',
+  'unknown_model',
   'conflict',
   'payload_too_large',
   'auth_rate_limited',
@@ -269,6 +269,7 @@ export const TASKS_API: Record<'submit' | 'stream' | 'status' | 'cancel', Operat
       context: refused('Prompt + max_tokens above the ctx bound', { ...UNNAMED, ctx: 128 }, Errors.contextExceeded({ promptTokens: 7, maxTokens: 256, ctx: 128, model: 'llama3:8b' })),
       session_budget: refused('The session has spent its tokens', UNNAMED, SAMPLE_ERRORS.session_budget_exceeded),
       malformed: refused('A body without max_tokens names the field', { model: 'llama3:8b', prompt: 'Hello' }, ADMISSION.invalid_params!),
+      unknown_model: refused('No worker, declared model or recent worker knows the model (400, where the inference routes answer 404)', { ...UNNAMED, model: 'gpt-5' }, ADMISSION.unknown_model!),
       duplicate: refused('A task id that exists', REQUEST, ADMISSION.conflict!),
       queue_full: refused('The pool\'s queue is full (Retry-After, X-Backoff-Ms)', UNNAMED, ADMISSION.queue_full!),
     },
