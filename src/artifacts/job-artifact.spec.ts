@@ -133,6 +133,12 @@ describe('buildJobArtifact', () => {
     expect(content.error.message.length).toBeLessThan(2100);
   });
 
+  it('records ctx, engine and engine_version as null when the task did not know them, never leaves them out', () => {
+    const { ctx: _ctx, engine: _engine, engineVersion: _version, ...unknown } = job();
+    expect(buildJobArtifact(unknown, LIMITS).record.content).toMatchObject({ ctx: null, engine: null, engine_version: null });
+    expect(buildJobArtifact(job({ ctx: null, engine: null, engineVersion: null }), LIMITS).record.content).toMatchObject({ ctx: null, engine: null, engine_version: null });
+  });
+
   it('the same finished task gives the same id; another task, another id', () => {
     expect(buildJobArtifact(job(), LIMITS).record.id).toBe(buildJobArtifact(job({ createdAt: 5 }), LIMITS).record.id);
     expect(buildJobArtifact(job({ jobId: 'task-2' }), LIMITS).record.id).not.toBe(buildJobArtifact(job(), LIMITS).record.id);

@@ -34,14 +34,15 @@ export function buildJobArtifact(input: JobArtifactInput, limits: JobArtifactLim
     status: input.status,
     model_ref: input.modelRef,
     pool: input.pool,
-    engine: input.engine,
-    engine_version: input.engineVersion,
+    // Always present (spec §9): null when unknown.
+    engine: input.engine ?? null,
+    engine_version: input.engineVersion ?? null,
     seed: input.seed,
     output_mode: input.outputMode,
     params: tooLarge ? null : params,
     params_omitted_bytes: tooLarge ? paramsBytes : undefined,
     max_tokens: input.maxTokens,
-    ctx: input.ctx,
+    ctx: input.ctx ?? null,
     tokens_out: input.tokensOut,
     decode_time_ms: input.decodeTimeMs,
     error: input.error && {

@@ -11,10 +11,11 @@ export interface JobArtifactInput {
   /** The request's parameters with the prompt (`messages`, `prompt`, `input`, `system`) redacted. */
   params: Record<string, unknown>;
   maxTokens?: number;
-  ctx?: number;
-  /** Runner type of the worker that ran it (`llama-server`, `vllm`, …), when known. */
-  engine?: string;
-  engineVersion?: string;
+  /** The context the task ran with (the client's `ctx`, else its worker's); null or absent = unknown, recorded as null. */
+  ctx?: number | null;
+  /** Runner type of the worker that ran it (`llama-server`, `vllm`, …); null or absent = unknown, recorded as null. */
+  engine?: string | null;
+  engineVersion?: string | null;
   /** The model that served the task (after aliases and pinning). */
   modelRef: string;
   pool?: string;

@@ -16,11 +16,12 @@ export function jobArtifactOf(task: Task): JobArtifactInput {
     decodeTimeMs: task.decodeTimeMs(task.endedAt),
     transcript: task.events.transcript(),
     createdAt: task.createdAt,
+    // Always recorded (spec §9), null when unknown: the effective context, the worker's runner.
+    ctx: req.ctx ?? task.workerContext ?? null,
+    engine: runner?.type || null,
+    engineVersion: runner?.version || null,
   };
   if (req.sessionId !== undefined) input.sessionId = req.sessionId;
-  if (req.ctx !== undefined) input.ctx = req.ctx;
-  if (runner?.type) input.engine = runner.type;
-  if (runner?.version) input.engineVersion = runner.version;
   if (task.pool) input.pool = task.pool;
   if (req.seed !== undefined) input.seed = req.seed;
   if (req.outputMode !== undefined) input.outputMode = req.outputMode;

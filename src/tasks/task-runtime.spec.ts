@@ -136,15 +136,16 @@ describe('tasks over the dispatcher (fake clock)', () => {
     expect(artifacts.calls).toHaveLength(1);
   });
 
-  it('a failed task records its artifact with the error and the partial transcript', () => {
+  it('a failed task records its artifact with the error, the partial transcript and the context its worker advertised', () => {
     const { worker, channel } = addWorker();
+    worker.capabilities = { m: { context_length: 8192 } };
     submit({ task_id: 'job-2' });
     const [requestId] = requestIds(channel);
     dispatcher.onChunk(worker, requestId, chunk('partial'));
     dispatcher.detachWorker(worker);
     expect(artifacts.calls).toHaveLength(1);
     const [input] = artifacts.calls;
-    expect(input).toMatchObject({ jobId: 'job-2', status: 'failed', tokensOut: 1, engine: 'vllm', error: { code: 'worker_disconnected', message: 'The worker disconnected during the response', retriable: true } });
+    expect(input).toMatchObject({ jobId: 'job-2', status: 'failed', tokensOut: 1, ctx: 8192, engine: 'vllm', error: { code: 'worker_disconnected', message: 'The worker disconnected during the response', retriable: true } });
     expect(input.transcript).toContain('event: token\ndata: {"t":"partial","i":0}');
     expect(input.transcript).toMatch(/event: error\ndata: \{"code":"worker_disconnected"/);
   });
@@ -157,7 +158,7 @@ describe('tasks over the dispatcher (fake clock)', () => {
     tasks.cancel(identity, 'waiting');
     expect(artifacts.calls).toHaveLength(1);
     expect(artifacts.calls[0]).toMatchObject({ jobId: 'waiting', status: 'cancelled', tokensOut: 0, decodeTimeMs: 0, error: { code: 'cancelled', retriable: false } });
-    expect(artifacts.calls[0].engine).toBeUndefined();
+    expect(artifacts.calls[0]).toMatchObject({ ctx: null, engine: null, engineVersion: null });
   });
 
   it('repeats started while queued only when it changes, sends : keepalive every 15 s while queued, and prunes after the retention', () => {

@@ -154,6 +154,7 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
     const now = this.clock.now();
     task.servedModel = servedModel;
     task.runner = relay.worker?.runner;
+    task.workerContext = relay.worker?.capabilitiesFor(servedModel)?.context_length;
     task.pool = relay.worker?.provider ?? relay.provider?.name;
     task.status = 'running';
     if (!task.runningSince) {

@@ -83,6 +83,8 @@ export class Task {
   servedModel: string | undefined;
   /** The inference server of the worker that last took it (a lost worker's too). */
   runner: RunnerInfo | undefined;
+  /** The context length that worker advertises for the served model, when it does. */
+  workerContext: number | undefined;
   error: (TaskError & Record<string, unknown>) | undefined;
   artifactId: string | undefined;
   /** When `metrics` were last looked at. */
