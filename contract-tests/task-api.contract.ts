@@ -5,6 +5,7 @@
  * with one `error`; every event has an `id:` and `Last-Event-ID` resumes after it; cancel is
  * race-free and idempotent; the worker sees an ordinary streaming OpenAI request and `cancel`.
  */
+import { Admin } from './support/admin';
 import { exchange, HttpExchange, httpCall, HttpResult, postJson } from './support/http';
 import { useScope } from './support/scope';
 import { parseSse, SseEvent } from './support/sse';
@@ -42,6 +43,12 @@ async function submit(body: Record<string, unknown>, headers: Record<string, str
 afterEach(async () => {
   for (const id of submitted) await httpCall(`/v1/tasks/${encodeURIComponent(id)}/cancel`, { method: 'POST' }).catch(() => undefined);
   submitted.clear();
+});
+
+afterAll(async () => {
+  // Cancelled tasks leave the queues at once: the suites that share this gateway start from empty queues.
+  const admin = new Admin();
+  for (const p of await admin.providers()) expect([p.name, p.queue_depth]).toEqual([p.name, 0]);
 });
 
 function openStream(taskId: string, headers: Record<string, string> = {}): HttpExchange {
