@@ -40,6 +40,29 @@ describe('TypeOrmNonceStore', () => {
     expect(results.filter(Boolean)).toHaveLength(1);
   });
 
+  it('a claim of an expired nonce that the cleanup job prunes at that very moment succeeds (no error), and only once', async () => {
+    const rows = ds.getRepository(OpTokenNonceEntity);
+    await store.claim('n-pruned-01', 2_000, 1_000);
+    // The claim's INSERT meets the expired row; the prune deletes it before the claim looks again.
+    const racing = new Proxy(rows, {
+      get(target, prop, receiver) {
+        if (prop !== 'insert') return Reflect.get(target, prop, receiver);
+        return async (...args: Parameters<typeof rows.insert>) => {
+          try {
+            return await target.insert(...args);
+          } catch (e) {
+            await new TypeOrmNonceStore(rows).prune(3_000);
+            throw e;
+          }
+        };
+      },
+    });
+    const claiming = new TypeOrmNonceStore(racing);
+    await expect(claiming.claim('n-pruned-01', 9_000, 3_000)).resolves.toBe(true);
+    await expect(claiming.claim('n-pruned-01', 9_000, 3_500)).resolves.toBe(false);
+    expect((await rows.find()).map((r) => [r.nonce, r.expiresAt])).toEqual([['n-pruned-01', 9_000]]);
+  });
+
   it('prunes only the expired nonces', async () => {
     await store.claim('n-expired-1', 1_000, 0);
     await store.claim('n-expired-2', 1_999, 0);
