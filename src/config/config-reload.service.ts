@@ -125,6 +125,7 @@ const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
     operationTimeoutMs: 'lifecycle.operation_timeout_secs',
     loadTimeoutMs: 'lifecycle.load_timeout_secs',
     taskRetentionMs: 'lifecycle.task_retention_hours',
+    settleTimeoutMs: 'lifecycle.settle_timeout_secs',
   },
 };
 
