@@ -113,12 +113,19 @@ const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
     metricsIntervalMs: 'tasks.metrics_interval_secs',
     sessionTtlMs: 'tasks.session_ttl_secs',
   },
-  governance: { keyPath: 'governance.key_path', signers: 'governance.signers', requiredSigners: 'governance.required_signers' },
+  governance: {
+    keyPath: 'governance.key_path',
+    signers: 'governance.signers',
+    requiredSigners: 'governance.required_signers',
+    auditRetentionMs: 'governance.audit_retention_days',
+    unauthenticatedAuditRetentionMs: 'governance.unauthenticated_audit_retention_days',
+  },
   lifecycle: {
     unloadDrainTimeoutMs: 'lifecycle.unload_drain_timeout_secs',
     operationTimeoutMs: 'lifecycle.operation_timeout_secs',
     loadTimeoutMs: 'lifecycle.load_timeout_secs',
     taskRetentionMs: 'lifecycle.task_retention_hours',
+    settleTimeoutMs: 'lifecycle.settle_timeout_secs',
   },
 };
 

@@ -46,6 +46,7 @@ export class Dispatcher implements OnApplicationBootstrap {
   /** Listeners of requests leaving a worker (model unloads wait on them); empty on the usual path. */
   private readonly releaseWatchers = new Map<LiveWorker, Set<() => void>>();
   private readonly detachListeners: Array<(worker: LiveWorker) => void> = [];
+  private readonly modelsListeners: Array<(worker: LiveWorker) => void> = [];
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -298,6 +299,11 @@ export class Dispatcher implements OnApplicationBootstrap {
     this.detachListeners.push(listener);
   }
 
+  /** Called on each `models_update`, once the worker's new models are in place and before it pulls work. */
+  onModelsUpdated(listener: (worker: LiveWorker) => void): void {
+    this.modelsListeners.push(listener);
+  }
+
   /** Requests for `model` the worker is working on (admin work: scans that worker's requests). */
   inFlightFor(worker: LiveWorker, model: string): number {
     let n = 0;
@@ -437,6 +443,11 @@ export class Dispatcher implements OnApplicationBootstrap {
     this.afterSlotFreed(worker);
   }
 
+  /** Something the worker may serve became routable again (a model hold lifted): it takes queued requests it now may. */
+  offerQueued(worker: LiveWorker): void {
+    this.pullWork(worker);
+  }
+
   /** Asks a worker to re-read its backend's models; it answers with `models_update`. */
   requestModelsRefresh(worker: LiveWorker, reason: string): void {
     worker.channel.send({ type: 'models_refresh', reason });
@@ -449,6 +460,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (update.endpoints) worker.endpoints = new Set(update.endpoints);
     if (update.priority !== undefined) worker.declaredPriority = update.priority;
     this.records.recordModels(worker.id, worker.advertisedModels());
+    for (const listener of this.modelsListeners) listener(worker);
     if (update.currentLoad !== undefined) this.onPong(worker, update.currentLoad);
     else this.pullWork(worker);
   }

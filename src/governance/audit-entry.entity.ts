@@ -4,7 +4,7 @@ import type { AuditOutcome, AuditTarget } from './audit-log';
 
 /**
  * Row of `lifecycle_audit`: one lifecycle request, accepted or refused, and one more when an
- * accepted operation ends. Append-only. Never a token: the admin token only as a fingerprint,
+ * accepted operation ends. Append-only (deleted by retention only, audit-retention.ts). Never a token: the admin token only as a fingerprint,
  * the op token only as the signers and nonce it claimed.
  */
 @Entity('lifecycle_audit')

@@ -54,9 +54,20 @@ export interface AuditQuery {
   limit: number;
 }
 
+/**
+ * The codes of the admin token check (no or a wrong token; no admin token configured): rows
+ * refused with one of them are those anyone can cause, kept for a shorter time.
+ */
+export const ADMIN_TOKEN_REFUSAL_CODES: readonly string[] = ['unauthorized', 'forbidden'];
+
+/** Which rows a prune deletes: all of them, or only those refused at the admin token check. */
+export type AuditRows = 'all' | 'unauthenticated';
+
 /** Persistence port of the lifecycle audit trail; the TypeORM implementation is audit-log.typeorm.ts. */
 export abstract class AuditLog {
   abstract append(entry: AuditEntry): Promise<void>;
   /** Newest first. */
   abstract list(query: AuditQuery): Promise<AuditRecord[]>;
+  /** Deletes such rows written before `cutoff` (epoch ms); returns how many. */
+  abstract deleteBefore(cutoff: number, rows: AuditRows): Promise<number>;
 }

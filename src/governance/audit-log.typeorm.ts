@@ -2,8 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { AuditEntryEntity } from './audit-entry.entity';
-import { AuditEntry, AuditLog, AuditQuery, AuditRecord } from './audit-log';
+import { ADMIN_TOKEN_REFUSAL_CODES, AuditEntry, AuditLog, AuditQuery, AuditRecord, AuditRows } from './audit-log';
 import { LifecycleOperation } from './op-token';
+
+/** Rows per DELETE, and DELETEs per call: a large backlog never becomes one huge transaction. */
+const DELETE_CHUNK = 10_000;
+const MAX_CHUNKS = 50;
 
 @Injectable()
 export class TypeOrmAuditLog extends AuditLog {
@@ -36,6 +40,27 @@ export class TypeOrmAuditLog extends AuditLog {
     if (query.before !== undefined) q.andWhere('a.id < :before', { before: query.before });
     const rows = await q.orderBy('a.id', 'DESC').limit(query.limit).getMany();
     return rows.map(toRecord);
+  }
+
+  /** Chunk by chunk, at most MAX_CHUNKS of them (the next sweep goes on). */
+  async deleteBefore(cutoff: number, rows: AuditRows): Promise<number> {
+    let total = 0;
+    for (let chunk = 0; chunk < MAX_CHUNKS; chunk++) {
+      // DELETE … WHERE id IN (SELECT id … LIMIT n): portable, unlike DELETE … LIMIT.
+      const old = this.repo.createQueryBuilder('old').select('old.id').where('old.at < :cutoff');
+      if (rows === 'unauthenticated') old.andWhere("old.outcome = 'refused' AND old.errorCode IN (:...codes)");
+      const result = await this.repo
+        .createQueryBuilder()
+        .delete()
+        .from(AuditEntryEntity)
+        .where(`id IN (${old.limit(DELETE_CHUNK).getQuery()})`)
+        .setParameters({ cutoff, codes: ADMIN_TOKEN_REFUSAL_CODES })
+        .execute();
+      const deleted = result.affected ?? 0;
+      total += deleted;
+      if (deleted < DELETE_CHUNK) break;
+    }
+    return total;
   }
 }
 

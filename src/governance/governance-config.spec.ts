@@ -5,6 +5,8 @@ import { ConfigError, loadConfig } from '../config';
 import { lifecycleEnabled, readGovernanceConfig } from './governance-config';
 import { keyFilePermissionWarning, readOpTokenKey } from './op-token-key';
 
+const DAY_MS = 24 * 3600_000;
+
 describe('governance configuration', () => {
   let dir: string;
   let keyFile: string;
@@ -23,21 +25,21 @@ describe('governance configuration', () => {
 
   it('defaults: lifecycle disabled, no signers, 2 required', () => {
     const governance = loadConfig({}).governance;
-    expect(governance).toEqual({ signers: [], requiredSigners: 2 });
+    expect(governance).toEqual({ signers: [], requiredSigners: 2, auditRetentionMs: 0, unauthenticatedAuditRetentionMs: 30 * DAY_MS });
     expect(lifecycleEnabled(governance)).toBe(false);
   });
 
   it('reads VERIFIED_OP_TOKEN_KEY_PATH, GOVERNANCE_SIGNERS and GOVERNANCE_REQUIRED_SIGNERS', () => {
     const { config, problems } = problemsOf({ VERIFIED_OP_TOKEN_KEY_PATH: keyFile, GOVERNANCE_SIGNERS: ' alice, bob ,carol', GOVERNANCE_REQUIRED_SIGNERS: '2' });
     expect(problems).toEqual([]);
-    expect(config).toEqual({ keyPath: keyFile, signers: ['alice', 'bob', 'carol'], requiredSigners: 2 });
+    expect(config).toMatchObject({ keyPath: keyFile, signers: ['alice', 'bob', 'carol'], requiredSigners: 2 });
     expect(lifecycleEnabled(config)).toBe(true);
   });
 
   it('reads the governance: section of the config file, the environment winning', () => {
     const file = join(dir, 'sb.yaml');
     writeFileSync(file, `governance:\n  key_path: ${keyFile}\n  signers: [alice, bob, carol]\n  required_signers: 3\n`);
-    expect(loadConfig({ CONFIG_FILE: file }).governance).toEqual({ keyPath: keyFile, signers: ['alice', 'bob', 'carol'], requiredSigners: 3 });
+    expect(loadConfig({ CONFIG_FILE: file }).governance).toMatchObject({ keyPath: keyFile, signers: ['alice', 'bob', 'carol'], requiredSigners: 3 });
     expect(loadConfig({ CONFIG_FILE: file, GOVERNANCE_SIGNERS: 'dave,erin', GOVERNANCE_REQUIRED_SIGNERS: '1' }).governance.signers).toEqual(['dave', 'erin']);
   });
 
@@ -63,8 +65,15 @@ describe('governance configuration', () => {
     ]);
   });
 
+  it('reads the audit retentions (days, fractions allowed, 0 = none) from the environment or the config file', () => {
+    expect(problemsOf({ GOVERNANCE_AUDIT_RETENTION_DAYS: '365', GOVERNANCE_UNAUTHENTICATED_AUDIT_RETENTION_DAYS: '0.5' }).config).toMatchObject({ auditRetentionMs: 365 * DAY_MS, unauthenticatedAuditRetentionMs: DAY_MS / 2 });
+    expect(problemsOf({}, { audit_retention_days: 90, unauthenticated_audit_retention_days: 0 }).config).toMatchObject({ auditRetentionMs: 90 * DAY_MS, unauthenticatedAuditRetentionMs: 0 });
+    expect(problemsOf({ GOVERNANCE_AUDIT_RETENTION_DAYS: '-1' }).problems).toEqual(['GOVERNANCE_AUDIT_RETENTION_DAYS must be a number >= 0, got "-1"']);
+    expect(problemsOf({ GOVERNANCE_UNAUTHENTICATED_AUDIT_RETENTION_DAYS: 'month' }).problems).toHaveLength(1);
+  });
+
   it('rejects unknown keys and a section that is not a mapping', () => {
-    expect(problemsOf({}, { signers: ['a', 'b'], quorum: 2 }).problems).toEqual(['governance.quorum (config file) is not a governance setting (known: key_path, signers, required_signers)']);
+    expect(problemsOf({}, { signers: ['a', 'b'], quorum: 2 }).problems).toEqual(['governance.quorum (config file) is not a governance setting (known: key_path, signers, required_signers, audit_retention_days, unauthenticated_audit_retention_days)']);
     expect(problemsOf({}, ['a']).problems).toEqual(['governance (config file) must be a mapping']);
     expect(problemsOf({}, { signers: 'alice' }).problems).toEqual(['governance.signers (config file) must be a list of names']);
   });

@@ -13,12 +13,20 @@ export interface GovernanceConfig {
   signers: string[];
   /** How many distinct known signers an op token needs (M). */
   requiredSigners: number;
+  /** Audit rows older than this are pruned by the cleanup job; 0 = kept forever. */
+  auditRetentionMs: number;
+  /**
+   * Audit rows of requests refused at the admin token check (anyone can send those) older than
+   * this are pruned; 0 = kept as long as the others.
+   */
+  unauthenticatedAuditRetentionMs: number;
 }
 
-const KEYS = ['key_path', 'signers', 'required_signers'];
+const KEYS = ['key_path', 'signers', 'required_signers', 'audit_retention_days', 'unauthenticated_audit_retention_days'];
 /** Printable ASCII without spaces or commas (GOVERNANCE_SIGNERS is comma-separated). */
 const SIGNER_NAME = /^[\x21-\x2b\x2d-\x7e]{1,64}$/;
 const DEFAULT_REQUIRED_SIGNERS = 2;
+const DAY_MS = 24 * 3600 * 1000;
 
 /** Whether model lifecycle operations are enabled (a key file is configured). */
 export function lifecycleEnabled(config: GovernanceConfig): boolean {
@@ -33,6 +41,8 @@ export function readGovernanceConfig(env: Env, section: unknown, problems: strin
   const keyPath = r.string('VERIFIED_OP_TOKEN_KEY_PATH', 'key_path') || undefined;
   const signers = readSigners(env.GOVERNANCE_SIGNERS, yaml.signers, own);
   const requiredSigners = r.number('GOVERNANCE_REQUIRED_SIGNERS', 'required_signers', DEFAULT_REQUIRED_SIGNERS, { min: 1, integer: true });
+  const auditRetentionDays = r.number('GOVERNANCE_AUDIT_RETENTION_DAYS', 'audit_retention_days', 0, { min: 0 });
+  const unauthenticatedDays = r.number('GOVERNANCE_UNAUTHENTICATED_AUDIT_RETENTION_DAYS', 'unauthenticated_audit_retention_days', 30, { min: 0 });
   if (keyPath !== undefined) {
     try {
       readOpTokenKey(keyPath);
@@ -48,7 +58,13 @@ export function readGovernanceConfig(env: Env, section: unknown, problems: strin
   }
   for (const key of r.unknownKeys()) problems.push(`governance.${key} (config file) is not a governance setting (known: ${KEYS.join(', ')})`);
   problems.push(...r.problems, ...own);
-  return { ...(keyPath !== undefined ? { keyPath } : {}), signers, requiredSigners };
+  return {
+    ...(keyPath !== undefined ? { keyPath } : {}),
+    signers,
+    requiredSigners,
+    auditRetentionMs: Math.round(auditRetentionDays * DAY_MS),
+    unauthenticatedAuditRetentionMs: Math.round(unauthenticatedDays * DAY_MS),
+  };
 }
 
 /** `GOVERNANCE_SIGNERS=alice,bob,carol` (wins) or the file's `governance.signers: [alice, bob]`. */

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { AuditController } from './audit.controller';
 import { AuditLog } from './audit-log';
+import { AuditRetention } from './audit-retention';
 import { TypeOrmAuditLog } from './audit-log.typeorm';
 import { AuditTrail } from './audit-trail';
 import { GovernanceService } from './governance.service';
@@ -18,6 +19,7 @@ import { TypeOrmNonceStore } from './nonce-store.typeorm';
   providers: [
     GovernanceService,
     AuditTrail,
+    AuditRetention,
     TypeOrmNonceStore,
     { provide: NonceStore, useExisting: TypeOrmNonceStore },
     TypeOrmAuditLog,

@@ -4,6 +4,13 @@ import { Repository } from 'typeorm';
 import { NonceStore } from './nonce-store';
 import { OpTokenNonceEntity } from './op-token-nonce.entity';
 
+/**
+ * A claim whose nonce row vanished between its failed INSERT and its look at the row (the cleanup
+ * job pruned the expired row at that moment) starts over; each round needs another concurrent
+ * prune, so a few are plenty.
+ */
+const CLAIM_ATTEMPTS = 3;
+
 @Injectable()
 export class TypeOrmNonceStore extends NonceStore {
   constructor(@InjectRepository(OpTokenNonceEntity) private readonly repo: Repository<OpTokenNonceEntity>) {
@@ -16,10 +23,14 @@ export class TypeOrmNonceStore extends NonceStore {
    * nonce passes never depends on when the last prune ran.
    */
   async claim(nonce: string, expiresAt: number, now: number): Promise<boolean> {
-    try {
-      await this.repo.insert({ nonce, expiresAt });
-      return true;
-    } catch (insertError) {
+    let lastError: unknown;
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+      try {
+        await this.repo.insert({ nonce, expiresAt });
+        return true;
+      } catch (insertError) {
+        lastError = insertError;
+      }
       const taken = await this.repo
         .createQueryBuilder()
         .update(OpTokenNonceEntity)
@@ -28,8 +39,10 @@ export class TypeOrmNonceStore extends NonceStore {
         .execute();
       if ((taken.affected ?? 0) > 0) return true;
       if (await this.repo.existsBy({ nonce })) return false;
-      throw insertError;
+      // Neither there nor inserted: pruned concurrently (try again), or the INSERT failed for
+      // another reason (it fails again, and that error is thrown).
     }
+    throw lastError;
   }
 
   async prune(now: number): Promise<number> {

@@ -4,7 +4,7 @@ import { Reflector } from '@nestjs/core';
 import { FakeClock } from '../../test/support/fake-clock';
 import { AdminGuard } from '../auth/admin.guard';
 import { AppConfig } from '../config';
-import { AuditEntry, AuditLog, AuditQuery, AuditRecord } from '../governance/audit-log';
+import { ADMIN_TOKEN_REFUSAL_CODES, AuditEntry, AuditLog, AuditQuery, AuditRecord } from '../governance/audit-log';
 import { AuditTrail } from '../governance/audit-trail';
 import { AuditContext } from './audit-context';
 import { AuditedAdminGuard, GovernedOperation } from './audited-admin.guard';
@@ -23,6 +23,9 @@ class SlowAuditLog extends AuditLog {
   }
   async list(_query: AuditQuery): Promise<AuditRecord[]> {
     return this.rows.map((r, i) => ({ ...r, id: i + 1 }));
+  }
+  async deleteBefore(): Promise<number> {
+    return 0;
   }
 }
 
@@ -54,5 +57,22 @@ describe('AuditedAdminGuard', () => {
     const refused = store.rows.filter((r) => r.outcome === 'refused');
     expect(refused.length).toBeGreaterThan(0);
     expect(refused.every((r) => r.errorCode === 'unauthorized' && r.operation === 'model-unload')).toBe(true);
+  });
+
+  it('records its refusals (a wrong token; no admin token configured) with the codes the shorter audit retention applies to', async () => {
+    const store = new SlowAuditLog();
+    store.open();
+    const trail = new AuditTrail(store);
+    const context = {
+      getHandler: () => Routes.prototype.unload,
+      switchToHttp: () => ({ getRequest: () => ({ headers: { authorization: 'Bearer guessed' } }) }),
+    } as unknown as ExecutionContext;
+    for (const adminToken of ['the-admin-token', undefined]) {
+      const guard = new AuditedAdminGuard(new AdminGuard({ adminToken } as AppConfig), new Reflector(), trail, new FakeClock(1_000));
+      expect(() => guard.canActivate(context)).toThrow();
+    }
+    await trail.list({ limit: 10 });
+    expect(store.rows.map((r) => r.errorCode)).toEqual(['unauthorized', 'forbidden']);
+    expect(store.rows.every((r) => ADMIN_TOKEN_REFUSAL_CODES.includes(r.errorCode!))).toBe(true);
   });
 });

@@ -10,9 +10,14 @@ export interface LifecycleConfig {
   loadTimeoutMs: number;
   /** Finished load tasks are kept (and answer `GET /v1/models/load/:taskId`) at least this long. */
   taskRetentionMs: number;
+  /**
+   * At most this long, a model an unload (or eviction) held out of routing on a worker stays held
+   * after the operation ended while the worker's model list may be stale (see settling-holds.ts).
+   */
+  settleTimeoutMs: number;
 }
 
-const KEYS = ['unload_drain_timeout_secs', 'operation_timeout_secs', 'load_timeout_secs', 'task_retention_hours'];
+const KEYS = ['unload_drain_timeout_secs', 'operation_timeout_secs', 'load_timeout_secs', 'task_retention_hours', 'settle_timeout_secs'];
 const HOUR_MS = 3600_000;
 
 export function readLifecycleConfig(env: Env, section: unknown, problems: string[]): LifecycleConfig {
@@ -26,6 +31,7 @@ export function readLifecycleConfig(env: Env, section: unknown, problems: string
     loadTimeoutMs: r.seconds('LIFECYCLE_LOAD_TIMEOUT_SECS', 'load_timeout_secs', 3600, { above: 0, max: 24 * 3600 }),
     // At least a day: `GET /v1/models/load/:taskId` answers for 24 h whatever is configured.
     taskRetentionMs: Math.round(r.number('LIFECYCLE_TASK_RETENTION_HOURS', 'task_retention_hours', 24, { min: 24, max: 24 * 3650 }) * HOUR_MS),
+    settleTimeoutMs: r.seconds('LIFECYCLE_SETTLE_TIMEOUT_SECS', 'settle_timeout_secs', 600, TIMER),
   };
   for (const key of r.unknownKeys()) problems.push(`lifecycle.${key} (config file) is not a lifecycle setting (known: ${KEYS.join(', ')})`);
   problems.push(...r.problems);

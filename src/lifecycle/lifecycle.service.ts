@@ -20,6 +20,7 @@ import { FlushCacheDto, LoadModelDto, UnloadModelDto } from './lifecycle.dto';
 import { LifecycleTask, loadTaskView, partFinished, partView, PartStatus, TaskPart, taskError, taskStatus, total } from './lifecycle-task';
 import { LoadingModel, LoadingModels } from './loading-models';
 import { LoadTaskRecord, LoadTaskStore } from './load-task-store';
+import { SettlingHolds } from './settling-holds';
 import { flushKey, modelKey, TargetSelector } from './target-selection';
 
 /** One worker's part while it runs. */
@@ -28,7 +29,7 @@ interface RunningPart {
   worker: LiveWorker;
   /** Conflict keys this part holds on its worker (see target-selection). */
   keys: string[];
-  /** Models held out of routing on the worker for this part: forgotten when it completes, released otherwise. */
+  /** Models held out of routing on the worker for this part (see finishPart). */
   holds: string[];
   timer?: TimerHandle;
   /** Ends a drain that is still waiting (the part finished meanwhile). */
@@ -54,6 +55,13 @@ interface PartPlan {
   drain?: string;
 }
 
+/**
+ * What becomes of a finished part's holds: released at once (nothing was sent, or the worker said
+ * it failed: it still serves the model), or kept until the worker's model list can be trusted
+ * (it completed; or nobody knows how it ended: see SettlingHolds).
+ */
+type HoldsAfter = 'release' | 'completed' | 'unknown';
+
 const PROGRESS_WRITE_MS = 5000;
 const RESTARTED = 'gateway_restarted: the gateway restarted during the load; the worker may still have finished it (see /v1/capabilities)';
 
@@ -73,6 +81,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   private readonly writes = new SerialWriteQueue(this.log);
   private readonly selector: TargetSelector;
   private readonly listeners: Array<() => void> = [];
+  private readonly settling: SettlingHolds;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -87,7 +96,15 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   ) {
     super();
     this.selector = new TargetSelector(registry, providers);
+    this.settling = new SettlingHolds(
+      (worker, models) => this.releaseHolds(worker, models),
+      (worker) => dispatcher.requestModelsRefresh(worker, 'lifecycle'),
+      clock,
+      config.lifecycle.settleTimeoutMs,
+      this.log,
+    );
     dispatcher.onDetached((worker) => this.onWorkerGone(worker));
+    dispatcher.onModelsUpdated((worker) => this.settling.onModelsUpdate(worker));
     cleanup?.addRetentionTask('lifecycle_tasks', (now) => this.prune(now));
   }
 
@@ -207,6 +224,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
 
   /** A worker's `lifecycle_status` (already validated by the codec). Synchronous: memory only, writes go behind. */
   onLifecycleStatus(worker: LiveWorker, msg: LifecycleStatusMessage): void {
+    if (this.settling.onStatus(worker, msg.task_id, msg.status)) return;
     const rt = this.tasks.get(msg.task_id);
     const rp = rt?.parts.get(worker.id);
     if (!rt || !rp || rp.worker !== worker) {
@@ -237,7 +255,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
       }
       case 'completed': {
         const loadTimeMs = rt.task.operation === 'model-load' && part.sentAt !== undefined ? this.clock.now() - part.sentAt : undefined;
-        return this.finishPart(rt, rp, 'completed', { ...figures, progress: 1, ...(loadTimeMs !== undefined ? { loadTimeMs } : {}) });
+        return this.finishPart(rt, rp, 'completed', { ...figures, progress: 1, ...(loadTimeMs !== undefined ? { loadTimeMs } : {}) }, 'completed');
       }
       case 'failed':
         return this.finishPart(rt, rp, 'failed', { ...figures, error: `failed: ${msg.error ?? 'the worker gave no reason'}` });
@@ -248,6 +266,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
 
   /** The worker's connection is gone: its unfinished parts fail. */
   private onWorkerGone(worker: LiveWorker): void {
+    this.settling.forget(worker);
     for (const rt of [...this.tasks.values()]) {
       const rp = rt.parts.get(worker.id);
       if (rp && rp.worker === worker && !partFinished(rp.part)) {
@@ -317,7 +336,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
       const rp = rt.parts.get(worker.id)!;
       this.runPart(rt, rp, p).catch((e: unknown) => {
         this.log.error(`${operation} (task ${id}) on worker ${worker.id} broke: ${(e as Error).stack ?? e}`);
-        this.finishPart(rt, rp, 'failed', { error: 'internal_error: the gateway failed to relay the operation' });
+        this.finishPart(rt, rp, 'failed', { error: 'internal_error: the gateway failed to relay the operation' }, rp.part.sentAt !== undefined ? 'unknown' : 'release');
       });
     }
     this.changed(rt, true);
@@ -342,7 +361,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     const timeoutMs = rt.task.operation === 'model-load' ? this.config.lifecycle.loadTimeoutMs : this.config.lifecycle.operationTimeoutMs;
     rp.timer = this.clock.setTimeout(() => {
       rp.timer = undefined;
-      this.finishPart(rt, rp, 'failed', { error: `timeout: the worker did not finish within ${Math.round(timeoutMs / 1000)} s` });
+      this.finishPart(rt, rp, 'failed', { error: `timeout: the worker did not finish within ${Math.round(timeoutMs / 1000)} s` }, 'unknown');
     }, timeoutMs);
     rt.task.updatedAt = this.clock.now();
     this.changed(rt, true);
@@ -355,6 +374,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
    */
   private drain(rp: RunningPart, model: string): true | Promise<boolean> {
     const { worker } = rp;
+    this.settling.takeOver(worker, model);
     this.registry.holdOut(worker, model);
     rp.holds.push(model);
     if (this.dispatcher.inFlightFor(worker, model) === 0) return true;
@@ -376,16 +396,22 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     });
   }
 
-  private finishPart(rt: RunningTask, rp: RunningPart, status: Extract<PartStatus, 'completed' | 'failed' | 'unsupported'>, update: Partial<TaskPart>): void {
+  private finishPart(
+    rt: RunningTask,
+    rp: RunningPart,
+    status: Extract<PartStatus, 'completed' | 'failed' | 'unsupported'>,
+    update: Partial<TaskPart>,
+    holdsAfter: HoldsAfter = 'release',
+  ): void {
     if (partFinished(rp.part)) return;
     if (rp.timer) this.clock.clearTimeout(rp.timer);
     rp.timer = undefined;
     rp.stopDrain?.();
     Object.assign(rp.part, update, { status });
-    // Routing follows what the worker advertises again: after a completed unload (or eviction) the
-    // worker sends models_update before it reports completion, without the model unless its
-    // backend still serves it on demand (Ollama); after a failure it still serves it.
-    for (const model of rp.holds) this.registry.releaseHold(rp.worker, model);
+    // Routing follows what the worker advertises again, once that can be trusted.
+    if (holdsAfter === 'completed') this.settling.afterCompleted(rp.worker, rt.task.id, rp.holds);
+    else if (holdsAfter === 'unknown') this.settling.afterTimeout(rp.worker, rt.task.id, rp.holds);
+    else this.releaseHolds(rp.worker, rp.holds);
     for (const key of rp.keys) {
       const runKey = `${rp.worker.id}\u0000${key}`;
       if (this.running.get(runKey) === rt.task.id) this.running.delete(runKey);
@@ -394,6 +420,13 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     rt.task.updatedAt = now;
     if (rt.task.parts.every(partFinished)) this.finishTask(rt, now);
     else this.changed(rt, true);
+  }
+
+  /** Models back into routing on the worker, as far as it advertises them; its queued requests for them may go. */
+  private releaseHolds(worker: LiveWorker, models: readonly string[]): void {
+    if (models.length === 0) return;
+    for (const model of models) this.registry.releaseHold(worker, model);
+    this.dispatcher.offerQueued(worker);
   }
 
   private finishTask(rt: RunningTask, now: number): void {

@@ -92,6 +92,9 @@ describe('POST /v1/models/unload', () => {
     worker.send({ type: 'models_update', models: ['on-demand'] });
     report(worker, frame.task_id, 'completed');
     expect((await unloading).status).toBe(200);
+    // It still lists the model after the unload: asked to read its models again, its answer decides.
+    expect(await worker.next('models_refresh')).toEqual({ type: 'models_refresh', reason: 'lifecycle' });
+    worker.send({ type: 'models_update', models: ['on-demand'] });
     const next = post(gw.url, '/v1/chat/completions', chat('on-demand'));
     const req = await worker.next('request');
     worker.complete(req.request_id, { reloaded: true });

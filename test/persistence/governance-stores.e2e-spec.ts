@@ -1,10 +1,15 @@
 import { DataSource } from 'typeorm';
+import { loadConfig } from '../../src/config';
+import { AuditRetention } from '../../src/governance/audit-retention';
+import { StaleCleanupService } from '../../src/registry/stale-cleanup.service';
+import { WorkerRecordEntity } from '../../src/registry/worker-record.entity';
+import { FakeClock } from '../support/fake-clock';
 import { AuditEntryEntity } from '../../src/governance/audit-entry.entity';
 import { AuditEntry } from '../../src/governance/audit-log';
 import { TypeOrmAuditLog } from '../../src/governance/audit-log.typeorm';
 import { OpTokenNonceEntity } from '../../src/governance/op-token-nonce.entity';
 import { TypeOrmNonceStore } from '../../src/governance/nonce-store.typeorm';
-import { createTestDatabase, TestDatabase } from './support/test-database';
+import { createTestDatabase, TestDatabase, testConfig } from './support/test-database';
 
 describe('TypeOrmNonceStore', () => {
   let db: TestDatabase;
@@ -38,6 +43,29 @@ describe('TypeOrmNonceStore', () => {
     const other = new TypeOrmNonceStore((await db.connect()).getRepository(OpTokenNonceEntity));
     const results = await Promise.all([store.claim('n-race-0001', 5_000, 1_000), other.claim('n-race-0001', 5_000, 1_000), store.claim('n-race-0001', 5_000, 1_000)]);
     expect(results.filter(Boolean)).toHaveLength(1);
+  });
+
+  it('a claim of an expired nonce that the cleanup job prunes at that very moment succeeds (no error), and only once', async () => {
+    const rows = ds.getRepository(OpTokenNonceEntity);
+    await store.claim('n-pruned-01', 2_000, 1_000);
+    // The claim's INSERT meets the expired row; the prune deletes it before the claim looks again.
+    const racing = new Proxy(rows, {
+      get(target, prop, receiver) {
+        if (prop !== 'insert') return Reflect.get(target, prop, receiver);
+        return async (...args: Parameters<typeof rows.insert>) => {
+          try {
+            return await target.insert(...args);
+          } catch (e) {
+            await new TypeOrmNonceStore(rows).prune(3_000);
+            throw e;
+          }
+        };
+      },
+    });
+    const claiming = new TypeOrmNonceStore(racing);
+    await expect(claiming.claim('n-pruned-01', 9_000, 3_000)).resolves.toBe(true);
+    await expect(claiming.claim('n-pruned-01', 9_000, 3_500)).resolves.toBe(false);
+    expect((await rows.find()).map((r) => [r.nonce, r.expiresAt])).toEqual([['n-pruned-01', 9_000]]);
   });
 
   it('prunes only the expired nonces', async () => {
@@ -113,6 +141,46 @@ describe('TypeOrmAuditLog', () => {
     await log.append(entry({ modelId: 'm\u0000x', target: { pool: 'p\u0000' }, outcome: 'refused', status: 422, errorCode: 'validation_failed', error: "Model 'm\u0000x'", taskId: null }));
     const [row] = await log.list({ limit: 1 });
     expect(row).toMatchObject({ modelId: 'm\uFFFDx', target: { pool: 'p\u0000' }, error: "Model 'm\uFFFDx'", outcome: 'refused' });
+  });
+
+  it('prunes rows written before a cutoff: all of them, or only the refusals at the admin token check', async () => {
+    await log.append(entry({ at: 1_000, outcome: 'refused', status: 401, errorCode: 'unauthorized', adminIdentity: null, taskId: null }));
+    await log.append(entry({ at: 1_000, outcome: 'refused', status: 403, errorCode: 'forbidden', taskId: null }));
+    await log.append(entry({ at: 1_000, outcome: 'refused', status: 401, errorCode: 'op_token_replayed', taskId: null }));
+    await log.append(entry({ at: 1_000, outcome: 'accepted', taskId: 'load-old' }));
+    await log.append(entry({ at: 5_000, outcome: 'refused', status: 401, errorCode: 'unauthorized', adminIdentity: null, taskId: null }));
+    await log.append(entry({ at: 5_000, outcome: 'completed', status: 200, taskId: 'load-new' }));
+    const left = async () => (await log.list({ limit: 100 })).map((r) => [r.at, r.errorCode ?? r.outcome]);
+
+    expect(await log.deleteBefore(5_000, 'unauthenticated')).toBe(2);
+    expect(await left()).toEqual([[5_000, 'completed'], [5_000, 'unauthorized'], [1_000, 'accepted'], [1_000, 'op_token_replayed']]);
+    expect(await log.deleteBefore(5_000, 'all')).toBe(2);
+    expect(await left()).toEqual([[5_000, 'completed'], [5_000, 'unauthorized']]);
+  });
+
+  it('the cleanup sweep prunes refusals at the admin token check after 30 days by default, and every row only with a retention set', async () => {
+    const DAY_MS = 24 * 3600_000;
+    const clock = new FakeClock(400 * DAY_MS);
+    const daysAgo = (days: number) => clock.now() - days * DAY_MS;
+    const unauthenticated = { outcome: 'refused' as const, status: 401, errorCode: 'unauthorized', adminIdentity: null, taskId: null };
+    const sweepWith = async (env: Record<string, string>) => {
+      const config = testConfig(db.url, { governance: loadConfig(env).governance });
+      const cleanup = new StaleCleanupService(ds.getRepository(WorkerRecordEntity), clock, config);
+      new AuditRetention(log, config, cleanup);
+      return (await cleanup.sweep()).pruned;
+    };
+    await log.append(entry({ at: daysAgo(31), ...unauthenticated }));
+    await log.append(entry({ at: daysAgo(29), ...unauthenticated }));
+    await log.append(entry({ at: daysAgo(200), outcome: 'accepted' }));
+    await log.append(entry({ at: daysAgo(100), outcome: 'refused', status: 401, errorCode: 'op_token_expired', taskId: null }));
+    const left = async () => (await log.list({ limit: 100 })).map((r) => Math.round((clock.now() - r.at) / DAY_MS));
+
+    expect(await sweepWith({})).toEqual({ lifecycle_audit: 1 });
+    expect(await left()).toEqual([100, 200, 29]);
+    expect(await sweepWith({ GOVERNANCE_AUDIT_RETENTION_DAYS: '150', GOVERNANCE_UNAUTHENTICATED_AUDIT_RETENTION_DAYS: '0' })).toEqual({ lifecycle_audit: 1 });
+    expect(await left()).toEqual([100, 29]);
+    expect(await sweepWith({ GOVERNANCE_AUDIT_RETENTION_DAYS: '50', GOVERNANCE_UNAUTHENTICATED_AUDIT_RETENTION_DAYS: '7' })).toEqual({ lifecycle_audit: 2 });
+    expect(await left()).toEqual([]);
   });
 
   it('keeps at most 1024 characters of an error message', async () => {
