@@ -9,7 +9,7 @@ import { createDataSource } from '../../src/database/data-source-options';
 import { createKey } from '../api-keys/support';
 import { parsePrometheusText } from '../observability/prometheus-text';
 import { startGateway, TestGateway } from '../support/gateway';
-import { post, RawResponse } from '../support/http';
+import { get as getRaw, post, RawResponse } from '../support/http';
 
 /** A phrase that only ever appears in prompts: it must never reach the database. */
 const CANARY = 'CANARY-prompt-51c0-do-not-store';
@@ -48,17 +48,7 @@ describe('artifacts: /v1/artifacts and the JOB_ARTIFACTS port on the real gatewa
 
   const auth = (key: string) => ({ authorization: `Bearer ${key}` });
   const create = (body: unknown, key = keyA, headers: Record<string, string> = {}) => post(gw.url, '/v1/artifacts', body, { ...auth(key), ...headers });
-  async function get(path: string, key = keyA): Promise<RawResponse> {
-    const res = await fetch(`${gw.url}${path}`, { headers: auth(key) });
-    const text = await res.text();
-    let json: any;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, json };
-  }
+  const get = (path: string, key = keyA): Promise<RawResponse> => getRaw(gw.url, path, auth(key));
 
   function job(overrides: Partial<JobArtifactInput> = {}): JobArtifactInput {
     return {

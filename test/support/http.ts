@@ -13,6 +13,15 @@ export async function post(baseUrl: string, path: string, body: unknown, headers
     body: typeof body === 'string' ? body : JSON.stringify(body),
     signal,
   });
+  return readResponse(res);
+}
+
+export async function get(baseUrl: string, path: string, headers: Record<string, string> = {}): Promise<RawResponse> {
+  return readResponse(await fetch(`${baseUrl}${path}`, { headers }));
+}
+
+/** The whole body as text, and as JSON when it parses. */
+async function readResponse(res: Response): Promise<RawResponse> {
   const text = await res.text();
   let json: any;
   try {
