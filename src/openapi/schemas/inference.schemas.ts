@@ -19,6 +19,26 @@ const usage: SchemaObject = {
 const model: SchemaObject = { type: 'string', minLength: 1, description: 'A model a worker serves, or an alias ([routing](routing.md)).' };
 const stream: SchemaObject = { type: 'boolean', description: '`true`: the answer is an SSE stream (`text/event-stream`).' };
 
+/** A chat or text completion: `object`, `choices` whose entries carry `choice`'s fields, usage. */
+function completionObject(object: string, choice: Record<string, SchemaObject>): SchemaObject {
+  return {
+    type: 'object',
+    required: ['object', 'choices'],
+    properties: {
+      id: { type: 'string' },
+      object: { type: 'string', enum: [object] },
+      created: { type: 'integer' },
+      model: { type: 'string' },
+      choices: {
+        type: 'array',
+        items: { type: 'object', properties: { index: { type: 'integer' }, ...choice, finish_reason: { type: 'string', nullable: true } }, additionalProperties: true },
+      },
+      usage,
+    },
+    additionalProperties: true,
+  };
+}
+
 export const INFERENCE_SCHEMAS: Record<string, SchemaObject> = {
   ChatCompletionRequest: {
     type: 'object',
@@ -45,30 +65,9 @@ export const INFERENCE_SCHEMAS: Record<string, SchemaObject> = {
     },
     additionalProperties: true,
   },
-  ChatCompletion: {
-    type: 'object',
-    required: ['object', 'choices'],
-    properties: {
-      id: { type: 'string' },
-      object: { type: 'string', enum: ['chat.completion'] },
-      created: { type: 'integer' },
-      model: { type: 'string' },
-      choices: {
-        type: 'array',
-        items: {
-          type: 'object',
-          properties: {
-            index: { type: 'integer' },
-            message: { type: 'object', properties: { role: { type: 'string' }, content: { type: 'string', nullable: true } }, additionalProperties: true },
-            finish_reason: { type: 'string', nullable: true },
-          },
-          additionalProperties: true,
-        },
-      },
-      usage,
-    },
-    additionalProperties: true,
-  },
+  ChatCompletion: completionObject('chat.completion', {
+    message: { type: 'object', properties: { role: { type: 'string' }, content: { type: 'string', nullable: true } }, additionalProperties: true },
+  }),
   CompletionRequest: {
     type: 'object',
     required: ['model'],
@@ -81,22 +80,7 @@ export const INFERENCE_SCHEMAS: Record<string, SchemaObject> = {
     },
     additionalProperties: true,
   },
-  Completion: {
-    type: 'object',
-    required: ['object', 'choices'],
-    properties: {
-      id: { type: 'string' },
-      object: { type: 'string', enum: ['text_completion'] },
-      created: { type: 'integer' },
-      model: { type: 'string' },
-      choices: {
-        type: 'array',
-        items: { type: 'object', properties: { index: { type: 'integer' }, text: { type: 'string' }, finish_reason: { type: 'string', nullable: true } }, additionalProperties: true },
-      },
-      usage,
-    },
-    additionalProperties: true,
-  },
+  Completion: completionObject('text_completion', { text: { type: 'string' } }),
   ResponseRequest: {
     type: 'object',
     required: ['model'],
