@@ -1,5 +1,5 @@
 import { artifactId, ArtifactIdentity, canonicalRecord, newRecord } from './artifact-record';
-import { sha256Hex } from './canonical-json';
+import { sha256Hex } from '../common/canonical-json';
 
 const PLAN: ArtifactIdentity = {
   kind: 'plan',

@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Hex } from './canonical-json';
+import { canonicalJson, sha256Hex } from '../common/canonical-json';
 
 /** The kind of the artifact the gateway records for every finished task; clients cannot post it. */
 export const JOB_KIND = 'job';

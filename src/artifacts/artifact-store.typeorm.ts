@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, EntityMetadata, In, Repository } from 'typeorm';
 import { ArtifactRecord, ArtifactWrite, JsonObject } from './artifact-record';
-import { canonicalJson } from './canonical-json';
+import { canonicalJson } from '../common/canonical-json';
 import { ArtifactEntity } from './artifact.entity';
 import { ArtifactTagEntity } from './artifact-tag.entity';
 import { ArtifactTranscriptEntity } from './artifact-transcript.entity';

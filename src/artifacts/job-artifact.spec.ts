@@ -1,6 +1,6 @@
 import { REDACTED } from '../observability/redaction';
 import { artifactId } from './artifact-record';
-import { sha256Hex } from './canonical-json';
+import { sha256Hex } from '../common/canonical-json';
 import { buildJobArtifact, redactPrompt } from './job-artifact';
 import type { JobArtifactInput } from './job-artifacts.port';
 

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakeClock } from '../../test/support/fake-clock';
-import { canonicalJson } from '../artifacts/canonical-json';
+import { canonicalJson } from '../common/canonical-json';
 import { NonceStore } from './nonce-store';
 import { decodeOpToken, hasValidSignature } from './op-token';
 import { OpTokenVerifier } from './op-token-verifier';

@@ -7,7 +7,7 @@ import { GatewayError } from '../common/gateway-error';
 import { createDataSource } from '../database/data-source-options';
 import { NonceStore } from './nonce-store';
 import { TypeOrmNonceStore } from './nonce-store.typeorm';
-import { canonicalJson } from '../artifacts/canonical-json';
+import { canonicalJson } from '../common/canonical-json';
 import { mintOpToken, OpTokenClaims } from './op-token';
 import { OpTokenVerifier, RequestedOperation } from './op-token-verifier';
 import { createHmac } from 'node:crypto';

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { canonicalJson } from '../artifacts/canonical-json';
+import { canonicalJson } from '../common/canonical-json';
 
 /** The governed operations a `verifiedOpToken` may authorize (runner API names). */
 export const LIFECYCLE_OPERATIONS = ['model-load', 'model-unload', 'cache-flush'] as const;
