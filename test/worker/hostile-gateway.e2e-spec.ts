@@ -77,6 +77,16 @@ describe('worker daemon: a hostile gateway', () => {
       expect(refusals.every((l) => l.level === 'warn' && typeof l.request_id === 'string' && typeof l.reason === 'string')).toBe(true);
     });
 
+    it('does not let the gateway choose the Host the backend sees nor start an expect/100-continue handshake', async () => {
+      startWorker({ backendApiKey: API_KEY });
+      const conn = await registered();
+      const req = requestFrame({ headers: { 'content-type': 'application/json', host: 'admin.internal', expect: '100-continue' } });
+      conn.send(req);
+      expect((await conn.final(req.request_id)).status_code).toBe(200);
+      expect(env.backend.requests[0].headers.host).toBe(new URL(env.backend.url).host);
+      expect(env.backend.requests[0].headers).not.toHaveProperty('expect');
+    });
+
     it('relays only the endpoints the probe found and advertised, under their canonical spelling', async () => {
       startWorker({ backendApiKey: API_KEY, probe: true });
       const conn = await env.gateway.connection(1);
