@@ -56,6 +56,7 @@ describe('lifecycleArgsProblem', () => {
     expect(lifecycleArgsProblem(load({ quantization: 'Q4_K_M', max_context_length: 8192, gpu_memory_budget_mb: 24_000, evict_model: 'org/old', verified_op_token: 'v1.abc.def' }))).toBeUndefined();
     expect(lifecycleArgsProblem({ type: 'model_unload', task_id: 't', model_id: 'library/llama3:8b' })).toBeUndefined();
     expect(lifecycleArgsProblem({ type: 'cache_flush', task_id: 't', scope: 'tenant', tenant_id: 'acme-prod' })).toBeUndefined();
+    expect(lifecycleArgsProblem({ type: 'cache_flush', task_id: 't', scope: 'tag', tag: 'Q3 rollout — ü' })).toBeUndefined();
   });
 
   it('refuses path syntax in every model field and absurd values elsewhere', () => {
@@ -63,13 +64,15 @@ describe('lifecycleArgsProblem', () => {
     expect(lifecycleArgsProblem(load({ evict_model: '/etc/x' }))).toMatch(/evict_model/);
     expect(lifecycleArgsProblem({ type: 'model_unload', task_id: 't', model_id: 'a/../b' })).toMatch(/model_id/);
     expect(lifecycleArgsProblem({ type: 'cache_flush', task_id: 't', scope: 'model', model_id: '/x' })).toMatch(/model_id/);
-    expect(lifecycleArgsProblem({ type: 'cache_flush', task_id: 't', scope: 'tag', tag: 'a b' })).toMatch(/tag/);
+    expect(lifecycleArgsProblem({ type: 'cache_flush', task_id: 't', scope: 'tag', tag: 'a\u0000b' })).toMatch(/tag/);
+    expect(lifecycleArgsProblem({ type: 'cache_flush', task_id: 't', scope: 'tag', tag: 'a\nb' })).toMatch(/tag/);
     expect(lifecycleArgsProblem({ type: 'cache_flush', task_id: 't', scope: 'tenant', tenant_id: 'x'.repeat(300) })).toMatch(/tenant_id/);
     expect(lifecycleArgsProblem(load({ quantization: '../q' }))).toMatch(/quantization/);
     expect(lifecycleArgsProblem(load({ max_context_length: 0 }))).toMatch(/max_context_length/);
     expect(lifecycleArgsProblem(load({ max_context_length: 1e12 }))).toMatch(/max_context_length/);
     expect(lifecycleArgsProblem(load({ gpu_memory_budget_mb: 2 ** 40 }))).toMatch(/gpu_memory_budget_mb/);
     expect(lifecycleArgsProblem(load({ verified_op_token: 'a\nb' }))).toMatch(/verified_op_token/);
+    expect(lifecycleArgsProblem(load({ verified_op_token: 'x'.repeat(64 * 1024 + 1) }))).toMatch(/verified_op_token/);
   });
 });
 

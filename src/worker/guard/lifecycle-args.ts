@@ -16,10 +16,13 @@ export const MODEL_NAME_MAX = 256;
  * `name@sha256:…` (a digest). No `%` (no escapes to decode), no `\`, no whitespace or controls.
  */
 const MODEL_NAME_CHARS = /^[A-Za-z0-9._:@+=-]+(\/[A-Za-z0-9._:@+=-]+)*$/;
-/** Free-text scoping values (tenant, tag) and opaque tokens: printable ASCII, no quotes games. */
-const PRINTABLE = /^[\x21-\x7e]+$/;
+/** Opaque tokens: printable ASCII (whatever the governance format, it travels in JSON and headers). */
+const PRINTABLE = /^[\x20-\x7e]+$/;
+/** Scoping values (tenant, tag) only reach a runner-API backend's JSON body: any text without control characters. */
+const CONTROL = /[\u0000-\u001f\u007f]/;
 const QUANTIZATION = /^[A-Za-z0-9._-]{1,64}$/;
-const TOKEN_MAX = 16 * 1024;
+/** An M-of-N token carries one signature per signer: room for far more signers than any quorum has. */
+const TOKEN_MAX = 64 * 1024;
 /** Bounds far beyond any real model (a 10 M-token context, 16 TiB of GPU memory): only absurd values are refused. */
 const CONTEXT_MAX = 10_000_000;
 const MEMORY_MAX_MB = 16 * 1024 * 1024;
@@ -42,7 +45,7 @@ export function modelNameProblem(name: unknown, field = 'model_id'): string | un
 /** Why `command`'s arguments are unacceptable (before anything is asked of the backend), or undefined. */
 export function lifecycleArgsProblem(command: LifecycleCommandMessage): string | undefined {
   const token = command.verified_op_token;
-  if (token !== undefined && (token.length > TOKEN_MAX || !PRINTABLE.test(token))) return 'verified_op_token is not a printable token of at most 16 KiB';
+  if (token !== undefined && (token.length > TOKEN_MAX || !PRINTABLE.test(token))) return 'verified_op_token is not a printable ASCII token of at most 64 KiB';
   switch (command.type) {
     case 'model_load': {
       const problem = modelNameProblem(command.model_id) ?? (command.evict_model !== undefined ? modelNameProblem(command.evict_model, 'evict_model') : undefined);
@@ -61,7 +64,7 @@ export function lifecycleArgsProblem(command: LifecycleCommandMessage): string |
       }
       for (const field of ['tenant_id', 'tag'] as const) {
         const v = command[field];
-        if (v !== undefined && (v.length > MODEL_NAME_MAX || !PRINTABLE.test(v))) return `${field} must be 1-${MODEL_NAME_MAX} printable ASCII characters`;
+        if (v !== undefined && (v.length === 0 || v.length > MODEL_NAME_MAX || CONTROL.test(v))) return `${field} must be 1-${MODEL_NAME_MAX} characters without control characters`;
       }
       return undefined;
   }
