@@ -21,8 +21,12 @@ export interface BackendResponse {
   body: http.IncomingMessage;
 }
 
-/** Request headers we never pass to the backend (the gateway's own secret, compression we would have to undo). */
-const NOT_FORWARDED = new Set(['x-worker-secret', 'accept-encoding']);
+/**
+ * Request headers we never pass to the backend: the gateway's own secret, compression we would
+ * have to undo, and `expect` (a gateway-chosen 100-continue handshake the daemon does not run).
+ * `host` and the other hop-by-hop headers are dropped by forwardableHeaders.
+ */
+const NOT_FORWARDED = new Set(['x-worker-secret', 'accept-encoding', 'expect']);
 
 export interface BackendClientOptions {
   apiKey?: string;

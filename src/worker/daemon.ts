@@ -20,6 +20,7 @@ import {
 import { BackendClient } from './backend-client';
 import { Backoff } from './backoff';
 import { WorkerConfig, WorkerConfigError, connectUrl } from './config';
+import { checkEndpoint } from './guard/endpoint-path';
 import { LifecycleHttp } from './lifecycle/backend-http';
 import { LifecycleDispatcher } from './lifecycle/dispatcher';
 import { AdapterChoice, chooseAdapter, createAdapter } from './lifecycle/select';
@@ -117,6 +118,12 @@ class Session {
   closed = false;
   draining = false;
   workerId?: string;
+  /**
+   * The endpoint list last advertised on this link (register, then each models_update that
+   * carries one, as the gateway reads it); undefined = none sent = every inference endpoint.
+   * Requests for anything else are refused without touching the backend.
+   */
+  advertisedEndpoints?: string[];
   /** Protocol extensions the gateway accepted in register_ack (none until then). */
   features: ReadonlySet<string> = new Set();
   /** Aborted when the link closes: the lifecycle operations it asked for have nobody to report to. */
@@ -384,6 +391,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
   private onOpen(session: Session, models: string[]): void {
     session.openedAt = Date.now();
     this.state = this.stopping ? 'stopping' : 'connected';
+    session.advertisedEndpoints = this.probed?.endpoints;
     this.send(session, {
       type: 'register',
       worker_name: this.config.workerName,
@@ -717,20 +725,24 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       });
       return;
     }
+    const endpoint = checkEndpoint(request.endpoint_path, session.advertisedEndpoints);
+    if (!endpoint.ok) {
+      // Never relayed, so BACKEND_API_KEY never goes with it: see guard/endpoint-path.ts.
+      this.log.warn('refused a request for a path this worker does not relay', {
+        request_id: id,
+        path: String(request.endpoint_path).slice(0, 200),
+        reason: endpoint.reason,
+      });
+      this.send(session, { type: 'error', request_id: id, code: ErrorCodes.ENDPOINT_NOT_ALLOWED, message: `refused by the worker: ${endpoint.reason}` });
+      return;
+    }
     if (this.stopping || session.draining) {
       this.log.info('refusing request while draining', { request_id: id });
       this.sendComplete(session, id, { status_code: 503, headers: { 'content-type': 'application/json' }, body: DRAINING_BODY });
       return;
     }
-    if (!request.endpoint_path.startsWith('/') || request.endpoint_path.startsWith('//')) {
-      this.sendComplete(session, id, {
-        status_code: 400,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ error: { message: 'endpoint_path must be an absolute path', type: 'invalid_request_error' } }),
-      });
-      return;
-    }
-    const task: Task = { request, session, controller: new AbortController(), state: 'queued', settled: false, sentChunks: false };
+    // The canonical path that was checked is what goes out, not the gateway's spelling of it.
+    const task: Task = { request: { ...request, endpoint_path: endpoint.path }, session, controller: new AbortController(), state: 'queued', settled: false, sentChunks: false };
     if (this.running < this.config.maxConcurrency) {
       this.tasks.set(id, task);
       this.startTask(task);
@@ -1008,6 +1020,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
 
   private sendModelsUpdate(session: Session): void {
     if (this.stopping) return; // the shutdown's empty list must stand
+    if (this.probed?.endpoints) session.advertisedEndpoints = this.probed.endpoints;
     this.send(session, {
       type: 'models_update',
       models: this.models,

@@ -20,6 +20,8 @@ export const ErrorCodes = {
   BACKEND_RESPONSE_FAILED: 'backend_response_failed',
   WORKER_SHUTTING_DOWN: 'worker_shutting_down',
   DUPLICATE_REQUEST_ID: 'duplicate_request_id',
+  /** The gateway named a path that is not an inference endpoint this worker advertised (never sent to the backend). */
+  ENDPOINT_NOT_ALLOWED: 'endpoint_not_allowed',
 } as const;
 
 export interface CompleteParts {

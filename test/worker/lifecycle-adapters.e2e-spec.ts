@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CacheFlushMessage, ModelLoadMessage, ModelUnloadMessage } from '../../src/protocol';
 import { BackendClient } from '../../src/worker/backend-client';
 import { LifecycleHttp } from '../../src/worker/lifecycle/backend-http';
@@ -238,12 +241,22 @@ describe('lifecycle adapters', () => {
       await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(new OperationFailed('POST /sleep answered 500: CUDA error: out of memory'));
     });
 
+    // The worker checks each adapter on disk (realpath inside --lora-dir), so --lora-dir is a real directory here.
+    let loraRoot: string;
+    let loras: string;
+    beforeEach(() => {
+      loraRoot = mkdtempSync(join(tmpdir(), 'lora-adapters-'));
+      loras = join(realpathSync(loraRoot), 'loras');
+      for (const dir of ['acme/sql', 'sql', 'missing']) mkdirSync(join(loras, dir), { recursive: true });
+    });
+    afterEach(() => rmSync(loraRoot, { recursive: true, force: true }));
+
     it('loads a LoRA adapter by name from --lora-dir and unloads it; vLLM then lists it under its base model', async () => {
       const vllm = new FakeVllm(b, 'llama3.1-8b');
-      vllm.adapterDirs.add('/srv/loras/acme/sql');
-      const adapter = new VllmAdapter('/srv/loras');
+      vllm.adapterDirs.add(`${loras}/acme/sql`);
+      const adapter = new VllmAdapter(loras);
       await adapter.load(load('acme/sql'), ctx);
-      expect(b.requests.find((r) => r.path === '/v1/load_lora_adapter')?.body).toBe('{"lora_name":"acme/sql","lora_path":"/srv/loras/acme/sql"}');
+      expect(b.requests.find((r) => r.path === '/v1/load_lora_adapter')?.body).toBe(`{"lora_name":"acme/sql","lora_path":"${loras}/acme/sql"}`);
       expect([...vllm.loras.keys()]).toEqual(['acme/sql']);
       // Loading it again is nothing to do: it is listed.
       await adapter.load(load('acme/sql'), ctx);
@@ -257,13 +270,17 @@ describe('lifecycle adapters', () => {
     it('refuses LoRA loads it cannot do: no --lora-dir, a name leaving the directory, runtime updates off; relays a missing adapter', async () => {
       const vllm = new FakeVllm(b, 'base');
       await expect(new VllmAdapter().load(load('sql'), ctx)).rejects.toThrow(/--lora-dir, which is not set/);
-      await expect(new VllmAdapter('/srv/loras').load(load('../etc'), ctx)).rejects.toThrow(OperationFailed);
-      await expect(new VllmAdapter('/srv/loras').load(load('missing'), ctx)).rejects.toThrow(
-        new OperationFailed('POST /v1/load_lora_adapter answered 404: No adapter found for /srv/loras/missing'),
+      await expect(new VllmAdapter(loras).load(load('../etc'), ctx)).rejects.toThrow(OperationFailed);
+      // On this host but not where vLLM looks: vLLM's own answer is relayed.
+      await expect(new VllmAdapter(loras).load(load('missing'), ctx)).rejects.toThrow(
+        new OperationFailed(`POST /v1/load_lora_adapter answered 404: No adapter found for ${loras}/missing`),
       );
+      // Not on this host at all: the worker refuses it itself, vLLM is not asked.
+      await expect(new VllmAdapter(loras).load(load('absent'), ctx)).rejects.toThrow(/no LoRA adapter "absent" in --lora-dir/);
       vllm.runtimeLora = false;
-      await expect(new VllmAdapter('/srv/loras').load(load('sql'), ctx)).rejects.toThrow(/VLLM_ALLOW_RUNTIME_LORA_UPDATING=True/);
+      await expect(new VllmAdapter(loras).load(load('sql'), ctx)).rejects.toThrow(/VLLM_ALLOW_RUNTIME_LORA_UPDATING=True/);
       expect(calls().filter((c) => c.includes('lora') && c.includes('../'))).toEqual([]);
+      expect(b.requests.filter((r) => r.body.includes('absent'))).toEqual([]);
     });
 
     it('flushes with POST /reset_prefix_cache for scope all or model, and refuses tenant and tag', async () => {

@@ -1,4 +1,5 @@
 import { LifecycleCommandMessage, LifecycleStatusMessage } from '../../protocol';
+import { lifecycleArgsProblem } from '../guard/lifecycle-args';
 import { Logger } from '../logger';
 import { LifecycleHttp } from './backend-http';
 import { ProgressThrottle } from './progress';
@@ -173,6 +174,9 @@ function lockKeys(command: LifecycleCommandMessage): string[] {
 /** What makes a command impossible to carry out, before anything is asked of the backend. */
 function problemWith(command: LifecycleCommandMessage): string | undefined {
   if (command.type !== 'cache_flush' && command.model_id.trim() === '') return 'model_id is empty';
+  // The gateway's arguments reach backend URLs, file names and registries: no path syntax there.
+  const args = lifecycleArgsProblem(command);
+  if (args) return args;
   if (command.type === 'model_load' && command.evict_model === command.model_id) return 'evict_model names the model to load';
   if (command.type === 'cache_flush') {
     const needs = { all: undefined, model: 'model_id', tenant: 'tenant_id', tag: 'tag' } as const;

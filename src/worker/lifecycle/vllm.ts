@@ -1,5 +1,5 @@
-import { posix } from 'node:path';
 import { CacheFlushMessage, ModelLoadMessage, ModelUnloadMessage } from '../../protocol';
+import { LoraPathRefused, containedLoraPath } from '../guard/lifecycle-args';
 import { JsonObject, asObject } from '../probes/json';
 import { LifecycleHttp, backendMessage, expectOk, isMissingRoute, isOk, objectOf } from './backend-http';
 import { Figures, LifecycleAdapter, OperationContext, OperationFailed, Unsupported, evictFirst } from './types';
@@ -19,7 +19,8 @@ const ADAPTER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*(\/[A-Za-z0-9][A-Za-z0-9._-]*)*
  * - LoRA adapters: a model id the server lists with a `parent` is an adapter, unloaded with
  *   `POST /v1/unload_lora_adapter {lora_name}`; a model id it does not list is loaded as the
  *   adapter `<--lora-dir>/<model id>` with `POST /v1/load_lora_adapter {lora_name, lora_path}`
- *   (without --lora-dir such a load is unsupported: the gateway never names a path);
+ *   (without --lora-dir such a load is unsupported: the gateway never names a path), only once
+ *   that directory exists on this host and resolves, symlinks followed, inside --lora-dir;
  * - cache flush: `POST /reset_prefix_cache`, which empties the whole prefix cache (so scope
  *   `model` flushes more than that model); by tenant or tag is unsupported.
  * While it sleeps vLLM answers inference with 503, so its models are not advertised then.
@@ -35,7 +36,7 @@ export class VllmAdapter implements LifecycleAdapter {
     const model = command.model_id;
     const cards = await this.cards(ctx);
     const card = cards.find((c) => c.id === model);
-    const adapterPath = card ? undefined : this.adapterPath(model, cards);
+    const adapterPath = card ? undefined : await this.adapterPath(model, cards);
     await evictFirst(this, command, ctx);
     if (adapterPath !== undefined) {
       const answer = await ctx.http.post('/v1/load_lora_adapter', { lora_name: model, lora_path: adapterPath }, ctx.signal);
@@ -112,7 +113,7 @@ export class VllmAdapter implements LifecycleAdapter {
   }
 
   /** Where the LoRA adapter a model id names lives, or why this vLLM cannot load it. */
-  private adapterPath(model: string, cards: JsonObject[]): string {
+  private async adapterPath(model: string, cards: JsonObject[]): Promise<string> {
     if (!this.loraDir) {
       const bases = cards.filter((c) => !isLora(c)).map((c) => c.id as string);
       throw new Unsupported(
@@ -123,7 +124,13 @@ export class VllmAdapter implements LifecycleAdapter {
     if (!ADAPTER_NAME.test(model)) {
       throw new OperationFailed(`"${model}" is not a LoRA adapter name that can be looked up under --lora-dir (letters, digits, . _ - and / only; no "." or ".." segments)`);
     }
-    return posix.join(this.loraDir, model);
+    try {
+      // Resolved on disk: a symlink inside --lora-dir must not lead vLLM out of it.
+      return await containedLoraPath(this.loraDir, model);
+    } catch (err) {
+      if (err instanceof LoraPathRefused) throw new OperationFailed(err.message);
+      throw err;
+    }
   }
 }
 
