@@ -126,3 +126,31 @@ describe('slow client: its own request only (STREAM_CLIENT_BUFFER_BYTES)', () =>
     await scenario(gw, undefined, 'client_disconnect');
   }, 90_000);
 });
+
+describe('slow client: stuck past SLOW_CLIENT_TIMEOUT_SECS with room left in its backlog', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({ STREAM_CLIENT_BUFFER_BYTES: String(64 * 1024 * 1024), SLOW_CLIENT_TIMEOUT_SECS: '1' });
+  });
+  afterAll(() => gw.close());
+
+  it('is cancelled client_too_slow and its connection is cut, which frees what was held for it', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['stuck'], features: ['cancel_reasons'] });
+    const dispatcher = gw.app.get(Dispatcher);
+    const stuck = rawStream(gw, 'stuck', true);
+    const closed = new Promise<void>((resolve) => stuck.socket.on('close', () => resolve()));
+    const req = await worker.next('request');
+    for (let i = 0; i < 300 && dispatcher.buffers.total === 0; i++) {
+      worker.chunk(req.request_id as string, SLOW_PIECE);
+      await sleep(2);
+    }
+    expect(dispatcher.buffers.total).toBeGreaterThan(0); // its socket is full: the gateway holds the rest
+    expect(await worker.next('cancel', (f) => f.request_id === req.request_id, 10_000)).toMatchObject({ reason: 'client_too_slow' });
+    // Its connection is cut (a paused client notices only when it reads again), freeing what was held.
+    await eventually(() => dispatcher.buffers.total === 0, 10_000);
+    stuck.socket.on('error', () => undefined);
+    stuck.socket.resume();
+    await closed;
+    worker.close();
+  });
+});
