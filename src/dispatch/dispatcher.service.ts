@@ -311,7 +311,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     worker.assigned.clear();
     if (orphans.some((req) => req.streamedBytes === 0)) this.router.failed(worker, 'disconnect');
     for (const req of orphans) this.rescue(req);
-    this.replanWaitingFor(worker);
+    this.replanWaitingFor(worker.wildcard ? [...this.queue.waitingModels()] : [...worker.models]);
     this.metrics.setWorkersConnected(worker.provider, this.registry.ofProvider(worker.provider).size);
     this.releaseWatchers.delete(worker);
     for (const listener of this.detachListeners) listener(worker);
@@ -368,13 +368,12 @@ export class Dispatcher implements OnApplicationBootstrap {
   }
 
   /**
-   * A worker left: requests waiting for a model that now has no worker at all, and that have a
+   * A worker left (or stopped advertising models): requests waiting for a model that now has no worker at all, and that have a
    * fallback chain, are routed again (a fallback's idle workers take them, or its queue does);
    * those no other candidate can take keep waiting for their model to come back.
    */
-  private replanWaitingFor(gone: LiveWorker): void {
+  private replanWaitingFor(models: readonly string[]): void {
     if (this.queue.totalDepth() === 0) return;
-    const models = gone.wildcard ? [...this.queue.waitingModels()] : [...gone.models];
     for (const model of models) {
       if (this.registry.servingExactly(model).size > 0) continue;
       for (const req of this.queue.waitingFor(model)) {
@@ -511,12 +510,15 @@ export class Dispatcher implements OnApplicationBootstrap {
 
   /** A `models_update`: new models and hints, then the reported load (which may free slots). */
   onModelsChanged(worker: LiveWorker, update: WorkerModelsUpdate): void {
+    const before = worker.models;
     this.registry.setModels(worker, update.models);
+    const dropped = worker.wildcard ? [] : [...before].filter((m) => !worker.models.has(m));
     if (update.capabilities) worker.capabilities = update.capabilities;
     if (update.endpoints) worker.endpoints = new Set(update.endpoints);
     if (update.priority !== undefined) worker.declaredPriority = update.priority;
     this.records.recordModels(worker.id, worker.advertisedModels());
     for (const listener of this.modelsListeners) listener(worker);
+    if (dropped.length > 0) this.replanWaitingFor(dropped);
     if (update.currentLoad !== undefined) this.onPong(worker, update.currentLoad, false);
     else this.pullWork(worker);
   }

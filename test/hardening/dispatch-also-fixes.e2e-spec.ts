@@ -104,6 +104,17 @@ describe('dispatcher hardening: also-fix items', () => {
     expect(waiting.sink.status).toBe(200);
   });
 
+  it("re-plans the same way when the model's last worker stops advertising it (models_update)", async () => {
+    await setup({ ROUTING_FALLBACKS: 'big=small' }, ['big', 'small']);
+    const big = addWorker(['big', 'other'], 1);
+    const small = addWorker(['small'], 1);
+    submit('big');
+    const waiting = submit('big');
+    h.dispatcher.onModelsChanged(big.worker, { models: ['other'] }); // 'big' was unloaded
+    expect(sentRequests(small.channel).map((m) => [m.request_id, m.model])).toEqual([[waiting.req.id, 'small']]);
+    expect(h.queue.depth('local')).toBe(0);
+  });
+
   it('keeps a queued request waiting for its model when no fallback can take it either', async () => {
     await setup({ ROUTING_FALLBACKS: 'big=small' }, ['big', 'small']);
     const big = addWorker(['big'], 1);
