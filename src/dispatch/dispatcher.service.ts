@@ -210,7 +210,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (req.queuedAt) {
       this.queue.stats.departed(req.provider.name, now - req.queuedAt, now);
       this.leaveQueue(req, now);
-    } else if (req.requeues === 0 && !req.waitRecorded) {
+    } else if (req.unrecordedWaitMs > 0 || (req.requeues === 0 && !req.waitRecorded)) {
       // Dispatched at once: a zero wait, so the histogram's percentiles cover every request (a
       // rerouted one records the wait it carried, once; one queued before recorded it on leaving).
       this.recordWait(req);
@@ -368,9 +368,9 @@ export class Dispatcher implements OnApplicationBootstrap {
   }
 
   /**
-   * A worker left (or stopped advertising models): requests waiting for a model that now has no worker at all, and that have a
-   * fallback chain, are routed again (a fallback's idle workers take them, or its queue does);
-   * those no other candidate can take keep waiting for their model to come back.
+   * A worker left (or stopped advertising models): requests waiting for a model that now has no
+   * worker at all, and that have a fallback chain, are routed again (a fallback's idle workers take
+   * them, or its queue does); those no other candidate can take keep waiting for their model.
    */
   private replanWaitingFor(models: readonly string[]): void {
     if (this.queue.totalDepth() === 0) return;
