@@ -100,7 +100,7 @@ async function scenario(gw: TestGateway, features: string[] | undefined, expecte
   // Its client reads what was buffered for it, then the error event, then the end of the response.
   slow.socket.resume();
   await slow.ended;
-  expect(slow.bytes()).toBeLessThan(SLOW_TOTAL / 2);
+  expect(slow.bytes()).toBeLessThan(SLOW_TOTAL * 0.75);
   const text = slow.text();
   expect(text.startsWith('HTTP/1.1 200')).toBe(true);
   expect(text).toMatch(/event: error\ndata: \{.*"code":"client_too_slow".*\}\n\n/);
