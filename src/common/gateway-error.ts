@@ -31,6 +31,7 @@ export type GatewayErrorCode =
   | 'client_too_slow'
   | 'payload_too_large'
   | 'server_shutdown'
+  | 'gateway_overloaded'
   | 'unauthorized'
   | 'invalid_api_key'
   | 'tenant_mismatch'
@@ -197,6 +198,8 @@ export const Errors = {
   workerDisconnected: () => new GatewayError('worker_disconnected', 'The worker disconnected during the response'),
   streamTooLarge: () => new GatewayError('stream_too_large', 'The response stream exceeded the maximum size'),
   clientTooSlow: () => new GatewayError('client_too_slow', 'The client did not read the response fast enough'),
+  // Clients' unread responses fill the gateway's buffer budget (MAX_BUFFERED_BYTES); they drain in seconds.
+  gatewayOverloaded: () => new GatewayError('gateway_overloaded', 'The gateway is busy delivering other responses; retry shortly', { retryAfterMs: 1000 }),
   payloadTooLarge: (limit: number) => new GatewayError('payload_too_large', `Request body exceeds ${limit} bytes`),
   serverShutdown: () => new GatewayError('server_shutdown', 'The gateway is shutting down'),
   // Client API keys (api-keys/): one message whatever was wrong, so answers never tell which keys exist.
@@ -286,6 +289,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   provider_deleted: 503,
   drain_timeout: 503,
   server_shutdown: 503,
+  gateway_overloaded: 503,
   queue_timeout: 504,
   request_timeout: 504,
 };
@@ -346,6 +350,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   fallback_exhausted: 'POOL_UNAVAILABLE',
   provider_deleted: 'POOL_UNAVAILABLE',
   server_shutdown: 'POOL_UNAVAILABLE',
+  gateway_overloaded: 'ADMISSION_REJECT',
   requeue_exhausted: 'REPLICA_EXHAUSTED',
   request_timeout: 'DECODE_TIMEOUT',
   drain_timeout: 'WORKER_RESET',

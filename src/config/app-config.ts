@@ -65,6 +65,10 @@ export interface AppConfig {
   cancelGraceMs: number;
   /** How long a stream may stay backpressured before it is ended as too slow. */
   slowClientTimeoutMs: number;
+  /** Unread bytes one streaming client may have waiting before its request is cancelled (`client_too_slow`). */
+  streamClientBufferBytes: number;
+  /** Response bytes held across all requests (unread stream data, collected bodies) above which new work is refused (503). */
+  maxBufferedBytes: number;
   rejectLegacyWorkers: boolean;
   modelsRefreshIntervalMs: number;
   shutdownDrainTimeoutMs: number;

@@ -75,6 +75,8 @@ const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
   maxRequeues: 'max_requeues',
   cancelGraceMs: 'cancel_grace_secs',
   slowClientTimeoutMs: 'slow_client_timeout_secs',
+  streamClientBufferBytes: 'stream_client_buffer_bytes',
+  maxBufferedBytes: 'max_buffered_bytes',
   rejectLegacyWorkers: 'reject_legacy_workers',
   modelsRefreshIntervalMs: 'models_refresh_interval_secs',
   shutdownDrainTimeoutMs: 'shutdown_drain_timeout_secs',

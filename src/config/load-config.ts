@@ -257,6 +257,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     maxRequeues: routing.maxRetries ?? r.number('MAX_REQUEUES', 'max_requeues', 3, { min: 0, integer: true }),
     cancelGraceMs: r.seconds('CANCEL_GRACE_SECS', 'cancel_grace_secs', 10, TIMER_OR_ZERO),
     slowClientTimeoutMs: r.seconds('SLOW_CLIENT_TIMEOUT_SECS', 'slow_client_timeout_secs', 30, TIMER),
+    streamClientBufferBytes: r.number('STREAM_CLIENT_BUFFER_BYTES', 'stream_client_buffer_bytes', 1024 * 1024, { min: 1, integer: true }),
+    maxBufferedBytes: r.number('MAX_BUFFERED_BYTES', 'max_buffered_bytes', 256 * 1024 * 1024, { min: 1, integer: true }),
     rejectLegacyWorkers: r.bool('REJECT_LEGACY_WORKERS', 'reject_legacy_workers', false),
     modelsRefreshIntervalMs: r.seconds('MODELS_REFRESH_INTERVAL_SECS', 'models_refresh_interval_secs', 0, TIMER_OR_ZERO),
     shutdownDrainTimeoutMs: r.seconds('SHUTDOWN_DRAIN_TIMEOUT_SECS', 'shutdown_drain_timeout_secs', 30, TIMER_OR_ZERO),

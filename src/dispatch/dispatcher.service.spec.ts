@@ -18,7 +18,9 @@ class RecordingSink implements ResponseSink {
     this.outcome.chunks.push(c);
     return true;
   }
+  readonly pendingBytes = 0;
   onDrain() {}
+  abort() {}
   endStream() {
     this.outcome.ended = true;
   }

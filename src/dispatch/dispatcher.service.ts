@@ -16,6 +16,8 @@ import { RelayRequest } from './relay-request';
 import { NO_USAGE_RECORDS, UsageRecorder } from '../usage/usage-recorder.port';
 import { usageRecordOf } from '../usage/usage-record';
 import { readCacheHeaders } from '../usage/cache-headers';
+import { ClientBuffers } from './client-buffers';
+import { reconcileLoad } from './load-report';
 
 /** What a worker's `models_update` changes (already sanitized). */
 export interface WorkerModelsUpdate {
@@ -47,6 +49,8 @@ export class Dispatcher implements OnApplicationBootstrap {
   private readonly releaseWatchers = new Map<LiveWorker, Set<() => void>>();
   private readonly detachListeners: Array<(worker: LiveWorker) => void> = [];
   private readonly modelsListeners: Array<(worker: LiveWorker) => void> = [];
+  /** Response bytes held for clients (per-client backlogs, collected bodies) and their bounds. */
+  readonly buffers: ClientBuffers;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -61,6 +65,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     @Optional() private readonly usage: UsageRecorder = NO_USAGE_RECORDS,
     @Optional() private readonly poolStats: PoolStats = new PoolStats(clock),
   ) {
+    this.buffers = new ClientBuffers(config, clock, (req) => this.tooSlow(req));
     providers.onDeleted((p) => this.onProviderDeleted(p));
     // New capabilities, priority or enabling may make idle workers eligible for queued requests.
     providers.onChanged((p) => {
@@ -85,6 +90,8 @@ export class Dispatcher implements OnApplicationBootstrap {
     const now = this.clock.now();
     req.receivedAt = now;
     if (this.lifecycle.isShuttingDown) return this.reject(req, Errors.serverShutdown());
+    // Clients' unread answers fill the buffer budget: new work waits until they drain (or are cut off).
+    if (this.buffers.full) return this.reject(req, Errors.gatewayOverloaded());
     const plan = this.router.plan(req.route);
     if (plan instanceof GatewayError) return this.reject(req, plan);
     req.plan = plan;
@@ -118,7 +125,11 @@ export class Dispatcher implements OnApplicationBootstrap {
   cancel(req: RelayRequest, reason: CancelReason, error?: GatewayError): boolean {
     switch (req.phase) {
       case 'queued':
-        if (!req.provider) return false;
+        // Not submitted yet (an async admission check was running): it is recorded all the same.
+        if (!req.provider) {
+          if (!req.receivedAt) req.receivedAt = this.clock.now();
+          break;
+        }
         this.queue.remove(req);
         this.metrics.setQueueDepth(req.provider.name, this.queue.depth(req.provider.name));
         break;
@@ -162,14 +173,25 @@ export class Dispatcher implements OnApplicationBootstrap {
     return Errors.queueFull(this.queue.stats.retryAfterMs(provider, ahead + 1, now), this.queue.depth(provider), this.queue.stats.avgWaitMs(provider), tenantShare);
   }
 
-  /** The request leaves the queue (for a worker, a timeout or its client leaving). */
-  private leaveQueue(req: RelayRequest, now: number): void {
+  /**
+   * The request leaves the queue (for a worker, a timeout or its client leaving). A reroute to
+   * another queue or model passes `record: false`: the wait is carried on and recorded once, when
+   * the request next leaves a queue or reaches a worker.
+   */
+  private leaveQueue(req: RelayRequest, now: number, record = true): void {
     if (!req.queuedAt) return;
     const waited = now - req.queuedAt;
     req.waitedMs += waited;
+    req.unrecordedWaitMs += waited;
     req.queuedAt = 0;
     req.sink.queueWaited(req.waitedMs);
-    this.metrics.queueWait(req.provider.name, waited / 1000);
+    if (record) this.recordWait(req);
+  }
+
+  private recordWait(req: RelayRequest): void {
+    this.metrics.queueWait(req.provider.name, req.unrecordedWaitMs / 1000);
+    req.unrecordedWaitMs = 0;
+    req.waitRecorded = true;
   }
 
   private onQueueTimeout(req: RelayRequest): void {
@@ -188,9 +210,10 @@ export class Dispatcher implements OnApplicationBootstrap {
     if (req.queuedAt) {
       this.queue.stats.departed(req.provider.name, now - req.queuedAt, now);
       this.leaveQueue(req, now);
-    } else if (req.requeues === 0) {
-      // Dispatched at once: a zero wait, so the histogram's percentiles cover every request.
-      this.metrics.queueWait(req.provider.name, 0);
+    } else if (req.unrecordedWaitMs > 0 || (req.requeues === 0 && !req.waitRecorded)) {
+      // Dispatched at once: a zero wait, so the histogram's percentiles cover every request (a
+      // rerouted one records the wait it carried, once; one queued before recorded it on leaving).
+      this.recordWait(req);
     }
     const runMs = req.timeouts?.runMs;
     if (runMs !== undefined && !req.assignedAt) req.deadline = now + runMs;
@@ -199,6 +222,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     req.targetModel = model;
     req.assignedAt = now;
     worker.assigned.set(req.id, req);
+    req.sentSeq = ++worker.sentSeq;
     req.timer = this.clock.setTimeout(() => this.onRequestTimeout(req), Math.max(0, req.deadline - now));
     req.sink.routed(model, model === req.plan.target ? undefined : req.model);
     this.log.debug({ msg: 'request placed', correlation_id: req.correlationId, request_id: req.id, pool: worker.provider, worker_id: worker.id, worker_name: worker.name, model, queue_wait_ms: req.waitedMs });
@@ -233,8 +257,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     worker.channel.send({ type: 'cancel', request_id: req.id, reason: wire });
     this.log.debug({ msg: 'cancel sent', request_id: req.id, reason, wire_reason: wire, worker_id: worker.id, correlation_id: req.correlationId });
     const timer = this.clock.setTimeout(() => this.releaseHeld(worker, req.id), this.config.cancelGraceMs);
-    worker.held.set(req.id, () => this.clock.clearTimeout(timer));
-    this.relieve(req);
+    worker.held.set(req.id, { stopTimer: () => this.clock.clearTimeout(timer), sentSeq: req.sentSeq });
   }
 
   private releaseHeld(worker: LiveWorker, requestId: string): void {
@@ -243,9 +266,9 @@ export class Dispatcher implements OnApplicationBootstrap {
 
   /** Drops a held slot (and its grace timer); true if there was one. */
   private forgetHeld(worker: LiveWorker, requestId: string): boolean {
-    const cancelTimer = worker.held.get(requestId);
-    if (!cancelTimer) return false;
-    cancelTimer();
+    const slot = worker.held.get(requestId);
+    if (!slot) return false;
+    slot.stopTimer();
     worker.held.delete(requestId);
     worker.retireCancelled(requestId);
     return true;
@@ -281,13 +304,14 @@ export class Dispatcher implements OnApplicationBootstrap {
     const now = this.clock.now();
     this.records.recordDisconnected(worker.id, now);
     if (worker.drainTimer) this.clock.clearTimeout(worker.drainTimer);
-    for (const cancelTimer of worker.held.values()) cancelTimer();
+    for (const slot of worker.held.values()) slot.stopTimer();
     worker.held.clear();
     // Oldest first, so the earliest arrival gets the first free slot elsewhere.
     const orphans = ([...worker.assigned.values()] as RelayRequest[]).sort((a, b) => a.receivedAt - b.receivedAt);
     worker.assigned.clear();
     if (orphans.some((req) => req.streamedBytes === 0)) this.router.failed(worker, 'disconnect');
     for (const req of orphans) this.rescue(req);
+    this.replanWaitingFor(worker.wildcard ? [...this.queue.waitingModels()] : [...worker.models]);
     this.metrics.setWorkersConnected(worker.provider, this.registry.ofProvider(worker.provider).size);
     this.releaseWatchers.delete(worker);
     for (const listener of this.detachListeners) listener(worker);
@@ -330,25 +354,54 @@ export class Dispatcher implements OnApplicationBootstrap {
 
   private rescue(req: RelayRequest): void {
     this.clearTimer(req);
-    this.relieve(req);
     req.worker = undefined;
     if (req.sink.clientGone) return this.settle(req, CLIENT_CLOSED);
     if (req.started) return this.fail(req, Errors.workerDisconnected());
     if (this.providers.get(req.provider.name) !== req.provider) return this.fail(req, Errors.providerDeleted());
     if (req.requeues >= this.config.maxRequeues) return this.fail(req, Errors.requeueExhausted());
     req.requeues++;
-    req.bufferedBody = undefined;
+    this.buffers.dropBody(req);
     req.streamedBytes = 0;
     this.metrics.requeue(req.provider.name);
     if (this.lifecycle.isShuttingDown) return this.fail(req, Errors.serverShutdown());
     this.dispatch(req, true);
   }
 
+  /**
+   * A worker left (or stopped advertising models): requests waiting for a model that now has no
+   * worker at all, and that have a fallback chain, are routed again (a fallback's idle workers take
+   * them, or its queue does); those no other candidate can take keep waiting for their model.
+   */
+  private replanWaitingFor(models: readonly string[]): void {
+    if (this.queue.totalDepth() === 0) return;
+    for (const model of models) {
+      if (this.registry.servingExactly(model).size > 0) continue;
+      for (const req of this.queue.waitingFor(model)) {
+        if (req.plan.candidates.length < 2) continue;
+        const decision = this.router.route(req.plan);
+        if (decision.kind === 'reject' || decision.model === model) continue;
+        this.queue.remove(req);
+        this.metrics.setQueueDepth(req.provider.name, this.queue.depth(req.provider.name));
+        this.log.debug({ msg: 'queued request re-planned', request_id: req.id, correlation_id: req.correlationId, from_model: model, to_model: decision.model });
+        if (decision.kind === 'assign') {
+          this.assign(req, decision.worker, decision.model);
+          continue;
+        }
+        // It was admitted already: it moves to the fallback's queue without its bound, wait carried on.
+        this.clearTimer(req);
+        this.leaveQueue(req, this.clock.now(), false);
+        req.provider = decision.provider;
+        this.enqueue(req, decision.model, true);
+      }
+    }
+  }
+
   onChunk(worker: LiveWorker, requestId: string, chunk: string): FrameVerdict {
     const req = worker.assigned.get(requestId) as RelayRequest | undefined;
     if (!req) return this.lateFrame(worker, requestId);
     if (req.streamedBytes === 0) this.firstByte(req, worker);
-    req.streamedBytes += Buffer.byteLength(chunk);
+    const bytes = Buffer.byteLength(chunk);
+    req.streamedBytes += bytes;
     if (req.streamedBytes > this.config.maxStreamBytes) {
       this.metrics.cancellation('stream_too_large');
       this.cancelOnWorker(req, 'stream_too_large');
@@ -356,14 +409,15 @@ export class Dispatcher implements OnApplicationBootstrap {
       return 'ok';
     }
     if (!req.isStreaming) {
-      (req.bufferedBody ??= []).push(chunk);
+      this.buffers.collect(req, chunk, bytes);
       return 'ok';
     }
     if (req.phase !== 'streaming') {
       req.phase = 'streaming';
       req.sink.startStream();
     }
-    if (!req.sink.writeChunk(chunk)) this.backpressure(req, worker);
+    // Its own backlog is full: only this request ends; the worker's other streams never wait.
+    if (!this.buffers.write(req, chunk, bytes)) this.tooSlow(req);
     return 'ok';
   }
 
@@ -403,9 +457,11 @@ export class Dispatcher implements OnApplicationBootstrap {
       // An interim (1xx) status is not an answer: relaying it would leave the client waiting.
       this.fail(req, Errors.workerError());
     } else {
+      // Collected chunks are handed over as they are: joining them would make a second copy.
+      const body = msg.body ?? req.bufferedBody ?? '';
       this.settle(req, msg.status_code);
-      const body = msg.body ?? req.bufferedBody?.join('') ?? '';
       req.sink.sendComplete(msg.status_code, msg.headers ?? {}, body);
+      this.buffers.sent(req);
     }
     this.afterSlotFreed(worker);
     return 'ok';
@@ -431,15 +487,14 @@ export class Dispatcher implements OnApplicationBootstrap {
     this.afterSlotFreed(worker);
   }
 
-  /** `pong` carries the worker's own count of active requests. */
-  onPong(worker: LiveWorker, currentLoad: number): void {
+  /**
+   * `pong` carries the worker's own count of active requests, as of the ping it answers; a
+   * `models_update` (`fromPing` false) carries one of unknown age, so it frees no held slot.
+   */
+  onPong(worker: LiveWorker, currentLoad: number, fromPing = true): void {
     this.records.recordHeartbeat(worker.id, this.clock.now());
-    // A lower load than we account for means cancelled requests have ended on the worker.
-    for (const id of worker.held.keys()) {
-      if (worker.assigned.size + worker.held.size <= currentLoad) break;
-      this.forgetHeld(worker, id);
-    }
-    worker.externalLoad = Math.max(0, currentLoad - worker.pending);
+    const mark = fromPing ? worker.takePingMark() : undefined;
+    reconcileLoad(worker, currentLoad, mark, (id) => this.forgetHeld(worker, id));
     this.afterSlotFreed(worker);
   }
 
@@ -455,13 +510,16 @@ export class Dispatcher implements OnApplicationBootstrap {
 
   /** A `models_update`: new models and hints, then the reported load (which may free slots). */
   onModelsChanged(worker: LiveWorker, update: WorkerModelsUpdate): void {
+    const before = worker.models;
     this.registry.setModels(worker, update.models);
+    const dropped = worker.wildcard ? [] : [...before].filter((m) => !worker.models.has(m));
     if (update.capabilities) worker.capabilities = update.capabilities;
     if (update.endpoints) worker.endpoints = new Set(update.endpoints);
     if (update.priority !== undefined) worker.declaredPriority = update.priority;
     this.records.recordModels(worker.id, worker.advertisedModels());
     for (const listener of this.modelsListeners) listener(worker);
-    if (update.currentLoad !== undefined) this.onPong(worker, update.currentLoad);
+    if (dropped.length > 0) this.replanWaitingFor(dropped);
+    if (update.currentLoad !== undefined) this.onPong(worker, update.currentLoad, false);
     else this.pullWork(worker);
   }
 
@@ -514,7 +572,7 @@ export class Dispatcher implements OnApplicationBootstrap {
     const now = this.clock.now();
     for (const req of this.queue.discard(provider)) {
       this.clearTimer(req);
-      this.leaveQueue(req, now);
+      this.leaveQueue(req, now, false);
       this.dispatch(req, false);
     }
     this.metrics.setQueueDepth(provider, this.queue.depth(provider));
@@ -556,7 +614,6 @@ export class Dispatcher implements OnApplicationBootstrap {
   private release(worker: LiveWorker, req: RelayRequest): void {
     worker.assigned.delete(req.id);
     worker.retire(req.id);
-    this.relieve(req);
     this.notifyReleased(worker);
   }
 
@@ -587,30 +644,12 @@ export class Dispatcher implements OnApplicationBootstrap {
     }
   }
 
-  /**
-   * The client cannot take more: stop reading this worker's socket (bounded memory) until the
-   * client drains; a client that stays full past the slow-client timeout is cut off.
-   */
-  private backpressure(req: RelayRequest, worker: LiveWorker): void {
-    if (worker.pausedBy.has(req.id)) return;
-    worker.pausedBy.add(req.id);
-    if (worker.pausedBy.size === 1) worker.channel.pause();
-    req.sink.onDrain(() => this.relieve(req));
-    req.slowClientTimer = this.clock.setTimeout(() => {
-      if (req.phase !== 'streaming') return;
-      this.metrics.cancellation('client_too_slow');
-      this.cancelOnWorker(req, 'client_too_slow');
-      this.fail(req, Errors.clientTooSlow());
-    }, this.config.slowClientTimeoutMs);
-  }
-
-  private relieve(req: RelayRequest): void {
-    if (req.slowClientTimer) {
-      this.clock.clearTimeout(req.slowClientTimer);
-      req.slowClientTimer = undefined;
-    }
-    const worker = req.worker;
-    if (worker && worker.pausedBy.delete(req.id) && worker.pausedBy.size === 0) worker.channel.resume();
+  /** The client's backlog stayed full (or has no room left): only its request ends. */
+  private tooSlow(req: RelayRequest): void {
+    if (req.phase !== 'streaming') return;
+    this.metrics.cancellation('client_too_slow');
+    this.cancelOnWorker(req, 'client_too_slow');
+    this.fail(req, Errors.clientTooSlow());
   }
 
   private firstByte(req: RelayRequest, worker: LiveWorker): void {
@@ -632,6 +671,7 @@ export class Dispatcher implements OnApplicationBootstrap {
 
   /** Refuses a request before it runs (admission, routing, queue bounds): counted as a rejection. */
   reject(req: RelayRequest, error: GatewayError): void {
+    if (req.phase === 'finished') return; // its client left during admission: recorded then
     if (!req.receivedAt) req.receivedAt = this.clock.now();
     this.metrics.rejection(error.code);
     this.poolStats.rejected(poolOf(req, error), error.code);
@@ -662,7 +702,8 @@ export class Dispatcher implements OnApplicationBootstrap {
   /** Marks the request finished exactly once and records it. */
   private settle(req: RelayRequest, status: number, error?: GatewayError): void {
     this.clearTimer(req);
-    this.relieve(req);
+    // A collected body goes now; a client's unread backlog stays counted until it drains or leaves.
+    this.buffers.dropBody(req);
     req.phase = 'finished';
     const now = this.clock.now();
     // A request no provider took names a model nobody serves: its name is not worth a series.

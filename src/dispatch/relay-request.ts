@@ -18,15 +18,19 @@ export interface ResponseSink {
   startStream(status?: number, headers?: Record<string, string>): void;
   /** Writes one chunk as received; false when the client's socket buffer is full. */
   writeChunk(chunk: string): boolean;
-  /** Called once when a previously full client buffer has drained. */
+  /** Bytes written that the client's connection has not taken yet (O(1)). */
+  readonly pendingBytes: number;
+  /** Called once when a previously full client buffer has drained, or the client's connection closed. */
   onDrain(listener: () => void): void;
+  /** Cuts the client's connection (it left its buffer full too long); nothing more is written. */
+  abort(): void;
   /** Ends a started stream normally. */
   endStream(): void;
   /**
    * Sends a whole response (non-streaming, or a stream that failed before its first chunk) with the
    * worker's headers as received; the sink decides which of them HTTP may carry.
    */
-  sendComplete(status: number, headers: Record<string, string>, body: string): void;
+  sendComplete(status: number, headers: Record<string, string>, body: string | readonly string[]): void;
   /** Ends with an error: an HTTP error before the stream started, an SSE error event after. */
   fail(error: GatewayError): void;
   /**
@@ -123,6 +127,18 @@ export class RelayRequest {
   errorCode: GatewayErrorCode | undefined;
   /** Chunks a worker sent for a non-streaming request, used when its completion has no body. */
   bufferedBody: string[] | undefined;
+  /**
+   * Bytes this request holds in the gateway's buffer budget (MAX_BUFFERED_BYTES): its collected
+   * body, or what its client has not read yet (kept after the request ends, until the client drains or leaves).
+   */
+  heldBytes = 0;
+  /** A drain listener is registered: the client's buffer is full (see ClientBuffers). */
+  backedUp = false;
+  /** This request's number among those sent to its worker (`LiveWorker.sentSeq`). */
+  sentSeq = 0;
+  /** Queue wait not yet recorded in the queue-wait histogram (a reroute carries it on). */
+  unrecordedWaitMs = 0;
+  waitRecorded = false;
   timer: TimerHandle | undefined;
   slowClientTimer: TimerHandle | undefined;
 

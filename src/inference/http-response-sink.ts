@@ -86,8 +86,26 @@ export class HttpResponseSink implements ResponseSink {
     return this.res.write(chunk);
   }
 
+  get pendingBytes(): number {
+    return this.res.writableLength;
+  }
+
   onDrain(listener: () => void): void {
-    this.res.once('drain', listener);
+    // A whole answer ends with 'finish' rather than 'drain'; a client that leaves, with 'close'.
+    const once = () => {
+      this.res.off('drain', once);
+      this.res.off('finish', once);
+      this.res.off('close', once);
+      listener();
+    };
+    this.res.on('drain', once);
+    this.res.on('finish', once);
+    this.res.on('close', once);
+  }
+
+  abort(): void {
+    this.ended = true;
+    this.res.destroy();
   }
 
   endStream(): void {
@@ -95,19 +113,25 @@ export class HttpResponseSink implements ResponseSink {
     this.res.end();
   }
 
-  sendComplete(status: number, headers: Record<string, string>, body: string): void {
+  sendComplete(status: number, headers: Record<string, string>, body: string | readonly string[]): void {
     this.ended = true;
     const safe = sendableHeaders(headers);
     // 204 and 304 responses carry no body; Node would drop it but keep a wrong content-length.
     const bodiless = status === 204 || status === 304;
     if (!bodiless) {
-      safe['content-length'] = String(Buffer.byteLength(body));
-      if (body && !safe['content-type']) safe['content-type'] = 'application/json';
+      const length = byteLengthOf(body);
+      safe['content-length'] = String(length);
+      if (length > 0 && !safe['content-type']) safe['content-type'] = 'application/json';
     }
     Object.assign(safe, this.gatewayHeaders);
     safe[CORRELATION_HEADER] = this.correlationId;
     this.res.writeHead(status, safe);
-    this.res.end(bodiless ? undefined : body);
+    if (bodiless || typeof body === 'string') return void this.res.end(bodiless ? undefined : body);
+    // Collected chunks go out one by one (corked into few socket writes), never joined into a copy.
+    this.res.cork();
+    for (const chunk of body) this.res.write(chunk);
+    this.res.end();
+    this.res.uncork();
   }
 
   fail(error: GatewayError): void {
@@ -127,6 +151,13 @@ export class HttpResponseSink implements ResponseSink {
     });
     this.res.end(body);
   }
+}
+
+function byteLengthOf(body: string | readonly string[]): number {
+  if (typeof body === 'string') return Buffer.byteLength(body);
+  let n = 0;
+  for (const chunk of body) n += Buffer.byteLength(chunk);
+  return n;
 }
 
 /** Close callbacks of responses queued behind others, one socket listener per connection. */

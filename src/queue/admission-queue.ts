@@ -136,6 +136,19 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
     return item;
   }
 
+  /** The requests waiting for `model` (a copy; admin and detach paths, never per request). */
+  waitingFor(model: string): T[] {
+    const mq = this.byModel.get(model);
+    const out: T[] = [];
+    if (mq) for (const level of mq.levels) for (const list of level.values()) out.push(...list);
+    return out.sort((a, b) => a.receivedAt - b.receivedAt);
+  }
+
+  /** Models with requests waiting. */
+  waitingModels(): IterableIterator<string> {
+    return this.byModel.keys();
+  }
+
   /** Removes every request counted against a provider, oldest first. */
   discard(provider: string): T[] {
     const out: T[] = [];

@@ -18,10 +18,18 @@ const NOTHING_DECLARED: ModelCapabilities = Object.freeze({});
 export interface WorkerChannel {
   send(message: ServerToWorkerMessage): void;
   close(code: number, reason: string): void;
-  /** Stop/resume reading frames from this worker (backpressure from a slow client). */
-  pause(): void;
-  resume(): void;
 }
+
+/** A cancelled request's slot, kept until the worker completes it or reports a lower load. */
+export interface HeldSlot {
+  /** Stops the grace timer that would give the slot back. */
+  stopTimer: () => void;
+  /** The request's place in the order of requests sent to this worker (see `sentSeq`). */
+  sentSeq: number;
+}
+
+/** Pings remembered awaiting their pong; a worker that stops answering does not grow this. */
+const PINGS_TRACKED = 32;
 
 /** In-memory state of one connected, registered worker. Mutated only by the relay. */
 export class LiveWorker {
@@ -49,13 +57,15 @@ export class LiveWorker {
   /** Requests this worker is working on, by request id. */
   readonly assigned = new Map<string, unknown>();
   /** Cancelled requests whose slot is kept until the worker completes them or reports lower load. */
-  readonly held = new Map<string, () => void>();
+  readonly held = new Map<string, HeldSlot>();
+  /** Requests sent to this worker so far: each request records its number when it is sent. */
+  sentSeq = 0;
+  /** `sentSeq` when each unanswered ping was sent, oldest first (a pong answers the oldest). */
+  private readonly pingMarks: number[] = [];
   /** Load the worker reported that the gateway does not account for (work from a previous session). */
   externalLoad = 0;
   draining = false;
   lastSeenAt: number;
-  /** Streams currently paused on this worker because their client is slow. */
-  readonly pausedBy = new Set<string>();
   /** Ids of requests this worker finished recently: late frames for them are dropped, not fatal. */
   readonly retired = new Set<string>();
   /** Ids of cancelled requests whose slot was given back (see retireCancelled). */
@@ -139,6 +149,20 @@ export class LiveWorker {
 
   get freeSlots(): number {
     return this.draining ? 0 : Math.max(0, this.maxConcurrent - this.load);
+  }
+
+  /** The link sent a ping: the pong that answers it counts only requests sent before it. */
+  pingSent(): void {
+    this.pingMarks.push(this.sentSeq);
+    if (this.pingMarks.length > PINGS_TRACKED) this.pingMarks.shift();
+  }
+
+  /**
+   * For a pong: `sentSeq` at the ping it answers (frames keep their order, so the oldest
+   * unanswered one); undefined when no ping is outstanding (the load's moment is unknown).
+   */
+  takePingMark(): number | undefined {
+    return this.pingMarks.shift();
   }
 
   /** Remembers a finished request id (bounded), so a late chunk or completion is not a protocol error. */

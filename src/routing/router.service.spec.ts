@@ -30,7 +30,7 @@ class Records extends WorkerRecords {
   }
 }
 
-const channel: WorkerChannel = { send() {}, close() {}, pause() {}, resume() {} };
+const channel: WorkerChannel = { send() {}, close() {} };
 
 describe('Router', () => {
   let clock: FakeClock;

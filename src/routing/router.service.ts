@@ -245,7 +245,7 @@ export class Router implements OnModuleInit {
   private isHealthy(w: LiveWorker, now: number): boolean {
     if (w.draining || w.health.isEjected(now)) return false;
     // The link closes a silent worker at the heartbeat timeout; until then it gets no new work.
-    return w.pausedBy.size > 0 || now - w.lastSeenAt <= this.config.heartbeatTimeoutMs;
+    return now - w.lastSeenAt <= this.config.heartbeatTimeoutMs;
   }
 
   /**

@@ -54,8 +54,15 @@ export class TaskSink implements ResponseSink, ChunkListener {
     return true;
   }
 
+  /** Chunks go to the task's parser at once: nothing waits for a reader. */
+  readonly pendingBytes = 0;
+
   onDrain(): void {
     // writeChunk never reports a full buffer.
+  }
+
+  abort(): void {
+    // No connection of its own to cut.
   }
 
   endStream(): void {
@@ -66,8 +73,9 @@ export class TaskSink implements ResponseSink, ChunkListener {
   }
 
   /** A whole answer: the backend did not stream (or failed before streaming). */
-  sendComplete(status: number, _headers: Record<string, string>, body: string): void {
+  sendComplete(status: number, _headers: Record<string, string>, collected: string | readonly string[]): void {
     if (this.task.finished) return;
+    const body = typeof collected === 'string' ? collected : collected.join('');
     if (status < 200 || status >= 300) return this.handlers.backendError(this.task, status, body);
     // A JSON completion, or an SSE stream the worker delivered in one piece.
     if (!readPayload(body, this.task.request.endpoint, this)) {

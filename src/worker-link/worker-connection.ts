@@ -116,14 +116,6 @@ export class WorkerConnection implements WorkerChannel {
     this.socket.close(code, reason);
   }
 
-  pause(): void {
-    this.socket.pause();
-  }
-
-  resume(): void {
-    this.socket.resume();
-  }
-
   // ---- handshake
 
   private async authenticate(): Promise<void> {
@@ -298,14 +290,13 @@ export class WorkerConnection implements WorkerChannel {
     // hearing nothing for 90 s, even in the middle of a long stream.
     this.heartbeatTimer = clock.setInterval(() => {
       const now = clock.now();
-      const paused = (this.worker?.pausedBy.size ?? 0) > 0; // we stopped reading; silence is ours
-      if (paused) this.lastInboundAt = now;
       if (now - this.lastInboundAt >= config.heartbeatTimeoutMs) {
         log.warn(`worker ${this.worker?.id} heartbeat timed out`);
         this.deps.metrics.workerHeartbeatTimeout(this.worker?.provider ?? this.providerName);
         this.close(CloseCodes.NORMAL, CloseReasons.HEARTBEAT_TIMEOUT);
         return;
       }
+      this.worker?.pingSent(); // its pong's load is compared only with requests sent before it
       this.send({ type: 'ping', timestamp_unix_ms: now });
     }, config.heartbeatIntervalMs);
     if (config.modelsRefreshIntervalMs > 0) {
@@ -343,7 +334,6 @@ export class WorkerConnection implements WorkerChannel {
     if (this.heartbeatTimer) clock.clearInterval(this.heartbeatTimer);
     if (this.refreshTimer) clock.clearInterval(this.refreshTimer);
     if (this.worker) {
-      this.socket.resume();
       this.deps.dispatcher.detachWorker(this.worker);
     }
   }

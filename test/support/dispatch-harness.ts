@@ -12,6 +12,7 @@ import { WorkerChannel } from '../../src/registry/live-worker';
 import { WorkerRecords } from '../../src/registry/worker-records.port';
 import { WorkerRegistry } from '../../src/registry/worker-registry.service';
 import { Router } from '../../src/routing/router.service';
+import { UsageRecorder } from '../../src/usage/usage-recorder.port';
 
 /** Providers from the config only: nothing is loaded or saved. */
 export class MemoryProviderStore extends ProviderStore {
@@ -43,8 +44,6 @@ export class RecordingChannel implements WorkerChannel {
   close(code: number, reason: string) {
     this.closedWith = [code, reason];
   }
-  pause() {}
-  resume() {}
 }
 
 export interface DispatchHarness {
@@ -58,7 +57,7 @@ export interface DispatchHarness {
 }
 
 /** A real Dispatcher over real routing and queueing, in memory, driven by `clock`. */
-export async function dispatchHarness(config: AppConfig, clock: Clock): Promise<DispatchHarness> {
+export async function dispatchHarness(config: AppConfig, clock: Clock, usage?: UsageRecorder): Promise<DispatchHarness> {
   const providers = new ProvidersService(config, new MemoryProviderStore());
   await providers.onModuleInit();
   const registry = new WorkerRegistry();
@@ -67,6 +66,6 @@ export async function dispatchHarness(config: AppConfig, clock: Clock): Promise<
   const lifecycle = new LifecycleState();
   const router = new Router(config, clock, providers, registry, records, metrics);
   const queue = new AdmissionQueue<RelayRequest>(config);
-  const dispatcher = new Dispatcher(config, clock, providers, registry, queue, router, records, metrics, lifecycle);
+  const dispatcher = new Dispatcher(config, clock, providers, registry, queue, router, records, metrics, lifecycle, usage);
   return { providers, registry, router, queue, dispatcher, lifecycle, metrics };
 }

@@ -223,6 +223,7 @@ const INFERENCE_ERRORS: GatewayErrorCode[] = [
   'provider_deleted',
   'drain_timeout',
   'server_shutdown',
+  'gateway_overloaded',
   'queue_timeout',
   'request_timeout',
 ];
