@@ -42,7 +42,7 @@ describe('docs/lifecycle.md worked example', () => {
     const decoded = decodeOpToken(token);
     expect(hasValidSignature(Buffer.from(key), decoded)).toBe(true);
     const clock = new FakeClock(decoded.claims.issuedAt * 1000);
-    const verifier = new OpTokenVerifier({ key: Buffer.from(key), signers: ['alice', 'bob', 'carol'], requiredSigners: 2 }, new OnceNonces(), clock);
+    const verifier = new OpTokenVerifier({ publicKeys: new Map(), sharedKey: Buffer.from(key), sharedKeySigners: ['alice', 'bob', 'carol'], requiredSigners: 2 }, new OnceNonces(), clock);
     await expect(verifier.verify(token, { operation: 'model-unload', modelId: 'llama3:8b' })).resolves.toMatchObject({ signers: ['alice', 'bob'], nonce: '9f2c4e7a1b3d5f60' });
   });
 });

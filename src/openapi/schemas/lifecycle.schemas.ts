@@ -19,12 +19,12 @@ const OP_TOKEN_CODES: GatewayErrorCode[] = [
   'op_token_insufficient_signers',
 ];
 /** What every governed operation may answer besides its own refusals. */
-const GOVERNED_CODES: GatewayErrorCode[] = [...ADMIN_AUTH_CODES, 'lifecycle_disabled', 'invalid_request', 'validation_failed', ...OP_TOKEN_CODES];
+const GOVERNED_CODES: GatewayErrorCode[] = [...ADMIN_AUTH_CODES, 'lifecycle_disabled', 'invalid_request', 'validation_failed', ...OP_TOKEN_CODES, 'audit_unavailable'];
 
 const modelId: SchemaObject = { type: 'string', minLength: 1, maxLength: 255, description: 'The model as the backend names it (HuggingFace id, Ollama tag, path).' };
 const opToken: SchemaObject = {
   type: 'string',
-  description: 'base64url of `{"opToken": {operation, modelId, scope?, issuedAt, signers, nonce}, "signature"}` (docs/lifecycle.md); `switchboard op-token` mints one.',
+  description: 'base64url of `{"opToken": {operation, modelId?, evictModel?, pool?, workerId?, replicas?, quantization?, gpuMemoryBudgetMB?, maxContextLength?, scope?, tenantId?, tag?, issuedAt, nonce}, "signatures": {signer: Ed25519 signature}}` (docs/lifecycle.md); `switchboard op-token` creates one and `switchboard op-token sign` adds each signature.',
 };
 const target: Record<string, SchemaObject> = {
   pool: { type: 'string', minLength: 1, maxLength: 64, description: 'Only workers of this pool (provider); absent = every pool.' },
