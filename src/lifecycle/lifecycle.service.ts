@@ -16,6 +16,7 @@ import { StaleCleanupService } from '../registry/stale-cleanup.service';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import type { LifecycleReportHandler } from '../worker-link/worker-connection';
 import { AuditContext, definedOnly } from './audit-context';
+import { flushRequest, loadRequest, unloadRequest } from './bound-request';
 import { FlushCacheDto, LoadModelDto, UnloadModelDto } from './lifecycle.dto';
 import { LifecycleTask, loadTaskView, partFinished, partView, PartStatus, TaskPart, taskError, taskStatus, total } from './lifecycle-task';
 import { LoadingModel, LoadingModels } from './loading-models';
@@ -139,20 +140,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     audit.modelId = body.modelId;
     audit.target = definedOnly({ pool: body.pool, workerId: body.workerId, replicas: body.replicas, evictModel: body.evictModel });
     audit.claimed(OpTokenVerifier.peek(body.verifiedOpToken));
-    await this.governance.verify(
-      body.verifiedOpToken,
-      definedOnly({
-        operation: 'model-load' as const,
-        modelId: body.modelId,
-        evictModel: body.evictModel,
-        pool: body.pool,
-        workerId: body.workerId,
-        replicas: body.replicas,
-        quantization: body.quantization,
-        gpuMemoryBudgetMB: body.gpuMemoryBudgetMB,
-        maxContextLength: body.maxContextLength,
-      }),
-    );
+    await this.governance.verify(body.verifiedOpToken, loadRequest(body));
     const { modelId, evictModel } = body;
     const workers = this.selector.forLoad(
       { pool: body.pool, workerId: body.workerId, modelId, replicas: body.replicas ?? 1, gpuMemoryBudgetMB: body.gpuMemoryBudgetMB, evictModel },
@@ -182,7 +170,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     audit.modelId = body.modelId;
     audit.target = definedOnly({ pool: body.pool, workerId: body.workerId });
     audit.claimed(OpTokenVerifier.peek(body.verifiedOpToken));
-    await this.governance.verify(body.verifiedOpToken, definedOnly({ operation: 'model-unload' as const, modelId: body.modelId, pool: body.pool, workerId: body.workerId }));
+    await this.governance.verify(body.verifiedOpToken, unloadRequest(body));
     const { modelId } = body;
     const workers = this.selector.forUnload({ pool: body.pool, workerId: body.workerId, modelId }, this.runningTaskOf);
     const rt = await this.launch('model-unload', { modelId }, workers, audit, (taskId) => ({
@@ -204,7 +192,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     audit.target = definedOnly({ pool: body.pool, workerId: body.workerId, tenantId: body.tenantId, tag: body.tag });
     audit.claimed(OpTokenVerifier.peek(body.verifiedOpToken));
     const { scope, modelId, tenantId, tag } = body;
-    await this.governance.verify(body.verifiedOpToken, definedOnly({ operation: 'cache-flush' as const, modelId, scope, tenantId, tag, pool: body.pool, workerId: body.workerId }));
+    await this.governance.verify(body.verifiedOpToken, flushRequest(body));
     const key = flushKey(scope, modelId ?? tenantId ?? tag);
     const workers = this.selector.forFlush({ pool: body.pool, workerId: body.workerId, key, modelId }, this.runningTaskOf);
     const rt = await this.launch('cache-flush', { modelId, scope, tenantId, tag }, workers, audit, (taskId) => ({
@@ -360,6 +348,8 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     this.log.log(`${operation}${task.modelId ? ` of '${task.modelId}'` : ''} (task ${id}) sent to ${workers.map((w) => w.name).join(', ')}; signed by ${audit.signers?.join(', ')}`);
     for (const { worker, plan: p } of plans) {
       const rp = rt.parts.get(worker.id)!;
+      // A worker that left while the row was written has failed its part already: nothing to send.
+      if (partFinished(rp.part)) continue;
       this.runPart(rt, rp, p).catch((e: unknown) => {
         this.log.error(`${operation} (task ${id}) on worker ${worker.id} broke: ${(e as Error).stack ?? e}`);
         this.finishPart(rt, rp, 'failed', { error: 'internal_error: the gateway failed to relay the operation' }, rp.part.sentAt !== undefined ? 'unknown' : 'release');
