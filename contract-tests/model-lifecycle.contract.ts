@@ -1,14 +1,17 @@
 /**
  * Contract: model lifecycle under governance (model-runner spec §2–§4 and "Authentication").
  * Load, unload and cache flush need the admin token AND a `verifiedOpToken`: base64url of
- * `{"opToken": {...}, "signature"}`, the signature being the hex HMAC-SHA256 of the opToken as
- * JSON with keys sorted at every level and no whitespace, keyed with the key file's content. The
- * gateway relays the operation only to workers that negotiated `model_lifecycle`, tracks it from
- * their `lifecycle_status` reports, routes to a loaded model only after `models_update`, unloads
- * only once in-flight work has finished, and audits every attempt.
+ * `{"opToken": {...}, "signatures": {"<signer>": base64url Ed25519 signature}}`, each signer
+ * signing the opToken as JSON with keys sorted at every level and no whitespace with their own
+ * private key; the gateway holds only the signers' public keys (GOVERNANCE_SIGNERS_FILE: name →
+ * base64 of the raw 32-byte key) and needs M distinct valid signatures. The token binds the
+ * operation, the model and the target (workerId, pool, ...): a request that differs is refused.
+ * The gateway relays the operation only to workers that negotiated `model_lifecycle`, tracks it
+ * from their `lifecycle_status` reports, routes to a loaded model only after `models_update`,
+ * unloads only once in-flight work has finished, and audits every attempt.
  */
-import { createHmac, randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { generateKeyPairSync, KeyObject, randomBytes, sign } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { httpCall, HttpResult, postJson } from './support/http';
@@ -17,7 +20,16 @@ import { Scope } from './support/scope';
 import { Frame, ScriptedWorker } from './support/worker';
 import { chatBody, uniqueModel, waitUntil } from './support/util';
 
-const KEY = `lifecycle-key-${randomBytes(8).toString('hex')}`;
+/** Each signer's own key pair; the gateway is told only the public halves. */
+const KEYS: Record<string, KeyObject> = {};
+const PUBLIC: Record<string, string> = {};
+for (const name of ['alice', 'bob', 'carol']) {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  KEYS[name] = privateKey;
+  PUBLIC[name] = Buffer.from(publicKey.export({ format: 'jwk' }).x as string, 'base64url').toString('base64');
+}
+/** Not a configured signer: signs with a key the gateway does not know. */
+const STRANGER = generateKeyPairSync('ed25519').privateKey;
 
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
@@ -36,10 +48,15 @@ interface MintOptions {
   operation: 'model-load' | 'model-unload' | 'cache-flush';
   modelId?: string;
   scope?: string;
+  workerId?: string;
+  pool?: string;
+  quantization?: string;
+  tenantId?: string;
   signers?: string[];
   issuedAt?: number;
   nonce?: string;
-  key?: string;
+  /** Every signature made with a key the gateway does not know (under the signers' names). */
+  forged?: boolean;
 }
 
 function mint(o: MintOptions): string {
@@ -47,12 +64,33 @@ function mint(o: MintOptions): string {
     operation: o.operation,
     modelId: o.modelId,
     scope: o.scope,
+    workerId: o.workerId,
+    pool: o.pool,
+    quantization: o.quantization,
+    tenantId: o.tenantId,
     issuedAt: o.issuedAt ?? Math.floor(Date.now() / 1000),
-    signers: o.signers ?? ['alice', 'bob'],
     nonce: o.nonce ?? randomBytes(12).toString('hex'),
   };
-  const signature = createHmac('sha256', o.key ?? KEY).update(canonical(opToken)).digest('hex');
-  return Buffer.from(JSON.stringify({ opToken, signature })).toString('base64url');
+  const signatures: Record<string, string> = {};
+  for (const name of o.signers ?? ['alice', 'bob']) {
+    const key = o.forged ? STRANGER : (KEYS[name] ?? STRANGER);
+    signatures[name] = sign(null, Buffer.from(canonical(opToken), 'utf8'), key).toString('base64url');
+  }
+  return Buffer.from(JSON.stringify({ opToken, signatures })).toString('base64url');
+}
+
+/** The same token with one signer's entry written twice in the JSON (a signature must count once). */
+function withDuplicateSignature(token: string, signer: string): string {
+  const json = Buffer.from(token, 'base64url').toString('utf8');
+  const sig = JSON.parse(json).signatures[signer];
+  return Buffer.from(json.replace(`"${signer}":"${sig}"`, `"${signer}":"${sig}","${signer}":"${sig}"`)).toString('base64url');
+}
+
+/** The same token with `signer`'s signature replaced by `from`'s (valid for `from`, not for `signer`). */
+function withSignatureOf(token: string, signer: string, from: string): string {
+  const outer = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  outer.signatures[signer] = outer.signatures[from];
+  return Buffer.from(JSON.stringify(outer)).toString('base64url');
 }
 
 describe('model lifecycle under governance', () => {
@@ -61,13 +99,12 @@ describe('model lifecycle under governance', () => {
   let keyDir: string;
 
   beforeAll(async () => {
-    keyDir = mkdtempSync(join(tmpdir(), 'switchboard-opkey-'));
-    const keyFile = join(keyDir, 'model-api.key');
-    writeFileSync(keyFile, `${KEY}\n`);
-    chmodSync(keyFile, 0o600);
+    keyDir = mkdtempSync(join(tmpdir(), 'switchboard-signers-'));
+    const signersFile = join(keyDir, 'signers.yaml');
+    writeFileSync(signersFile, Object.entries(PUBLIC).map(([name, key]) => `${name}: ${key}\n`).join(''));
     gw = await spawnGateway({
       label: 'lifecycle',
-      env: { VERIFIED_OP_TOKEN_KEY_PATH: keyFile, GOVERNANCE_SIGNERS: 'alice,bob,carol', GOVERNANCE_REQUIRED_SIGNERS: '2', REQUEST_TIMEOUT_SECS: '20' },
+      env: { GOVERNANCE_SIGNERS_FILE: signersFile, GOVERNANCE_REQUIRED_SIGNERS: '2', REQUEST_TIMEOUT_SECS: '20' },
     });
   });
   beforeEach(() => {
@@ -103,7 +140,7 @@ describe('model lifecycle under governance', () => {
     const model = uniqueModel('new');
     const w = await lifecycleWorker([base]);
     expect(w.ack?.features).toContain('model_lifecycle');
-    const res = await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, quantization: 'q4_k_m', verifiedOpToken: mint({ operation: 'model-load', modelId: model }) });
+    const res = await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, quantization: 'q4_k_m', verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId, quantization: 'q4_k_m' }) });
     expect(res.status).toBe(202);
     const accepted = res.json();
     expect(accepted).toMatchObject({ taskId: expect.any(String), status: 'loading', progress: 0 });
@@ -139,7 +176,7 @@ describe('model lifecycle under governance', () => {
   test('a worker without the feature never receives a lifecycle frame; its task fails as unsupported', async () => {
     const model = uniqueModel('legacy');
     const legacy = await scope.worker({ models: [uniqueModel('other')], max_concurrent: 1 }, workerOpts());
-    const res = await admin('POST', '/v1/models/load', { modelId: model, workerId: legacy.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model }) });
+    const res = await admin('POST', '/v1/models/load', { modelId: model, workerId: legacy.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: legacy.workerId }) });
     if (res.status === 202) {
       const final = await waitUntil(async () => {
         const body = (await admin('GET', `/v1/models/load/${res.json().taskId}`)).json();
@@ -157,7 +194,7 @@ describe('model lifecycle under governance', () => {
   test('a worker that disconnects mid-load fails the task with worker_disconnected', async () => {
     const model = uniqueModel('gone');
     const w = await lifecycleWorker([uniqueModel('x')]);
-    const { taskId } = (await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model }) })).json();
+    const { taskId } = (await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId }) })).json();
     const frame = await w.next('model_load');
     status(w, frame.task_id, { status: 'loading', progress: 0.1 });
     w.terminate();
@@ -171,7 +208,7 @@ describe('model lifecycle under governance', () => {
   test('nonsense reports are dropped without ending the session; a second load of the same model on the same worker is 409 with the running task id', async () => {
     const model = uniqueModel('dup');
     const w = await lifecycleWorker([uniqueModel('y')]);
-    const first = (await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model }) })).json();
+    const first = (await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId }) })).json();
     const frame = await w.next('model_load');
     status(w, frame.task_id, { status: 'loading', progress: 7 });
     status(w, frame.task_id, { status: 'teleporting' });
@@ -179,7 +216,7 @@ describe('model lifecycle under governance', () => {
     status(w, frame.task_id, { status: 'loading', progress: 0.25 });
     await waitUntil(async () => (await admin('GET', `/v1/models/load/${first.taskId}`)).json().progress === 0.25, 'progress 0.25');
     expect(w.isOpen).toBe(true);
-    const second = await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model }) });
+    const second = await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId }) });
     expect(second.status).toBe(409);
     expect(second.text).toContain(first.taskId);
   });
@@ -191,7 +228,7 @@ describe('model lifecycle under governance', () => {
     const req = await w.nextRequest();
     w.chunk(req.request_id, 'data: {"choices":[{"delta":{"content":"part one"}}]}\n\n');
     await stream.waitForText((t) => t.includes('part one'));
-    const unload = admin('POST', '/v1/models/unload', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-unload', modelId: model }) });
+    const unload = admin('POST', '/v1/models/unload', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-unload', modelId: model, workerId: w.workerId }) });
     // Out of routing at once: a new request for the model does not reach this worker.
     await waitUntil(async () => {
       const probe = postJson('/v1/chat/completions', chatBody(model), {}, gw.url);
@@ -215,7 +252,7 @@ describe('model lifecycle under governance', () => {
 
   test('cache flush relays the scope and aggregates the workers answers', async () => {
     const w = await lifecycleWorker([uniqueModel('flush')]);
-    const flush = admin('POST', '/v1/cache/flush', { scope: 'tenant', tenantId: 'acme', workerId: w.workerId, verifiedOpToken: mint({ operation: 'cache-flush', scope: 'tenant' }) });
+    const flush = admin('POST', '/v1/cache/flush', { scope: 'tenant', tenantId: 'acme', workerId: w.workerId, verifiedOpToken: mint({ operation: 'cache-flush', scope: 'tenant', tenantId: 'acme', workerId: w.workerId }) });
     const frame: Frame = await w.next('cache_flush');
     expect(frame).toMatchObject({ scope: 'tenant', tenant_id: 'acme' });
     status(w, frame.task_id, { status: 'completed', entries_removed: 12, memory_freed_mb: 300 });
@@ -235,18 +272,21 @@ describe('model lifecycle under governance', () => {
     const load = (token: string, adminToken?: string) => admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: token }, adminToken);
     const codeOf = (r: HttpResult) => r.json().error?.code as string;
 
-    expect((await load(mint({ operation: 'model-load', modelId: model }), 'not-the-admin-token')).status).toBe(401);
+    const tok = (o: Partial<MintOptions> = {}) => mint({ operation: 'model-load', modelId: model, workerId: w.workerId, ...o });
+    expect((await load(tok(), 'not-the-admin-token')).status).toBe(401);
     const malformed = await load('definitely not a token');
     expect(malformed.status).toBe(400);
     const refusals: Array<[string, HttpResult]> = [
-      ['signature', await load(mint({ operation: 'model-load', modelId: model, key: 'another key' }))],
-      ['stale', await load(mint({ operation: 'model-load', modelId: model, issuedAt: Math.floor(Date.now() / 1000) - 6 * 60 }))],
-      ['future', await load(mint({ operation: 'model-load', modelId: model, issuedAt: Math.floor(Date.now() / 1000) + 6 * 60 }))],
-      ['operation', await load(mint({ operation: 'model-unload', modelId: model }))],
-      ['model', await load(mint({ operation: 'model-load', modelId: `${model}-other` }))],
-      ['duplicate signers', await load(mint({ operation: 'model-load', modelId: model, signers: ['alice', 'alice'] }))],
-      ['unknown signer', await load(mint({ operation: 'model-load', modelId: model, signers: ['alice', 'mallory'] }))],
-      ['too few', await load(mint({ operation: 'model-load', modelId: model, signers: ['alice'] }))],
+      ['signature', await load(tok({ forged: true }))],
+      ['stale', await load(tok({ issuedAt: Math.floor(Date.now() / 1000) - 6 * 60 }))],
+      ['future', await load(tok({ issuedAt: Math.floor(Date.now() / 1000) + 6 * 60 }))],
+      ['operation', await load(tok({ operation: 'model-unload' }))],
+      ['model', await load(tok({ modelId: `${model}-other` }))],
+      ['duplicate signature', await load(withDuplicateSignature(tok({ signers: ['alice'] }), 'alice'))],
+      ['unknown signer', await load(tok({ signers: ['alice', 'bob', 'mallory'] }))],
+      ['too few', await load(tok({ signers: ['alice'] }))],
+      ['target', await load(tok({ workerId: 'w-another-worker' }))],
+      ['one signature bad', await load(withSignatureOf(tok({ signers: ['alice', 'bob'] }), 'bob', 'alice'))],
     ];
     for (const [why, res] of refusals) {
       expect([why, res.status]).toEqual([why, expect.any(Number)]);
@@ -254,9 +294,14 @@ describe('model lifecycle under governance', () => {
     }
     const codes = refusals.map(([, r]) => codeOf(r));
     // signature, clock window, operation mismatch and signer problems are told apart.
-    expect(new Set([codes[0], codes[1], codes[3], codes[5], codes[7]]).size).toBe(5);
+    expect(new Set([codes[0], codes[1], codes[3], codes[6], codes[7]]).size).toBe(5);
+    // A signature counts once however often it is written; a token for another worker is not this one's;
+    // M valid signatures do not excuse a bad one.
+    expect(codes[5]).toBe(codes[7]);
+    expect(codes[8]).toBe(codes[3]);
+    expect(codes[9]).toBe(codes[0]);
 
-    const token = mint({ operation: 'model-load', modelId: model, nonce: `n-${randomBytes(6).toString('hex')}` });
+    const token = tok({ nonce: `n-${randomBytes(6).toString('hex')}` });
     expect((await load(token)).status).toBe(202);
     const replay = await load(token);
     expect([401, 403]).toContain(replay.status);
@@ -275,9 +320,9 @@ describe('model lifecycle under governance', () => {
 
   test('unknown worker or pool is 404', async () => {
     const model = uniqueModel('nf');
-    const noWorker = await admin('POST', '/v1/models/load', { modelId: model, workerId: 'w-does-not-exist', verifiedOpToken: mint({ operation: 'model-load', modelId: model }) });
+    const noWorker = await admin('POST', '/v1/models/load', { modelId: model, workerId: 'w-does-not-exist', verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: 'w-does-not-exist' }) });
     expect(noWorker.status).toBe(404);
-    const noPool = await admin('POST', '/v1/models/load', { modelId: model, pool: 'no-such-pool', verifiedOpToken: mint({ operation: 'model-load', modelId: model }) });
+    const noPool = await admin('POST', '/v1/models/load', { modelId: model, pool: 'no-such-pool', verifiedOpToken: mint({ operation: 'model-load', modelId: model, pool: 'no-such-pool' }) });
     expect(noPool.status).toBe(404);
     expect((await admin('GET', '/v1/models/load/no-such-task')).status).toBe(404);
   });

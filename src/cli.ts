@@ -11,7 +11,7 @@ Commands:
   worker         start a worker daemon that connects a local inference server to a gateway
   migrate        apply pending database migrations to DATABASE_URL, or revert the last one
   hash-secret    read a worker secret on stdin, print its scrypt hash (for secret_hash: in YAML)
-  op-token       print a verifiedOpToken for a model load, unload or cache flush
+  op-token       create, sign (Ed25519) and verify verifiedOpTokens for model lifecycle operations
   help [command] show this help, or a command's
 
 Options:
@@ -121,27 +121,17 @@ async function hashSecretFromStdin(args: string[]): Promise<number> {
   return 0;
 }
 
-/** Prints a signed verifiedOpToken (docs/lifecycle.md); the key is read from a file, never an argument. */
+/** `op-token` (create), `op-token keygen|sign|verify` (docs/lifecycle.md); keys are read from files, never arguments. */
 async function opToken(args: string[]): Promise<number> {
-  const { OP_TOKEN_HELP, OpTokenUsageError, opTokenFor, parseOpTokenArgs } = await import('./governance/op-token-cli');
-  if (args.some((a) => HELP_FLAGS.has(a))) {
-    process.stdout.write(OP_TOKEN_HELP);
-    return 0;
-  }
-  let parsed;
-  try {
-    parsed = parseOpTokenArgs(args, process.env);
-  } catch (e) {
-    if (e instanceof OpTokenUsageError) return usageError('switchboard op-token', e.message, 'switchboard op-token --help');
-    throw e;
-  }
-  try {
-    process.stdout.write(`${opTokenFor(parsed, Date.now())}\n`);
-  } catch (e) {
-    process.stderr.write(`switchboard op-token: key file ${(e as Error).message}\n`);
-    return 1;
-  }
-  return 0;
+  const { runOpToken } = await import('./governance/op-token-commands');
+  const { readFileSync } = await import('node:fs');
+  return runOpToken(args, {
+    env: process.env,
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+    readStdin: () => (process.stdin.isTTY ? '' : readFileSync(0, 'utf8')),
+    nowMs: Date.now(),
+  });
 }
 
 /** Like dist/worker/main.js: exits once the daemon has stopped (its sockets and timers may linger). */

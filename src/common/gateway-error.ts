@@ -52,6 +52,7 @@ export type GatewayErrorCode =
   | 'op_token_duplicate_signers'
   | 'op_token_unknown_signer'
   | 'op_token_insufficient_signers'
+  | 'audit_unavailable'
   | 'internal_error';
 
 export interface GatewayErrorDetails {
@@ -209,13 +210,14 @@ export const Errors = {
     new GatewayError('auth_rate_limited', 'Too many failed API key authentications from this address, retry later', { retryAfterMs }),
   // Model lifecycle (lifecycle/) and its governance (governance/): see docs/lifecycle.md.
   lifecycleDisabled: () =>
-    new GatewayError('lifecycle_disabled', 'Model lifecycle operations are disabled: the gateway has no VERIFIED_OP_TOKEN_KEY_PATH configured'),
+    new GatewayError('lifecycle_disabled', 'Model lifecycle operations are disabled: the gateway has no governance signers configured (governance.signers / GOVERNANCE_SIGNERS_FILE)'),
   lifecycleUnsupported: (message: string) => new GatewayError('lifecycle_unsupported', message),
   /** An accepted unload or cache flush did not complete on every worker (`workers` says how each ended). */
   lifecycleFailed: (message: string, workers: unknown[]) => new GatewayError('lifecycle_failed', message, { fields: { workers } }),
   opTokenMissing: () => new GatewayError('op_token_missing', 'This operation needs a verifiedOpToken signed by the governance signers', { param: 'verifiedOpToken' }),
   opTokenMalformed: (why: string) => new GatewayError('op_token_malformed', `verifiedOpToken is malformed: ${why}`, { param: 'verifiedOpToken' }),
-  opTokenBadSignature: () => new GatewayError('op_token_bad_signature', 'verifiedOpToken signature does not match (wrong key, or the token was altered)', { param: 'verifiedOpToken' }),
+  opTokenBadSignature: (why = 'wrong key, or the token was altered') =>
+    new GatewayError('op_token_bad_signature', `verifiedOpToken signature does not match (${why})`, { param: 'verifiedOpToken' }),
   opTokenExpired: (skewSecs: number, windowSecs: number) =>
     new GatewayError(
       'op_token_expired',
@@ -233,6 +235,9 @@ export const Errors = {
     new GatewayError('op_token_unknown_signer', `verifiedOpToken is signed by unknown signer(s): ${names.join(', ')}`, { param: 'verifiedOpToken' }),
   opTokenInsufficientSigners: (have: number, need: number, of: number) =>
     new GatewayError('op_token_insufficient_signers', `verifiedOpToken has ${have} signer(s); ${need} of the ${of} governance signers must sign`, { param: 'verifiedOpToken' }),
+  /** The `accepted` audit row of a lifecycle operation could not be written: nothing was sent (fail closed). */
+  auditUnavailable: () =>
+    new GatewayError('audit_unavailable', 'The audit trail cannot be written, so the operation was not sent to any worker; retry with a new verifiedOpToken once the database is back'),
 } as const;
 
 /** A client-supplied value in a message: quoted and bounded, or "none". */
@@ -277,6 +282,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   op_token_duplicate_signers: 403,
   op_token_unknown_signer: 403,
   op_token_insufficient_signers: 403,
+  audit_unavailable: 503,
   payload_too_large: 413,
   queue_full: 429,
   internal_error: 500,
@@ -341,6 +347,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   op_token_duplicate_signers: 'ADMISSION_REJECT',
   op_token_unknown_signer: 'ADMISSION_REJECT',
   op_token_insufficient_signers: 'ADMISSION_REJECT',
+  audit_unavailable: 'INTERNAL',
   queue_full: 'QUEUE_FULL_DROP_LRU',
   pool_unready: 'POOL_UNREADY',
   pool_unavailable: 'POOL_UNAVAILABLE',
@@ -406,6 +413,8 @@ const NOT_RETRIABLE = new Set<GatewayErrorCode>([
   'op_token_duplicate_signers',
   'op_token_unknown_signer',
   'op_token_insufficient_signers',
+  // Its token is spent (the nonce was claimed before the audit write): the same request cannot pass again.
+  'audit_unavailable',
 ]);
 
 /** Whether retrying the same request later can succeed. */

@@ -118,6 +118,9 @@ const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
   governance: {
     keyPath: 'governance.key_path',
     signers: 'governance.signers',
+    signerKeys: 'governance.signers',
+    signersFile: 'governance.signers',
+    sharedKeyCompat: 'governance.shared_key_compat',
     requiredSigners: 'governance.required_signers',
     auditRetentionMs: 'governance.audit_retention_days',
     unauthenticatedAuditRetentionMs: 'governance.unauthenticated_audit_retention_days',

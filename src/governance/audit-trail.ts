@@ -24,6 +24,26 @@ export class AuditTrail implements BeforeApplicationShutdown {
     this.writes.enqueue(`audit row (${entry.operation} ${entry.outcome})`, () => this.store.append(entry));
   }
 
+  /**
+   * Appends the row and resolves once it is stored, rejecting when it cannot be (store error, or
+   * the queue is full): an operation's `accepted` row must exist before anything reaches a worker.
+   * Queued behind the earlier rows, so the trail keeps its order.
+   */
+  recordDurably(entry: AuditEntry): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const queued = this.writes.enqueue(`audit row (${entry.operation} ${entry.outcome})`, async () => {
+        try {
+          await this.store.append(entry);
+          resolve();
+        } catch (e) {
+          reject(e);
+          throw e;
+        }
+      });
+      if (!queued) reject(new Error('the audit write queue is full'));
+    });
+  }
+
   /** The row of a request refused at the admin token check (no or a wrong token). */
   recordUnauthenticated(entry: AuditEntry): void {
     this.unauthenticated.enqueue(`audit row (${entry.operation} ${entry.outcome}, no admin token)`, () => this.store.append(entry));

@@ -1,18 +1,29 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { Env, Reader } from '../config/config-reader';
+import { parsePublicKey, publicKeyText } from './op-token-ed25519';
 import { readOpTokenKey } from './op-token-key';
 
-/** The `governance:` section: who may sign lifecycle operations, and with which key (docs/lifecycle.md). */
+/** The `governance:` section: who may sign lifecycle operations, and with which keys (docs/lifecycle.md). */
 export interface GovernanceConfig {
   /**
-   * `VERIFIED_OP_TOKEN_KEY_PATH`: the file holding the shared HMAC key. Set = model lifecycle
-   * enabled (the file must then exist and be non-empty); unset = the lifecycle routes answer
-   * `403 lifecycle_disabled`.
+   * Signer name → Ed25519 public key (base64 of the raw 32 bytes, normalized), from
+   * `GOVERNANCE_SIGNERS_FILE` or the `governance.signers` mapping. Any = model lifecycle enabled.
    */
-  keyPath?: string;
-  /** Names that may sign an op token (N). */
+  signerKeys: Record<string, string>;
+  /** `GOVERNANCE_SIGNERS_FILE`, when the keys came from a file. */
+  signersFile?: string;
+  /** Names that may sign (N): the keys' names, or (shared-key compat only) the `GOVERNANCE_SIGNERS` list. */
   signers: string[];
-  /** How many distinct known signers an op token needs (M). */
+  /** How many distinct valid signatures of known signers an op token needs (M). */
   requiredSigners: number;
+  /**
+   * `GOVERNANCE_SHARED_KEY_COMPAT`: also accept the seed's single shared-HMAC token format, keyed
+   * with the file at `VERIFIED_OP_TOKEN_KEY_PATH` (`keyPath`). Single authority: whoever holds
+   * that key can sign as anyone. Off unless set.
+   */
+  sharedKeyCompat: boolean;
+  keyPath?: string;
   /** Audit rows older than this are pruned by the cleanup job; 0 = kept forever. */
   auditRetentionMs: number;
   /**
@@ -22,15 +33,15 @@ export interface GovernanceConfig {
   unauthenticatedAuditRetentionMs: number;
 }
 
-const KEYS = ['key_path', 'signers', 'required_signers', 'audit_retention_days', 'unauthenticated_audit_retention_days'];
+const KEYS = ['key_path', 'signers', 'required_signers', 'shared_key_compat', 'audit_retention_days', 'unauthenticated_audit_retention_days'];
 /** Printable ASCII without spaces or commas (GOVERNANCE_SIGNERS is comma-separated). */
 const SIGNER_NAME = /^[\x21-\x2b\x2d-\x7e]{1,64}$/;
 const DEFAULT_REQUIRED_SIGNERS = 2;
 const DAY_MS = 24 * 3600 * 1000;
 
-/** Whether model lifecycle operations are enabled (a key file is configured). */
+/** Whether model lifecycle operations are enabled: signers' public keys, or the shared key with compat on. */
 export function lifecycleEnabled(config: GovernanceConfig): boolean {
-  return config.keyPath !== undefined;
+  return Object.keys(config.signerKeys).length > 0 || (config.sharedKeyCompat && config.keyPath !== undefined);
 }
 
 export function readGovernanceConfig(env: Env, section: unknown, problems: string[]): GovernanceConfig {
@@ -39,17 +50,32 @@ export function readGovernanceConfig(env: Env, section: unknown, problems: strin
   const r = new Reader(env, yaml, 'governance', KEYS);
   const own: string[] = [];
   const keyPath = r.string('VERIFIED_OP_TOKEN_KEY_PATH', 'key_path') || undefined;
-  const signers = readSigners(env.GOVERNANCE_SIGNERS, yaml.signers, own);
+  const sharedKeyCompat = r.bool('GOVERNANCE_SHARED_KEY_COMPAT', 'shared_key_compat', false);
+  const signersFile = env.GOVERNANCE_SIGNERS_FILE || undefined;
+  const fileMap = yaml.signers !== null && typeof yaml.signers === 'object' && !Array.isArray(yaml.signers);
+  const signerKeys = signersFile !== undefined ? readKeysFile(signersFile, own) : fileMap ? readKeys(yaml.signers, 'governance.signers (config file)', own) : {};
+  const keyed = Object.keys(signerKeys);
+  let signers = keyed;
+  if (keyed.length > 0 || signersFile !== undefined) {
+    if (env.GOVERNANCE_SIGNERS) own.push('GOVERNANCE_SIGNERS names the signers of shared-key tokens; with public keys configured the signers are the keys\' names: unset it');
+  } else signers = readNames(env.GOVERNANCE_SIGNERS, fileMap ? undefined : yaml.signers, own);
   const requiredSigners = r.number('GOVERNANCE_REQUIRED_SIGNERS', 'required_signers', DEFAULT_REQUIRED_SIGNERS, { min: 1, integer: true });
   const auditRetentionDays = r.number('GOVERNANCE_AUDIT_RETENTION_DAYS', 'audit_retention_days', 0, { min: 0 });
   const unauthenticatedDays = r.number('GOVERNANCE_UNAUTHENTICATED_AUDIT_RETENTION_DAYS', 'unauthenticated_audit_retention_days', 30, { min: 0 });
-  if (keyPath !== undefined) {
+  if (keyPath !== undefined && !sharedKeyCompat) {
+    // Fail loudly rather than silently drop the operator's governance: the shared key is one authority, not M of N.
+    own.push(
+      'VERIFIED_OP_TOKEN_KEY_PATH is set but shared-key (HMAC) op tokens are off: whoever holds that key can sign as every signer. Configure the signers\' public keys (governance.signers: {name: key} or GOVERNANCE_SIGNERS_FILE; `switchboard op-token keygen`), or set GOVERNANCE_SHARED_KEY_COMPAT=true to keep accepting it',
+    );
+  }
+  if (sharedKeyCompat && keyPath === undefined) own.push('GOVERNANCE_SHARED_KEY_COMPAT needs VERIFIED_OP_TOKEN_KEY_PATH (the shared HMAC key file)');
+  if (sharedKeyCompat && keyPath !== undefined) {
     try {
       readOpTokenKey(keyPath);
     } catch (e) {
       own.push(`VERIFIED_OP_TOKEN_KEY_PATH ${(e as Error).message}`);
     }
-    if (signers.length === 0 && !own.some((p) => p.startsWith('governance.signers') || p.startsWith('GOVERNANCE_SIGNERS'))) {
+    if (signers.length === 0 && !own.some((p) => p.includes('governance.signers') || p.includes('GOVERNANCE_SIGNERS'))) {
       own.push('GOVERNANCE_SIGNERS (or governance.signers in the config file) must name the signers when VERIFIED_OP_TOKEN_KEY_PATH is set');
     }
   }
@@ -59,16 +85,65 @@ export function readGovernanceConfig(env: Env, section: unknown, problems: strin
   for (const key of r.unknownKeys()) problems.push(`governance.${key} (config file) is not a governance setting (known: ${KEYS.join(', ')})`);
   problems.push(...r.problems, ...own);
   return {
-    ...(keyPath !== undefined ? { keyPath } : {}),
+    signerKeys,
+    ...(signersFile !== undefined ? { signersFile } : {}),
     signers,
     requiredSigners,
+    sharedKeyCompat,
+    ...(keyPath !== undefined ? { keyPath } : {}),
     auditRetentionMs: Math.round(auditRetentionDays * DAY_MS),
     unauthenticatedAuditRetentionMs: Math.round(unauthenticatedDays * DAY_MS),
   };
 }
 
-/** `GOVERNANCE_SIGNERS=alice,bob,carol` (wins) or the file's `governance.signers: [alice, bob]`. */
-function readSigners(fromEnv: string | undefined, fromFile: unknown, problems: string[]): string[] {
+/** `GOVERNANCE_SIGNERS_FILE`: a YAML or JSON mapping of signer name to public key (JSON is YAML). */
+function readKeysFile(path: string, problems: string[]): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(readFileSync(path, 'utf8'));
+  } catch (e) {
+    problems.push(`GOVERNANCE_SIGNERS_FILE "${path}" cannot be read: ${(e as Error).message.split('\n')[0]}`);
+    return {};
+  }
+  const keys = readKeys(parsed, `GOVERNANCE_SIGNERS_FILE "${path}"`, problems);
+  if (Object.keys(keys).length === 0 && !problems.some((p) => p.startsWith(`GOVERNANCE_SIGNERS_FILE "${path}"`))) problems.push(`GOVERNANCE_SIGNERS_FILE "${path}" names no signer`);
+  return keys;
+}
+
+/** `{alice: <base64 public key>, ...}`: each a valid Ed25519 key, no key under two names (one person would count twice). */
+function readKeys(v: unknown, source: string, problems: string[]): Record<string, string> {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    problems.push(`${source} must be a mapping of signer name to public key`);
+    return {};
+  }
+  const out: Record<string, string> = {};
+  const owner = new Map<string, string>();
+  const before = problems.length;
+  for (const [name, key] of Object.entries(v as Record<string, unknown>)) {
+    if (!SIGNER_NAME.test(name)) {
+      problems.push(`${source}: "${name.slice(0, 80)}" is not a signer name (1-64 printable characters, no spaces or commas)`);
+      continue;
+    }
+    if (typeof key !== 'string') {
+      problems.push(`${source}.${name}: expected a base64 Ed25519 public key`);
+      continue;
+    }
+    let text: string;
+    try {
+      text = publicKeyText(parsePublicKey(key));
+    } catch (e) {
+      problems.push(`${source}.${name}: not an Ed25519 public key (${(e as Error).message})`);
+      continue;
+    }
+    if (owner.has(text)) problems.push(`${source}: ${owner.get(text)} and ${name} have the same public key (one key would count twice)`);
+    owner.set(text, name);
+    out[name] = text;
+  }
+  return problems.length > before ? {} : out;
+}
+
+/** Shared-key compat: `GOVERNANCE_SIGNERS=alice,bob,carol` (wins) or the file's `governance.signers: [alice, bob]`. */
+function readNames(fromEnv: string | undefined, fromFile: unknown, problems: string[]): string[] {
   let names: string[];
   let source: string;
   if (fromEnv !== undefined && fromEnv !== '') {
@@ -77,7 +152,7 @@ function readSigners(fromEnv: string | undefined, fromFile: unknown, problems: s
   } else if (fromFile !== undefined && fromFile !== null) {
     source = 'governance.signers (config file)';
     if (!Array.isArray(fromFile) || !fromFile.every((s) => typeof s === 'string')) {
-      problems.push(`${source} must be a list of names`);
+      problems.push(`${source} must be a mapping of signer name to public key (or, for shared-key tokens, a list of names)`);
       return [];
     }
     names = fromFile.map((s) => s.trim());

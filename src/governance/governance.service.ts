@@ -5,14 +5,17 @@ import { CLOCK, Clock } from '../common/clock';
 import { Errors } from '../common/gateway-error';
 import { StaleCleanupService } from '../registry/stale-cleanup.service';
 import { NonceStore } from './nonce-store';
+import { lifecycleEnabled } from './governance-config';
 import { OpTokenClaims } from './op-token';
+import { parsePublicKey } from './op-token-ed25519';
 import { keyFilePermissionWarning, readOpTokenKey } from './op-token-key';
 import { OpTokenVerifier, RequestedOperation } from './op-token-verifier';
 
 /**
- * Governance of lifecycle operations: enabled when VERIFIED_OP_TOKEN_KEY_PATH is set. The key is
- * read once, at boot (a key that cannot be read stops the boot); rotating it takes a restart.
- * Spent nonces are pruned by the cleanup job once no token could carry them any more.
+ * Governance of lifecycle operations: enabled when the signers' Ed25519 public keys are configured
+ * (or, explicitly, the seed's shared HMAC key with GOVERNANCE_SHARED_KEY_COMPAT). Keys are read
+ * once, at boot; changing them takes a restart. Spent nonces are pruned by the cleanup job once no
+ * token could carry them any more.
  */
 @Injectable()
 export class GovernanceService {
@@ -25,12 +28,19 @@ export class GovernanceService {
     nonces: NonceStore,
     @Optional() cleanup?: StaleCleanupService,
   ) {
-    const { keyPath, signers, requiredSigners } = config.governance;
-    if (keyPath !== undefined) {
-      const key = readOpTokenKey(keyPath);
-      const warning = keyFilePermissionWarning(keyPath);
-      if (warning) this.log.warn(warning);
-      this.verifier = new OpTokenVerifier({ key, signers, requiredSigners }, nonces, clock);
+    const { keyPath, signers, signerKeys, sharedKeyCompat, requiredSigners } = config.governance;
+    if (lifecycleEnabled(config.governance)) {
+      const publicKeys = new Map(Object.entries(signerKeys).map(([name, key]) => [name, parsePublicKey(key)]));
+      let sharedKey: Buffer | undefined;
+      if (sharedKeyCompat && keyPath !== undefined) {
+        sharedKey = readOpTokenKey(keyPath);
+        const warning = keyFilePermissionWarning(keyPath);
+        if (warning) this.log.warn(warning);
+        this.log.warn(
+          'GOVERNANCE_SHARED_KEY_COMPAT is on: shared-key (HMAC) op tokens are accepted, and whoever holds VERIFIED_OP_TOKEN_KEY_PATH can sign as every signer (a single authority, not M of N)',
+        );
+      }
+      this.verifier = new OpTokenVerifier({ publicKeys, sharedKey, sharedKeySigners: sharedKey ? signers : undefined, requiredSigners }, nonces, clock);
       this.log.log(`model lifecycle enabled: op tokens need ${requiredSigners} of ${signers.length} signers (${signers.join(', ')})`);
     }
     cleanup?.addRetentionTask('op_token_nonces', (now) => nonces.prune(now));

@@ -32,7 +32,8 @@ class MemoryNonces extends NonceStore {
 
 const LOAD: RequestedOperation = { operation: 'model-load', modelId: 'llama3:70b' };
 
-describe('OpTokenVerifier', () => {
+/** The seed's shared-key (HMAC) format, accepted with GOVERNANCE_SHARED_KEY_COMPAT (Ed25519 M-of-N: op-token-ed25519.spec.ts). */
+describe('OpTokenVerifier, shared-key compat format', () => {
   let clock: FakeClock;
   let nonces: MemoryNonces;
   let verifier: OpTokenVerifier;
@@ -52,7 +53,7 @@ describe('OpTokenVerifier', () => {
   beforeEach(() => {
     clock = new FakeClock(Date.UTC(2026, 11, 5, 10, 0, 0));
     nonces = new MemoryNonces();
-    verifier = new OpTokenVerifier({ key: KEY, signers: SIGNERS, requiredSigners: 2 }, nonces, clock);
+    verifier = new OpTokenVerifier({ publicKeys: new Map(), sharedKey: KEY, sharedKeySigners: SIGNERS, requiredSigners: 2 }, nonces, clock);
   });
 
   it('accepts a well-formed token of known signers and answers its claims', async () => {
@@ -79,7 +80,7 @@ describe('OpTokenVerifier', () => {
       ['not base64url', 'not a token!'],
       ['not JSON', Buffer.from('{opToken').toString('base64url')],
       ['no signature', Buffer.from(JSON.stringify({ opToken: { operation: 'model-load' } })).toString('base64url')],
-      ['a field that is not an op token field', Buffer.from(JSON.stringify({ opToken: { operation: 'model-load', modelId: 'm', issuedAt: 1, signers: ['a'], nonce: 'n-12345678', workerId: 'w' }, signature: 'a'.repeat(64) })).toString('base64url')],
+      ['a field that is not an op token field', Buffer.from(JSON.stringify({ opToken: { operation: 'model-load', modelId: 'm', issuedAt: 1, signers: ['a'], nonce: 'n-12345678', priority: 1 }, signature: 'a'.repeat(64) })).toString('base64url')],
       ['an unknown operation', Buffer.from(JSON.stringify({ opToken: { operation: 'model-delete', modelId: 'm', issuedAt: 1, signers: ['a'], nonce: 'n-12345678' }, signature: 'a'.repeat(64) })).toString('base64url')],
       ['issuedAt in milliseconds as a string', Buffer.from(JSON.stringify({ opToken: { operation: 'model-load', modelId: 'm', issuedAt: '1', signers: ['a'], nonce: 'n-12345678' }, signature: 'a'.repeat(64) })).toString('base64url')],
       ['a short nonce', Buffer.from(JSON.stringify({ opToken: { operation: 'model-load', modelId: 'm', issuedAt: 1, signers: ['a'], nonce: 'abc' }, signature: 'a'.repeat(64) })).toString('base64url')],
@@ -132,24 +133,32 @@ describe('OpTokenVerifier', () => {
       expect(await code(token, { operation: 'model-unload', modelId: 'llama3:70b' })).toBe('op_token_replayed');
     });
 
-    it('then the request: operation, modelId, scope (and tenant/tag when the token names them) must be what it signed', async () => {
+    it('then the request: every bound field must be what it signed, absent ones absent', async () => {
       expect(await code(mint(), { operation: 'model-unload', modelId: 'llama3:70b' })).toBe('op_token_mismatch');
       expect(await code(mint(), { operation: 'model-load', modelId: 'llama3:8b' })).toBe('op_token_mismatch');
       const flush = (claims: Partial<OpTokenClaims>) => mint({ operation: 'cache-flush', modelId: undefined, scope: 'tenant', ...claims });
       const tenantFlush: RequestedOperation = { operation: 'cache-flush', scope: 'tenant', tenantId: 'community-x' };
-      expect(await code(flush({}), tenantFlush)).toBe('ok');
-      expect(await code(flush({ scope: 'all' }), tenantFlush)).toBe('op_token_mismatch');
-      expect(await code(flush({ tenantId: 'community-y' }), tenantFlush)).toBe('op_token_mismatch');
       expect(await code(flush({ tenantId: 'community-x' }), tenantFlush)).toBe('ok');
+      expect(await code(flush({}), tenantFlush)).toBe('op_token_mismatch');
+      expect(await code(flush({ scope: 'all', tenantId: 'community-x' }), tenantFlush)).toBe('op_token_mismatch');
+      expect(await code(flush({ tenantId: 'community-y' }), tenantFlush)).toBe('op_token_mismatch');
       expect(await code(flush({ scope: 'model', modelId: 'a' }), { operation: 'cache-flush', scope: 'model', modelId: 'b' })).toBe('op_token_mismatch');
+      expect(await code(mint({ workerId: 'w-1' }), { ...LOAD, workerId: 'w-2' })).toBe('op_token_mismatch');
+      expect(await code(mint(), { ...LOAD, pool: 'gpu-a' })).toBe('op_token_mismatch');
     });
 
-    it('a load token that names evictModel may evict that model and no other; one that does not name it leaves the eviction to the admin', async () => {
+    it('a load token binds evictModel both ways: that model and no other, and none when it names none', async () => {
       const evicting = (evictModel?: string): RequestedOperation => ({ ...LOAD, evictModel });
       expect(await code(mint({ evictModel: 'old-model' }), evicting('old-model'))).toBe('ok');
       expect(await code(mint({ evictModel: 'old-model' }), evicting('production-model'))).toBe('op_token_mismatch');
       expect(await code(mint({ evictModel: 'old-model' }), evicting(undefined))).toBe('op_token_mismatch');
-      expect(await code(mint(), evicting('old-model'))).toBe('ok');
+      expect(await code(mint(), evicting('old-model'))).toBe('op_token_mismatch');
+    });
+
+    it('without compat (no shared key configured) a shared-key token is op_token_bad_signature', async () => {
+      verifier = new OpTokenVerifier({ publicKeys: new Map(), requiredSigners: 2 }, nonces, clock);
+      await expect(verifier.verify(mint({ nonce: 'no-compat-1' }), LOAD)).rejects.toMatchObject({ code: 'op_token_bad_signature', message: expect.stringContaining('GOVERNANCE_SHARED_KEY_COMPAT is off') });
+      expect(nonces.seen.has('no-compat-1')).toBe(false);
     });
 
     it('mismatch comes before the signers: a mismatched token signed by strangers is op_token_mismatch', async () => {
@@ -182,7 +191,7 @@ describe('OpTokenVerifier', () => {
     });
 
     it('with M = N every signer must sign', async () => {
-      verifier = new OpTokenVerifier({ key: KEY, signers: SIGNERS, requiredSigners: 3 }, nonces, clock);
+      verifier = new OpTokenVerifier({ publicKeys: new Map(), sharedKey: KEY, sharedKeySigners: SIGNERS, requiredSigners: 3 }, nonces, clock);
       expect(await code(mint({ signers: ['alice', 'bob'] }))).toBe('op_token_insufficient_signers');
       expect(await code(mint({ signers: ['alice', 'bob', 'carol'] }))).toBe('ok');
     });
@@ -217,7 +226,7 @@ describe('OpTokenVerifier with the nonce store in a SQLite file', () => {
     await ds.runMigrations();
     opened.push(ds);
     const store = new TypeOrmNonceStore(ds.getRepository(OpTokenNonceEntity));
-    return { verifier: new OpTokenVerifier({ key: KEY, signers: SIGNERS, requiredSigners: 2 }, store, clock), store, ds };
+    return { verifier: new OpTokenVerifier({ publicKeys: new Map(), sharedKey: KEY, sharedKeySigners: SIGNERS, requiredSigners: 2 }, store, clock), store, ds };
   }
 
   beforeAll(() => {

@@ -1,45 +1,43 @@
+import type { KeyObject } from 'node:crypto';
 import { Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { NonceStore } from './nonce-store';
-import { decodeOpToken, DecodedOpToken, hasValidSignature, LifecycleOperation, MalformedOpToken, OpTokenClaims } from './op-token';
+import { BOUND_FIELDS, BoundClaims, decodeOpToken, DecodedOpToken, hasValidSignature, MalformedOpToken, OpTokenClaims } from './op-token';
+import { checkSignatures } from './op-token-ed25519';
 
 /** How far `issuedAt` may be from the gateway's clock, either way. */
 export const OP_TOKEN_WINDOW_MS = 5 * 60_000;
 
 /** What the request asks for: the token must have been signed for exactly this. */
-export interface RequestedOperation {
-  operation: LifecycleOperation;
-  modelId?: string;
-  /** cache-flush only. */
-  scope?: string;
-  tenantId?: string;
-  tag?: string;
-  /** model-load only: the model the load would evict first. */
-  evictModel?: string;
-}
+export type RequestedOperation = BoundClaims;
 
 export interface GovernancePolicy {
-  key: Buffer;
-  signers: readonly string[];
+  /** Signer name → Ed25519 public key (the N signers). */
+  publicKeys: ReadonlyMap<string, KeyObject>;
+  /** The shared HMAC key, when the seed's single-authority format is explicitly kept (compat). */
+  sharedKey?: Buffer;
+  /** Names a shared-key token may list (compat only). */
+  sharedKeySigners?: readonly string[];
   requiredSigners: number;
 }
 
 /**
  * Verifies a `verifiedOpToken` in the documented order, each failure its own error:
- * well-formed (400) → signature, constant-time (401) → `issuedAt` within ±5 minutes (401) → nonce
- * never seen, claimed in the persisted store (401) → operation, model and scope equal to the
- * request's (403) → signers distinct (403) → all known (403) → at least M of the N (403).
- * A token whose signature and time check out is spent from then on, whatever follows.
+ * well-formed (400) → signatures (401: every one by a configured signer verifies, and there is
+ * at least one) → `issuedAt` within ±5 minutes (401) → nonce never seen, claimed in the persisted
+ * store (401) → every bound field equal to the request's (403) → signers distinct (403) → all
+ * configured (403) → at least M valid signatures (403). A token whose signatures and time check
+ * out is spent from then on, whatever follows.
  */
 export class OpTokenVerifier {
-  private readonly known: ReadonlySet<string>;
+  private readonly sharedKnown: ReadonlySet<string>;
 
   constructor(
     private readonly policy: GovernancePolicy,
     private readonly nonces: NonceStore,
     private readonly clock: Clock,
   ) {
-    this.known = new Set(policy.signers);
+    this.sharedKnown = new Set(policy.sharedKeySigners ?? []);
   }
 
   /** Decodes without verifying (a refusal's audit row names what the token claimed); undefined when malformed. */
@@ -52,7 +50,7 @@ export class OpTokenVerifier {
     }
   }
 
-  /** Resolves with the verified claims, or rejects with the GatewayError of the first failed check. */
+  /** Resolves with the verified claims (`signers`: those whose signatures verified), or rejects with the first failed check's GatewayError. */
   async verify(token: unknown, requested: RequestedOperation): Promise<OpTokenClaims> {
     if (token === undefined || token === null || token === '') throw Errors.opTokenMissing();
     if (typeof token !== 'string') throw Errors.opTokenMalformed('expected a string');
@@ -63,7 +61,7 @@ export class OpTokenVerifier {
       if (e instanceof MalformedOpToken) throw Errors.opTokenMalformed(e.message);
       throw e;
     }
-    if (!hasValidSignature(this.policy.key, decoded)) throw Errors.opTokenBadSignature();
+    const signers = this.checkSignatures(decoded);
     const claims = decoded.claims;
     const now = this.clock.now();
     const skewMs = now - claims.issuedAt * 1000;
@@ -72,28 +70,41 @@ export class OpTokenVerifier {
     if (!(await this.nonces.claim(claims.nonce, claims.issuedAt * 1000 + OP_TOKEN_WINDOW_MS, now))) throw Errors.opTokenReplayed();
     const mismatch = firstMismatch(claims, requested);
     if (mismatch) throw mismatch;
+    // Ed25519 signatures are keyed by name, so a name cannot appear twice; a shared-key token lists its names.
     const repeated = claims.signers.filter((s, i) => claims.signers.indexOf(s) !== i);
     if (repeated.length) throw Errors.opTokenDuplicateSigners([...new Set(repeated)]);
-    const unknown = claims.signers.filter((s) => !this.known.has(s));
-    if (unknown.length) throw Errors.opTokenUnknownSigner(unknown);
-    if (claims.signers.length < this.policy.requiredSigners) {
-      throw Errors.opTokenInsufficientSigners(claims.signers.length, this.policy.requiredSigners, this.policy.signers.length);
+    if (signers.unknown.length) throw Errors.opTokenUnknownSigner(signers.unknown);
+    const n = decoded.format === 'ed25519' ? this.policy.publicKeys.size : this.sharedKnown.size;
+    if (signers.valid.length < this.policy.requiredSigners) throw Errors.opTokenInsufficientSigners(signers.valid.length, this.policy.requiredSigners, n);
+    return { ...claims, signers: signers.valid };
+  }
+
+  /**
+   * Step 1. Ed25519: a configured signer's signature that does not verify fails the token (the
+   * claims were altered after they signed, or they used another key); a token no configured
+   * signer validly signed authenticates nothing, so it may not spend a nonce. Unknown names are
+   * judged later (step 6). Shared key: the HMAC, only when compat is on.
+   */
+  private checkSignatures(decoded: DecodedOpToken): { valid: string[]; unknown: string[] } {
+    if (decoded.format === 'ed25519') {
+      const { valid, invalid, unknown } = checkSignatures(decoded, this.policy.publicKeys);
+      if (invalid.length) throw Errors.opTokenBadSignature(`the signature of ${invalid.join(', ')} does not verify (the claims were altered after signing, or another key signed)`);
+      if (valid.length === 0) throw Errors.opTokenBadSignature(decoded.signatures.size ? 'no configured signer signed it' : 'it carries no signature');
+      return { valid, unknown };
     }
-    return claims;
+    if (!this.policy.sharedKey) throw Errors.opTokenBadSignature('shared-key (HMAC) tokens are not accepted: GOVERNANCE_SHARED_KEY_COMPAT is off');
+    if (!hasValidSignature(this.policy.sharedKey, decoded)) throw Errors.opTokenBadSignature();
+    const unknown = decoded.claims.signers.filter((s) => !this.sharedKnown.has(s));
+    return { valid: [...new Set(decoded.claims.signers)].filter((s) => this.sharedKnown.has(s)), unknown: [...new Set(unknown)] };
   }
 }
 
-/** The operation, model and scope must be the request's; tenant, tag and evicted model too when the token names them. */
+/** Every bound field must be the request's: a value in one and not the other is a mismatch too. */
 function firstMismatch(claims: OpTokenClaims, requested: RequestedOperation): GatewayError | undefined {
-  if (claims.operation !== requested.operation) return Errors.opTokenMismatch('operation', claims.operation, requested.operation);
-  if (claims.modelId !== requested.modelId) return Errors.opTokenMismatch('modelId', claims.modelId, requested.modelId);
-  // A load token that names the model to evict binds the eviction (one that does not leaves it to the admin).
-  if (requested.operation === 'model-load' && claims.evictModel !== undefined && claims.evictModel !== requested.evictModel) {
-    return Errors.opTokenMismatch('evictModel', claims.evictModel, requested.evictModel);
+  for (const field of BOUND_FIELDS) {
+    const signed = claims[field];
+    const asked = requested[field];
+    if (signed !== asked) return Errors.opTokenMismatch(field, signed === undefined ? undefined : String(signed), asked === undefined ? undefined : String(asked));
   }
-  if (requested.operation !== 'cache-flush') return undefined;
-  if (claims.scope !== requested.scope) return Errors.opTokenMismatch('scope', claims.scope, requested.scope);
-  if (claims.tenantId !== undefined && claims.tenantId !== requested.tenantId) return Errors.opTokenMismatch('tenantId', claims.tenantId, requested.tenantId);
-  if (claims.tag !== undefined && claims.tag !== requested.tag) return Errors.opTokenMismatch('tag', claims.tag, requested.tag);
   return undefined;
 }

@@ -16,6 +16,7 @@ import { StaleCleanupService } from '../registry/stale-cleanup.service';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import type { LifecycleReportHandler } from '../worker-link/worker-connection';
 import { AuditContext, definedOnly } from './audit-context';
+import { flushRequest, loadRequest, unloadRequest } from './bound-request';
 import { FlushCacheDto, LoadModelDto, UnloadModelDto } from './lifecycle.dto';
 import { LifecycleTask, loadTaskView, partFinished, partView, PartStatus, TaskPart, taskError, taskStatus, total } from './lifecycle-task';
 import { LoadingModel, LoadingModels } from './loading-models';
@@ -139,14 +140,14 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     audit.modelId = body.modelId;
     audit.target = definedOnly({ pool: body.pool, workerId: body.workerId, replicas: body.replicas, evictModel: body.evictModel });
     audit.claimed(OpTokenVerifier.peek(body.verifiedOpToken));
-    await this.governance.verify(body.verifiedOpToken, { operation: 'model-load', modelId: body.modelId, evictModel: body.evictModel });
+    await this.governance.verify(body.verifiedOpToken, loadRequest(body));
     const { modelId, evictModel } = body;
     const workers = this.selector.forLoad(
       { pool: body.pool, workerId: body.workerId, modelId, replicas: body.replicas ?? 1, gpuMemoryBudgetMB: body.gpuMemoryBudgetMB, evictModel },
       this.runningTaskOf,
     );
     const options = definedOnly({ quantization: body.quantization, maxContextLength: body.maxContextLength, gpuMemoryBudgetMB: body.gpuMemoryBudgetMB, evictModel });
-    const rt = this.launch('model-load', { modelId, options }, workers, audit, (taskId, w) => ({
+    const rt = await this.launch('model-load', { modelId, options }, workers, audit, (taskId, w) => ({
       keys: evictModel ? [modelKey(modelId), modelKey(evictModel)] : [modelKey(modelId)],
       // Whether or not the worker lists it (a `*` worker does not): its requests for it in flight finish first.
       drain: evictModel,
@@ -169,10 +170,10 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     audit.modelId = body.modelId;
     audit.target = definedOnly({ pool: body.pool, workerId: body.workerId });
     audit.claimed(OpTokenVerifier.peek(body.verifiedOpToken));
-    await this.governance.verify(body.verifiedOpToken, { operation: 'model-unload', modelId: body.modelId });
+    await this.governance.verify(body.verifiedOpToken, unloadRequest(body));
     const { modelId } = body;
     const workers = this.selector.forUnload({ pool: body.pool, workerId: body.workerId, modelId }, this.runningTaskOf);
-    const rt = this.launch('model-unload', { modelId }, workers, audit, (taskId) => ({
+    const rt = await this.launch('model-unload', { modelId }, workers, audit, (taskId) => ({
       keys: [modelKey(modelId)],
       drain: modelId,
       frame: { type: 'model_unload', task_id: taskId, model_id: modelId, verified_op_token: body.verifiedOpToken as string },
@@ -191,10 +192,10 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     audit.target = definedOnly({ pool: body.pool, workerId: body.workerId, tenantId: body.tenantId, tag: body.tag });
     audit.claimed(OpTokenVerifier.peek(body.verifiedOpToken));
     const { scope, modelId, tenantId, tag } = body;
-    await this.governance.verify(body.verifiedOpToken, { operation: 'cache-flush', modelId, scope, tenantId, tag });
+    await this.governance.verify(body.verifiedOpToken, flushRequest(body));
     const key = flushKey(scope, modelId ?? tenantId ?? tag);
     const workers = this.selector.forFlush({ pool: body.pool, workerId: body.workerId, key, modelId }, this.runningTaskOf);
-    const rt = this.launch('cache-flush', { modelId, scope, tenantId, tag }, workers, audit, (taskId) => ({
+    const rt = await this.launch('cache-flush', { modelId, scope, tenantId, tag }, workers, audit, (taskId) => ({
       keys: [key],
       frame: definedOnly({ type: 'cache_flush' as const, task_id: taskId, scope, model_id: modelId, tenant_id: tenantId, tag, verified_op_token: body.verifiedOpToken as string }),
     }));
@@ -303,14 +304,19 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   /** The task holding `key` on `worker`, if one runs. */
   private readonly runningTaskOf = (worker: LiveWorker, key: string): string | undefined => this.running.get(`${worker.id}\u0000${key}`);
 
-  /** Creates the task, records its acceptance, and starts every worker's part (drain, then send). */
-  private launch(
+  /**
+   * Creates the task, records its acceptance durably, and only then starts every worker's part
+   * (drain, then send). The task's conflict keys are taken before the write, so a concurrent
+   * request for the same target meets a 409 rather than a race; when the row cannot be written
+   * they are given back and nothing reaches a worker (503 audit_unavailable).
+   */
+  private async launch(
     operation: LifecycleOperation,
     what: Pick<LifecycleTask, 'modelId' | 'scope' | 'tenantId' | 'tag'> & { options?: LifecycleTask['options'] },
     workers: LiveWorker[],
     audit: AuditContext,
     plan: (taskId: string, worker: LiveWorker) => PartPlan,
-  ): RunningTask {
+  ): Promise<RunningTask> {
     const now = this.clock.now();
     const id = `${operation === 'model-load' ? 'load' : operation === 'model-unload' ? 'unload' : 'flush'}-${randomUUID()}`;
     const { options, ...target } = what;
@@ -329,11 +335,21 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     audit.taskId = id;
     audit.workers = workers.map((w) => w.id);
     // 202: sent on its way; the row of its end carries the answer (200, or 502 lifecycle_failed).
-    this.audit.record(audit.entry(now, 'accepted', 202));
+    try {
+      await this.audit.recordDurably(audit.entry(now, 'accepted', 202));
+    } catch (e) {
+      this.abandon(rt);
+      audit.workers = [];
+      audit.taskId = null;
+      this.log.error(`${operation}${task.modelId ? ` of '${task.modelId}'` : ''} refused, nothing sent: its audit row could not be written: ${(e as Error).message}`);
+      throw Errors.auditUnavailable();
+    }
     audit.recorded = true;
     this.log.log(`${operation}${task.modelId ? ` of '${task.modelId}'` : ''} (task ${id}) sent to ${workers.map((w) => w.name).join(', ')}; signed by ${audit.signers?.join(', ')}`);
     for (const { worker, plan: p } of plans) {
       const rp = rt.parts.get(worker.id)!;
+      // A worker that left while the row was written has failed its part already: nothing to send.
+      if (partFinished(rp.part)) continue;
       this.runPart(rt, rp, p).catch((e: unknown) => {
         this.log.error(`${operation} (task ${id}) on worker ${worker.id} broke: ${(e as Error).stack ?? e}`);
         this.finishPart(rt, rp, 'failed', { error: 'internal_error: the gateway failed to relay the operation' }, rp.part.sentAt !== undefined ? 'unknown' : 'release');
@@ -341,6 +357,17 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     }
     this.changed(rt, true);
     return rt;
+  }
+
+  /** A task whose acceptance could not be recorded: forgotten before any part ran. */
+  private abandon(rt: RunningTask): void {
+    for (const rp of rt.parts.values()) {
+      for (const key of rp.keys) {
+        const runKey = `${rp.worker.id}\u0000${key}`;
+        if (this.running.get(runKey) === rt.task.id) this.running.delete(runKey);
+      }
+    }
+    this.tasks.delete(rt.task.id);
   }
 
   private async runPart(rt: RunningTask, rp: RunningPart, plan: PartPlan): Promise<void> {

@@ -43,7 +43,7 @@ describe('model lifecycle through the real worker daemon', () => {
     const [worker] = (await gw.get('/admin/workers')).json.data;
     expect(worker.models).toEqual(['llama3:latest']);
 
-    const load = await gw.call('/v1/models/load', { modelId: 'qwen2.5:7b', workerId: worker.id, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'qwen2.5:7b' }) });
+    const load = await gw.call('/v1/models/load', { modelId: 'qwen2.5:7b', workerId: worker.id, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'qwen2.5:7b', workerId: worker.id }) });
     expect(load.status).toBe(202);
     const done = await taskWhen(gw, load.json.taskId, (t) => t.status !== 'loading');
     expect(done).toMatchObject({ status: 'completed', progress: 1, gpuMemoryUsedMB: Math.round(4_000_000_000 / (1 << 20)) });
@@ -53,12 +53,12 @@ describe('model lifecycle through the real worker daemon', () => {
     expect(answer.choices[0].message.content).toBeTruthy();
     expect(backend.relayed.some((r) => r.path === '/v1/chat/completions' && JSON.parse(r.body).model === 'qwen2.5:7b')).toBe(true);
 
-    const unload = await gw.call('/v1/models/unload', { modelId: 'qwen2.5:7b', workerId: worker.id, verifiedOpToken: gw.token({ operation: 'model-unload', modelId: 'qwen2.5:7b' }) });
+    const unload = await gw.call('/v1/models/unload', { modelId: 'qwen2.5:7b', workerId: worker.id, verifiedOpToken: gw.token({ operation: 'model-unload', modelId: 'qwen2.5:7b', workerId: worker.id }) });
     expect(unload.status).toBe(200);
     expect(unload.json).toMatchObject({ modelId: 'qwen2.5:7b', kvCacheFlushed: true, workers: [{ workerId: worker.id, status: 'completed' }] });
     expect(ollama.running.has('qwen2.5:7b')).toBe(false);
 
-    const flush = await gw.call('/v1/cache/flush', { scope: 'all', workerId: worker.id, verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'all' }) });
+    const flush = await gw.call('/v1/cache/flush', { scope: 'all', workerId: worker.id, verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'all', workerId: worker.id }) });
     expect(flush.status).toBe(502);
     expect(flush.json.error).toMatchObject({ code: 'lifecycle_failed', workers: [{ status: 'unsupported', error: expect.stringMatching(/^unsupported: /) }] });
   });

@@ -11,13 +11,14 @@ describe('POST /v1/models/load', () => {
   });
   afterAll(() => gw.close());
 
-  const load = (body: Record<string, unknown>) => gw.call('/v1/models/load', { verifiedOpToken: gw.token({ operation: 'model-load', modelId: body.modelId as string }), ...body });
+  const load = (body: Record<string, unknown>) => gw.call('/v1/models/load', { verifiedOpToken: gw.tokenFor('model-load', body), ...body });
 
   it('relays model_load with the verified token, follows progress to completion, lists the model as loading meanwhile, and routes to it once the worker advertises it', async () => {
     await createPool(gw, 'load-a');
     const { worker, id } = await lifecycleWorker(gw, ['small-a'], { provider: 'load-a', secret: POOL_SECRET });
-    const token = gw.token({ operation: 'model-load', modelId: 'big-a' });
-    const res = await gw.call('/v1/models/load', { modelId: 'big-a', quantization: 'awq-4bit', maxContextLength: 32768, gpuMemoryBudgetMB: 40000, verifiedOpToken: token, pool: 'load-a' });
+    const body = { modelId: 'big-a', quantization: 'awq-4bit', maxContextLength: 32768, gpuMemoryBudgetMB: 40000, pool: 'load-a' };
+    const token = gw.tokenFor('model-load', body);
+    const res = await gw.call('/v1/models/load', { ...body, verifiedOpToken: token });
     expect(res.status).toBe(202);
     expect(res.json).toEqual({
       taskId: expect.stringMatching(/^load-/),
@@ -224,7 +225,7 @@ describe('POST /v1/models/load', () => {
     expect(again.json.error).toMatchObject({ code: 'conflict', task_id: first.json.taskId });
     const bad = await gw.call('/v1/models/load', { modelId: 'm-h', workerId: id, verifiedOpToken: 'not a token' });
     expect([bad.status, bad.json.error.code]).toEqual([400, 'op_token_malformed']);
-    expect((await gw.call('/v1/models/load', { modelId: 'm-h', workerId: id, replicas: 2, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'm-h' }) })).status).toBe(422);
+    expect((await gw.call('/v1/models/load', { modelId: 'm-h', workerId: id, replicas: 2, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'm-h', workerId: id, replicas: 2 }) })).status).toBe(422);
     expect((await gw.get('/v1/models/load/load-unknown')).json.error).toMatchObject({ code: 'not_found', message: "Load task 'load-unknown' not found" });
     const refusals = await auditRows(gw, 'operation=model-load&outcome=refused&limit=6');
     expect(refusals.map((r) => r.status)).toEqual([422, 400, 409, 404, 404, 404]);
@@ -234,7 +235,7 @@ describe('POST /v1/models/load', () => {
   it('a model name with a control character is 422 validation_failed, even with a token signed for it; nothing is sent', async () => {
     const { worker, id } = await lifecycleWorker(gw, ['x-ctl']);
     for (const body of [{ modelId: 'm\u0000ctl' }, { modelId: 'm-ctl', evictModel: 'x-ctl\n' }, { modelId: 'm-ctl', quantization: 'fp16\u0007' }]) {
-      const res = await gw.call('/v1/models/load', { ...body, workerId: id, verifiedOpToken: gw.token({ operation: 'model-load', modelId: body.modelId }) });
+      const res = await gw.call('/v1/models/load', { ...body, workerId: id, verifiedOpToken: gw.tokenFor('model-load', { ...body, workerId: id }) });
       expect([res.status, res.json.error.code, res.json.error.fields.map((f: any) => f.field)]).toEqual([422, 'validation_failed', [Object.keys(body).pop()]]);
     }
     expect(worker.has('model_load')).toBe(false);
@@ -252,11 +253,11 @@ describe('load tasks across a restart', () => {
     try {
       const first = await startLifecycleGateway(env);
       const { worker, id } = await lifecycleWorker(first, ['x']);
-      const done = await first.call('/v1/models/load', { modelId: 'kept', workerId: id, verifiedOpToken: first.token({ operation: 'model-load', modelId: 'kept' }) });
+      const done = await first.call('/v1/models/load', { modelId: 'kept', workerId: id, verifiedOpToken: first.token({ operation: 'model-load', modelId: 'kept', workerId: id }) });
       const frame = await worker.next('model_load');
       report(worker, frame.task_id, 'completed', { gpu_memory_used_mb: 1200 });
       await eventually(async () => (await first.get(`/v1/models/load/${done.json.taskId}`)).json.status === 'completed');
-      const open = await first.call('/v1/models/load', { modelId: 'open', workerId: id, verifiedOpToken: first.token({ operation: 'model-load', modelId: 'open' }) });
+      const open = await first.call('/v1/models/load', { modelId: 'open', workerId: id, verifiedOpToken: first.token({ operation: 'model-load', modelId: 'open', workerId: id }) });
       await first.close();
 
       const second = await startLifecycleGateway(env);

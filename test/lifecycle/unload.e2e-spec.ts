@@ -10,7 +10,7 @@ describe('POST /v1/models/unload', () => {
   });
   afterAll(() => gw.close());
 
-  const unload = (body: Record<string, unknown>) => gw.call('/v1/models/unload', { verifiedOpToken: gw.token({ operation: 'model-unload', modelId: body.modelId as string }), ...body });
+  const unload = (body: Record<string, unknown>) => gw.call('/v1/models/unload', { verifiedOpToken: gw.tokenFor('model-unload', body), ...body });
   const models = async (workerId: string): Promise<string[]> => (await gw.get(`/admin/workers/${workerId}`)).json.models;
 
   it('takes the model out of routing on the worker, lets a stream in flight finish intact, then unloads and answers', async () => {

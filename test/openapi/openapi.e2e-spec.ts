@@ -391,7 +391,7 @@ describe('OpenAPI document: model lifecycle', () => {
       const check = (method: string, path: string, res: { status: number; headers: Headers; text: string }) => problems.push(...checkAnswer(doc, method, path, res.status, res.headers.get('content-type'), res.text));
       const { worker, id } = await lifecycleWorker(gw, ['llama3:8b']);
 
-      const loading = gw.call('/v1/models/load', { modelId: 'llama3:70b', evictModel: 'llama3:8b', gpuMemoryBudgetMB: 40000, workerId: id, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'llama3:70b' }) });
+      const loading = gw.call('/v1/models/load', { modelId: 'llama3:70b', evictModel: 'llama3:8b', gpuMemoryBudgetMB: 40000, workerId: id, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'llama3:70b', evictModel: 'llama3:8b', gpuMemoryBudgetMB: 40000, workerId: id }) });
       const load = await worker.next('model_load');
       const started = await loading;
       check('post', '/v1/models/load', started);
@@ -401,7 +401,7 @@ describe('OpenAPI document: model lifecycle', () => {
       worker.send({ type: 'models_update', models: ['llama3:70b'] });
       await eventually(async () => (await gw.get(`/admin/workers/${id}`)).json.models.includes('llama3:70b'));
 
-      const unloading = gw.call('/v1/models/unload', { modelId: 'llama3:70b', workerId: id, verifiedOpToken: gw.token({ operation: 'model-unload', modelId: 'llama3:70b' }) });
+      const unloading = gw.call('/v1/models/unload', { modelId: 'llama3:70b', workerId: id, verifiedOpToken: gw.token({ operation: 'model-unload', modelId: 'llama3:70b', workerId: id }) });
       worker.send({ type: 'lifecycle_status', task_id: (await worker.next('model_unload')).task_id, status: 'completed', gpu_memory_freed_mb: 38000 });
       check('post', '/v1/models/unload', await unloading);
       const flushing = gw.call('/v1/cache/flush', { scope: 'all', verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'all' }) });

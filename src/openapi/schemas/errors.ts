@@ -17,6 +17,7 @@ const CODES: Record<GatewayErrorCode, true> = {
   lifecycle_disabled: true, lifecycle_unsupported: true, lifecycle_failed: true, op_token_missing: true, op_token_malformed: true,
   op_token_bad_signature: true, op_token_expired: true, op_token_replayed: true, op_token_mismatch: true,
   op_token_duplicate_signers: true, op_token_unknown_signer: true, op_token_insufficient_signers: true,
+  audit_unavailable: true,
 };
 export const ERROR_CODES = Object.keys(CODES) as GatewayErrorCode[];
 
@@ -85,6 +86,7 @@ export const SAMPLE_ERRORS: Record<GatewayErrorCode, GatewayError> = {
   op_token_duplicate_signers: Errors.opTokenDuplicateSigners(['alice']),
   op_token_unknown_signer: Errors.opTokenUnknownSigner(['mallory']),
   op_token_insufficient_signers: Errors.opTokenInsufficientSigners(1, 2, 3),
+  audit_unavailable: Errors.auditUnavailable(),
 };
 
 /** The dialects' `type` values, as `errorBody` maps every code. */

@@ -19,12 +19,12 @@ const OP_TOKEN_CODES: GatewayErrorCode[] = [
   'op_token_insufficient_signers',
 ];
 /** What every governed operation may answer besides its own refusals. */
-const GOVERNED_CODES: GatewayErrorCode[] = [...ADMIN_AUTH_CODES, 'lifecycle_disabled', 'invalid_request', 'validation_failed', ...OP_TOKEN_CODES];
+const GOVERNED_CODES: GatewayErrorCode[] = [...ADMIN_AUTH_CODES, 'lifecycle_disabled', 'invalid_request', 'validation_failed', ...OP_TOKEN_CODES, 'audit_unavailable'];
 
 const modelId: SchemaObject = { type: 'string', minLength: 1, maxLength: 255, description: 'The model as the backend names it (HuggingFace id, Ollama tag, path).' };
 const opToken: SchemaObject = {
   type: 'string',
-  description: 'base64url of `{"opToken": {operation, modelId, scope?, issuedAt, signers, nonce}, "signature"}` (docs/lifecycle.md); `switchboard op-token` mints one.',
+  description: 'base64url of `{"opToken": {operation, modelId?, evictModel?, pool?, workerId?, replicas?, quantization?, gpuMemoryBudgetMB?, maxContextLength?, scope?, tenantId?, tag?, issuedAt, nonce}, "signatures": {signer: Ed25519 signature}}` (docs/lifecycle.md); `switchboard op-token` creates one and `switchboard op-token sign` adds each signature.',
 };
 const target: Record<string, SchemaObject> = {
   pool: { type: 'string', minLength: 1, maxLength: 64, description: 'Only workers of this pool (provider); absent = every pool.' },
@@ -32,7 +32,7 @@ const target: Record<string, SchemaObject> = {
 };
 const mb: SchemaObject = { type: 'integer', minimum: 0 };
 
-const TOKEN = 'eyJvcFRva2VuIjp7Im9wZXJhdGlvbiI6Im1vZGVsLWxvYWQiLCJtb2RlbElkIjoibGxhbWEzOjhiIiwiaXNzdWVkQXQiOjE3NjQ4OTI4MDAsInNpZ25lcnMiOlsiYWxpY2UiLCJib2IiXSwibm9uY2UiOiI5ZjJjNGU3YTFiM2Q1ZjYwIn0sInNpZ25hdHVyZSI6IjRkNmEuLi4ifQ';
+const TOKEN = 'eyJvcFRva2VuIjp7Im9wZXJhdGlvbiI6Im1vZGVsLXVubG9hZCIsIm1vZGVsSWQiOiJsbGFtYTM6OGIiLCJ3b3JrZXJJZCI6InctMSIsImlzc3VlZEF0IjoxNzY0ODkyODAwLCJub25jZSI6IjlmMmM0ZTdhMWIzZDVmNjAifSwic2lnbmF0dXJlcyI6eyJhbGljZSI6ImxMQUdhanFKUnVoNk0ydnV4WVpPZlgtYXA0dVVpZTFqbUJGa3JPMV9sell4VDJaWXBWbmpMT2Z1VEtEZWNJUWwycmJuUkhaa2gtNHJ2LS1mUklHMUFRIiwiYm9iIjoiT3ZxbWZ5T2xHRFBpeWw0TWk5Z2tDTU5Ea3l5RlRMTWxWRUJ2dVJ2UE1WOThqWHgtOGMzUU1qb2FiaVJaakpyUU1pcVowLW1DLUZRdXNwNG1oTm5vQ2cifX0';
 const WORKER = { workerId: 'w-7c9e6679-7425-40de-944b-e07fc1f90ae7', name: 'gpu-node-1', pool: 'local' };
 
 const LOAD_STARTED = { taskId: 'load-3f1c2b9e-8d4a-4c1e-9b7a-2e5d6f8a9c01', status: 'loading', progress: 0, eta: null, modelId: 'llama3:70b', workers: [{ ...WORKER, status: 'sent', progress: 0 }] };
