@@ -173,6 +173,13 @@ describe('migrations', () => {
 
   it('down drops the tables and forgets the migrations', async () => {
     await ds.undoLastMigration();
+    const pools = ds.createQueryRunner();
+    try {
+      expect(await pools.hasColumn('tenants', 'pools')).toBe(false);
+    } finally {
+      await pools.release();
+    }
+    await ds.undoLastMigration();
     expect(await existingTables()).toEqual([...BASE_TABLES, ...LIFECYCLE_TABLES]);
     await ds.undoLastMigration();
     expect(await existingTables()).toEqual([...BASE_TABLES, 'op_token_nonces', 'lifecycle_audit']);
