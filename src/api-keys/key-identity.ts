@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Errors, GatewayError } from '../common/gateway-error';
-import { ClientIdentity, PRIORITY_HEADER, resolvePriority, TENANT_HEADER } from '../tenancy/client-identity';
+import { ClientIdentity, poolsOf, PRIORITY_HEADER, resolvePriority, TENANT_HEADER } from '../tenancy/client-identity';
 import type { Priority } from '../tenancy/priority';
 import { TENANT_ID, TenantSettings } from '../tenancy/tenancy-config';
 
@@ -33,7 +33,7 @@ export function identifyByKey(key: IdentifyingKey, headers: IncomingHttpHeaders,
   const settings = settingsOf(key.tenant);
   const priority = resolvePriority(single(headers[PRIORITY_HEADER]), key.priority ?? settings.priority, settings.maxPriority);
   if (priority instanceof GatewayError) return priority;
-  const identity: ClientIdentity = { tenant: key.tenant, priority, allowedModels: allowedModels(key.models, settings.models), keyId: key.id };
+  const identity: ClientIdentity = { tenant: key.tenant, priority, allowedModels: allowedModels(key.models, settings.models), allowedPools: poolsOf(settings), keyId: key.id };
   if (key.rpm !== null || key.tpm !== null) {
     identity.keyLimits = {};
     if (key.rpm !== null) identity.keyLimits.rpm = key.rpm;

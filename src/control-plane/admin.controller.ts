@@ -198,7 +198,7 @@ export class AdminController {
       queue_timeout_secs: p.queueTimeoutMs / 1000,
       request_timeout_secs: p.requestTimeoutMs / 1000,
       max_models: p.maxModelsPerWorker,
-      models: [...p.declaredModels],
+      models: [...p.models],
       priority: p.priority,
       capabilities: p.capabilities,
       aliases: p.aliases,

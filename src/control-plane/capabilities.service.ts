@@ -116,7 +116,7 @@ export class CapabilitiesService {
       models: {
         loaded: [...loaded.values()].map(({ caps: _caps, ...m }) => m),
         loading: this.loading?.loadingIn(p.name) ?? [],
-        available: p.models.filter((m) => !loaded.has(m)),
+        available: [...p.declaredModels].filter((m) => !loaded.has(m)), // exact names, not allow-list globs
       },
       queue: {
         depth: this.queue.depth(p.name),

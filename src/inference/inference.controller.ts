@@ -48,17 +48,18 @@ export class InferenceController {
 
   /**
    * Models of connected, non-draining workers of enabled providers, and the aliases that point at
-   * them; the `*` wildcard is never listed.
+   * them; the `*` wildcard is never listed. Only what the caller could use: a key or tenant that
+   * restricts models sees only those, a tenant restricted to pools only what those pools serve.
    */
   @Get('models')
   @ApiDoc(INFERENCE_API.models)
   @HttpCode(200)
   models(@Req() req: FastifyRequest): { object: 'list'; data: Array<{ id: string; object: 'model'; created: number; owned_by: string }> } {
-    const caller = this.apiKeys.authenticate(req);
+    const caller = this.apiKeys.identify(req);
     if (caller instanceof GatewayError) throw caller;
     return {
       object: 'list',
-      data: this.router.listModels().map((m) => ({
+      data: this.router.listModels({ allowedModels: caller.allowedModels, allowedPools: caller.allowedPools }).map((m) => ({
         id: m.id,
         object: 'model',
         created: Math.floor(m.createdAt / 1000),

@@ -88,6 +88,7 @@ export class InferenceService {
         requirements: extractRequirements(endpointPath, envelope.json),
         pin: pin === undefined ? undefined : pin.trim(),
         allowedModels: identity.allowedModels,
+        allowedPools: identity.allowedPools,
       },
       onTokens: (tokens) => this.limits.chargeTokens(identity, tokens),
     });

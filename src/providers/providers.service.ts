@@ -6,11 +6,14 @@ import { hashSecret, verifySecret } from '../auth/secret-hash';
 import { VerifiedSecretCache } from '../auth/verified-secret-cache';
 import { ProviderRecord, ProviderStore } from './provider-store';
 import type { ModelCapabilities } from '../protocol';
+import { AllowList, compileAllowList, ModelOwnership } from './model-ownership';
 
 /** A virtual provider as the relay uses it: the stored record plus a fast model-membership set. */
 export type Provider = ProviderRecord & {
-  /** `models` as a set, for lookups on the request path. */
-  declaredModels: Set<string>;
+  /** The exact names of `models` (not its globs): requests for them may wait while no worker has them. */
+  declaredModels: ReadonlySet<string>;
+  /** `models` (exact names and `*` globs) compiled: the models this provider's workers may serve. */
+  allowList: AllowList;
   /** Set while an operator has the pool drained (`POST /v1/pools/:id/drain` until undrain); memory only. */
   cordon?: PoolCordon;
 };
@@ -95,6 +98,8 @@ export class ProvidersService implements OnModuleInit {
   private dummyHash: Promise<string> | undefined;
   /** Limits of providers that set none (admin-created ones); replaced by a configuration reload. */
   private defaults: ProviderDefaults;
+  /** Which providers own a model (model-ownership.ts); reset whenever a provider or its `models` changes. */
+  private readonly ownership = new ModelOwnership<Provider>(() => this.providers.values());
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -127,6 +132,7 @@ export class ProvidersService implements OnModuleInit {
       this.providers.set(record.name, toProvider(record));
     }
     this.indexAliases();
+    this.ownership.invalidate();
   }
 
   /** The provider record the configuration describes; `previous` lends its hash (if the secret still matches) and its pool aliases. */
@@ -228,6 +234,7 @@ export class ProvidersService implements OnModuleInit {
     }
     this.defaults = defaults;
     this.indexAliases();
+    this.ownership.invalidate();
     return changes;
   }
 
@@ -288,6 +295,7 @@ export class ProvidersService implements OnModuleInit {
     await this.store.save(record);
     const provider = toProvider(record);
     this.providers.set(provider.name, provider);
+    this.ownership.invalidate();
     return provider;
   }
 
@@ -343,6 +351,19 @@ export class ProvidersService implements OnModuleInit {
     return p;
   }
 
+  /**
+   * Providers whose `models` list `model` (exactly or by a glob), from a cache reset on provider
+   * changes: the request path does one map lookup. Empty when nobody owns it.
+   */
+  ownersOf(model: string): ReadonlySet<Provider> {
+    return this.ownership.ownersOf(model);
+  }
+
+  /** Whether a worker of `provider` may serve `model` (its allow-list and other providers' ownership). */
+  mayServe(provider: Provider, model: string): boolean {
+    return this.ownership.mayServe(provider, model);
+  }
+
   /** The pool-scoped alias of that name, if a provider has one (request path: one map lookup). */
   poolAlias(alias: string): PoolAlias | undefined {
     return this.aliasIndex.get(alias);
@@ -357,13 +378,18 @@ export class ProvidersService implements OnModuleInit {
   private assign(p: Provider, changes: Partial<ProviderRecord>): void {
     if (changes.secretHash !== undefined && changes.secretHash !== p.secretHash) this.verified.forget(p.name);
     Object.assign(p, changes);
-    if (changes.models !== undefined) p.declaredModels = new Set(changes.models);
+    if (changes.models !== undefined) {
+      p.allowList = compileAllowList(changes.models);
+      p.declaredModels = p.allowList.exact;
+      this.ownership.invalidate();
+    }
     for (const l of this.changedListeners) l(p);
   }
 
   /** Forgets a provider at once: its requests fail `provider_deleted` and its workers close (listeners). */
   private drop(p: Provider): void {
     this.providers.delete(p.name);
+    this.ownership.invalidate();
     this.verified.forget(p.name);
     for (const l of this.deletedListeners) l(p);
   }
@@ -409,9 +435,10 @@ export class ProvidersService implements OnModuleInit {
 }
 
 function toProvider(record: ProviderRecord): Provider {
-  return { ...record, aliases: record.aliases ?? {}, declaredModels: new Set(record.models) };
+  const allowList = compileAllowList(record.models);
+  return { ...record, aliases: record.aliases ?? {}, declaredModels: allowList.exact, allowList };
 }
 
-function toRecord({ declaredModels: _derived, cordon: _memoryOnly, ...record }: Provider): ProviderRecord {
+function toRecord({ declaredModels: _derived, allowList: _compiled, cordon: _memoryOnly, ...record }: Provider): ProviderRecord {
   return record;
 }

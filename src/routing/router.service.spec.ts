@@ -103,10 +103,13 @@ describe('Router', () => {
 
   it("the provider's declarations override the worker's", async () => {
     await providers.update('local', { capabilities: { m: { vision: true } }, priority: 3 });
-    const w = worker(['m'], { caps: { m: { vision: false } }, priority: 90 });
+    const w = worker(['m'], { caps: { m: { vision: false } }, priority: 1 });
     expect(route('m', vision)).toMatchObject({ kind: 'assign', worker: w });
+    // The provider's priority is a floor: a worker's claim never ranks it above (hardening H2).
     expect(router.priorityOf(w)).toBe(3);
     await providers.update('local', { priority: null });
+    expect(router.priorityOf(w)).toBe(50);
+    w.declaredPriority = 90;
     expect(router.priorityOf(w)).toBe(90);
   });
 

@@ -4,6 +4,7 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { cordonCovers, Provider, ProvidersService } from '../providers/providers.service';
+import { ownerAllows } from '../providers/model-ownership';
 import { ModelCapabilities } from '../protocol';
 import { LiveWorker } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
@@ -13,7 +14,8 @@ import { declaredFor, missingCapabilities } from './capabilities';
 import { RequestRequirements } from './requirements';
 import { RoutingConfig } from './routing-config';
 import { RoutingConfigHolder } from './routing-config-holder';
-import { DEFAULT_PRIORITY } from './scoring';
+import { effectivePriority } from './scoring';
+import { ListedModel, listModels, ModelListFilter } from './model-listing';
 import { createStrategy, RoutingStrategy } from './strategies';
 import { HealthTracker, WorkerHealth } from './worker-health';
 
@@ -26,6 +28,8 @@ export interface RouteRequest {
   pin?: string;
   /** Models the caller may use (its API key's or tenant's list), compared after alias resolution. */
   allowedModels?: ReadonlySet<string>;
+  /** Pools (provider names) the caller's tenant may use (`tenants.<t>.pools`); undefined = all. */
+  allowedPools?: ReadonlySet<string>;
 }
 
 /** A request's routing plan, made once on arrival and reused on requeue. */
@@ -40,6 +44,8 @@ export interface RoutePlan {
   pin?: Provider;
   /** Ids of workers that failed this request before its first byte: a requeue avoids them. */
   avoid?: Set<string>;
+  /** The tenant's pools: no worker of another pool ever gets the request. */
+  pools?: ReadonlySet<string>;
 }
 
 export type RouteDecision =
@@ -129,6 +135,9 @@ export class Router implements OnModuleInit {
     if (req.pin !== undefined) {
       if (!this.routing.allowPinning) return Errors.invalidParams('Provider pinning (x-switchboard-provider) is disabled', 'x-switchboard-provider');
       pin = this.providers.get(req.pin);
+      if (pin && req.allowedPools && !req.allowedPools.has(pin.name)) {
+        return Errors.invalidParams(`Provider '${pin.name}' is not one of this tenant's pools`, 'x-switchboard-provider');
+      }
       if (!pin) return Errors.invalidParams(`Unknown provider '${req.pin.slice(0, 64)}' in x-switchboard-provider`, 'x-switchboard-provider');
       if (!pin.enabled) return Errors.poolUnready(pin.name, 'provider is disabled');
       if (pin.cordon) return Errors.poolUnavailable(pin.name);
@@ -136,7 +145,8 @@ export class Router implements OnModuleInit {
     let target = this.routing.aliases.get(req.model);
     if (target === undefined) {
       const poolAlias = this.providers.poolAlias(req.model);
-      if (poolAlias && (!pin || pin === poolAlias.provider)) {
+      // A pool alias of a pool the tenant may not use is no alias for it (the name routes as a model).
+      if (poolAlias && (!pin || pin === poolAlias.provider) && (!req.allowedPools || req.allowedPools.has(poolAlias.provider.name))) {
         pin = poolAlias.provider;
         if (!pin.enabled) return Errors.poolUnready(pin.name, 'provider is disabled');
         if (pin.cordon) return Errors.poolUnavailable(pin.name);
@@ -153,7 +163,7 @@ export class Router implements OnModuleInit {
         if (!candidates.includes(model) && (!req.allowedModels || req.allowedModels.has(model))) candidates.push(model);
       }
     }
-    return { requested: req.model, target, candidates, requirements: req.requirements, pin };
+    return { requested: req.model, target, candidates, requirements: req.requirements, pin, pools: req.allowedPools };
   }
 
   // ---------------------------------------------------------------- deciding
@@ -180,6 +190,7 @@ export class Router implements OnModuleInit {
     if (worker.freeSlots <= 0 || !worker.supports(model) || plan.avoid?.has(worker.id)) return false;
     const provider = this.providers.get(worker.provider);
     if (!provider || !provider.enabled || (plan.pin && plan.pin !== provider)) return false;
+    if ((plan.pools && !plan.pools.has(provider.name)) || !this.providers.mayServe(provider, model)) return false;
     if (!this.isHealthy(worker, this.clock.now())) return false;
     return !missingCapabilities(plan.requirements, declaredFor(provider.capabilities, model), worker.capabilitiesFor(model), worker.endpoints);
   }
@@ -194,18 +205,29 @@ export class Router implements OnModuleInit {
     const v: ModelVerdict = { eligible: false, unhealthy: 0, soonestReturn: Infinity };
     const now = this.clock.now();
     this.strategy.begin();
-    this.judgeWorkers(this.registry.servingExactly(model), model, plan, now, v);
+    // One cached lookup per candidate model; each worker's provider is then checked against it.
+    const owners = this.providers.ownersOf(model);
+    this.judgeWorkers(this.registry.servingExactly(model), model, plan, now, v, owners);
     const wildcards = this.registry.wildcardWorkers();
-    if (wildcards.size > 0) this.judgeWorkers(wildcards, model, plan, now, v, true);
+    if (wildcards.size > 0) this.judgeWorkers(wildcards, model, plan, now, v, owners, true);
     v.chosen = this.strategy.end();
     return v;
   }
 
-  private judgeWorkers(workers: ReadonlySet<LiveWorker>, model: string, plan: RoutePlan, now: number, v: ModelVerdict, wildcardPass = false): void {
+  private judgeWorkers(
+    workers: ReadonlySet<LiveWorker>,
+    model: string,
+    plan: RoutePlan,
+    now: number,
+    v: ModelVerdict,
+    owners: ReadonlySet<Provider>,
+    wildcardPass = false,
+  ): void {
     // Workers of one model mostly share a provider: look it up once per run of the same name.
     let providerName: string | undefined;
     let provider: Provider | undefined;
     let providerCaps: ModelCapabilities | undefined;
+    let permitted = false;
     for (const w of workers) {
       // Already judged by its exact name, or held out of routing by an unload.
       if (wildcardPass && (w.models.has(model) || w.isHeldOut(model))) continue;
@@ -213,8 +235,10 @@ export class Router implements OnModuleInit {
         providerName = w.provider;
         provider = this.providers.get(providerName);
         providerCaps = provider && declaredFor(provider.capabilities, model);
+        // The provider may serve the model (ownership) and is one of the tenant's pools.
+        permitted = provider !== undefined && ownerAllows(owners, provider) && (!plan.pools || plan.pools.has(provider.name));
       }
-      if (!provider || !provider.enabled || (plan.pin && plan.pin !== provider)) continue;
+      if (!provider || !permitted || !provider.enabled || (plan.pin && plan.pin !== provider)) continue;
       if (provider.cordon) {
         v.cordoned ??= provider;
         continue;
@@ -235,9 +259,9 @@ export class Router implements OnModuleInit {
         v.provider = provider;
       }
       if (w.freeSlots > 0) {
-        // Priority: the provider's configured one, else the worker's; load: assigned + held, plus
-        // load the worker reports beyond what the gateway gave it.
-        this.strategy.offer(w, provider.priority ?? w.declaredPriority ?? DEFAULT_PRIORITY, w.load, w.health.latencyMs);
+        // Priority: the worker's declared one, never better than its provider's floor; load:
+        // assigned + held, plus load the worker reports beyond what the gateway gave it.
+        this.strategy.offer(w, effectivePriority(provider.priority, w.declaredPriority), w.load, w.health.latencyMs);
       }
     }
   }
@@ -272,7 +296,7 @@ export class Router implements OnModuleInit {
     if (v.unhealthy > 0) return reject(Errors.noHealthyWorker(model, Math.max(1, Math.ceil(v.soonestReturn))));
     if (v.cordoned) return reject(Errors.poolUnavailable(v.cordoned.name));
     if (missing.size > 0) return reject(Errors.capabilityMismatch(model, [...missing]));
-    const known = this.providerKnowing(model);
+    const known = this.providerKnowing(model, plan.pools);
     if (known instanceof GatewayError) {
       return reject(plan.requested !== plan.target && known.code === 'model_not_found' ? Errors.aliasTargetNotFound(plan.requested, model) : known);
     }
@@ -283,10 +307,14 @@ export class Router implements OnModuleInit {
    * A model no live worker serves is still "known" when a provider declares it or one of its
    * workers served it recently: requests wait for a worker rather than fail.
    */
-  private providerKnowing(model: string): Provider | GatewayError {
+  private providerKnowing(model: string, pools: ReadonlySet<string> | undefined): Provider | GatewayError {
     let disabledKnows = false;
     let cordoned: Provider | undefined;
+    const owners = this.providers.ownersOf(model);
     for (const p of this.providers.all()) {
+      // Only a pool that may serve the model, and that the tenant may use, is worth waiting for:
+      // another tenant's pool is reported as if the model did not exist (404 model_not_found).
+      if ((pools && !pools.has(p.name)) || !ownerAllows(owners, p)) continue;
       const cordonKnows = p.cordon !== undefined && cordonCovers(p.cordon, model);
       if (!cordonKnows && !p.declaredModels.has(model) && !this.records.recentlyKnowsModel(p.name, model)) continue;
       if (!p.enabled) disabledKnows = true;
@@ -298,9 +326,9 @@ export class Router implements OnModuleInit {
     return disabledKnows ? Errors.providerDisabled() : Errors.modelNotFound(model);
   }
 
-  /** The provider's configured priority, else the worker's declared one, else 50. */
+  /** The worker's routing priority: its declared one, never better than its provider's floor. */
   priorityOf(w: LiveWorker): number {
-    return this.providers.get(w.provider)?.priority ?? w.declaredPriority ?? DEFAULT_PRIORITY;
+    return effectivePriority(this.providers.get(w.provider)?.priority ?? null, w.declaredPriority);
   }
 
   // ---------------------------------------------------------------- worker health
@@ -361,35 +389,11 @@ export class Router implements OnModuleInit {
 
   // ---------------------------------------------------------------- listing
 
-  /** `/v1/models`: models of healthy-enough workers of enabled providers, and aliases of them. */
-  listModels(): Array<{ id: string; provider: string; createdAt: number }> {
-    const out = new Map<string, { id: string; provider: string; createdAt: number }>();
-    for (const model of this.registry.advertisedModels()) {
-      for (const w of this.registry.servingExactly(model)) {
-        if (w.draining || this.providers.get(w.provider)?.enabled !== true) continue;
-        const prev = out.get(model);
-        if (!prev || prev.createdAt > w.connectedAt) out.set(model, { id: model, provider: w.provider, createdAt: w.connectedAt });
-      }
-    }
-    // A usable `*` worker serves any target, so every alias is then servable.
-    let wildcard: LiveWorker | undefined;
-    for (const w of this.registry.wildcardWorkers()) {
-      if (!w.draining && this.providers.get(w.provider)?.enabled === true && (!wildcard || w.connectedAt < wildcard.connectedAt)) wildcard = w;
-    }
-    for (const [alias, target] of this.routing.aliases) {
-      if (out.has(alias)) continue;
-      const served = out.get(target) ?? (wildcard && { id: target, provider: wildcard.provider, createdAt: wildcard.connectedAt });
-      if (served) out.set(alias, { ...served, id: alias });
-    }
-    // A pool-scoped alias is listed while a usable worker of its pool serves the target.
-    for (const [alias, { provider, target }] of this.providers.poolAliases()) {
-      if (out.has(alias) || !provider.enabled || provider.cordon) continue;
-      let first: LiveWorker | undefined;
-      for (const w of this.registry.ofProvider(provider.name)) {
-        if (!w.draining && w.supports(target) && (!first || w.connectedAt < first.connectedAt)) first = w;
-      }
-      if (first) out.set(alias, { id: alias, provider: provider.name, createdAt: first.connectedAt });
-    }
-    return [...out.values()];
+  /**
+   * `/v1/models`: models of healthy-enough workers of enabled providers, and aliases of them; with
+   * a caller's restrictions, only what that caller could route to (model-listing.ts).
+   */
+  listModels(caller: ModelListFilter = {}): ListedModel[] {
+    return listModels(this.registry, this.providers, this.routing.aliases, caller);
   }
 }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { DEFAULT_WEIGHTS, score } from './scoring';
+import { DEFAULT_WEIGHTS, effectivePriority, score } from './scoring';
 
 describe('score (smart strategy)', () => {
   it('matches the weighted formula with the default weights', () => {
@@ -45,5 +45,20 @@ describe('score (smart strategy)', () => {
         expect(s).toBeLessThanOrEqual(100);
       }),
     );
+  });
+});
+
+describe('effectivePriority (the provider floor)', () => {
+  it('a worker may rank itself lower than its provider, never higher', () => {
+    expect(effectivePriority(10, 0)).toBe(10);
+    expect(effectivePriority(10, 70)).toBe(70);
+    expect(effectivePriority(10, undefined)).toBe(10);
+    expect(effectivePriority(0, 3)).toBe(3);
+  });
+
+  it('a provider without priority has the default floor of 50', () => {
+    expect(effectivePriority(null, 0)).toBe(50);
+    expect(effectivePriority(undefined, 90)).toBe(90);
+    expect(effectivePriority(null, undefined)).toBe(50);
   });
 });

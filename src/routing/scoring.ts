@@ -10,6 +10,18 @@ export const DEFAULT_WEIGHTS: ScoringWeights = { priority: 50, load: 30, latency
 /** Priority a worker has when neither its provider nor the worker declares one. */
 export const DEFAULT_PRIORITY = 50;
 
+/**
+ * A worker's routing priority (lower is preferred). The provider's configured `priority` is a
+ * floor — `DEFAULT_PRIORITY` when it sets none — and the worker's self-declared priority may only
+ * rank it lower (a larger number), never above that floor: a worker's own claim must not win it
+ * traffic over pools the operator ranked (a provider that wants its workers to rank themselves
+ * freely sets `priority: 0`). A worker that declares nothing gets the floor.
+ */
+export function effectivePriority(providerPriority: number | null | undefined, declared: number | undefined): number {
+  const floor = providerPriority ?? DEFAULT_PRIORITY;
+  return declared === undefined || !(declared > floor) ? floor : declared;
+}
+
 export interface ScoreInputs {
   /** Lower is preferred; clamped to 100. */
   priority: number;

@@ -115,6 +115,7 @@ export class TasksService {
         requirements: { ...endpointRequirements, estimatedTokens: req.ctx ?? needed },
         pin: req.poolId,
         allowedModels: identity.allowedModels,
+        allowedPools: identity.allowedPools,
       },
       onTokens: (tokens) => this.limits.chargeTokens(identity, tokens),
       // A task may wait and run far longer than an interactive request (its pool's timeouts).

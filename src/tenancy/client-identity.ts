@@ -10,6 +10,8 @@ export interface ClientIdentity {
   priority: PriorityLevel;
   /** Models the caller may use (after alias resolution); undefined = all. */
   allowedModels?: ReadonlySet<string>;
+  /** Pools (provider names) its tenant may use (`tenants.<t>.pools`); undefined = all. */
+  allowedPools?: ReadonlySet<string>;
   /** The client API key the caller presented (its id, never the key). */
   keyId?: string;
   /** The key's own limits, beside its tenant's. */
@@ -40,7 +42,12 @@ export function identifyByHeaders(headers: IncomingHttpHeaders, settingsOf: (ten
   const settings = settingsOf(tenant);
   const priority = resolvePriority(single(headers[PRIORITY_HEADER]), settings.priority, settings.maxPriority);
   if (priority instanceof GatewayError) return priority;
-  return { tenant, priority, allowedModels: settings.models ? new Set(settings.models) : undefined };
+  return { tenant, priority, allowedModels: settings.models ? new Set(settings.models) : undefined, allowedPools: poolsOf(settings) };
+}
+
+/** The tenant's pools as a set; undefined = every pool. */
+export function poolsOf(settings: TenantSettings): ReadonlySet<string> | undefined {
+  return settings.pools ? new Set(settings.pools) : undefined;
 }
 
 /** The requested priority (or the default), never above the ceiling. */

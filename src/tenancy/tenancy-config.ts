@@ -20,6 +20,11 @@ export interface TenantSettings {
   sessionTokens?: number;
   /** The most seconds one task session may run (a task's `budget.time_secs` is capped by it). */
   sessionTimeSecs?: number;
+  /**
+   * Pools (provider names) its requests may reach; absent = every pool. Its requests never go to
+   * another pool's workers, which keeps a team's prompts on its own hardware.
+   */
+  pools?: string[];
 }
 
 export interface TenancyConfig {
@@ -32,7 +37,7 @@ export interface TenancyConfig {
 /** Tenant ids: what `x-tenant-id` may carry and what configuration may name. */
 export const TENANT_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
-const TENANT_KEYS = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models', 'session_tokens', 'session_time_secs'];
+const TENANT_KEYS = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models', 'session_tokens', 'session_time_secs', 'pools'];
 const RATE = /^\s*(\d+)\s*(req|tok)\s*\/\s*min\s*$/i;
 
 /**
@@ -112,6 +117,11 @@ export function parseTenantSettings(raw: unknown, where: string, problems: strin
   if (o.models !== undefined && o.models !== null) {
     if (Array.isArray(o.models) && o.models.every((m) => typeof m === 'string' && m.trim() !== '')) out.models = (o.models as string[]).map((m) => m.trim());
     else problems.push(`${where}.models must be a list of model names`);
+  }
+  if (o.pools !== undefined && o.pools !== null) {
+    // An empty list would silently make every request of the tenant fail: refused instead.
+    if (Array.isArray(o.pools) && o.pools.length > 0 && o.pools.every((p) => typeof p === 'string' && p.trim() !== '')) out.pools = [...new Set((o.pools as string[]).map((p) => p.trim()))];
+    else problems.push(`${where}.pools must be a non-empty list of pool (provider) names`);
   }
   for (const k of Object.keys(out) as Array<keyof TenantSettings>) if (out[k] === undefined) delete out[k];
   return out;

@@ -6,7 +6,7 @@ import { TenantSettings } from './tenancy-config';
 import { TenantEntity } from './tenant.entity';
 import { TenantRecord, TenantStore } from './tenant-store';
 
-const UPDATED_ON_SAVE = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models', 'session_tokens', 'session_time_secs', 'updated_at'];
+const UPDATED_ON_SAVE = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models', 'session_tokens', 'session_time_secs', 'pools', 'updated_at'];
 
 @Injectable()
 export class TypeOrmTenantStore extends TenantStore {
@@ -51,6 +51,7 @@ function toColumns(s: TenantSettings): Omit<TenantEntity, 'id' | 'createdAt' | '
     models: s.models ? [...s.models] : null,
     sessionTokens: s.sessionTokens ?? null,
     sessionTimeSecs: s.sessionTimeSecs ?? null,
+    pools: s.pools ? [...s.pools] : null,
   };
 }
 
@@ -65,5 +66,6 @@ function toRecord(row: TenantEntity): TenantRecord {
   if (row.models !== null && row.models !== undefined) settings.models = row.models;
   if (row.sessionTokens !== null) settings.sessionTokens = row.sessionTokens;
   if (row.sessionTimeSecs !== null) settings.sessionTimeSecs = row.sessionTimeSecs;
+  if (row.pools !== null && row.pools !== undefined) settings.pools = row.pools;
   return { id: row.id, settings, createdAt: row.createdAt, updatedAt: row.updatedAt };
 }

@@ -39,6 +39,10 @@ export class TenantEntity {
   @Column({ type: 'simple-json', nullable: true })
   models: string[] | null;
 
+  /** JSON array of pool (provider) names, stored as text; null = every pool. */
+  @Column({ type: 'simple-json', nullable: true })
+  pools: string[] | null;
+
   @Column({ name: 'created_at', type: 'bigint', transformer: epochMillis })
   createdAt: number;
 

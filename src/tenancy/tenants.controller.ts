@@ -78,5 +78,6 @@ function settingsJson(s: TenantSettings) {
     models: s.models ?? null,
     session_tokens: s.sessionTokens ?? null,
     session_time_secs: s.sessionTimeSecs ?? null,
+    pools: s.pools ?? null,
   };
 }

@@ -1,4 +1,4 @@
-import { sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName } from './sanitize-models';
+import { restrictToProvider, sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName } from './sanitize-models';
 
 describe('sanitizeModels', () => {
   it('trims, drops empties and duplicates keeping first-seen order', () => {
@@ -55,5 +55,36 @@ describe('sanitizeWorkerName / sanitizeMaxConcurrent', () => {
     expect(warnings).toEqual([]);
     expect(sanitizeMaxConcurrent(2 ** 40, warnings)).toBe(4096);
     expect(warnings).toEqual([`max_concurrent lowered from ${2 ** 40} to 4096 (gateway limit)`]);
+  });
+});
+
+describe('restrictToProvider', () => {
+  const allowed = new Set(['a', 'b']);
+  const mayServe = (m: string) => allowed.has(m);
+
+  it('keeps allowed names and "*", and reports the rest', () => {
+    const warnings: string[] = [];
+    expect(restrictToProvider(['a', 'x', '*', 'y', 'b'], mayServe, { name: 'p', restricted: true }, warnings)).toEqual(['a', '*', 'b']);
+    expect(warnings).toEqual([
+      'dropped 2 models provider "p" may not serve (not in its models, or listed by another provider): "x", "y"',
+      '"*" stands for the models provider "p" allows',
+    ]);
+  });
+
+  it('is silent when everything is allowed, and says so when nothing is', () => {
+    const clean: string[] = [];
+    expect(restrictToProvider(['a', '*'], mayServe, { name: 'p', restricted: false }, clean)).toEqual(['a', '*']);
+    expect(clean).toEqual([]);
+    const none: string[] = [];
+    expect(restrictToProvider(['x'], mayServe, { name: 'p', restricted: true }, none)).toEqual([]);
+    expect(none[1]).toBe('worker registered without any routable models');
+  });
+
+  it('quotes at most 10 names and shortens each, so a hostile list cannot bloat the ack', () => {
+    const warnings: string[] = [];
+    const many = Array.from({ length: 500 }, (_, i) => `${'n'.repeat(200)}${i}`);
+    restrictToProvider(many, mayServe, { name: 'p', restricted: true }, warnings);
+    expect(warnings[0]).toMatch(/^dropped 500 models .* and 490 more$/);
+    expect(warnings[0].length).toBeLessThan(1000);
   });
 });

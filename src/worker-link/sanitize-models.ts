@@ -78,3 +78,31 @@ export function sanitizeMaxConcurrent(raw: number, warnings: string[]): number {
   warnings.push(`max_concurrent lowered from ${raw} to ${WorkerLimits.maxConcurrent} (gateway limit)`);
   return WorkerLimits.maxConcurrent;
 }
+
+/** Names quoted in one warning at most (a hostile list must not make the ack huge). */
+const NAMES_QUOTED = 10;
+
+/**
+ * Keeps the advertised models this worker's provider may serve (its allow-list, and no model
+ * another provider owns; see providers/model-ownership.ts) and reports the rest in `warnings`.
+ * `*` stays: it means "any model this provider allows", and routing applies that rule per request.
+ */
+export function restrictToProvider(models: string[], mayServe: (model: string) => boolean, provider: { name: string; restricted: boolean }, warnings: string[]): string[] {
+  const refused: string[] = [];
+  const kept = models.filter((m) => {
+    if (m === '*' || mayServe(m)) return true;
+    refused.push(m);
+    return false;
+  });
+  if (refused.length > 0) {
+    const quoted = refused.slice(0, NAMES_QUOTED).map((m) => `"${m.slice(0, 64)}"`).join(', ');
+    const more = refused.length > NAMES_QUOTED ? ` and ${refused.length - NAMES_QUOTED} more` : '';
+    warnings.push(
+      `dropped ${refused.length} model${refused.length === 1 ? '' : 's'} provider "${provider.name}" may not serve ` +
+        `(not in its models, or listed by another provider): ${quoted}${more}`,
+    );
+  }
+  if (models.includes('*') && provider.restricted) warnings.push(`"*" stands for the models provider "${provider.name}" allows`);
+  if (kept.length === 0 && models.length > 0) warnings.push('worker registered without any routable models');
+  return kept;
+}

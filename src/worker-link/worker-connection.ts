@@ -26,7 +26,7 @@ import { WorkerRegistry } from '../registry/worker-registry.service';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
-import { sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName, WorkerLimits } from './sanitize-models';
+import { restrictToProvider, sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName, WorkerLimits } from './sanitize-models';
 
 export interface WorkerLinkDeps {
   config: AppConfig;
@@ -191,7 +191,10 @@ export class WorkerConnection implements WorkerChannel {
       return;
     }
     if (message.models.length > WorkerLimits.rawModelEntries) return this.protocolError(`register with ${message.models.length} model entries`);
-    const { models, warnings } = sanitizeModels(message.models, provider.maxModelsPerWorker);
+    const sanitized = sanitizeModels(message.models, provider.maxModelsPerWorker);
+    const warnings = sanitized.warnings;
+    // Intersected with what the provider may serve; the ack lists what was kept and warns about the rest.
+    const models = restrictToProvider(sanitized.models, (m) => this.deps.providers.mayServe(provider, m), { name: provider.name, restricted: provider.allowList.restricted }, warnings);
     const name = sanitizeWorkerName(message.worker_name, warnings);
     // An operator drained this pool or this worker name until undrain: tell the daemon to wait.
     if (provider.cordon) return this.refuseCordoned(`provider "${provider.name}" is cordoned (POST /v1/pools/${provider.name}/undrain lifts it)`, name);
@@ -254,7 +257,11 @@ export class WorkerConnection implements WorkerChannel {
       case 'models_update': {
         if (message.models.length > WorkerLimits.rawModelEntries) return this.protocolError(`models_update with ${message.models.length} model entries`);
         const provider = this.deps.providers.get(worker.provider);
-        const { models, warnings } = sanitizeModels(message.models, provider?.maxModelsPerWorker ?? this.deps.config.providerDefaults.maxModelsPerWorker);
+        const sanitized = sanitizeModels(message.models, provider?.maxModelsPerWorker ?? this.deps.config.providerDefaults.maxModelsPerWorker);
+        const warnings = sanitized.warnings;
+        const models = provider
+          ? restrictToProvider(sanitized.models, (m) => this.deps.providers.mayServe(provider, m), { name: provider.name, restricted: provider.allowList.restricted }, warnings)
+          : [];
         if (warnings.length) log.warn(`worker ${worker.id} models_update: ${warnings.join('; ')}`);
         dispatcher.onModelsChanged(worker, {
           models,

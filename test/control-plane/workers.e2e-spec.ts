@@ -54,7 +54,7 @@ describe('admin workers: details and the worker-name cordon', () => {
       max_concurrent: 3,
       capabilities: { dm: { vision: true, context_length: 8192 } },
       endpoints: ['/v1/chat/completions'],
-      priority: 7,
+      priority: 70, // above the default floor of 50: a worker may rank itself lower, not higher
       runner: { type: 'llama-server', version: 'b6500' },
     });
     const ack = await w.next('register_ack');
@@ -84,7 +84,7 @@ describe('admin workers: details and the worker-name cordon', () => {
       capabilities: { dm: { vision: true, context_length: 8192 } },
       endpoints: ['/v1/chat/completions'],
       runner: { type: 'llama-server', version: 'b6500' },
-      priority: 7,
+      priority: 70,
       max_concurrent: 3,
       in_flight: 1,
       in_flight_request_ids: [r1.request_id],

@@ -47,7 +47,7 @@ describe('migrations', () => {
   it('up creates providers, worker_records, api_keys, tenants, usage_records, the artifact tables and the lifecycle tables', async () => {
     expect(await existingTables()).toEqual([]);
     const applied = await ds.runMigrations();
-    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000', 'PoolAliases1764806400000', 'TenantSessionBudgets1764849600000', 'Governance1764892800000', 'LifecycleTasks1764979200000', 'Artifacts1765065600000']);
+    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000', 'PoolAliases1764806400000', 'TenantSessionBudgets1764849600000', 'Governance1764892800000', 'LifecycleTasks1764979200000', 'Artifacts1765065600000', 'TenantPools1765170000000']);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
       // Isolation: the tables landed in this run's schema, not in public.
@@ -172,6 +172,13 @@ describe('migrations', () => {
   });
 
   it('down drops the tables and forgets the migrations', async () => {
+    await ds.undoLastMigration();
+    const pools = ds.createQueryRunner();
+    try {
+      expect(await pools.hasColumn('tenants', 'pools')).toBe(false);
+    } finally {
+      await pools.release();
+    }
     await ds.undoLastMigration();
     expect(await existingTables()).toEqual([...BASE_TABLES, ...LIFECYCLE_TABLES]);
     await ds.undoLastMigration();

@@ -11,7 +11,7 @@ providers:
     secret: test-worker-secret
   - name: gpu-east
     secret: east-secret
-    models: [declared-only]
+    models: [declared-only, east-llava]
     capabilities:
       east-llava: {vision: true}
 `;

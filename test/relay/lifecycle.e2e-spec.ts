@@ -221,8 +221,9 @@ describe('request lifecycle: routing, requeue, cancellation, drain', () => {
   it('pulls queued work when a worker registers or updates its models', async () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['before'] });
     const keepAlive = setInterval(() => worker.send({ type: 'pong', current_load: 0 }), 50);
-    // "after" is unknown until a worker serves it: declare it through the admin API first.
-    await admin(gw.url, 'PATCH', '/admin/providers/local', TEST_ADMIN_TOKEN, { models: ['after', 'late-join'] });
+    // "after" is unknown until a worker serves it: declare it through the admin API first ("*"
+    // keeps every other model allowed for local's workers: a provider's models are its allow-list).
+    await admin(gw.url, 'PATCH', '/admin/providers/local', TEST_ADMIN_TOKEN, { models: ['after', 'late-join', '*'] });
     const pending = post(gw.url, '/v1/chat/completions', chat('after'));
     await sleep(50);
     expect(worker.count('request')).toBe(0);

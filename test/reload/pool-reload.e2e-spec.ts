@@ -162,10 +162,11 @@ describe('POST /v1/pools/:id/reload: models, aliases and capabilities of a pool,
   it('a configuration reload rewrites a configured pool from the file but keeps its pool aliases', async () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['m-local'] });
     expect((await call(gw, 'POST', '/v1/pools/local/reload', { models: ['declared'], aliases: { mine: 'm-local' } })).status).toBe(200);
-    file.write('providers:\n  - name: local\n    secret: test-worker-secret\n    models: [from-file]\nrouting:\n  aliases: {global-alias: m-local}\n');
+    // m-local stays in the file's models: they are the allow-list of local's workers.
+    file.write('providers:\n  - name: local\n    secret: test-worker-secret\n    models: [from-file, m-local]\nrouting:\n  aliases: {global-alias: m-local}\n');
     const res = await reload(gw);
     expect(res.json.changes.providers).toEqual({ added: [], updated: ['local'], removed: [] });
-    expect(await declarations(gw, 'local')).toEqual({ models: ['from-file'], aliases: { mine: 'm-local' }, capabilities: {} });
+    expect(await declarations(gw, 'local')).toEqual({ models: ['from-file', 'm-local'], aliases: { mine: 'm-local' }, capabilities: {} });
     const pending = post(gw.url, '/v1/chat/completions', chat('mine'));
     const req = await worker.next('request');
     expect(req.model).toBe('m-local');

@@ -25,7 +25,8 @@ describe('pull path: queued requests honour requirements and strategy', () => {
 providers:
   - name: local
     secret: test-worker-secret
-    models: [pp-new]
+    # pp-new is declared (requests wait for it); its other entries are the allow-list of local's workers.
+    models: [pp-new, pp, "pp-*"]
   - name: fastp
     secret: fastp-secret
     priority: 1

@@ -159,6 +159,8 @@ routing:
 providers:
   - name: local
     secret: test-worker-secret
+    # A floor of 0: local's workers rank themselves by the priority they declare.
+    priority: 0
   - name: primary
     secret: primary-secret
     priority: 1
@@ -184,8 +186,8 @@ routing:
       p2.worker.close();
     });
 
-    it('the provider priority from the config file wins over the priority a worker declares', async () => {
-      const inPrimary = await ScriptedWorker.register(gw.workerUrl, { models: ['po-prov'], max_concurrent: 4, priority: 100 }, { provider: 'primary', secret: 'primary-secret' });
+    it('the provider priority from the config file is a floor the priority a worker declares cannot beat', async () => {
+      const inPrimary = await ScriptedWorker.register(gw.workerUrl, { models: ['po-prov'], max_concurrent: 4, priority: 0 }, { provider: 'primary', secret: 'primary-secret' });
       const inSecondary = await ScriptedWorker.register(gw.workerUrl, { models: ['po-prov'], max_concurrent: 4, priority: 0 }, { provider: 'secondary', secret: 'secondary-secret' });
       autoRespond(inPrimary.worker);
       autoRespond(inSecondary.worker);
@@ -207,7 +209,7 @@ routing:
       inSecondary.worker.close();
     });
 
-    it('a worker whose provider has no priority uses its own declared priority', async () => {
+    it('a worker whose provider has priority 0 uses its own declared priority', async () => {
       const declared = await ScriptedWorker.register(gw.workerUrl, { models: ['po-declared'], max_concurrent: 4, priority: 0 });
       const inSecondary = await ScriptedWorker.register(gw.workerUrl, { models: ['po-declared'], max_concurrent: 4 }, { provider: 'secondary', secret: 'secondary-secret' });
       autoRespond(declared.worker);

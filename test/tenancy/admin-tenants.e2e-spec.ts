@@ -7,7 +7,7 @@ import { admin, chat, post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { adminCall, answerNext, chatCompletion, configFile, createKey } from '../api-keys/support';
 
-const NONE = { rpm: null, tpm: null, tokens_per_day: null, priority: null, max_priority: null, max_queued: null, models: null, session_tokens: null, session_time_secs: null };
+const NONE = { rpm: null, tpm: null, tokens_per_day: null, priority: null, max_priority: null, max_queued: null, models: null, session_tokens: null, session_time_secs: null, pools: null };
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe('admin API: /admin/tenants', () => {
@@ -57,7 +57,7 @@ describe('admin API: /admin/tenants', () => {
     expect(res.json).toEqual({
       id: 'team-c',
       source: 'admin',
-      settings: { rpm: 5, tpm: 1000, tokens_per_day: 5_000_000_000, priority: 'low', max_priority: 'normal', max_queued: 2, models: ['m1'], session_tokens: 100_000, session_time_secs: 600 },
+      settings: { rpm: 5, tpm: 1000, tokens_per_day: 5_000_000_000, priority: 'low', max_priority: 'normal', max_queued: 2, models: ['m1'], session_tokens: 100_000, session_time_secs: 600, pools: null },
       created_at: expect.stringMatching(ISO),
       updated_at: expect.stringMatching(ISO),
     });

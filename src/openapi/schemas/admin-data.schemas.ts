@@ -43,6 +43,13 @@ const tenantSettings = (description: string): SchemaObject => ({
     models: { type: 'array', items: { type: 'string' }, nullable: true },
     session_tokens: nullable({ ...count, description: 'The most tokens one task session may spend ([tasks](tasks.md#session-budgets)).' }),
     session_time_secs: nullable({ ...count, description: 'The most seconds one task session may run.' }),
+    pools: {
+      type: 'array',
+      minItems: 1,
+      items: { type: 'string' },
+      nullable: true,
+      description: 'Pools (provider names) its requests may reach; null = every pool ([tenancy](tenancy.md#pools)).',
+    },
   },
   additionalProperties: false,
 });
@@ -68,7 +75,7 @@ const KEY_EXAMPLE = {
 const TENANT_EXAMPLE = {
   id: 'team-a',
   source: 'admin',
-  settings: { rpm: 600, tpm: 200000, tokens_per_day: 5000000, priority: 'normal', max_priority: 'high', max_queued: 50, models: null, session_tokens: 200000, session_time_secs: 3600 },
+  settings: { rpm: 600, tpm: 200000, tokens_per_day: 5000000, priority: 'normal', max_priority: 'high', max_queued: 50, models: null, session_tokens: 200000, session_time_secs: 3600, pools: null },
   created_at: '2026-11-20T09:00:00.000Z',
   updated_at: '2026-11-22T20:50:00.000Z',
 };
@@ -227,7 +234,7 @@ export const ADMIN_DATA_API = {
     responses: {
       200: jsonResponse('The tenants', ref('TenantList'), {
         data: [TENANT_EXAMPLE],
-        defaults: { rpm: 60, tpm: null, tokens_per_day: null, priority: null, max_priority: null, max_queued: null, models: null, session_tokens: null, session_time_secs: null },
+        defaults: { rpm: 60, tpm: null, tokens_per_day: null, priority: null, max_priority: null, max_queued: null, models: null, session_tokens: null, session_time_secs: null, pools: null },
       }),
       ...admin(),
     },
@@ -260,7 +267,7 @@ export const ADMIN_DATA_API = {
     responses: {
       200: jsonResponse('Deleted', ref('TenantDeleted'), {
         deleted: 'team-a',
-        now: { id: 'team-a', source: 'default', settings: { rpm: 60, tpm: null, tokens_per_day: null, priority: null, max_priority: null, max_queued: null, models: null, session_tokens: null, session_time_secs: null } },
+        now: { id: 'team-a', source: 'default', settings: { rpm: 60, tpm: null, tokens_per_day: null, priority: null, max_priority: null, max_queued: null, models: null, session_tokens: null, session_time_secs: null, pools: null } },
       }),
       ...admin(['invalid_request', 'not_found'], { not_found: Errors.notFound('Tenant', 'team-a') }),
     },

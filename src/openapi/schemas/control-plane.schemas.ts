@@ -22,7 +22,7 @@ const providerFields: Record<string, SchemaObject> = {
   queue_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
   request_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
   max_models: { type: 'integer', minimum: 1 },
-  models: { type: 'array', maxItems: 10000, items: { type: 'string' }, description: 'Models declared even while no worker serves them.' },
+  models: { type: 'array', maxItems: 10000, items: { type: 'string' }, description: 'Exact names and `*` globs: the models this provider\'s workers may serve (its allow-list; a model a provider lists belongs to the providers that list it). Exact names are declared even while no worker serves them. Empty = any model no provider lists.' },
   priority: { type: 'integer', minimum: 0, nullable: true, description: 'Routing priority of its workers (lower is preferred); `null` clears it.' },
   capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Per model; overrides what the workers declare.' },
 };
