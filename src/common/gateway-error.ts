@@ -51,6 +51,7 @@ export type GatewayErrorCode =
   | 'op_token_duplicate_signers'
   | 'op_token_unknown_signer'
   | 'op_token_insufficient_signers'
+  | 'dependency_unavailable'
   | 'internal_error';
 
 export interface GatewayErrorDetails {
@@ -69,10 +70,28 @@ export interface RateLimitDetails {
   retryAfterMs: number;
 }
 
+/** The longest retry hint an error carries (a limiter's own bound is 24 h past its window). */
+export const MAX_RETRY_AFTER_MS = 7 * 24 * 60 * 60_000;
+
+/** A retry hint as a whole number of ms in [1, MAX_RETRY_AFTER_MS], whatever it was computed from. */
+export function boundedRetryMs(ms: number): number {
+  return Number.isFinite(ms) ? Math.min(MAX_RETRY_AFTER_MS, Math.max(1, Math.ceil(ms))) : MAX_RETRY_AFTER_MS;
+}
+
+/**
+ * An epoch-ms time as ISO 8601, clamped into what a Date can hold: building an error must never
+ * throw (`new Date(9e20).toISOString()` does, and an error thrown while answering leaves the
+ * client without an answer).
+ */
+export function safeIsoTime(ms: number): string {
+  const MAX = 8_640_000_000_000_000;
+  return new Date(Number.isFinite(ms) ? Math.min(MAX, Math.max(-MAX, ms)) : ms > 0 ? MAX : 0).toISOString();
+}
+
 function rateLimitDetails(d: RateLimitDetails): GatewayErrorDetails {
   return {
-    retryAfterMs: d.retryAfterMs,
-    fields: { limit: d.limit, remaining: d.remaining, reset_at: new Date(d.resetAt).toISOString() },
+    retryAfterMs: boundedRetryMs(d.retryAfterMs),
+    fields: { limit: d.limit, remaining: d.remaining, reset_at: safeIsoTime(d.resetAt) },
   };
 }
 
@@ -199,6 +218,10 @@ export const Errors = {
   clientTooSlow: () => new GatewayError('client_too_slow', 'The client did not read the response fast enough'),
   payloadTooLarge: (limit: number) => new GatewayError('payload_too_large', `Request body exceeds ${limit} bytes`),
   serverShutdown: () => new GatewayError('server_shutdown', 'The gateway is shutting down'),
+  /** Something failed inside the gateway (logged with its stack); the message never says what. */
+  internalError: () => new GatewayError('internal_error', 'Internal error'),
+  /** A dependency the request needed (Redis, the database) did not answer; retrying soon may work. */
+  dependencyUnavailable: () => new GatewayError('dependency_unavailable', 'A service the gateway depends on is unavailable, please retry', { retryAfterMs: 1000 }),
   // Client API keys (api-keys/): one message whatever was wrong, so answers never tell which keys exist.
   missingApiKey: () => new GatewayError('invalid_api_key', 'Missing API key: send it as Authorization: Bearer <key> or x-api-key: <key>'),
   invalidApiKey: () => new GatewayError('invalid_api_key', 'Invalid API key'),
@@ -277,6 +300,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   payload_too_large: 413,
   queue_full: 429,
   internal_error: 500,
+  dependency_unavailable: 503,
   worker_error: 502,
   worker_disconnected: 502,
   stream_too_large: 502,
@@ -355,6 +379,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   stream_too_large: 'INTERNAL',
   client_too_slow: 'INTERNAL',
   internal_error: 'INTERNAL',
+  dependency_unavailable: 'INTERNAL',
 };
 
 /** The taxonomy kind of an error code (see docs/api.md for the table). */
