@@ -8,7 +8,7 @@ export const SERVE_HELP = `Usage: switchboard serve [--help] [--version]
 Starts the gateway: the OpenAI/Anthropic-compatible API on /v1, the worker WebSocket on
 /v1/worker/connect, /admin, /health and /metrics, all on LISTEN_ADDR. It applies pending
 database migrations first. SIGTERM or SIGINT drains the workers and exits 0 (a second one
-writes pending data within SHUTDOWN_FLUSH_TIMEOUT_SECS and exits 1); SIGHUP
+writes pending data within SHUTDOWN_FLUSH_TIMEOUT_SECS and exits 1, a third exits at once); SIGHUP
 reloads providers, routing and tenants from CONFIG_FILE (like POST /admin/reload).
 
 Configuration comes from environment variables and the YAML file named by CONFIG_FILE
@@ -107,7 +107,11 @@ export async function serve(args: readonly string[], prog = 'switchboard serve',
     if (!closing) return close();
     // A second signal cuts the drain short, but data clients were already told about (usage rows,
     // job artifact ids, audit rows) is still written first, within SHUTDOWN_FLUSH_TIMEOUT_SECS.
-    if (flushing) return;
+    if (flushing) {
+      // A third one: the operator will not wait for the writes either.
+      process.stderr.write(`switchboard: ${signal} a third time: exiting now, pending data may be lost\n`);
+      process.exit(1);
+    }
     flushing = true;
     const timeoutMs = config.shutdownFlushTimeoutMs;
     process.stderr.write(`switchboard: ${signal} again: writing pending data (up to ${timeoutMs / 1000} s), then exiting without waiting for the drain\n`);
