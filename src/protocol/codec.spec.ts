@@ -122,6 +122,7 @@ describe('worker protocol codec', () => {
         `{"type":"pong","current_load":${v},"timestamp_unix_ms":${v}}`,
         `{"type":"response_complete","request_id":"r","status_code":200,"token_counts":{"prompt_tokens":${v},"completion_tokens":${v},"total_tokens":${v}}}`,
         `{"type":"response_complete","request_id":"r","status_code":${v}}`,
+        `{"type":"response_start","request_id":"r","status_code":${v}}`,
         `{"type":"lifecycle_status","task_id":"t","status":"loading","progress":${v},"eta_secs":${v},"gpu_memory_used_mb":${v},"entries_removed":${v}}`,
       ];
       const numbersIn = (x: unknown, out: number[] = []): number[] => {
