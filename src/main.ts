@@ -7,7 +7,8 @@ export const SERVE_HELP = `Usage: switchboard serve [--help] [--version]
 
 Starts the gateway: the OpenAI/Anthropic-compatible API on /v1, the worker WebSocket on
 /v1/worker/connect, /admin, /health and /metrics, all on LISTEN_ADDR. It applies pending
-database migrations first. SIGTERM or SIGINT drains the workers and exits 0; SIGHUP
+database migrations first. SIGTERM or SIGINT drains the workers and exits 0 (a second one
+writes pending data within SHUTDOWN_FLUSH_TIMEOUT_SECS and exits 1, a third exits at once); SIGHUP
 reloads providers, routing and tenants from CONFIG_FILE (like POST /admin/reload).
 
 Configuration comes from environment variables and the YAML file named by CONFIG_FILE
@@ -88,12 +89,11 @@ export async function serve(args: readonly string[], prog = 'switchboard serve',
 
   // Nest's own shutdown hooks re-raise the signal after closing (exit status 143); operators and
   // orchestrators expect a drained gateway to exit 0, so the signals are handled here.
+  const { Logger } = await import('@nestjs/common');
+  const log = new Logger('Process');
   let closing = false;
-  const shutdown = (signal: NodeJS.Signals) => {
-    if (closing) {
-      process.stderr.write(`switchboard: ${signal} again, exiting without waiting for the drain\n`);
-      process.exit(1);
-    }
+  let flushing = false;
+  const close = () => {
     closing = true;
     running
       .close()
@@ -103,8 +103,37 @@ export async function serve(args: readonly string[], prog = 'switchboard serve',
         process.exit(1);
       });
   };
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (!closing) return close();
+    // A second signal cuts the drain short, but data clients were already told about (usage rows,
+    // job artifact ids, audit rows) is still written first, within SHUTDOWN_FLUSH_TIMEOUT_SECS.
+    if (flushing) {
+      // A third one: the operator will not wait for the writes either.
+      process.stderr.write(`switchboard: ${signal} a third time: exiting now, pending data may be lost\n`);
+      process.exit(1);
+    }
+    flushing = true;
+    const timeoutMs = config.shutdownFlushTimeoutMs;
+    process.stderr.write(`switchboard: ${signal} again: writing pending data (up to ${timeoutMs / 1000} s), then exiting without waiting for the drain\n`);
+    void import('./shutdown-flush')
+      .then(({ flushWriteBehind }) => flushWriteBehind(running, timeoutMs))
+      .then((outcome) => {
+        if (outcome === 'timed_out') process.stderr.write(`switchboard: pending data not fully written within ${timeoutMs / 1000} s\n`);
+      })
+      .finally(() => process.exit(1));
+  };
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+  const { installProcessErrorHandlers } = await import('./process-errors');
+  installProcessErrorHandlers(process, {
+    log,
+    // Stopped for repeated uncaught exceptions: the same drain and flush as SIGTERM, then exit 1.
+    stop: () => {
+      if (closing) return;
+      closing = true;
+      running.close().finally(() => process.exit(1));
+    },
+  });
 }
 
 /** Started as a program (`node dist/main.js`), not imported by the CLI or a test. */

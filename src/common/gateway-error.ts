@@ -1,3 +1,7 @@
+import { boundedRetryMs, safeIsoTime } from './safe-time';
+
+export { boundedRetryMs, MAX_RETRY_AFTER_MS, safeIsoTime } from './safe-time';
+
 /**
  * Domain errors with stable codes. `inference/error-dialect.ts` is the one place that maps a code
  * to an HTTP status and to the caller's dialect.
@@ -53,6 +57,7 @@ export type GatewayErrorCode =
   | 'op_token_unknown_signer'
   | 'op_token_insufficient_signers'
   | 'audit_unavailable'
+  | 'dependency_unavailable'
   | 'internal_error';
 
 export interface GatewayErrorDetails {
@@ -73,8 +78,8 @@ export interface RateLimitDetails {
 
 function rateLimitDetails(d: RateLimitDetails): GatewayErrorDetails {
   return {
-    retryAfterMs: d.retryAfterMs,
-    fields: { limit: d.limit, remaining: d.remaining, reset_at: new Date(d.resetAt).toISOString() },
+    retryAfterMs: boundedRetryMs(d.retryAfterMs),
+    fields: { limit: d.limit, remaining: d.remaining, reset_at: safeIsoTime(d.resetAt) },
   };
 }
 
@@ -203,6 +208,10 @@ export const Errors = {
   gatewayOverloaded: () => new GatewayError('gateway_overloaded', 'The gateway is busy delivering other responses; retry shortly', { retryAfterMs: 1000 }),
   payloadTooLarge: (limit: number) => new GatewayError('payload_too_large', `Request body exceeds ${limit} bytes`),
   serverShutdown: () => new GatewayError('server_shutdown', 'The gateway is shutting down'),
+  /** Something failed inside the gateway (logged with its stack); the message never says what. */
+  internalError: () => new GatewayError('internal_error', 'Internal error'),
+  /** A dependency the request needed (Redis, the database) did not answer; retrying soon may work. */
+  dependencyUnavailable: () => new GatewayError('dependency_unavailable', 'A service the gateway depends on is unavailable, please retry', { retryAfterMs: 1000 }),
   // Client API keys (api-keys/): one message whatever was wrong, so answers never tell which keys exist.
   missingApiKey: () => new GatewayError('invalid_api_key', 'Missing API key: send it as Authorization: Bearer <key> or x-api-key: <key>'),
   invalidApiKey: () => new GatewayError('invalid_api_key', 'Invalid API key'),
@@ -286,6 +295,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   payload_too_large: 413,
   queue_full: 429,
   internal_error: 500,
+  dependency_unavailable: 503,
   worker_error: 502,
   worker_disconnected: 502,
   stream_too_large: 502,
@@ -367,6 +377,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   stream_too_large: 'INTERNAL',
   client_too_slow: 'INTERNAL',
   internal_error: 'INTERNAL',
+  dependency_unavailable: 'INTERNAL',
 };
 
 /** The taxonomy kind of an error code (see docs/api.md for the table). */

@@ -72,6 +72,8 @@ export interface AppConfig {
   rejectLegacyWorkers: boolean;
   modelsRefreshIntervalMs: number;
   shutdownDrainTimeoutMs: number;
+  /** On a second SIGTERM/SIGINT, how long the write-behind queues get to be written before exit. */
+  shutdownFlushTimeoutMs: number;
   authLimiter: AuthLimiterConfig;
   heartbeatFlushIntervalMs: number;
   staleSweepIntervalMs: number;

@@ -80,6 +80,7 @@ const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
   rejectLegacyWorkers: 'reject_legacy_workers',
   modelsRefreshIntervalMs: 'models_refresh_interval_secs',
   shutdownDrainTimeoutMs: 'shutdown_drain_timeout_secs',
+  shutdownFlushTimeoutMs: 'shutdown_flush_timeout_secs',
   authLimiter: { maxFailures: 'auth_failure_limit', windowMs: 'auth_failure_window_secs', blockMs: 'auth_block_secs', trustedProxies: 'trusted_proxies' },
   heartbeatFlushIntervalMs: 'heartbeat_flush_interval_secs',
   staleSweepIntervalMs: 'stale_sweep_interval_secs',

@@ -262,6 +262,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     rejectLegacyWorkers: r.bool('REJECT_LEGACY_WORKERS', 'reject_legacy_workers', false),
     modelsRefreshIntervalMs: r.seconds('MODELS_REFRESH_INTERVAL_SECS', 'models_refresh_interval_secs', 0, TIMER_OR_ZERO),
     shutdownDrainTimeoutMs: r.seconds('SHUTDOWN_DRAIN_TIMEOUT_SECS', 'shutdown_drain_timeout_secs', 30, TIMER_OR_ZERO),
+    shutdownFlushTimeoutMs: r.seconds('SHUTDOWN_FLUSH_TIMEOUT_SECS', 'shutdown_flush_timeout_secs', 10, TIMER_OR_ZERO),
     authLimiter: {
       maxFailures: r.number('AUTH_FAILURE_LIMIT', 'auth_failure_limit', 5, { min: 1, integer: true }),
       windowMs: r.seconds('AUTH_FAILURE_WINDOW_SECS', 'auth_failure_window_secs', 60, TIMER),

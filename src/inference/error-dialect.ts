@@ -1,4 +1,4 @@
-import { GatewayError, GatewayErrorCode, isRetriable, kindOf, statusOf } from '../common/gateway-error';
+import { boundedRetryMs, GatewayError, GatewayErrorCode, isRetriable, kindOf, statusOf } from '../common/gateway-error';
 
 /** The API family a caller speaks, chosen by route. */
 export type Dialect = 'openai' | 'anthropic';
@@ -56,8 +56,10 @@ export function errorBody(dialect: Dialect, error: GatewayError): Record<string,
 
 /** Backpressure headers for retriable rejections that carry a retry hint. */
 export function errorHeaders(error: GatewayError): Record<string, string> {
-  const ms = error.details.retryAfterMs;
-  if (ms === undefined) return {};
+  if (error.details.retryAfterMs === undefined) return {};
+  // Bounded whole numbers whatever the hint was computed from: a header value never reads NaN or Infinity.
+  const raw = error.details.retryAfterMs;
+  const ms = Number.isFinite(raw) && raw >= 0 && raw <= boundedRetryMs(raw) ? raw : boundedRetryMs(raw);
   return { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))), 'x-backoff-ms': String(ms) };
 }
 

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -16,6 +16,7 @@ import { TENANT_HEADER } from '../tenancy/client-identity';
 import { TenantsService } from '../tenancy/tenants.service';
 import { LimitVerdict, TenantLimits } from '../tenancy/tenant-limits.service';
 import { ApiKeysService } from '../api-keys/api-keys.service';
+import { admissionFailure } from '../rate-limit/admission-failure';
 
 function presetHeaders(reply: FastifyReply): Record<string, string> | undefined {
   let out: Record<string, string> | undefined;
@@ -38,6 +39,7 @@ export interface EndpointOptions {
 export class InferenceService {
   /** Only CORS sets headers before the handler; without it there is nothing to carry over. */
   private readonly corsEnabled: boolean;
+  private readonly log = new Logger('Admission');
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -111,7 +113,26 @@ export class InferenceService {
       if (v.error) return this.dispatcher.reject(request, v.error);
       if (!sink.clientGone) this.dispatcher.submit(request);
     };
-    if (verdict instanceof Promise) verdict.then(proceed);
-    else proceed(verdict);
+    // The reply is taken over: whatever fails from here on is answered here, or nobody answers.
+    const failed = (e: unknown) => this.admissionFailed(request, sink, e);
+    if (verdict instanceof Promise) verdict.then(proceed).catch(failed);
+    else {
+      try {
+        proceed(verdict);
+      } catch (e) {
+        failed(e);
+      }
+    }
+  }
+
+  /** Logs the failure and answers the client a dialect error (500, or 503 for a dependency down). */
+  private admissionFailed(request: RelayRequest, sink: HttpResponseSink, e: unknown): void {
+    const error = admissionFailure(e);
+    this.log.error(`admitting request ${request.id} failed (answered ${error.code}): ${(e as Error)?.stack ?? String(e)}`);
+    try {
+      this.dispatcher.reject(request, error);
+    } catch {
+      sink.fail(error);
+    }
   }
 }

@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { DroppedFrame, encodeMessage, parseServerMessage, parseWorkerMessage, ProtocolError } from './codec';
+import { WorkerNumberBounds } from './number-bounds';
 
 describe('worker protocol codec', () => {
   it('parses a register frame and ignores unknown fields', () => {
@@ -19,7 +21,7 @@ describe('worker protocol codec', () => {
     ['a non-object', '[]'],
     ['an unknown type', '{"type":"hello"}'],
     ['a missing required field', '{"type":"response_chunk","request_id":"r"}'],
-    ['a negative load', '{"type":"pong","current_load":-1}'],
+    ['a load that is not a number', '{"type":"pong","current_load":"7"}'],
     ['an out-of-range status', '{"type":"response_complete","request_id":"r","status_code":42}'],
   ])('rejects %s', (_label, text) => {
     expect(() => parseWorkerMessage(text)).toThrow(ProtocolError);
@@ -58,6 +60,98 @@ describe('worker protocol codec', () => {
       expect(parseWorkerMessage(`${base},"runner":${bad}}`)).toMatchObject({ type: 'register', runner: undefined });
     }
     expect(parseWorkerMessage(`${base}}`)).toMatchObject({ runner: undefined });
+  });
+
+  describe('numbers are clamped (a worker is untrusted input)', () => {
+    it('clamps token counts: huge (9e15, 1e400) to the bound, negative to 0, fractional up; wrong types are ignored', () => {
+      const m = parseWorkerMessage(
+        '{"type":"response_complete","request_id":"r","status_code":200,"token_counts":{"prompt_tokens":-5,"completion_tokens":2.2,"total_tokens":9e15}}',
+      );
+      expect(m).toMatchObject({ token_counts: { prompt_tokens: 0, completion_tokens: 3, total_tokens: WorkerNumberBounds.tokens } });
+      const inf = parseWorkerMessage('{"type":"response_complete","request_id":"r","status_code":200,"token_counts":{"total_tokens":1e400}}');
+      expect(inf).toMatchObject({ token_counts: { total_tokens: WorkerNumberBounds.tokens } });
+      const odd = parseWorkerMessage('{"type":"response_complete","request_id":"r","status_code":200,"token_counts":{"total_tokens":"NaN","prompt_tokens":{"a":1}}}');
+      expect(odd).toMatchObject({ token_counts: {} });
+      expect(parseWorkerMessage('{"type":"response_complete","request_id":"r","status_code":200,"token_counts":"lots"}')).toMatchObject({ token_counts: undefined });
+    });
+
+    it('clamps load, capacity, priority, context length and the pong timestamp', () => {
+      expect(parseWorkerMessage('{"type":"pong","current_load":-1,"timestamp_unix_ms":1e300}')).toEqual({
+        type: 'pong',
+        current_load: 0,
+        timestamp_unix_ms: WorkerNumberBounds.epochMs,
+      });
+      expect(parseWorkerMessage('{"type":"pong","current_load":1e400,"timestamp_unix_ms":"soon"}')).toEqual({ type: 'pong', current_load: WorkerNumberBounds.load, timestamp_unix_ms: undefined });
+      const reg = parseWorkerMessage(
+        '{"type":"register","worker_name":"w","models":["a"],"max_concurrent":1e308,"current_load":0.5,"priority":9e15,"capabilities":{"a":{"context_length":1e300}}}',
+      );
+      expect(reg).toMatchObject({ max_concurrent: WorkerNumberBounds.maxConcurrent, current_load: 1, priority: WorkerNumberBounds.priority, capabilities: { a: { context_length: WorkerNumberBounds.contextLength } } });
+      expect(parseWorkerMessage('{"type":"register","worker_name":"w","models":["a"],"max_concurrent":-3}')).toMatchObject({ max_concurrent: 0 });
+    });
+
+    it('lowers huge lifecycle figures to their bounds, and ignores a relayed document nested too deep', () => {
+      expect(parseWorkerMessage('{"type":"lifecycle_status","task_id":"t","status":"loading","eta_secs":1e400,"memory_freed_mb":1e300}')).toMatchObject({
+        eta_secs: WorkerNumberBounds.etaSecs,
+        memory_freed_mb: WorkerNumberBounds.megabytes,
+      });
+      const deep = '{"a":'.repeat(5000) + '1' + '}'.repeat(5000);
+      const reg = parseWorkerMessage(`{"type":"register","worker_name":"w","models":["a"],"max_concurrent":1,"runner_capabilities":${deep}}`);
+      expect(reg).toMatchObject({ type: 'register', runner_capabilities: undefined });
+    });
+
+    it('bounds the error frame text', () => {
+      const m = parseWorkerMessage(JSON.stringify({ type: 'error', code: 'c'.repeat(10_000), message: 'm'.repeat(100_000) }));
+      expect(m).toMatchObject({ type: 'error' });
+      expect((m as { code: string }).code).toHaveLength(128);
+      expect((m as { message: string }).message).toHaveLength(1024);
+    });
+
+    it('property: whatever JSON value sits in a numeric field, the frame is refused or every number in it is finite and within its bound', () => {
+      const absurd = fc.oneof(
+        fc.double(),
+        fc.integer(),
+        fc.constantFrom(9e15, -9e15, 1e308, -0, 0.5, 2 ** 53 + 1),
+        fc.string({ maxLength: 8 }),
+        fc.constantFrom('NaN', 'Infinity', '1e400', null, true, [], {}),
+        fc.jsonValue({ maxDepth: 3 }),
+      );
+      const raw = (v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? (v > 0 ? '1e400' : v < 0 ? '-1e400' : '0') : JSON.stringify(v));
+      const frames = (v: string) => [
+        `{"type":"register","worker_name":"w","models":["a"],"max_concurrent":${v},"current_load":${v},"priority":${v},"capabilities":{"a":{"context_length":${v}}}}`,
+        `{"type":"models_update","models":["a"],"current_load":${v},"priority":${v}}`,
+        `{"type":"pong","current_load":${v},"timestamp_unix_ms":${v}}`,
+        `{"type":"response_complete","request_id":"r","status_code":200,"token_counts":{"prompt_tokens":${v},"completion_tokens":${v},"total_tokens":${v}}}`,
+        `{"type":"response_complete","request_id":"r","status_code":${v}}`,
+        `{"type":"response_start","request_id":"r","status_code":${v}}`,
+        `{"type":"lifecycle_status","task_id":"t","status":"loading","progress":${v},"eta_secs":${v},"gpu_memory_used_mb":${v},"entries_removed":${v}}`,
+      ];
+      const numbersIn = (x: unknown, out: number[] = []): number[] => {
+        if (typeof x === 'number') out.push(x);
+        else if (x && typeof x === 'object') for (const y of Object.values(x)) numbersIn(y, out);
+        return out;
+      };
+      fc.assert(
+        fc.property(absurd, (value) => {
+          for (const text of frames(raw(value))) {
+            let parsed: unknown;
+            try {
+              parsed = parseWorkerMessage(text);
+            } catch (e) {
+              expect(e instanceof ProtocolError || e instanceof DroppedFrame).toBe(true);
+              continue;
+            }
+            for (const n of numbersIn(parsed)) {
+              expect(Number.isFinite(n)).toBe(true);
+              expect(n).toBeGreaterThanOrEqual(0);
+              expect(n).toBeLessThanOrEqual(WorkerNumberBounds.epochMs);
+            }
+            const tc = (parsed as { token_counts?: Record<string, number> }).token_counts;
+            for (const n of Object.values(tc ?? {})) expect(Number.isInteger(n) && n <= WorkerNumberBounds.tokens).toBe(true);
+          }
+        }),
+        { numRuns: 300 },
+      );
+    });
   });
 
   it('omits absent optional fields when encoding', () => {

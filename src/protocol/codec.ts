@@ -13,6 +13,7 @@ import {
   TokenCounts,
   WorkerToServerMessage,
 } from './messages';
+import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, WorkerNumberBounds as B } from './number-bounds';
 
 /**
  * A frame that is well-formed JSON of a known type but carries values the receiver cannot use
@@ -64,6 +65,22 @@ function optUint(o: Json, type: string, field: string): number | undefined {
   return uint(o, type, field);
 }
 
+/**
+ * A count the worker must send (load, capacity): any JSON number is clamped into [0, max] and
+ * rounded up (see number-bounds.ts); only a value that is not a number is a protocol error.
+ */
+function count(o: Json, type: string, field: string, max: number): number {
+  const v = clampInt(o[field], 0, max);
+  if (v === undefined) fail(type, field, 'number');
+  return v;
+}
+
+function optCount(o: Json, type: string, field: string, max: number): number | undefined {
+  const v = o[field];
+  if (v === undefined || v === null) return undefined;
+  return count(o, type, field, max);
+}
+
 function bool(o: Json, type: string, field: string): boolean {
   const v = o[field];
   if (typeof v !== 'boolean') fail(type, field, 'boolean');
@@ -94,18 +111,21 @@ function optStrMap(o: Json, type: string, field: string): Record<string, string>
   return out;
 }
 
-function optTokenCounts(o: Json, type: string): TokenCounts | undefined {
+/**
+ * Token counts are an accounting hint: each count is clamped into [0, WorkerNumberBounds.tokens]
+ * (a huge, negative or fractional count cannot reach the limiters, metrics or usage rows
+ * unbounded), and anything that is not a number, like a `token_counts` that is not an object, is
+ * ignored rather than costing the response it came with.
+ */
+function optTokenCounts(o: Json): TokenCounts | undefined {
   const v = o.token_counts;
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'object' || Array.isArray(v)) fail(type, 'token_counts', 'object');
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
   const t = v as Json;
   const counts: TokenCounts = {};
-  const p = optUint(t, type, 'prompt_tokens');
-  const c = optUint(t, type, 'completion_tokens');
-  const total = optUint(t, type, 'total_tokens');
-  if (p !== undefined) counts.prompt_tokens = p;
-  if (c !== undefined) counts.completion_tokens = c;
-  if (total !== undefined) counts.total_tokens = total;
+  for (const field of ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const) {
+    const n = clampInt(t[field], 0, B.tokens);
+    if (n !== undefined) counts[field] = n;
+  }
   return counts;
 }
 
@@ -121,9 +141,7 @@ function optCapabilities(o: Json): Record<string, ModelCapabilities> | undefined
     if (typeof c.vision === 'boolean') caps.vision = c.vision;
     if (typeof c.tools === 'boolean') caps.tools = c.tools;
     if (typeof c.json_mode === 'boolean') caps.json_mode = c.json_mode;
-    if (typeof c.context_length === 'number' && Number.isInteger(c.context_length) && c.context_length > 0) {
-      caps.context_length = c.context_length;
-    }
+    if (typeof c.context_length === 'number' && c.context_length >= 1) caps.context_length = clampInt(c.context_length, 1, B.contextLength);
     out[model] = caps;
   }
   return out;
@@ -136,10 +154,10 @@ function optEndpoints(o: Json): string[] | undefined {
   return v.filter((e): e is string => typeof e === 'string' && e.startsWith('/') && e.length <= 256).slice(0, 64);
 }
 
-/** A priority hint: a non-negative integer, otherwise ignored. */
+/** A priority hint: a non-negative integer (at most WorkerNumberBounds.priority), otherwise ignored. */
 function optPriority(o: Json): number | undefined {
   const v = o.priority;
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined;
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? Math.min(v, B.priority) : undefined;
 }
 
 const RUNNER_STRING_MAX = 64;
@@ -155,10 +173,12 @@ function optRunner(o: Json): RunnerInfo | undefined {
   return runner;
 }
 
-/** A relayed JSON document: an object of bounded size, anything else ignored. */
+/** A relayed JSON document: an object of bounded size and depth, anything else ignored. */
 function optDocument(o: Json, field: string): Record<string, unknown> | undefined {
   const v = o[field];
   if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  // Serialising (here and when it is shown) recurses once per level: a deep one would overflow the stack.
+  if (nestedDeeperThan(v, MAX_DOCUMENT_DEPTH)) return undefined;
   return JSON.stringify(v).length <= 64 * 1024 ? (v as Record<string, unknown>) : undefined;
 }
 
@@ -193,9 +213,9 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         type,
         worker_name: str(o, type, 'worker_name'),
         models: strArray(o, type, 'models'),
-        max_concurrent: uint(o, type, 'max_concurrent'),
+        max_concurrent: count(o, type, 'max_concurrent', B.maxConcurrent),
         protocol_version: optStr(o, type, 'protocol_version'),
-        current_load: optUint(o, type, 'current_load'),
+        current_load: optCount(o, type, 'current_load', B.load),
         capabilities: optCapabilities(o),
         endpoints: optEndpoints(o),
         priority: optPriority(o),
@@ -207,7 +227,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
       return {
         type,
         models: strArray(o, type, 'models'),
-        current_load: optUint(o, type, 'current_load'),
+        current_load: optCount(o, type, 'current_load', B.load),
         capabilities: optCapabilities(o),
         endpoints: optEndpoints(o),
         priority: optPriority(o),
@@ -223,7 +243,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         status_code: status,
         headers: optStrMap(o, type, 'headers'),
         body: optStr(o, type, 'body'),
-        token_counts: optTokenCounts(o, type),
+        token_counts: optTokenCounts(o),
       };
     }
     case 'response_start': {
@@ -234,15 +254,17 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
     case 'pong':
       return {
         type,
-        current_load: uint(o, type, 'current_load'),
-        timestamp_unix_ms: optUint(o, type, 'timestamp_unix_ms'),
+        current_load: count(o, type, 'current_load', B.load),
+        // Informational (the gateway does not use it): a wrong type is ignored, not a protocol error.
+        timestamp_unix_ms: clampInt(o.timestamp_unix_ms, 0, B.epochMs),
       };
     case 'error':
       return {
         type,
         request_id: optStr(o, type, 'request_id'),
-        code: str(o, type, 'code'),
-        message: str(o, type, 'message'),
+        // Logged and counted: bounded so one frame cannot write megabytes into the log.
+        code: str(o, type, 'code').slice(0, ERROR_CODE_MAX),
+        message: str(o, type, 'message').slice(0, ERROR_MESSAGE_MAX),
       };
     case 'lifecycle_status':
       return parseLifecycleStatus(o);
@@ -251,7 +273,16 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
   }
 }
 
-const LIFECYCLE_FIGURES = ['eta_secs', 'gpu_memory_used_mb', 'gpu_memory_freed_mb', 'entries_removed', 'memory_freed_mb'] as const;
+const ERROR_CODE_MAX = 128;
+const ERROR_MESSAGE_MAX = 1024;
+/** Each figure and its upper bound (a larger value is lowered to it). */
+const LIFECYCLE_FIGURES = {
+  eta_secs: B.etaSecs,
+  gpu_memory_used_mb: B.megabytes,
+  gpu_memory_freed_mb: B.megabytes,
+  entries_removed: B.entries,
+  memory_freed_mb: B.megabytes,
+} as const;
 const LIFECYCLE_ERROR_MAX = 1024;
 
 /** A worker's lifecycle report; nonsense in it drops the frame (`DroppedFrame`), never the session. */
@@ -266,11 +297,11 @@ function parseLifecycleStatus(o: Json): LifecycleStatusMessage {
     if (typeof o.progress !== 'number' || !(o.progress >= 0 && o.progress <= 1)) drop('progress: expected a number from 0 to 1');
     message.progress = o.progress as number;
   }
-  for (const field of LIFECYCLE_FIGURES) {
+  for (const [field, max] of Object.entries(LIFECYCLE_FIGURES) as Array<[keyof typeof LIFECYCLE_FIGURES, number]>) {
     const v = o[field];
     if (v === undefined || v === null) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) drop(`${field}: expected a non-negative number`);
-    message[field] = v as number;
+    if (typeof v !== 'number' || Number.isNaN(v) || v < 0) drop(`${field}: expected a non-negative number`);
+    message[field] = clampNumber(v, 0, max) as number;
   }
   if (o.error !== undefined && o.error !== null) {
     if (typeof o.error !== 'string') drop('error: expected a string');

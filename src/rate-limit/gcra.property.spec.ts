@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { GcraMode, GcraState, gcraStep } from './gcra';
+import { GcraMode, GcraState, gcraStep, MAX_DEBT_MS } from './gcra';
 import { RateBucket, RateDecision } from './rate-limiter';
 
 const T0 = Date.UTC(2026, 10, 22);
@@ -145,6 +145,36 @@ describe('GCRA properties', () => {
           expect(consume(after, bucket, 0, now + check.retryAfterMs).allowed).toBe(true);
         }
       }),
+    );
+  });
+
+  it('caps the debt a charge leaves (untrusted token counts): 9e15 tokens on a 1000/min bucket refuse for 24 h, with valid dates', () => {
+    const bucket = { key: 'tpm', limit: 1000, windowMs: 60_000 };
+    const charged = gcraStep(undefined, bucket, 9e15, T0, 'charge');
+    expect(charged.decision.allowed).toBe(false);
+    expect(charged.decision.resetAt).toBe(T0 + 60_000 + MAX_DEBT_MS);
+    expect(charged.decision.retryAfterMs).toBe(MAX_DEBT_MS);
+    expect(new Date(charged.decision.resetAt).toISOString()).toMatch(/^2026-11-2/);
+    const check = consume(charged.next, bucket, 0, T0 + 1);
+    expect(check).toMatchObject({ allowed: false, retryAfterMs: MAX_DEBT_MS - 1 });
+    expect(consume(charged.next, bucket, 0, T0 + MAX_DEBT_MS).allowed).toBe(true);
+    // A level stored above the ceiling (before it existed) is lowered to it.
+    expect(consume({ level: 5.4e20, updatedAt: T0, windowMs: 60_000 }, bucket, 0, T0).retryAfterMs).toBe(MAX_DEBT_MS);
+  });
+
+  it('property: whatever the costs (up to 1e300) and mode, resetAt and retryAfterMs stay finite and within windowMs + 24 h', () => {
+    fc.assert(
+      fc.property(
+        fc.record({ key: fc.constant('k'), limit: fc.integer({ min: 1, max: 10_000_000 }), windowMs: fc.constantFrom(60_000, 86_400_000) }),
+        fc.array(fc.record({ dt: fc.integer({ min: 0, max: 10_000_000 }), cost: fc.oneof(fc.integer({ min: 0, max: 1000 }), fc.double({ min: 0, max: 1e300, noNaN: true })), mode: fc.constantFrom<GcraMode[]>('consume', 'charge') }), { maxLength: 20 }),
+        (bucket, calls) => {
+          for (const { d } of replay(bucket, calls).decisions) {
+            expect(Number.isFinite(d.resetAt) && Number.isFinite(d.retryAfterMs) && Number.isFinite(d.remaining)).toBe(true);
+            expect(d.retryAfterMs).toBeLessThanOrEqual(bucket.windowMs + MAX_DEBT_MS);
+            expect(() => new Date(d.resetAt).toISOString()).not.toThrow();
+          }
+        },
+      ),
     );
   });
 });

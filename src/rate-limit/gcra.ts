@@ -24,6 +24,15 @@ export interface GcraState {
 
 export type GcraMode = 'consume' | 'charge';
 
+/**
+ * The most debt a charge can leave a bucket in: over its limit by at most 24 hours of refill. The
+ * cost a charge adds comes from a worker's report (untrusted); without a cap one absurd report
+ * (9e15 tokens) would refuse the tenant for millennia and put `resetAt` past the largest valid
+ * Date. With it, `resetAt` is never more than windowMs + 24 h away, whatever the cost. A stored
+ * level above the cap (written before it existed) is lowered to it on the next call.
+ */
+export const MAX_DEBT_MS = 24 * 60 * 60_000;
+
 export interface GcraStep {
   decision: RateDecision;
   /** The state to store, or undefined when nothing changed (a refusal, a cost of 0). */
@@ -35,6 +44,7 @@ export interface GcraStep {
 export function gcraStep(state: GcraState | undefined, bucket: RateBucket, cost: number, now: number, mode: GcraMode): GcraStep {
   const { limit, windowMs } = bucket;
   const capacity = limit * windowMs;
+  const ceiling = capacity + limit * MAX_DEBT_MS;
   let level0 = 0;
   let ref = now;
   if (state) {
@@ -42,14 +52,14 @@ export function gcraStep(state: GcraState | undefined, bucket: RateBucket, cost:
     const level = state.windowMs === windowMs ? state.level : Math.ceil((state.level * windowMs) / state.windowMs);
     // A clock behind the stored time (skew, a caller's `now`) drains nothing and moves nothing back.
     ref = Math.max(now, state.updatedAt);
-    level0 = Math.max(0, level - limit * (ref - state.updatedAt));
+    level0 = Math.min(ceiling, Math.max(0, level - limit * (ref - state.updatedAt)));
   }
   const wanted = level0 + cost * windowMs;
   let allowed: boolean;
   let level1: number;
   if (mode === 'charge') {
-    level1 = wanted;
-    allowed = level1 <= capacity;
+    level1 = Math.min(wanted, ceiling);
+    allowed = wanted <= capacity;
   } else {
     allowed = wanted <= capacity;
     level1 = allowed ? wanted : level0;

@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import type { GcraMode } from './gcra';
+import { GcraMode, MAX_DEBT_MS } from './gcra';
 import type { RateBucket, RateDecision } from './rate-limiter';
 
 /**
@@ -12,6 +12,7 @@ import type { RateBucket, RateDecision } from './rate-limiter';
  *         limiter never sends it, so the time is Redis TIME and replicas with skewed clocks agree.
  * Returns {allowed 1|0, remaining, resetAt, retryAfterMs}.
  *
+ * The debt ceiling is gcra.ts's MAX_DEBT_MS (24 h of refill).
  * Numbers are written with %.17g (Lua's tostring keeps only 14 digits) and every value returned
  * is a whole number (Redis truncates Lua numbers to integers).
  */
@@ -29,6 +30,7 @@ else
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local capacity = limit * window
+local ceiling = capacity + limit * ${MAX_DEBT_MS}
 local level0 = 0
 local ref = now
 local raw = redis.call('GET', key)
@@ -40,15 +42,15 @@ if raw then
   if l and u and w and w > 0 then
     if w ~= window then l = math.ceil(l * window / w) end
     ref = math.max(now, u)
-    level0 = math.max(0, l - limit * (ref - u))
+    level0 = math.min(ceiling, math.max(0, l - limit * (ref - u)))
   end
 end
 local wanted = level0 + cost * window
 local allowed
 local level1
 if mode == 'charge' then
-  level1 = wanted
-  allowed = level1 <= capacity
+  level1 = math.min(wanted, ceiling)
+  allowed = wanted <= capacity
 else
   allowed = wanted <= capacity
   if allowed then level1 = wanted else level1 = level0 end

@@ -1,8 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { MetricsService } from '../observability/metrics.service';
 import { MaybePromise, RateBucket, RateDecision, RateLimiter } from '../rate-limit/rate-limiter';
+import { admissionFailure } from '../rate-limit/admission-failure';
+import { WorkerNumberBounds } from '../protocol/number-bounds';
 import { ClientIdentity } from './client-identity';
 import { TenantsService } from './tenants.service';
 
@@ -33,6 +35,8 @@ interface Check {
  */
 @Injectable()
 export class TenantLimits {
+  private readonly log = new Logger('Admission');
+
   constructor(
     private readonly limiter: RateLimiter,
     private readonly tenants: TenantsService,
@@ -40,8 +44,26 @@ export class TenantLimits {
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
-  /** Synchronous with the in-memory limiter; a Promise (that never rejects) with Redis. */
+  /**
+   * Synchronous with the in-memory limiter; a Promise (that never rejects) with Redis. Never
+   * throws either: a failure inside (limiter, Redis) is logged and becomes the verdict's error.
+   */
   admit(identity: ClientIdentity, now?: number): MaybePromise<LimitVerdict> {
+    try {
+      const verdict = this.decide(identity, now);
+      return verdict instanceof Promise ? verdict.catch((e: unknown) => this.failed(identity, e)) : verdict;
+    } catch (e) {
+      return this.failed(identity, e);
+    }
+  }
+
+  private failed(identity: ClientIdentity, e: unknown): LimitVerdict {
+    const error = admissionFailure(e);
+    this.log.error(`admission check for tenant ${identity.tenant} failed (answered ${error.code}): ${(e as Error)?.stack ?? String(e)}`);
+    return { headers: {}, error };
+  }
+
+  private decide(identity: ClientIdentity, now?: number): MaybePromise<LimitVerdict> {
     const checks = this.checksFor(identity);
     if (checks.length === 0) return { headers: {} };
     // Token and budget buckets are only looked at (cost 0) before any request bucket is taken.
@@ -90,11 +112,18 @@ export class TenantLimits {
 
   /** Charges a finished request's tokens to the token buckets that apply (fire and forget). */
   chargeTokens(identity: ClientIdentity, tokens: number): void {
-    if (tokens <= 0) return;
-    for (const c of this.checksFor(identity)) {
-      if (c.kind === 'requests') continue;
-      const result = this.limiter.charge(c.bucket, tokens);
-      if (result instanceof Promise) result.catch(() => undefined);
+    // The count comes from a worker: bounded like the codec bounds each count (a sum may be twice that).
+    if (!(tokens > 0)) return;
+    const cost = Math.min(Math.ceil(tokens), 2 * WorkerNumberBounds.tokens);
+    try {
+      for (const c of this.checksFor(identity)) {
+        if (c.kind === 'requests') continue;
+        const result = this.limiter.charge(c.bucket, cost);
+        if (result instanceof Promise) result.catch((e: unknown) => this.log.error(`charging ${cost} tokens to ${c.bucket.key} failed: ${(e as Error)?.message ?? e}`));
+      }
+    } catch (e) {
+      // Runs inside a worker's frame handler: a failure here must not cost the worker its session.
+      this.log.error(`charging ${cost} tokens for tenant ${identity.tenant} failed: ${(e as Error)?.stack ?? String(e)}`);
     }
   }
 

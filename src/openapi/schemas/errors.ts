@@ -13,7 +13,7 @@ const CODES: Record<GatewayErrorCode, true> = {
   worker_disconnected: true, stream_too_large: true, client_too_slow: true, payload_too_large: true, server_shutdown: true,
   gateway_overloaded: true,
   unauthorized: true, invalid_api_key: true, tenant_mismatch: true, auth_rate_limited: true, forbidden: true,
-  not_found: true, conflict: true, validation_failed: true, internal_error: true,
+  not_found: true, conflict: true, validation_failed: true, internal_error: true, dependency_unavailable: true,
   lifecycle_disabled: true, lifecycle_unsupported: true, lifecycle_failed: true, op_token_missing: true, op_token_malformed: true,
   op_token_bad_signature: true, op_token_expired: true, op_token_replayed: true, op_token_mismatch: true,
   op_token_duplicate_signers: true, op_token_unknown_signer: true, op_token_insufficient_signers: true,
@@ -72,6 +72,7 @@ export const SAMPLE_ERRORS: Record<GatewayErrorCode, GatewayError> = {
   conflict: Errors.conflict("Provider 'gpu-a' already exists"),
   validation_failed: Errors.validationFailed([{ field: 'deadline_ms', message: 'deadline_ms must not be less than 1' }]),
   internal_error: new GatewayError('internal_error', 'Internal error'),
+  dependency_unavailable: Errors.dependencyUnavailable(),
   lifecycle_disabled: Errors.lifecycleDisabled(),
   lifecycle_unsupported: Errors.lifecycleUnsupported("Worker 'gpu-node-1' did not negotiate model_lifecycle: its daemon cannot load, unload or flush (upgrade switchboard-worker)"),
   lifecycle_failed: Errors.lifecycleFailed("model-unload of 'llama3:8b' did not complete on 1 of 1 worker(s)", [
