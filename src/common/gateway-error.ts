@@ -202,8 +202,13 @@ export const Errors = {
   // Client API keys (api-keys/): one message whatever was wrong, so answers never tell which keys exist.
   missingApiKey: () => new GatewayError('invalid_api_key', 'Missing API key: send it as Authorization: Bearer <key> or x-api-key: <key>'),
   invalidApiKey: () => new GatewayError('invalid_api_key', 'Invalid API key'),
+  /** An anonymous caller naming (x-tenant-id) a tenant that has API keys: see docs/tenancy.md. */
+  tenantKeyRequired: () =>
+    new GatewayError('invalid_api_key', "This tenant has API keys: send one of them (Authorization: Bearer <key> or x-api-key: <key>)", { param: 'x-tenant-id' }),
   authRateLimited: (retryAfterMs: number) =>
     new GatewayError('auth_rate_limited', 'Too many failed API key authentications from this address, retry later', { retryAfterMs }),
+  adminAuthRateLimited: (retryAfterMs: number) =>
+    new GatewayError('auth_rate_limited', 'Too many failed admin token attempts from this address, retry later', { retryAfterMs }),
   // Model lifecycle (lifecycle/) and its governance (governance/): see docs/lifecycle.md.
   lifecycleDisabled: () =>
     new GatewayError('lifecycle_disabled', 'Model lifecycle operations are disabled: the gateway has no VERIFIED_OP_TOKEN_KEY_PATH configured'),

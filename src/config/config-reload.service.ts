@@ -66,6 +66,7 @@ const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
   heartbeatTimeoutMs: 'heartbeat_timeout_secs',
   registerTimeoutMs: 'register_timeout_secs',
   adminToken: null, // environment only
+  adminAuthFailureLimit: 'admin_auth_failure_limit',
   databaseUrl: 'database_url',
   redisUrl: 'redis_url',
   configFile: null, // environment only
