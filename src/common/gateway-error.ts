@@ -30,6 +30,7 @@ export type GatewayErrorCode =
   | 'stream_too_large'
   | 'client_too_slow'
   | 'payload_too_large'
+  | 'artifact_quota_exceeded'
   | 'server_shutdown'
   | 'unauthorized'
   | 'invalid_api_key'
@@ -198,6 +199,13 @@ export const Errors = {
   streamTooLarge: () => new GatewayError('stream_too_large', 'The response stream exceeded the maximum size'),
   clientTooSlow: () => new GatewayError('client_too_slow', 'The client did not read the response fast enough'),
   payloadTooLarge: (limit: number) => new GatewayError('payload_too_large', `Request body exceeds ${limit} bytes`),
+  /** `POST /v1/artifacts` past the tenant's stored-bytes quota (`artifacts.max_bytes_per_tenant`). */
+  artifactQuotaExceeded: (limit: number, stored: number, size: number) =>
+    new GatewayError(
+      'artifact_quota_exceeded',
+      `The tenant's artifacts use ${stored} of its ${limit} bytes (artifacts.max_bytes_per_tenant); this artifact of ${size} bytes does not fit`,
+      { fields: { limit_bytes: limit, stored_bytes: stored } },
+    ),
   serverShutdown: () => new GatewayError('server_shutdown', 'The gateway is shutting down'),
   // Client API keys (api-keys/): one message whatever was wrong, so answers never tell which keys exist.
   missingApiKey: () => new GatewayError('invalid_api_key', 'Missing API key: send it as Authorization: Bearer <key> or x-api-key: <key>'),
@@ -280,6 +288,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   op_token_unknown_signer: 403,
   op_token_insufficient_signers: 403,
   payload_too_large: 413,
+  artifact_quota_exceeded: 413,
   queue_full: 429,
   internal_error: 500,
   worker_error: 502,
@@ -314,6 +323,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   invalid_request: 'INVALID_PARAMS',
   invalid_params: 'INVALID_PARAMS',
   payload_too_large: 'INVALID_PARAMS',
+  artifact_quota_exceeded: 'ADMISSION_REJECT',
   model_not_found: 'INVALID_PARAMS',
   provider_not_found: 'INVALID_PARAMS',
   not_found: 'INVALID_PARAMS',

@@ -104,6 +104,7 @@ const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
     retentionMs: 'artifacts.retention_days',
     flushIntervalMs: 'artifacts.flush_interval_secs',
     bufferBytes: 'artifacts.buffer_bytes',
+    maxBytesPerTenant: 'artifacts.max_bytes_per_tenant',
   },
   tasks: {
     maxEvents: 'tasks.max_events',
