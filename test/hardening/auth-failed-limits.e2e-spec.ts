@@ -1,5 +1,5 @@
 import { answerNext, chatCompletion, createKey } from '../api-keys/support';
-import { startGateway, TestGateway, TEST_ADMIN_TOKEN } from '../support/gateway';
+import { startGateway, TestGateway } from '../support/gateway';
 import { chat, post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { counterByReason, fromAddress } from './support-auth';
@@ -31,7 +31,8 @@ describe('hardening/auth: failed API-key limits never lock out a valid key', () 
     expect(codes).toEqual([...Array(5).fill('401 invalid_api_key'), ...Array(3).fill('429 auth_rate_limited')]);
 
     // The address is throttled, yet a valid key from it is accepted (looked up before the limiter is asked).
-    for (const headers of [{ authorization: `Bearer ${key}` }, { 'x-api-key': key }]) {
+    const presentations: Array<Record<string, string>> = [{ authorization: `Bearer ${key}` }, { 'x-api-key': key }];
+    for (const headers of presentations) {
       const pending = post(gw.url, '/v1/chat/completions', chat('m1'), { ...headers, 'x-forwarded-for': '198.51.100.1' });
       await answerNext(worker, chatCompletion);
       expect((await pending).status).toBe(200);
