@@ -106,11 +106,6 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     return identity;
   }
 
-  /** Whether `tenant` has at least one active key (and so refuses anonymous callers). */
-  tenantHasActiveKey(tenant: string): boolean {
-    return this.keyedTenants.hasActiveKey(tenant, this.clock.now());
-  }
-
   /**
    * The key that authenticates this request, or null for an anonymous request (keys not required
    * and no gateway key presented), or the error to answer. Gateway keys are removed from
