@@ -14,7 +14,8 @@ const MINUTE_MS = 60_000;
 /**
  * The admin token check, shared by every module's AdminGuard (Nest builds one guard per module;
  * the failure counts must be one per gateway). Failures are limited per client address:
- * `ADMIN_AUTH_FAILURE_LIMIT` wrong tokens within a minute block that address for a minute.
+ * `ADMIN_AUTH_FAILURE_LIMIT` wrong tokens within a minute block that address for a minute (the
+ * 11th attempt with the default 10 is refused).
  *
  * While an address is blocked, even the right token from it is refused (429): the admin token may
  * be a human-chosen string, and a limiter that still said "yes" to the right guess would not slow a
@@ -58,7 +59,9 @@ export class AdminAuth implements OnModuleDestroy {
     const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
     // Comparing digests keeps the comparison constant-time whatever the presented length.
     if (m && timingSafeEqual(digest(m[1].trim()), this.expected)) return;
-    this.limiter.recordFailure(client);
+    // Only a wrong token is a guess; a request without one (a misconfigured client, a browser
+    // before sign-in) is refused without counting, so it cannot lock out its address.
+    if (m) this.limiter.recordFailure(client);
     this.metrics?.adminAuthFailure(m ? 'invalid' : 'missing');
     throw new GatewayError('unauthorized', 'Invalid or missing admin token');
   }
