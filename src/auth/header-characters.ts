@@ -17,6 +17,9 @@ const MAX_SCAN = 64 * 1024;
 export function answerBadHeaderCharacters(server: Pick<Server, 'prependListener'>): void {
   server.prependListener('clientError', (err: Error & { code?: string; rawPacket?: Buffer }, socket: Socket) => {
     if (socket.destroyed || !socket.writable || !err.rawPacket) return;
+    // As Node's own handler: never write into a response already under way on this connection.
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (inFlight?.headersSent) return;
     const found = offendingHeader(err.rawPacket.subarray(0, MAX_SCAN).toString('latin1'));
     if (!found) return;
     const error = Errors.invalidRequest(`Header '${found.header}' has a character a header value cannot have (a control character such as CR, LF or NUL)`, found.header);
