@@ -16,6 +16,7 @@ import { appVersion } from './observability/app-version';
 import { bootSummary } from './observability/boot-summary';
 import { ProvidersService } from './providers/providers.service';
 import { setupOpenApi } from './openapi/openapi.setup';
+import { answerBadHeaderCharacters } from './auth/header-characters';
 
 export interface CreateAppOptions {
   /** Log format (default `json`; `main.ts` resolves LOG_FORMAT). */
@@ -61,6 +62,7 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
   registerAppLogger(config, logger);
   registerCorrelationId(fastify);
   registerAccessLog(fastify, logger);
+  answerBadHeaderCharacters(fastify.server);
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger,

@@ -117,17 +117,19 @@ describe('ApiKeysService', () => {
       expect(keys.authenticate(request({ authorization: `Bearer ${a.key}`, 'x-api-key': a.key }))).toBe(a.record);
     });
 
-    it('blocks an address after repeated unknown keys, even with a valid key, and only that address', async () => {
+    it('blocks an address after repeated unknown keys, only that address, and never a valid key (issue 16 M8)', async () => {
       const keys = await start({ REQUIRE_API_KEYS: 'true', CLIENT_AUTH_FAILURE_LIMIT: '3', CLIENT_AUTH_BLOCK_SECS: '30' });
       const { record, key } = await keys.create({ name: 'a', tenant: 't' });
       for (let i = 0; i < 3; i++) expect((keys.authenticate(request({ 'x-api-key': `sb-guess-${i}` })) as GatewayError).code).toBe('invalid_api_key');
-      const blocked = keys.authenticate(request({ 'x-api-key': key })) as GatewayError;
+      const blocked = keys.authenticate(request({ 'x-api-key': 'sb-guess-3' })) as GatewayError;
       expect(blocked.code).toBe('auth_rate_limited');
       expect(blocked.details.retryAfterMs).toBe(30_000);
-      expect(keys.authenticate(request({ 'x-api-key': key }, '10.0.0.10'))).toBe(record);
-      clock.advance(60_000);
+      // A valid key is looked up first: accepted from the throttled address too.
       expect(keys.authenticate(request({ 'x-api-key': key }))).toBe(record);
-      expect(await failures()).toEqual({ invalid: 3, rate_limited: 1 });
+      expect((keys.authenticate(request({ 'x-api-key': 'sb-guess-4' }, '10.0.0.10')) as GatewayError).code).toBe('invalid_api_key');
+      clock.advance(60_000);
+      expect((keys.authenticate(request({ 'x-api-key': 'sb-guess-5' })) as GatewayError).code).toBe('invalid_api_key');
+      expect(await failures()).toEqual({ invalid: 5, rate_limited: 1 });
     });
 
     it('does not block an address for revoked or expired keys (they are not guesses)', async () => {

@@ -1,6 +1,5 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock, TimerHandle } from '../common/clock';
@@ -11,18 +10,12 @@ import { ClientIdentity, identifyByHeaders } from '../tenancy/client-identity';
 import { TenantsService } from '../tenancy/tenants.service';
 import type { KeyFields } from './api-key-fields';
 import { displayPrefix, generateKey, hasOnlyKeyCharacters, hashKey, looksLikeGatewayKey } from './api-key-material';
+import { KeyedTenants } from './keyed-tenants';
+import { dropStrayKeys, Presented, presentedCredentials } from './presented-credentials';
 import { ApiKeyRecord, ApiKeyStore } from './api-key-store';
 import { identifyByKey } from './key-identity';
 
 export type KeyStatus = 'active' | 'disabled' | 'revoked' | 'expired';
-
-/** Headers a client may carry its key in (the OpenAI SDK sends the first, the Anthropic SDK the second). */
-type CredentialHeader = 'authorization' | 'x-api-key';
-
-interface Presented {
-  header: CredentialHeader;
-  value: string;
-}
 
 type Verdict =
   | { kind: 'foreign'; p: Presented } // not a gateway key: a backend credential, forwarded as it is
@@ -47,6 +40,7 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
   private readonly log = new Logger('ApiKeys');
   private readonly byId = new Map<string, ApiKeyRecord>();
   private readonly byHash = new Map<string, ApiKeyRecord>();
+  private readonly keyedTenants = new KeyedTenants();
   /** `enabled` as the config file declares it, for keys from the file. */
   private readonly configEnabled = new Map<string, boolean>();
   private pendingLastUsed = new Map<string, number>();
@@ -102,16 +96,29 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     const key = this.authenticate(req);
     if (key instanceof GatewayError) return key;
     const settingsOf = (tenant: string) => this.tenants.settingsOf(tenant);
-    return key ? identifyByKey(key, req.headers, settingsOf) : identifyByHeaders(req.headers, settingsOf);
+    if (key) return identifyByKey(key, req.headers, settingsOf);
+    const identity = identifyByHeaders(req.headers, settingsOf);
+    // H3: a tenant with an active key is reached only with one of its keys, whatever REQUIRE_API_KEYS
+    // says; otherwise naming it in x-tenant-id would open its data and spend its limits.
+    if (!(identity instanceof GatewayError) && this.keyedTenants.hasActiveKey(identity.tenant, this.clock.now())) {
+      return this.refuse('tenant_has_keys', Errors.tenantKeyRequired());
+    }
+    return identity;
   }
 
   /**
    * The key that authenticates this request, or null for an anonymous request (keys not required
    * and no gateway key presented), or the error to answer. Gateway keys are removed from
-   * `req.headers`; other credentials (a backend's own key) stay and are forwarded.
+   * `req.headers` (wherever in a header value they were put); other credentials (a backend's own
+   * key) stay and are forwarded.
+   *
+   * Keys are looked up before the failed-auth limiter is asked: a lookup is a hash and a Map get,
+   * so a valid key is accepted even while its address is throttled (one client behind a shared
+   * proxy address cannot lock out every key holder), and only unknown material is counted and limited.
    */
   authenticate(req: FastifyRequest): ApiKeyRecord | null | GatewayError {
     const headers = req.headers;
+    dropStrayKeys(headers);
     const presented = presentedCredentials(headers);
     if (presented.length === 0 && !this.required) return null;
     const verdicts = presented.map((p) => this.classify(p));
@@ -119,23 +126,8 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     if (gateway.length === 0 && !this.required) return null;
 
     // From here on the request authenticates with a key.
-    const client = this.limiter.clientKey(req.raw.socket?.remoteAddress, headers);
-    if (this.limiter.isBlocked(client)) return this.refuse('rate_limited', Errors.authRateLimited(this.config.apiKeys.authLimiter.blockMs));
-    const malformed = gateway.find((v) => v.kind === 'malformed');
-    if (malformed) {
-      return this.refuse('malformed', Errors.invalidRequest(`The API key in ${malformed.p.header} has characters an API key cannot have (only visible ASCII)`, malformed.p.header));
-    }
-    if (gateway.length === 0) {
-      if (presented.length === 0) return this.refuse('missing', Errors.missingApiKey());
-      // Only credentials that are not keys: counted like a guess.
-      this.limiter.recordFailure(client);
-      return this.refuse('invalid', Errors.invalidApiKey());
-    }
-    if (gateway.some((v) => v.kind === 'unknown')) {
-      this.limiter.recordFailure(client);
-      return this.refuse('invalid', Errors.invalidApiKey());
-    }
-    const keys = gateway as Array<Extract<Verdict, { kind: 'key' }>>;
+    const keys = gateway.filter((v): v is Extract<Verdict, { kind: 'key' }> => v.kind === 'key');
+    if (keys.length === 0 || keys.length < gateway.length) return this.refuseUnknown(req, presented, gateway);
     for (const { record } of keys) {
       const status = this.statusOf(record);
       // A real key that no longer works is not a guess: counted, but it does not block the address.
@@ -148,6 +140,20 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     for (const v of keys) delete headers[v.p.header];
     this.touch(record);
     return record;
+  }
+
+  /** No valid key among what was presented: the limiter is asked, and a guess is counted. */
+  private refuseUnknown(req: FastifyRequest, presented: Presented[], gateway: Verdict[]): GatewayError {
+    const client = this.limiter.clientKey(req.raw.socket?.remoteAddress, req.headers);
+    if (this.limiter.isBlocked(client)) return this.refuse('rate_limited', Errors.authRateLimited(this.config.apiKeys.authLimiter.blockMs));
+    const malformed = gateway.find((v) => v.kind === 'malformed');
+    if (malformed) {
+      return this.refuse('malformed', Errors.invalidRequest(`The API key in ${malformed.p.header} has characters an API key cannot have (only visible ASCII)`, malformed.p.header));
+    }
+    if (gateway.length === 0 && presented.length === 0) return this.refuse('missing', Errors.missingApiKey());
+    // An unknown gateway key, or (keys required) only credentials that are not keys: counted like a guess.
+    this.limiter.recordFailure(client);
+    return this.refuse('invalid', Errors.invalidApiKey());
   }
 
   private classify(p: Presented): Verdict {
@@ -296,14 +302,19 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     await this.store.delete(id);
     this.byId.delete(id);
     this.byHash.delete(current.keyHash);
+    this.keyedTenants.refresh(current.tenant, this.byId.values());
     this.pendingLastUsed.delete(id);
     this.log.log(`API key ${id} deleted`);
     return true;
   }
 
   private index(record: ApiKeyRecord): void {
+    const previous = this.byId.get(record.id);
+    if (previous && previous.keyHash !== record.keyHash) this.byHash.delete(previous.keyHash);
     this.byId.set(record.id, record);
     this.byHash.set(record.keyHash, record);
+    if (previous && previous.tenant !== record.tenant) this.keyedTenants.refresh(previous.tenant, this.byId.values());
+    this.keyedTenants.refresh(record.tenant, this.byId.values());
   }
 
   // ---- boot
@@ -361,18 +372,4 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
 
 export function configKeyId(name: string): string {
   return `cfg_${name}`;
-}
-
-/** `Authorization: Bearer <key>` and `x-api-key: <key>`, as presented (Node trims the values). */
-function presentedCredentials(headers: IncomingHttpHeaders): Presented[] {
-  const out: Presented[] = [];
-  const auth = headers.authorization;
-  if (typeof auth === 'string') {
-    const m = /^Bearer\s+(\S.*)$/i.exec(auth);
-    if (m) out.push({ header: 'authorization', value: m[1].trim() });
-  }
-  const raw = headers['x-api-key'];
-  const xKey = Array.isArray(raw) ? raw.join(', ') : raw;
-  if (xKey !== undefined && xKey.trim() !== '') out.push({ header: 'x-api-key', value: xKey.trim() });
-  return out;
 }

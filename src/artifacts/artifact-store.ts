@@ -37,6 +37,8 @@ export abstract class ArtifactStore {
   abstract list(query: ArtifactListQuery): Promise<ArtifactSummary[]>;
   /** Which of `ids` the tenant has. */
   abstract existing(tenant: string, ids: string[]): Promise<Set<string>>;
+  /** The bytes (`size`) of the tenant's stored artifacts, for its quota. */
+  abstract storedBytes(tenant: string): Promise<number>;
   /** Deletes artifacts (with tags and transcripts) created before `cutoff`, oldest first, in chunks; returns how many artifacts. */
   abstract deleteCreatedBefore(cutoff: number): Promise<number>;
 }

@@ -70,6 +70,11 @@ export class TypeOrmArtifactStore extends ArtifactStore {
     return rows.map(toSummary);
   }
 
+  async storedBytes(tenant: string): Promise<number> {
+    const row = await this.repo.createQueryBuilder('a').select('COALESCE(SUM(a.size), 0)', 'bytes').where('a.tenant = :tenant', { tenant }).getRawOne<{ bytes: string | number }>();
+    return Number(row?.bytes ?? 0);
+  }
+
   async existing(tenant: string, ids: string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
     const rows = await this.repo.find({ select: { id: true }, where: { tenant, id: In(ids) } });

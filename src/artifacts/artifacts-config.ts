@@ -14,10 +14,12 @@ export interface ArtifactsConfig {
   flushIntervalMs: number;
   /** Job artifacts held in memory at most (bytes); past it the oldest are dropped (and counted). */
   bufferBytes: number;
+  /** Bytes of artifacts one tenant may have stored; a `POST /v1/artifacts` past it is refused (413 artifact_quota_exceeded). 0 = no quota. */
+  maxBytesPerTenant: number;
 }
 
 const DAY_SECS = 24 * 3600;
-const KEYS = ['max_bytes', 'inline_transcript_bytes', 'max_transcript_bytes', 'retention_days', 'flush_interval_secs', 'buffer_bytes'];
+const KEYS = ['max_bytes', 'inline_transcript_bytes', 'max_transcript_bytes', 'retention_days', 'flush_interval_secs', 'buffer_bytes', 'max_bytes_per_tenant'];
 /** Room for a truncation marker and something on either side of it. */
 export const MIN_TRANSCRIPT_BYTES = 1024;
 
@@ -33,6 +35,7 @@ export function readArtifactsConfig(env: Env, section: unknown, problems: string
     retentionMs: Math.round(retentionDays * DAY_SECS * 1000),
     flushIntervalMs: r.seconds('ARTIFACTS_FLUSH_INTERVAL_SECS', 'flush_interval_secs', 1, TIMER),
     bufferBytes: r.number('ARTIFACTS_BUFFER_BYTES', 'buffer_bytes', 64 * 1024 * 1024, { min: 1, integer: true }),
+    maxBytesPerTenant: r.number('ARTIFACTS_MAX_BYTES_PER_TENANT', 'max_bytes_per_tenant', 1024 * 1024 * 1024, { min: 0, integer: true }),
   };
   if (config.bufferBytes < config.maxTranscriptBytes && !r.problems.length) {
     problems.push(`ARTIFACTS_BUFFER_BYTES (${config.bufferBytes}) must be at least ARTIFACTS_MAX_TRANSCRIPT_BYTES (${config.maxTranscriptBytes})`);

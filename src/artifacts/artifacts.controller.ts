@@ -8,6 +8,7 @@ import { ARTIFACTS_API } from '../openapi/schemas/artifacts.schemas';
 import { JOB_KIND } from './artifact-record';
 import { ArtifactSummary } from './artifact-store';
 import { ArtifactsService } from './artifacts.service';
+import { TenantLimits } from '../tenancy/tenant-limits.service';
 import { parseListParams, parseNewArtifact } from './parse-artifact-request';
 
 /**
@@ -22,16 +23,25 @@ export class ArtifactsController {
   constructor(
     private readonly artifacts: ArtifactsService,
     private readonly apiKeys: ApiKeysService,
+    private readonly limits: TenantLimits,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.maxBytes = config.artifacts.maxBytes;
   }
 
-  /** 201 when stored, 200 when the tenant already had this artifact (same id). */
+  /**
+   * 201 when stored, 200 when the tenant already had this artifact (same id). Charged to the
+   * tenant's (and key's) request limit like an inference request, and to the tenant's stored-bytes quota.
+   */
   @Post()
   @ApiDoc(ARTIFACTS_API.create)
   async create(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const tenant = this.tenantOf(req);
+    const identity = this.apiKeys.identify(req);
+    if (identity instanceof GatewayError) throw identity;
+    const tenant = identity.tenant;
+    const verdict = await this.limits.admit(identity);
+    for (const [name, value] of Object.entries(verdict.headers)) reply.header(name, value);
+    if (verdict.error) throw verdict.error;
     const body = parseNewArtifact(req.body, this.maxBytes);
     if (body instanceof GatewayError) throw body;
     const { created, record } = await this.artifacts.create(tenant, body);

@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { ApiKeysModule } from '../api-keys/api-keys.module';
+import { TenancyModule } from '../tenancy/tenancy.module';
 import { ArtifactMetrics } from './artifact-metrics';
 import { ArtifactRetention } from './artifact-retention.service';
 import { ArtifactStore } from './artifact-store';
@@ -20,7 +21,7 @@ import { JOB_ARTIFACTS } from './job-artifacts.port';
  */
 @Global()
 @Module({
-  imports: [ApiKeysModule],
+  imports: [ApiKeysModule, TenancyModule],
   controllers: [ArtifactsController],
   providers: [
     TypeOrmArtifactStore,

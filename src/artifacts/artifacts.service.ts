@@ -3,6 +3,7 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors } from '../common/gateway-error';
 import { ARTIFACT_ID_PATTERN, ArtifactRecord, JOB_KIND, JsonObject, newRecord } from './artifact-record';
+import { ArtifactQuota } from './artifact-quota';
 import { ArtifactStore, ArtifactSummary, ListPosition } from './artifact-store';
 import { ArtifactsConfig } from './artifacts-config';
 import { JobArtifactRecorder } from './job-artifact-recorder.service';
@@ -21,6 +22,7 @@ export interface ArtifactPage {
 @Injectable()
 export class ArtifactsService {
   private readonly config: ArtifactsConfig;
+  private readonly quota: ArtifactQuota;
 
   constructor(
     private readonly store: ArtifactStore,
@@ -29,18 +31,25 @@ export class ArtifactsService {
     @Inject(APP_CONFIG) appConfig: AppConfig,
   ) {
     this.config = appConfig.artifacts;
+    this.quota = new ArtifactQuota(this.config.maxBytesPerTenant, (tenant) => this.store.storedBytes(tenant));
   }
 
   /**
    * Stores a client artifact. `created` is false when the tenant already had it (same id): the
    * answer is then the stored artifact, its first `created_at` included, and nothing changes.
-   * Parents must be artifacts of the same tenant.
+   * Parents must be artifacts of the same tenant; the tenant's stored bytes must leave room for it
+   * (`artifacts.max_bytes_per_tenant`, else 413 `artifact_quota_exceeded`).
    */
   async create(tenant: string, body: NewArtifact): Promise<{ created: boolean; record: ArtifactRecord }> {
     const record = newRecord(body, { tenant, jobId: null, createdAt: this.clock.now() });
     if (record.size > this.config.maxBytes) throw Errors.payloadTooLarge(this.config.maxBytes);
     await this.checkParents(tenant, record.parents, body.parents);
-    if (await this.store.save({ record })) return { created: true, record };
+    const release = await this.quota.reserve(tenant, record.size);
+    try {
+      if (await this.store.save({ record })) return { created: true, record };
+    } finally {
+      release();
+    }
     return { created: false, record: (await this.store.find(tenant, record.id)) ?? record };
   }
 

@@ -1,30 +1,17 @@
-import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { APP_CONFIG, AppConfig } from '../config';
-import { GatewayError } from '../common/gateway-error';
+import { AdminAuth } from './admin-auth';
 
-/** Admin routes: `Authorization: Bearer <ADMIN_TOKEN>`. Without a configured token they answer 403. */
+/**
+ * Admin routes: `Authorization: Bearer <ADMIN_TOKEN>`. Without a configured token they answer 403;
+ * failed attempts are limited per address (see AdminAuth).
+ */
 @Injectable()
 export class AdminGuard implements CanActivate {
-  private readonly expected: Buffer | undefined;
-
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
-    this.expected = config.adminToken ? digest(config.adminToken) : undefined;
-  }
+  constructor(private readonly auth: AdminAuth) {}
 
   canActivate(context: ExecutionContext): boolean {
-    if (!this.expected) throw new GatewayError('forbidden', 'Admin API is disabled: no admin token is configured');
-    const header = context.switchToHttp().getRequest<FastifyRequest>().headers.authorization ?? '';
-    const m = /^Bearer\s+(.+)$/i.exec(header);
-    // Comparing digests keeps the comparison constant-time whatever the presented length.
-    if (!m || !timingSafeEqual(digest(m[1].trim()), this.expected)) {
-      throw new GatewayError('unauthorized', 'Invalid or missing admin token');
-    }
+    this.auth.check(context.switchToHttp().getRequest<FastifyRequest>());
     return true;
   }
-}
-
-function digest(s: string): Buffer {
-  return createHash('sha256').update(s).digest();
 }

@@ -1,11 +1,13 @@
 import { Module, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
+import { AdminAuth } from './admin-auth';
 import { AdminGuard } from './admin.guard';
 import { FailedAuthLimiter } from './failed-auth-limiter';
 
 @Module({
   providers: [
+    AdminAuth,
     AdminGuard,
     {
       provide: FailedAuthLimiter,
@@ -13,7 +15,7 @@ import { FailedAuthLimiter } from './failed-auth-limiter';
       useFactory: (config: AppConfig, clock: Clock) => new FailedAuthLimiter(config.authLimiter, clock),
     },
   ],
-  exports: [AdminGuard, FailedAuthLimiter],
+  exports: [AdminAuth, AdminGuard, FailedAuthLimiter],
 })
 export class AuthModule implements OnModuleDestroy {
   constructor(private readonly limiter: FailedAuthLimiter) {}

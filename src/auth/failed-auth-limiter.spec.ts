@@ -44,6 +44,13 @@ describe('FailedAuthLimiter', () => {
     expect(limiter.clientKey('10.0.0.1', {})).toBe('10.0.0.1');
   });
 
+  it('prefers Forwarded over X-Forwarded-For from a trusted proxy (issue 16), and ignores both from anyone else', () => {
+    const both = { forwarded: 'for=192.0.2.60;proto=https, for=10.0.0.1', 'x-forwarded-for': '9.9.9.9' };
+    expect(limiter.clientKey('10.0.0.1', both)).toBe('192.0.2.60');
+    expect(limiter.clientKey('10.0.0.1', { forwarded: 'proto=https', 'x-forwarded-for': '9.9.9.9' })).toBe('9.9.9.9');
+    expect(limiter.clientKey('5.5.5.5', both)).toBe('5.5.5.5');
+  });
+
   it('scopes keys by provider, so failures for one provider do not block another', () => {
     const a = limiter.scopedKey('1.1.1.1', 'a');
     for (let i = 0; i < 3; i++) limiter.recordFailure(a);

@@ -1,6 +1,6 @@
-import { isIP } from 'node:net';
 import { AuthLimiterConfig } from '../config';
 import { Clock, TimerHandle } from '../common/clock';
+import { resolveClientAddress, trustedProxySet } from './client-address';
 
 interface Entry {
   windowStart: number;
@@ -17,14 +17,14 @@ const MAX_ENTRIES = 100_000;
  */
 export class FailedAuthLimiter {
   private readonly entries = new Map<string, Entry>();
-  private readonly trusted: Set<string>;
+  private readonly trusted: ReadonlySet<string>;
   private sweepTimer: TimerHandle | undefined;
 
   constructor(
     private readonly config: AuthLimiterConfig,
     private readonly clock: Clock,
   ) {
-    this.trusted = new Set(config.trustedProxies.map(normalizeAddress));
+    this.trusted = trustedProxySet(config.trustedProxies);
     this.sweepTimer = clock.setInterval(() => this.sweep(), Math.max(config.windowMs, config.blockMs));
   }
 
@@ -35,17 +35,10 @@ export class FailedAuthLimiter {
 
   /**
    * The client a connection speaks for: the socket peer, or — only when the peer is a configured
-   * trusted proxy — the nearest untrusted address in X-Forwarded-For / Forwarded.
+   * trusted proxy — the nearest untrusted address it forwarded for (see client-address.ts).
    */
   clientKey(peerAddress: string | undefined, headers: Record<string, string | string[] | undefined>): string {
-    const peer = normalizeAddress(peerAddress ?? 'unknown');
-    if (!this.trusted.has(peer)) return peer;
-    const chain = forwardedChain(headers);
-    for (let i = chain.length - 1; i >= 0; i--) {
-      const hop = normalizeAddress(chain[i]);
-      if (!this.trusted.has(hop)) return hop;
-    }
-    return peer;
+    return resolveClientAddress(peerAddress, headers, this.trusted);
   }
 
   /**
@@ -101,29 +94,4 @@ export class FailedAuthLimiter {
     const now = this.clock.now();
     for (const [key, e] of this.entries) if (this.expired(e, now)) this.entries.delete(key);
   }
-}
-
-function normalizeAddress(address: string): string {
-  let a = address.trim().replace(/^"|"$/g, '');
-  if (a.startsWith('[')) a = a.slice(1, a.indexOf(']') > 0 ? a.indexOf(']') : undefined); // [v6]:port
-  else if (isIP(a) === 0 && /^[\d.]+:\d+$/.test(a)) a = a.slice(0, a.lastIndexOf(':')); // v4:port
-  if (a.startsWith('::ffff:') && isIP(a.slice(7)) === 4) a = a.slice(7);
-  return a.toLowerCase();
-}
-
-function headerValue(v: string | string[] | undefined): string {
-  return Array.isArray(v) ? v.join(',') : (v ?? '');
-}
-
-/** Addresses from X-Forwarded-For, else from Forwarded `for=` parameters, in order. */
-function forwardedChain(headers: Record<string, string | string[] | undefined>): string[] {
-  const xff = headerValue(headers['x-forwarded-for']);
-  if (xff) return xff.split(',').map((s) => s.trim()).filter(Boolean);
-  const fwd = headerValue(headers['forwarded']);
-  const out: string[] = [];
-  for (const element of fwd.split(',')) {
-    const m = /(?:^|;)\s*for=("[^"]*"|[^;,\s]*)/i.exec(element);
-    if (m && m[1]) out.push(m[1]);
-  }
-  return out;
 }

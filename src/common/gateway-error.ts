@@ -34,6 +34,7 @@ export type GatewayErrorCode =
   | 'stream_too_large'
   | 'client_too_slow'
   | 'payload_too_large'
+  | 'artifact_quota_exceeded'
   | 'server_shutdown'
   | 'gateway_overloaded'
   | 'unauthorized'
@@ -207,6 +208,13 @@ export const Errors = {
   // Clients' unread responses fill the gateway's buffer budget (MAX_BUFFERED_BYTES); they drain in seconds.
   gatewayOverloaded: () => new GatewayError('gateway_overloaded', 'The gateway is busy delivering other responses; retry shortly', { retryAfterMs: 1000 }),
   payloadTooLarge: (limit: number) => new GatewayError('payload_too_large', `Request body exceeds ${limit} bytes`),
+  /** `POST /v1/artifacts` past the tenant's stored-bytes quota (`artifacts.max_bytes_per_tenant`). */
+  artifactQuotaExceeded: (limit: number, stored: number, size: number) =>
+    new GatewayError(
+      'artifact_quota_exceeded',
+      `The tenant's artifacts use ${stored} of its ${limit} bytes (artifacts.max_bytes_per_tenant); this artifact of ${size} bytes does not fit`,
+      { fields: { limit_bytes: limit, stored_bytes: stored } },
+    ),
   serverShutdown: () => new GatewayError('server_shutdown', 'The gateway is shutting down'),
   /** Something failed inside the gateway (logged with its stack); the message never says what. */
   internalError: () => new GatewayError('internal_error', 'Internal error'),
@@ -215,8 +223,13 @@ export const Errors = {
   // Client API keys (api-keys/): one message whatever was wrong, so answers never tell which keys exist.
   missingApiKey: () => new GatewayError('invalid_api_key', 'Missing API key: send it as Authorization: Bearer <key> or x-api-key: <key>'),
   invalidApiKey: () => new GatewayError('invalid_api_key', 'Invalid API key'),
+  /** An anonymous caller naming (x-tenant-id) a tenant that has API keys: see docs/tenancy.md. */
+  tenantKeyRequired: () =>
+    new GatewayError('invalid_api_key', "This tenant has API keys: send one of them (Authorization: Bearer <key> or x-api-key: <key>)", { param: 'x-tenant-id' }),
   authRateLimited: (retryAfterMs: number) =>
     new GatewayError('auth_rate_limited', 'Too many failed API key authentications from this address, retry later', { retryAfterMs }),
+  adminAuthRateLimited: (retryAfterMs: number) =>
+    new GatewayError('auth_rate_limited', 'Too many failed admin token attempts from this address, retry later', { retryAfterMs }),
   // Model lifecycle (lifecycle/) and its governance (governance/): see docs/lifecycle.md.
   lifecycleDisabled: () =>
     new GatewayError('lifecycle_disabled', 'Model lifecycle operations are disabled: the gateway has no governance signers configured (governance.signers / GOVERNANCE_SIGNERS_FILE)'),
@@ -293,6 +306,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   op_token_insufficient_signers: 403,
   audit_unavailable: 503,
   payload_too_large: 413,
+  artifact_quota_exceeded: 413,
   queue_full: 429,
   internal_error: 500,
   dependency_unavailable: 503,
@@ -329,6 +343,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   invalid_request: 'INVALID_PARAMS',
   invalid_params: 'INVALID_PARAMS',
   payload_too_large: 'INVALID_PARAMS',
+  artifact_quota_exceeded: 'ADMISSION_REJECT',
   model_not_found: 'INVALID_PARAMS',
   provider_not_found: 'INVALID_PARAMS',
   not_found: 'INVALID_PARAMS',

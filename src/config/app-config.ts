@@ -54,6 +54,8 @@ export interface AppConfig {
   heartbeatTimeoutMs: number;
   registerTimeoutMs: number;
   adminToken?: string;
+  /** `ADMIN_AUTH_FAILURE_LIMIT`: wrong admin tokens per client address per minute before it is refused for a minute. */
+  adminAuthFailureLimit: number;
   databaseUrl: string;
   /** Redis shared by the replicas' rate limiters (redis:// or rediss://); unset = in-memory limits. */
   redisUrl?: string;

@@ -66,6 +66,7 @@ const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
   heartbeatTimeoutMs: 'heartbeat_timeout_secs',
   registerTimeoutMs: 'register_timeout_secs',
   adminToken: null, // environment only
+  adminAuthFailureLimit: 'admin_auth_failure_limit',
   databaseUrl: 'database_url',
   redisUrl: 'redis_url',
   configFile: null, // environment only
@@ -106,6 +107,7 @@ const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
     retentionMs: 'artifacts.retention_days',
     flushIntervalMs: 'artifacts.flush_interval_secs',
     bufferBytes: 'artifacts.buffer_bytes',
+    maxBytesPerTenant: 'artifacts.max_bytes_per_tenant',
   },
   tasks: {
     maxEvents: 'tasks.max_events',

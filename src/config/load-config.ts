@@ -248,6 +248,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     heartbeatTimeoutMs,
     registerTimeoutMs: r.seconds('REGISTER_TIMEOUT_SECS', 'register_timeout_secs', 10, TIMER),
     adminToken: env.ADMIN_TOKEN || env.MODELRELAY_ADMIN_TOKEN || undefined,
+    adminAuthFailureLimit: r.number('ADMIN_AUTH_FAILURE_LIMIT', 'admin_auth_failure_limit', 10, { min: 1, integer: true }),
     databaseUrl: r.string('DATABASE_URL', 'database_url', 'sqlite:./data/switchboard.db'),
     redisUrl: r.string('REDIS_URL', 'redis_url') || undefined,
     configFile,

@@ -55,10 +55,11 @@ export interface AuditQuery {
 }
 
 /**
- * The codes of the admin token check (no or a wrong token; no admin token configured): rows
+ * The codes of the admin token check (no or a wrong token; no admin token configured; an address
+ * throttled for wrong tokens): rows
  * refused with one of them are those anyone can cause, kept for a shorter time.
  */
-export const ADMIN_TOKEN_REFUSAL_CODES: readonly string[] = ['unauthorized', 'forbidden'];
+export const ADMIN_TOKEN_REFUSAL_CODES: readonly string[] = ['unauthorized', 'forbidden', 'auth_rate_limited'];
 
 /** Which rows a prune deletes: all of them, or only those refused at the admin token check. */
 export type AuditRows = 'all' | 'unauthenticated';

@@ -1,6 +1,8 @@
-import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { CLOCK, Clock, systemClock } from '../common/clock';
 import { SerialWriteQueue } from '../registry/serial-write-queue';
 import { AuditEntry, AuditLog, AuditQuery, AuditRecord } from './audit-log';
+import { UnauthenticatedRefusals } from './unauthenticated-refusals';
 
 /** Pending rows of requests without the admin token, at most (beyond, they are dropped and logged). */
 export const MAX_PENDING_UNAUTHENTICATED = 1000;
@@ -10,7 +12,8 @@ export const MAX_PENDING_UNAUTHENTICATED = 1000;
  * at once; an outcome reported in a worker's frame never waits on the database); a listing waits
  * for the rows appended before it, so this gateway's own rows are always in it. Rows of requests
  * refused for want of the admin token queue apart, in a smaller queue: anyone can send those, and
- * a flood of them must not fill the queue the admin's operations are recorded through.
+ * a flood of them must not fill the queue the admin's operations are recorded through. They are
+ * also aggregated: one row per client address, operation, code and minute (unauthenticated-refusals.ts).
  */
 @Injectable()
 export class AuditTrail implements BeforeApplicationShutdown {
@@ -18,7 +21,16 @@ export class AuditTrail implements BeforeApplicationShutdown {
   private readonly writes = new SerialWriteQueue(this.log);
   private readonly unauthenticated = new SerialWriteQueue(this.log, MAX_PENDING_UNAUTHENTICATED);
 
-  constructor(private readonly store: AuditLog) {}
+  private readonly refusals: UnauthenticatedRefusals;
+
+  constructor(
+    private readonly store: AuditLog,
+    @Optional() @Inject(CLOCK) clock: Clock = systemClock,
+  ) {
+    this.refusals = new UnauthenticatedRefusals(clock, (entry) =>
+      this.unauthenticated.enqueue(`audit row (${entry.operation} ${entry.outcome}, no admin token)`, () => this.store.append(entry)),
+    );
+  }
 
   record(entry: AuditEntry): void {
     this.writes.enqueue(`audit row (${entry.operation} ${entry.outcome})`, () => this.store.append(entry));
@@ -44,17 +56,19 @@ export class AuditTrail implements BeforeApplicationShutdown {
     });
   }
 
-  /** The row of a request refused at the admin token check (no or a wrong token). */
-  recordUnauthenticated(entry: AuditEntry): void {
-    this.unauthenticated.enqueue(`audit row (${entry.operation} ${entry.outcome}, no admin token)`, () => this.store.append(entry));
+  /** A request refused at the admin token check (no or a wrong token), from client `address`: aggregated. */
+  recordUnauthenticated(entry: AuditEntry, address: string): void {
+    this.refusals.add(entry, address);
   }
 
   async list(query: AuditQuery): Promise<AuditRecord[]> {
+    this.refusals.flush();
     await Promise.all([this.writes.whenIdle(), this.unauthenticated.whenIdle()]);
     return this.store.list(query);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    this.refusals.flush();
     await Promise.all([this.writes.whenIdle(), this.unauthenticated.whenIdle()]);
   }
 }

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { FakeClock } from '../../test/support/fake-clock';
+import { AdminAuth } from '../auth/admin-auth';
 import { AdminGuard } from '../auth/admin.guard';
 import { AppConfig } from '../config';
 import { ADMIN_TOKEN_REFUSAL_CODES, AuditEntry, AuditLog, AuditQuery, AuditRecord } from '../governance/audit-log';
@@ -40,7 +41,8 @@ describe('AuditedAdminGuard', () => {
     const store = new SlowAuditLog();
     const trail = new AuditTrail(store);
     const clock = new FakeClock(1_000);
-    const guard = new AuditedAdminGuard(new AdminGuard({ adminToken: 'the-admin-token' } as AppConfig), new Reflector(), trail, clock);
+    const auth = new AdminAuth({ adminToken: 'the-admin-token', adminAuthFailureLimit: 1_000_000 } as AppConfig, clock);
+    const guard = new AuditedAdminGuard(new AdminGuard(auth), auth, new Reflector(), trail, clock);
     const context = {
       getHandler: () => Routes.prototype.unload,
       switchToHttp: () => ({ getRequest: () => ({ headers: { authorization: 'Bearer guessed' } }) }),
@@ -68,7 +70,9 @@ describe('AuditedAdminGuard', () => {
       switchToHttp: () => ({ getRequest: () => ({ headers: { authorization: 'Bearer guessed' } }) }),
     } as unknown as ExecutionContext;
     for (const adminToken of ['the-admin-token', undefined]) {
-      const guard = new AuditedAdminGuard(new AdminGuard({ adminToken } as AppConfig), new Reflector(), trail, new FakeClock(1_000));
+      const clock = new FakeClock(1_000);
+      const auth = new AdminAuth({ adminToken } as AppConfig, clock);
+      const guard = new AuditedAdminGuard(new AdminGuard(auth), auth, new Reflector(), trail, clock);
       expect(() => guard.canActivate(context)).toThrow();
     }
     await trail.list({ limit: 10 });

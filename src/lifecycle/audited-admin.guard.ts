@@ -1,6 +1,7 @@
 import { CanActivate, ExecutionContext, Inject, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
+import { AdminAuth } from '../auth/admin-auth';
 import { AdminGuard } from '../auth/admin.guard';
 import { CLOCK, Clock } from '../common/clock';
 import { AuditTrail } from '../governance/audit-trail';
@@ -15,12 +16,14 @@ export const GovernedOperation = (operation: LifecycleOperation) => SetMetadata(
 
 /**
  * The admin guard of the lifecycle routes: the usual admin token check, and on a governed
- * operation a refusal (401/403) is written to the audit trail with a fingerprint of the presented token.
+ * operation a refusal (401/403/429) goes to the audit trail with a fingerprint of the presented token,
+ * aggregated per client address and minute (a flood of them is one row a minute per address).
  */
 @Injectable()
 export class AuditedAdminGuard implements CanActivate {
   constructor(
     private readonly admin: AdminGuard,
+    private readonly adminAuth: AdminAuth,
     private readonly reflector: Reflector,
     private readonly trail: AuditTrail,
     @Inject(CLOCK) private readonly clock: Clock,
@@ -33,7 +36,8 @@ export class AuditedAdminGuard implements CanActivate {
       const operation = this.reflector.get<LifecycleOperation | undefined>(OPERATION, context.getHandler());
       if (operation) {
         const req = context.switchToHttp().getRequest<FastifyRequest>();
-        this.trail.recordUnauthenticated(new AuditContext(operation, adminIdentity(req.headers.authorization)).refusal(this.clock.now(), e));
+        const address = this.adminAuth.limiter.clientKey(req.raw?.socket?.remoteAddress, req.headers);
+        this.trail.recordUnauthenticated(new AuditContext(operation, adminIdentity(req.headers.authorization)).refusal(this.clock.now(), e), address);
       }
       throw e;
     }

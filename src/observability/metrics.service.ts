@@ -10,7 +10,10 @@ export type TokenKind = 'prompt' | 'completion';
 /** Why usage records were lost: the buffer was full (oldest dropped) or their batch kept failing. */
 export type UsageDropReason = 'buffer_full' | 'write_failed';
 /** A fixed set, so a client can never grow the label's cardinality. */
-export type ClientAuthFailureReason = 'missing' | 'invalid' | 'revoked' | 'disabled' | 'expired' | 'malformed' | 'rate_limited';
+/** Why the admin token check refused a request. */
+export type AdminAuthFailureReason = 'missing' | 'invalid' | 'rate_limited' | 'disabled';
+/** Why an API-key check refused a request. */
+export type ClientAuthFailureReason = 'missing' | 'invalid' | 'revoked' | 'disabled' | 'expired' | 'malformed' | 'rate_limited' | 'tenant_has_keys';
 
 const PREFIX = 'switchboard_';
 
@@ -41,6 +44,7 @@ export class MetricsService {
   private readonly rejections: Counter<'code'>;
   private readonly workerAuthFailures: Counter<'reason'>;
   private readonly clientAuthFailures: Counter<'reason'>;
+  private readonly adminAuthFailures: Counter<'reason'>;
   private readonly workerEjections: Counter<'provider'>;
   private readonly rateLimitedTotal: Counter<'tenant' | 'kind'>;
   private readonly heartbeatTimeouts: Counter<'provider'>;
@@ -198,9 +202,15 @@ export class MetricsService {
       labelNames: ['reason'],
       registers,
     });
+    this.adminAuthFailures = new Counter({
+      name: `${PREFIX}admin_auth_failures_total`,
+      help: 'Admin API requests refused at the admin token check, by reason (missing, invalid, rate_limited, disabled).',
+      labelNames: ['reason'],
+      registers,
+    });
     this.clientAuthFailures = new Counter({
       name: `${PREFIX}client_auth_failures_total`,
-      help: 'Client requests refused by API-key authentication, by reason (missing, invalid, revoked, disabled, expired, malformed, rate_limited).',
+      help: 'Client requests refused by API-key authentication, by reason (missing, invalid, revoked, disabled, expired, malformed, rate_limited, tenant_has_keys).',
       labelNames: ['reason'],
       registers,
     });
@@ -307,5 +317,10 @@ export class MetricsService {
   /** A client request refused by API-key authentication (see ApiKeysService for the reasons). */
   clientAuthFailure(reason: ClientAuthFailureReason): void {
     this.clientAuthFailures.inc({ reason });
+  }
+
+  /** A request refused at the admin token check (see auth/admin-auth.ts). */
+  adminAuthFailure(reason: AdminAuthFailureReason): void {
+    this.adminAuthFailures.inc({ reason });
   }
 }

@@ -262,19 +262,22 @@ describe('client API keys: brute force', () => {
   });
   afterAll(() => gw.close());
 
-  it('refuses an address with 429 auth_rate_limited after repeated unknown keys, even with a valid key', async () => {
+  it('refuses an address with 429 auth_rate_limited after repeated unknown keys, but never a valid key (issue 16 M8)', async () => {
     const { key } = await createKey(gw, { name: 'valid', tenant: 'default' });
     for (let i = 0; i < 3; i++) {
       const res = await post(gw.url, '/v1/chat/completions', chat('m1'), { authorization: `Bearer sb-guess-${i}` });
       expect(res.status).toBe(401);
     }
-    const blocked = await post(gw.url, '/v1/chat/completions', chat('m1'), { authorization: `Bearer ${key}` });
+    const blocked = await post(gw.url, '/v1/chat/completions', chat('m1'), { authorization: 'Bearer sb-guess-3' });
     expect(blocked.status).toBe(429);
     expect(blocked.headers.get('retry-after')).toBe('600');
     expect(blocked.json.error).toMatchObject({ code: 'auth_rate_limited', type: 'rate_limit_error', retriable: true, retry_after_ms: 600_000 });
-    const anthropic = new Anthropic({ baseURL: gw.url, apiKey: key, maxRetries: 0 });
-    const err = await anthropic.messages.create(message).catch((e) => e);
+    const guesser = new Anthropic({ baseURL: gw.url, apiKey: 'sb-guess-4', maxRetries: 0 });
+    const err = await guesser.messages.create(message).catch((e) => e);
     expect(err).toBeInstanceOf(Anthropic.RateLimitError);
+    // The valid key passes authentication from the blocked address (no worker serves m1: 404 after it).
+    const valid = await post(gw.url, '/v1/chat/completions', chat('m1'), { authorization: `Bearer ${key}` });
+    expect([valid.status, valid.json.error.code]).toEqual([404, 'model_not_found']);
     expect(await clientAuthFailures(gw)).toEqual({ invalid: 3, rate_limited: 2 });
   });
 });

@@ -12,7 +12,9 @@ const PUBLIC = join(__dirname, '..', '..', 'src', 'dashboard', 'public');
 describe('dashboard: serving the page', () => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startGateway();
+    // The test below sends ten wrong admin tokens from this address and then the right one, which the
+    // admin token's failed-attempt limiter (ADMIN_AUTH_FAILURE_LIMIT, default 10) would refuse.
+    gw = await startGateway({ ADMIN_AUTH_FAILURE_LIMIT: '100' });
   });
   afterAll(() => gw.close());
 

@@ -180,7 +180,8 @@ export const ARTIFACTS_API = {
     summary: 'Store an artifact',
     description:
       'Stores a client artifact (plan, summary, diff, trace, …) in the caller\'s tenant under its content address. `201` when stored; `200` with the stored artifact ' +
-      '(its first `created_at`) when the tenant already had it. Bodies above `artifacts.max_bytes` are `413 payload_too_large`.',
+      '(its first `created_at`) when the tenant already had it. Bodies above `artifacts.max_bytes` are `413 payload_too_large`; an artifact that would take the tenant ' +
+      'past `artifacts.max_bytes_per_tenant` stored bytes is `413 artifact_quota_exceeded`. Each call counts against the tenant\'s and key\'s request limits (`429 rate_limit_exceeded`).',
     tags: [TAGS.artifacts],
     security: CLIENT_SECURITY,
     parameters: CLIENT_HEADERS,
@@ -188,7 +189,7 @@ export const ARTIFACTS_API = {
     responses: {
       200: jsonResponse('Already stored: the stored artifact', ref('ArtifactMetadata'), PLAN),
       201: jsonResponse('Stored', ref('ArtifactMetadata'), PLAN),
-      ...errorResponses('openai', [...ERRORS, 'payload_too_large'], { invalid_params: BAD_FIELD, payload_too_large: Errors.payloadTooLarge(1048576) }),
+      ...errorResponses('openai', [...ERRORS, 'payload_too_large', 'artifact_quota_exceeded', 'rate_limit_exceeded'], { invalid_params: BAD_FIELD, payload_too_large: Errors.payloadTooLarge(1048576) }),
     },
     xExamples: createExamples,
   },

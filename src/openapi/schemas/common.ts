@@ -105,7 +105,7 @@ export const CLIENT_HEADERS: ParameterObject[] = [
 /** Request headers of the inference routes. */
 export const INFERENCE_HEADERS: ParameterObject[] = [
   ...CLIENT_HEADERS,
-  { name: 'x-tenant-id', in: 'header', required: false, description: "The caller's tenant (1-64 characters of `A-Z a-z 0-9 . _ -`). With an API key it may only repeat the key's tenant (else `403 tenant_mismatch`).", schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' } },
+  { name: 'x-tenant-id', in: 'header', required: false, description: "The caller's tenant (1-64 characters of `A-Z a-z 0-9 . _ -`). With an API key it may only repeat the key's tenant (else `403 tenant_mismatch`). Without a key it may not name a tenant that has API keys (`401 invalid_api_key`).", schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' } },
   { name: 'x-priority', in: 'header', required: false, description: "Queue priority, capped at the tenant's `max_priority`.", schema: { type: 'string', enum: ['high', 'normal', 'low'] } },
   { name: 'x-switchboard-provider', in: 'header', required: false, description: 'Pins the request to one provider (pool) when pinning is enabled; not forwarded to the worker.', schema: { type: 'string' } },
 ];

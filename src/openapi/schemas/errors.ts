@@ -18,6 +18,7 @@ const CODES: Record<GatewayErrorCode, true> = {
   op_token_bad_signature: true, op_token_expired: true, op_token_replayed: true, op_token_mismatch: true,
   op_token_duplicate_signers: true, op_token_unknown_signer: true, op_token_insufficient_signers: true,
   audit_unavailable: true,
+  artifact_quota_exceeded: true,
 };
 export const ERROR_CODES = Object.keys(CODES) as GatewayErrorCode[];
 
@@ -63,6 +64,7 @@ export const SAMPLE_ERRORS: Record<GatewayErrorCode, GatewayError> = {
   payload_too_large: new GatewayError('payload_too_large', 'Request body is too large'),
   server_shutdown: Errors.serverShutdown().with({ retryAfterMs: 1000 }),
   gateway_overloaded: Errors.gatewayOverloaded(),
+  artifact_quota_exceeded: Errors.artifactQuotaExceeded(1073741824, 1073000000, 800000),
   unauthorized: new GatewayError('unauthorized', 'Invalid or missing admin token'),
   invalid_api_key: Errors.invalidApiKey(),
   tenant_mismatch: new GatewayError('tenant_mismatch', "This API key belongs to tenant 'team-a'; x-tenant-id 'team-b' cannot override it (send the key's tenant or no x-tenant-id)", { param: 'x-tenant-id' }),

@@ -1,0 +1,72 @@
+import { Inject, Injectable, Logger, OnModuleDestroy, Optional } from '@nestjs/common';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { APP_CONFIG, AppConfig } from '../config';
+import { CLOCK, Clock } from '../common/clock';
+import { Errors, GatewayError } from '../common/gateway-error';
+import { AdminAuthFailureReason, MetricsService } from '../observability/metrics.service';
+import { FailedAuthLimiter } from './failed-auth-limiter';
+
+/** Below this length an admin token is guessable enough to warn about at startup. */
+export const MIN_ADMIN_TOKEN_LENGTH = 24;
+const MINUTE_MS = 60_000;
+
+/**
+ * The admin token check, shared by every module's AdminGuard (Nest builds one guard per module;
+ * the failure counts must be one per gateway). Failures are limited per client address:
+ * `ADMIN_AUTH_FAILURE_LIMIT` wrong tokens within a minute block that address for a minute (the
+ * 11th attempt with the default 10 is refused).
+ *
+ * While an address is blocked, even the right token from it is refused (429): the admin token may
+ * be a human-chosen string, and a limiter that still said "yes" to the right guess would not slow a
+ * guesser at all. The right token from any other address is never refused, so one noisy address (or
+ * every client behind an untrusted proxy) cannot lock the operator out from elsewhere.
+ */
+@Injectable()
+export class AdminAuth implements OnModuleDestroy {
+  private readonly log = new Logger('AdminAuth');
+  private readonly expected: Buffer | undefined;
+  readonly limiter: FailedAuthLimiter;
+
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    @Inject(CLOCK) clock: Clock,
+    @Optional() private readonly metrics?: MetricsService,
+  ) {
+    this.expected = config.adminToken ? digest(config.adminToken) : undefined;
+    const limit = config.adminAuthFailureLimit ?? 10;
+    this.limiter = new FailedAuthLimiter({ maxFailures: limit, windowMs: MINUTE_MS, blockMs: MINUTE_MS, trustedProxies: config.authLimiter?.trustedProxies ?? [] }, clock);
+    if (config.adminToken && config.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
+      this.log.warn(`ADMIN_TOKEN is ${config.adminToken.length} characters long: use at least ${MIN_ADMIN_TOKEN_LENGTH} random characters (e.g. openssl rand -base64 32)`);
+    }
+  }
+
+  onModuleDestroy(): void {
+    this.limiter.stop();
+  }
+
+  /** Throws the refusal (403 without a configured token, 429 while throttled, else 401). */
+  check(req: FastifyRequest): void {
+    if (!this.expected) {
+      this.metrics?.adminAuthFailure('disabled');
+      throw new GatewayError('forbidden', 'Admin API is disabled: no admin token is configured');
+    }
+    const client = this.limiter.clientKey(req.raw?.socket?.remoteAddress, req.headers);
+    if (this.limiter.isBlocked(client)) {
+      this.metrics?.adminAuthFailure('rate_limited');
+      throw Errors.adminAuthRateLimited(MINUTE_MS);
+    }
+    const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+    // Comparing digests keeps the comparison constant-time whatever the presented length.
+    if (m && timingSafeEqual(digest(m[1].trim()), this.expected)) return;
+    // Only a wrong token is a guess; a request without one (a misconfigured client, a browser
+    // before sign-in) is refused without counting, so it cannot lock out its address.
+    if (m) this.limiter.recordFailure(client);
+    this.metrics?.adminAuthFailure(m ? 'invalid' : 'missing');
+    throw new GatewayError('unauthorized', 'Invalid or missing admin token');
+  }
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
