@@ -16,6 +16,7 @@ import { appVersion } from './observability/app-version';
 import { bootSummary } from './observability/boot-summary';
 import { ProvidersService } from './providers/providers.service';
 import { setupOpenApi } from './openapi/openapi.setup';
+import { registerConnectionLimits } from './http/connection-limits';
 
 export interface CreateAppOptions {
   /** Log format (default `json`; `main.ts` resolves LOG_FORMAT). */
@@ -60,6 +61,7 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
   const logger = createLogger(config.logLevel, options.logDestination, { format: options.logFormat ?? 'json', color: options.logColor });
   registerAppLogger(config, logger);
   registerCorrelationId(fastify);
+  registerConnectionLimits(fastify, config);
   registerAccessLog(fastify, logger);
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {

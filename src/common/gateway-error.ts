@@ -31,6 +31,7 @@ export type GatewayErrorCode =
   | 'client_too_slow'
   | 'payload_too_large'
   | 'server_shutdown'
+  | 'too_many_connections'
   | 'unauthorized'
   | 'invalid_api_key'
   | 'tenant_mismatch'
@@ -199,6 +200,7 @@ export const Errors = {
   clientTooSlow: () => new GatewayError('client_too_slow', 'The client did not read the response fast enough'),
   payloadTooLarge: (limit: number) => new GatewayError('payload_too_large', `Request body exceeds ${limit} bytes`),
   serverShutdown: () => new GatewayError('server_shutdown', 'The gateway is shutting down'),
+  tooManyConnections: () => new GatewayError('too_many_connections', 'The gateway holds its maximum of client connections, please retry', { retryAfterMs: 1000 }),
   // Client API keys (api-keys/): one message whatever was wrong, so answers never tell which keys exist.
   missingApiKey: () => new GatewayError('invalid_api_key', 'Missing API key: send it as Authorization: Bearer <key> or x-api-key: <key>'),
   invalidApiKey: () => new GatewayError('invalid_api_key', 'Invalid API key'),
@@ -286,6 +288,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   provider_deleted: 503,
   drain_timeout: 503,
   server_shutdown: 503,
+  too_many_connections: 503,
   queue_timeout: 504,
   request_timeout: 504,
 };
@@ -346,6 +349,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   fallback_exhausted: 'POOL_UNAVAILABLE',
   provider_deleted: 'POOL_UNAVAILABLE',
   server_shutdown: 'POOL_UNAVAILABLE',
+  too_many_connections: 'ADMISSION_REJECT',
   requeue_exhausted: 'REPLICA_EXHAUSTED',
   request_timeout: 'DECODE_TIMEOUT',
   drain_timeout: 'WORKER_RESET',

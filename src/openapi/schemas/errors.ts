@@ -10,7 +10,7 @@ const CODES: Record<GatewayErrorCode, true> = {
   invalid_params: true, pool_unready: true, pool_unavailable: true, model_not_allowed: true, rate_limit_exceeded: true,
   budget_exceeded: true, context_exceeded: true, session_budget_exceeded: true, queue_full: true, queue_timeout: true, request_timeout: true, requeue_exhausted: true,
   provider_disabled: true, provider_not_found: true, provider_deleted: true, drain_timeout: true, worker_error: true,
-  worker_disconnected: true, stream_too_large: true, client_too_slow: true, payload_too_large: true, server_shutdown: true,
+  worker_disconnected: true, stream_too_large: true, client_too_slow: true, payload_too_large: true, server_shutdown: true, too_many_connections: true,
   unauthorized: true, invalid_api_key: true, tenant_mismatch: true, auth_rate_limited: true, forbidden: true,
   not_found: true, conflict: true, validation_failed: true, internal_error: true,
   lifecycle_disabled: true, lifecycle_unsupported: true, lifecycle_failed: true, op_token_missing: true, op_token_malformed: true,
@@ -60,6 +60,7 @@ export const SAMPLE_ERRORS: Record<GatewayErrorCode, GatewayError> = {
   // What the exception filter answers for Fastify's body limit.
   payload_too_large: new GatewayError('payload_too_large', 'Request body is too large'),
   server_shutdown: Errors.serverShutdown().with({ retryAfterMs: 1000 }),
+  too_many_connections: Errors.tooManyConnections(),
   unauthorized: new GatewayError('unauthorized', 'Invalid or missing admin token'),
   invalid_api_key: Errors.invalidApiKey(),
   tenant_mismatch: new GatewayError('tenant_mismatch', "This API key belongs to tenant 'team-a'; x-tenant-id 'team-b' cannot override it (send the key's tenant or no x-tenant-id)", { param: 'x-tenant-id' }),
