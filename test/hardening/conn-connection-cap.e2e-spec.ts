@@ -1,4 +1,8 @@
+import { writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
+import { selfSignedCert } from '../worker/support/tls-cert';
 import { startGateway, TestGateway } from '../support/gateway';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { chat } from '../support/http';
@@ -60,6 +64,53 @@ describe('conn: MAX_CLIENT_CONNECTIONS', () => {
     expect((await served).status).toBe(200);
     expect(early.closeState).toBeUndefined();
 
+    for (const s of held) s.destroy();
+    early.close();
+    late.close();
+  });
+});
+
+describe('conn: MAX_CLIENT_CONNECTIONS with TLS (the TCP connection is counted, the TLS socket upgrades)', () => {
+  let gw: TestGateway;
+  let ca: string;
+  beforeAll(async () => {
+    const cert = selfSignedCert();
+    ca = cert.cert;
+    const keyFile = join(cert.certPath, '..', 'key.pem');
+    writeFileSync(keyFile, cert.key);
+    gw = await startGateway({ TLS_CERT_FILE: cert.certPath, TLS_KEY_FILE: keyFile, MAX_CLIENT_CONNECTIONS: '2', HTTP_HEADERS_TIMEOUT_SECS: '30', HTTP_REQUEST_TIMEOUT_SECS: '30' });
+  });
+  afterAll(() => gw.close());
+
+  function tlsSocket(): Promise<import('node:tls').TLSSocket> {
+    const { port } = new URL(gw.url);
+    return new Promise((resolve, reject) => {
+      const s = tlsConnect({ host: '127.0.0.1', port: Number(port), ca, servername: 'localhost', ALPNProtocols: ['http/1.1'] }, () => resolve(s));
+      s.once('error', reject);
+    });
+  }
+
+  it('lets a wss:// worker register while the cap is full, and its socket does not count', async () => {
+    const wss = gw.workerUrl.replace('ws://', 'wss://');
+    const { worker: early } = await ScriptedWorker.register(wss, { models: ['tls-capped'] }, { ca });
+    const held = [await tlsSocket(), await tlsSocket()];
+    for (const s of held) {
+      s.on('error', () => undefined);
+      s.write('GET /v1/models HTTP/1.1\r\nhost: x\r\n');
+    }
+    const probe = await tlsSocket();
+    const outcome = readUntilClosed(probe, 15_000);
+    probe.write('GET /v1/models HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
+    expect(parseRaw((await outcome).text).status).toBe(503);
+
+    const { worker: late, ack } = await ScriptedWorker.register(wss, { models: ['tls-capped'] }, { ca });
+    expect(ack.worker_id).toMatch(/^w-/);
+    held.pop()!.destroy();
+    await new Promise((r) => setTimeout(r, 200));
+    const again = await tlsSocket();
+    const served = readUntilClosed(again, 15_000);
+    again.write('GET /v1/models HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
+    expect(parseRaw((await served).text).status).toBe(200);
     for (const s of held) s.destroy();
     early.close();
     late.close();
