@@ -3,6 +3,7 @@ import type { AppConfig } from '../config';
 import { ClientConnectionCap } from './client-connection-cap';
 import { applyHttpTimeouts, TimeoutServer } from './http-timeouts';
 import { registerLingeringClose } from './lingering-close';
+import { registerHttp2RequestTimeout } from './http2-request-timeout';
 
 /**
  * Body bytes read and discarded after an early answer (a 413) before the connection closes: twice
@@ -20,6 +21,7 @@ export function discardBytesFor(maxBodyBytes: number): number {
 export function registerConnectionLimits(fastify: FastifyInstance, config: AppConfig): ClientConnectionCap | undefined {
   applyHttpTimeouts(fastify.server as unknown as TimeoutServer, config.connections);
   registerLingeringClose(fastify, discardBytesFor(config.maxBodyBytes));
+  if (config.tls) registerHttp2RequestTimeout(fastify, config.connections.requestTimeoutMs);
   if (config.connections.maxClientConnections === 0) return undefined;
   const cap = new ClientConnectionCap(config.connections.maxClientConnections);
   cap.attach(fastify.server);

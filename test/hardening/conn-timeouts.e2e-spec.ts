@@ -1,3 +1,7 @@
+import { writeFileSync } from 'node:fs';
+import { connect as h2connect } from 'node:http2';
+import { join } from 'node:path';
+import { selfSignedCert } from '../worker/support/tls-cert';
 import { startGateway, TestGateway } from '../support/gateway';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { chat, sleep } from '../support/http';
@@ -83,6 +87,64 @@ describe('conn: client connection timeouts (HTTP_REQUEST_TIMEOUT_SECS, HTTP_HEAD
     const req2 = await worker.next('request');
     worker.complete(req2.request_id, { ok: true });
     expect((await next).status).toBe(200);
+    worker.close();
+  });
+});
+
+describe('conn: HTTP_REQUEST_TIMEOUT_SECS on HTTP/2 streams (TLS)', () => {
+  let gw: TestGateway;
+  let ca: string;
+  let base: string;
+  beforeAll(async () => {
+    const cert = selfSignedCert();
+    ca = cert.cert;
+    const keyFile = join(cert.certPath, '..', 'key.pem');
+    writeFileSync(keyFile, cert.key);
+    gw = await startGateway({ TLS_CERT_FILE: cert.certPath, TLS_KEY_FILE: keyFile, HTTP_REQUEST_TIMEOUT_SECS: '2', HTTP_HEADERS_TIMEOUT_SECS: '1' });
+    base = gw.url.replace('http://', 'https://');
+  });
+  afterAll(() => gw.close());
+
+  it('cancels a stream whose body trickles in past the deadline', async () => {
+    const session = h2connect(base, { ca });
+    session.on('error', () => undefined);
+    const started = Date.now();
+    const req = session.request({ ':path': '/v1/chat/completions', ':method': 'POST', 'content-type': 'application/json', 'content-length': '1000' });
+    req.on('error', () => undefined);
+    req.on('data', () => undefined);
+    const closed = new Promise<number>((resolve) => req.once('close', () => resolve(Date.now() - started)));
+    let stop = false;
+    void (async () => {
+      for (let i = 0; i < 1000 && !stop && !req.destroyed; i++) {
+        req.write('{');
+        await sleep(400);
+      }
+    })();
+    const after = await Promise.race([closed, sleep(20_000).then(() => Infinity)]);
+    stop = true;
+    session.destroy();
+    expect(after).toBeGreaterThanOrEqual(1500);
+    expect(after).toBeLessThan(8000);
+  });
+
+  it('never cuts a streamed HTTP/2 response that lasts past the deadline', async () => {
+    const { worker } = await ScriptedWorker.register(gw.workerUrl.replace('ws://', 'wss://'), { models: ['h2-stream'] }, { ca });
+    const session = h2connect(base, { ca });
+    session.on('error', () => undefined);
+    const req = session.request({ ':path': '/v1/chat/completions', ':method': 'POST', 'content-type': 'application/json' });
+    req.end(JSON.stringify(chat('h2-stream', { stream: true })));
+    let text = '';
+    req.setEncoding('utf8');
+    req.on('data', (d: string) => (text += d));
+    const ended = new Promise<void>((resolve) => req.once('end', () => resolve()));
+    const frame = await worker.next('request');
+    worker.chunk(frame.request_id, 'data: 1\n\n');
+    await sleep(3500);
+    worker.chunk(frame.request_id, 'data: 2\n\n');
+    worker.complete(frame.request_id, '', 200, { body: '' });
+    await ended;
+    expect(text).toBe('data: 1\n\ndata: 2\n\n');
+    session.close();
     worker.close();
   });
 });
