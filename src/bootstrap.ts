@@ -17,6 +17,7 @@ import { bootSummary } from './observability/boot-summary';
 import { ProvidersService } from './providers/providers.service';
 import { setupOpenApi } from './openapi/openapi.setup';
 import { answerBadHeaderCharacters } from './auth/header-characters';
+import { registerConnectionLimits } from './http/connection-limits';
 
 export interface CreateAppOptions {
   /** Log format (default `json`; `main.ts` resolves LOG_FORMAT). */
@@ -61,6 +62,7 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
   const logger = createLogger(config.logLevel, options.logDestination, { format: options.logFormat ?? 'json', color: options.logColor });
   registerAppLogger(config, logger);
   registerCorrelationId(fastify);
+  registerConnectionLimits(fastify, config);
   registerAccessLog(fastify, logger);
   answerBadHeaderCharacters(fastify.server);
 

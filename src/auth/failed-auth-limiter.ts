@@ -56,6 +56,12 @@ export class FailedAuthLimiter {
     return !!e && e.blockedUntil > this.clock.now();
   }
 
+  /** Failures counted for `key` in its current window (0 when none or expired). */
+  failureCount(key: string): number {
+    const e = this.live(key);
+    return e && this.clock.now() - e.windowStart < this.config.windowMs ? e.failures : 0;
+  }
+
   recordFailure(key: string): void {
     const now = this.clock.now();
     let e = this.live(key);

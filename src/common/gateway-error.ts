@@ -37,6 +37,7 @@ export type GatewayErrorCode =
   | 'artifact_quota_exceeded'
   | 'server_shutdown'
   | 'gateway_overloaded'
+  | 'too_many_connections'
   | 'unauthorized'
   | 'invalid_api_key'
   | 'tenant_mismatch'
@@ -220,6 +221,7 @@ export const Errors = {
   internalError: () => new GatewayError('internal_error', 'Internal error'),
   /** A dependency the request needed (Redis, the database) did not answer; retrying soon may work. */
   dependencyUnavailable: () => new GatewayError('dependency_unavailable', 'A service the gateway depends on is unavailable, please retry', { retryAfterMs: 1000 }),
+  tooManyConnections: () => new GatewayError('too_many_connections', 'The gateway holds its maximum of client connections, please retry', { retryAfterMs: 1000 }),
   // Client API keys (api-keys/): one message whatever was wrong, so answers never tell which keys exist.
   missingApiKey: () => new GatewayError('invalid_api_key', 'Missing API key: send it as Authorization: Bearer <key> or x-api-key: <key>'),
   invalidApiKey: () => new GatewayError('invalid_api_key', 'Invalid API key'),
@@ -320,6 +322,7 @@ const STATUS: Record<GatewayErrorCode, number> = {
   drain_timeout: 503,
   server_shutdown: 503,
   gateway_overloaded: 503,
+  too_many_connections: 503,
   queue_timeout: 504,
   request_timeout: 504,
 };
@@ -383,6 +386,7 @@ const KIND: Record<GatewayErrorCode, ErrorKind> = {
   provider_deleted: 'POOL_UNAVAILABLE',
   server_shutdown: 'POOL_UNAVAILABLE',
   gateway_overloaded: 'ADMISSION_REJECT',
+  too_many_connections: 'ADMISSION_REJECT',
   requeue_exhausted: 'REPLICA_EXHAUSTED',
   request_timeout: 'DECODE_TIMEOUT',
   drain_timeout: 'WORKER_RESET',

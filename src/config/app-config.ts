@@ -9,6 +9,7 @@ import type { ArtifactsConfig } from '../artifacts/artifacts-config';
 import type { TasksConfig } from '../tasks/tasks-config';
 import type { GovernanceConfig } from '../governance/governance-config';
 import type { LifecycleConfig } from '../lifecycle/lifecycle-config';
+import type { ConnectionConfig } from './connection-config';
 
 export interface ProviderConfig {
   name: string;
@@ -63,6 +64,8 @@ export interface AppConfig {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   maxBodyBytes: number;
   maxStreamBytes: number;
+  /** Client connection timeouts and cap, worker frame caps (connection-config.ts). */
+  connections: ConnectionConfig;
   maxRequeues: number;
   cancelGraceMs: number;
   /** How long a stream may stay backpressured before it is ended as too slow. */

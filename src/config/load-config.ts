@@ -12,6 +12,7 @@ import { readQueueConfig } from '../queue/queue-config';
 import { readUsageConfig } from '../usage/usage-config';
 import { readTasksConfig } from '../tasks/tasks-config';
 import { API_KEYS_YAML_KEYS, readApiKeysConfig } from '../api-keys/api-keys-config';
+import { readConnectionConfig } from './connection-config';
 import { readArtifactsConfig } from '../artifacts/artifacts-config';
 import { readGovernanceConfig } from '../governance/governance-config';
 import { readLifecycleConfig } from '../lifecycle/lifecycle-config';
@@ -255,6 +256,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     logLevel: logLevel as AppConfig['logLevel'],
     maxBodyBytes: r.number('MAX_BODY_BYTES', 'max_body_bytes', 10 * 1024 * 1024, { min: 1, integer: true }),
     maxStreamBytes: r.number('MAX_STREAM_BYTES', 'max_stream_bytes', 256 * 1024 * 1024, { min: 1, integer: true }),
+    connections: readConnectionConfig(r, problems),
     maxRequeues: routing.maxRetries ?? r.number('MAX_REQUEUES', 'max_requeues', 3, { min: 0, integer: true }),
     cancelGraceMs: r.seconds('CANCEL_GRACE_SECS', 'cancel_grace_secs', 10, TIMER_OR_ZERO),
     slowClientTimeoutMs: r.seconds('SLOW_CLIENT_TIMEOUT_SECS', 'slow_client_timeout_secs', 30, TIMER),

@@ -2,7 +2,7 @@ import { ServerResponse, validateHeaderName, validateHeaderValue } from 'node:ht
 import type { Socket } from 'node:net';
 import { GatewayError, statusOf } from '../common/gateway-error';
 import { ResponseSink } from '../dispatch/relay-request';
-import { forwardableHeaders } from '../protocol';
+import { clientResponseHeaders } from './response-headers';
 import { CORRELATION_HEADER } from '../observability/correlation-id';
 import { Dialect, errorBody, errorHeaders, sseErrorEvent } from './error-dialect';
 
@@ -77,7 +77,7 @@ export class HttpResponseSink implements ResponseSink {
   }
 
   startStream(status = 200, headers?: Record<string, string>): void {
-    const backend = headers ? sendableHeaders(headers) : undefined;
+    const backend = headers ? sendableHeaders(clientResponseHeaders(headers)) : undefined;
     if (backend) delete backend['content-length']; // the stream is written as it arrives
     this.res.writeHead(status, { ...SSE_HEADERS, ...backend, ...this.gatewayHeaders, [CORRELATION_HEADER]: this.correlationId });
   }
@@ -115,7 +115,7 @@ export class HttpResponseSink implements ResponseSink {
 
   sendComplete(status: number, headers: Record<string, string>, body: string | readonly string[]): void {
     this.ended = true;
-    const safe = sendableHeaders(headers);
+    const safe = sendableHeaders(clientResponseHeaders(headers));
     // 204 and 304 responses carry no body; Node would drop it but keep a wrong content-length.
     const bodiless = status === 204 || status === 304;
     if (!bodiless) {
@@ -180,14 +180,14 @@ function onSocketClose(socket: Socket, fn: () => void): () => void {
 }
 
 /**
- * The worker's headers a client response may carry: hop-by-hop ones are dropped (RFC 9110
- * §7.6.1), so is `content-encoding` (the body crossed the protocol as decoded text), and so is any
- * name or value Node could not send (control or non-Latin-1 characters would make writeHead throw).
+ * Headers without any name or value Node could not send (control or non-Latin-1 characters would
+ * make writeHead throw). A worker's headers are first narrowed by `clientResponseHeaders`
+ * (response-headers.ts: no hop-by-hop, cookie, CORS or security headers, backend rate limits
+ * renamed).
  */
 function sendableHeaders(headers: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(forwardableHeaders(headers) ?? {})) {
-    if (name === 'content-encoding') continue;
+  for (const [name, value] of Object.entries(headers)) {
     try {
       validateHeaderName(name);
       validateHeaderValue(name, value);

@@ -18,9 +18,9 @@ class MemoryProviderStore extends ProviderStore {
 
 const limits = { maxQueueLen: 10, queueTimeoutMs: 1000, requestTimeoutMs: 1000, maxModelsPerWorker: 8 };
 
-async function service(): Promise<ProvidersService> {
+async function service(extra: ProviderConfig[] = []): Promise<ProvidersService> {
   const local: ProviderConfig = { name: 'local', secret: 'first-secret', enabled: true, models: [], capabilities: {}, ...limits };
-  const config = { providers: [local], providerDefaults: limits } as unknown as AppConfig;
+  const config = { providers: [local, ...extra], providerDefaults: limits } as unknown as AppConfig;
   const providers = new ProvidersService(config, new MemoryProviderStore());
   await providers.onModuleInit();
   return providers;
@@ -33,13 +33,29 @@ describe('ProvidersService worker-secret verification', () => {
   });
   afterEach(() => scrypt.mockRestore());
 
-  it('runs scrypt once for a secret, then answers repeats from memory', async () => {
+  it('runs scrypt once for a secret known only by its hash, then answers repeats from memory', async () => {
+    const hashed: ProviderConfig = { name: 'hashed', secretHash: await secretHash.hashSecret('hashed-secret'), enabled: true, models: [], capabilities: {}, ...limits };
+    const providers = await service([hashed]);
+    scrypt.mockClear();
+    expect(providers.isVerifiedWorkerSecret('hashed', 'hashed-secret')).toBe(false);
+    expect(await providers.verifyWorkerSecret('hashed', 'hashed-secret')).toBe('ok');
+    expect(scrypt).toHaveBeenCalledTimes(1);
+    for (let i = 0; i < 5; i++) expect(await providers.verifyWorkerSecret('hashed', 'hashed-secret')).toBe('ok');
+    expect(scrypt).toHaveBeenCalledTimes(1);
+    expect(providers.isVerifiedWorkerSecret('hashed', 'hashed-secret')).toBe(true);
+  });
+
+  it('knows a secret it was given in plain text (configuration, admin API) without any scrypt', async () => {
     const providers = await service();
     scrypt.mockClear();
+    expect(providers.isVerifiedWorkerSecret('local', 'first-secret')).toBe(true);
+    expect(providers.isVerifiedWorkerSecret('local', 'first-secreT')).toBe(false);
+    expect(providers.isVerifiedWorkerSecret('local', undefined)).toBe(false);
+    expect(providers.isVerifiedWorkerSecret('nobody', 'first-secret')).toBe(false);
     expect(await providers.verifyWorkerSecret('local', 'first-secret')).toBe('ok');
-    expect(scrypt).toHaveBeenCalledTimes(1);
-    for (let i = 0; i < 5; i++) expect(await providers.verifyWorkerSecret('local', 'first-secret')).toBe('ok');
-    expect(scrypt).toHaveBeenCalledTimes(1);
+    await providers.create({ name: 'created', secret: 'created-secret' });
+    expect(providers.isVerifiedWorkerSecret('created', 'created-secret')).toBe(true);
+    expect(scrypt).toHaveBeenCalledTimes(0);
   });
 
   it('never accepts a wrong secret from memory, and checks every wrong one with scrypt', async () => {
@@ -56,11 +72,13 @@ describe('ProvidersService worker-secret verification', () => {
     await providers.verifyWorkerSecret('local', 'first-secret');
     await providers.update('local', { secret: 'second-secret' });
     scrypt.mockClear();
+    expect(providers.isVerifiedWorkerSecret('local', 'first-secret')).toBe(false);
     expect(await providers.verifyWorkerSecret('local', 'first-secret')).toBe('bad_secret');
     expect(scrypt).toHaveBeenCalledTimes(1);
+    // The new secret was given in plain text: known without scrypt.
     expect(await providers.verifyWorkerSecret('local', 'second-secret')).toBe('ok');
     expect(await providers.verifyWorkerSecret('local', 'second-secret')).toBe('ok');
-    expect(scrypt).toHaveBeenCalledTimes(2);
+    expect(scrypt).toHaveBeenCalledTimes(1);
   });
 
   it('forgets remembered secrets when the provider is deleted, also if it is recreated with the same secret', async () => {
@@ -68,10 +86,11 @@ describe('ProvidersService worker-secret verification', () => {
     await providers.verifyWorkerSecret('local', 'first-secret');
     await providers.remove('local');
     expect(await providers.verifyWorkerSecret('local', 'first-secret')).toBe('unknown_provider');
+    expect(providers.isVerifiedWorkerSecret('local', 'first-secret')).toBe(false);
     await providers.create({ name: 'local', secret: 'first-secret' });
     scrypt.mockClear();
     expect(await providers.verifyWorkerSecret('local', 'first-secret')).toBe('ok');
-    expect(scrypt).toHaveBeenCalledTimes(1);
+    expect(scrypt).toHaveBeenCalledTimes(0); // recreated with the secret in plain text
   });
 
   it('still answers a disabled provider like a wrong secret for a remembered secret', async () => {

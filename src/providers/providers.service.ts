@@ -119,6 +119,7 @@ export class ProvidersService implements OnModuleInit {
       const record = await this.recordFromConfig(pc, storedByName.get(pc.name));
       await this.store.save(record);
       this.providers.set(record.name, toProvider(record));
+      this.primeVerified(pc.name, pc.secret, record.secretHash);
       if (!record.secretHash) {
         this.log.warn(`provider "${pc.name}" has no worker secret: no worker can connect to it (set WORKER_SECRET)`);
       }
@@ -193,6 +194,7 @@ export class ProvidersService implements OnModuleInit {
       check: checkAdmin,
       commit: () => {
         changes = this.applyConfigured(records, next.providerDefaults);
+        for (const pc of next.providers) this.primeVerified(pc.name, pc.secret, this.providers.get(pc.name)?.secretHash ?? null);
         return { ...changes };
       },
       persist: async () => {
@@ -251,6 +253,22 @@ export class ProvidersService implements OnModuleInit {
     return this.providers.values();
   }
 
+  /**
+   * Whether `secret` is known to match this provider's current secret without a scrypt check
+   * (synchronous, microseconds): it passed one before, or the gateway was given it in plain text
+   * (configuration, admin API). A worker holding it is accepted even while its address is being
+   * throttled for failures (docs/security.md, "Connections").
+   */
+  isVerifiedWorkerSecret(name: string, secret: string | undefined): boolean {
+    const hash = this.providers.get(name)?.secretHash;
+    return !!hash && !!secret && this.verified.matches(name, secret, hash);
+  }
+
+  /** A secret the gateway holds in plain text is known good for its hash: no scrypt needed to recognise it. */
+  private primeVerified(name: string, secret: string | undefined, hash: string | null): void {
+    if (secret && hash) this.verified.remember(name, secret, hash);
+  }
+
   async verifyWorkerSecret(name: string, secret: string | undefined): Promise<WorkerAuthResult> {
     const provider = this.providers.get(name);
     if (!provider || !provider.secretHash) {
@@ -296,6 +314,7 @@ export class ProvidersService implements OnModuleInit {
     const provider = toProvider(record);
     this.providers.set(provider.name, provider);
     this.ownership.invalidate();
+    this.primeVerified(provider.name, input.secret, record.secretHash);
     return provider;
   }
 
@@ -315,6 +334,7 @@ export class ProvidersService implements OnModuleInit {
     // Stored first: a failed write must not leave a rotated secret or a disable live in memory only.
     await this.store.save({ ...toRecord(p), ...changes });
     this.assign(p, changes);
+    if (changes.secretHash) this.primeVerified(name, patch.secret, changes.secretHash);
     return p;
   }
 

@@ -20,19 +20,23 @@ import {
   WorkerToServerMessage,
 } from '../protocol';
 import { FailedAuthLimiter } from '../auth/failed-auth-limiter';
-import { ProvidersService } from '../providers/providers.service';
+import { ProvidersService, WorkerAuthResult } from '../providers/providers.service';
 import { LiveWorker, WorkerChannel } from '../registry/live-worker';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { restrictToProvider, sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName, WorkerLimits } from './sanitize-models';
+import { WorkerAuthGate } from './worker-auth-gate';
+import { setMaxPayload } from './worker-ws.adapter';
 
 export interface WorkerLinkDeps {
   config: AppConfig;
   clock: Clock;
   providers: ProvidersService;
   limiter: FailedAuthLimiter;
+  /** Admission to scrypt checks of unknown worker secrets (in-flight attempts count as failures). */
+  authGate: WorkerAuthGate;
   dispatcher: Dispatcher;
   metrics: MetricsService;
   lifecycle: LifecycleState;
@@ -119,8 +123,13 @@ export class WorkerConnection implements WorkerChannel {
   // ---- handshake
 
   private async authenticate(): Promise<void> {
-    const { limiter, providers, metrics } = this.deps;
-    if (limiter.isBlocked(this.limiterKey)) {
+    const { limiter, providers, metrics, authGate } = this.deps;
+    // A secret already known to be right (it passed scrypt before, or the gateway holds it) is
+    // looked up first and accepted even while this address is throttled: failures from a
+    // neighbour behind the same proxy must not lock out every worker of the provider. Only
+    // unknown material spends scrypt, and only within the address's failure allowance.
+    const known = providers.isVerifiedWorkerSecret(this.providerName, this.secret);
+    if (!known && !authGate.tryBegin(this.limiterKey)) {
       metrics.workerAuthFailure('rate_limited');
       log.warn(
         `worker authentication rate limited for provider "${this.providerName}" from ${this.clientKey}: ` +
@@ -129,10 +138,16 @@ export class WorkerConnection implements WorkerChannel {
       this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_RATE_LIMITED);
       return;
     }
-    const result = await providers.verifyWorkerSecret(this.providerName, this.secret);
+    let result: WorkerAuthResult;
+    try {
+      result = await providers.verifyWorkerSecret(this.providerName, this.secret);
+    } finally {
+      if (!known) authGate.end(this.limiterKey);
+    }
+    // Recorded in the same step as the check ends, so the allowance is never briefly free.
+    if (result !== 'ok' && !known) limiter.recordFailure(this.limiterKey);
     if (this.state === 'closed') return;
     if (result !== 'ok') {
-      limiter.recordFailure(this.limiterKey);
       metrics.workerAuthFailure(result);
       log.warn(`worker authentication failed for provider "${this.providerName}" from ${this.clientKey}: ${result}`);
       this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_FAILED);
@@ -154,8 +169,9 @@ export class WorkerConnection implements WorkerChannel {
     // Checked before buffering: frames held during authentication are replayed as text.
     if (isBinary) return this.protocolError('binary frames are not part of the protocol');
     if (this.state === 'authenticating') {
-      if (this.pending.length < 16) this.pending.push(data);
-      else this.protocolError('too many frames before authentication completed');
+      // Only `register` may come first: one frame (at most WORKER_REGISTER_FRAME_BYTES) is held.
+      if (this.pending.length === 0) this.pending.push(data);
+      else this.protocolError('more than one frame before authentication completed');
       return;
     }
     let message: WorkerToServerMessage;
@@ -221,6 +237,8 @@ export class WorkerConnection implements WorkerChannel {
     worker.runnerCapabilities = message.runner_capabilities;
     if (this.registerTimer) this.deps.clock.clearTimeout(this.registerTimer);
     this.state = 'registered';
+    // Frames were capped at WORKER_REGISTER_FRAME_BYTES until now; responses may be larger.
+    if (!setMaxPayload(this.socket, this.deps.config.connections.maxWorkerFrameBytes)) log.error('could not raise the worker frame cap: ws internals changed');
     this.worker = worker;
     const features = acceptedFeatures(message);
     worker.features = new Set(features);

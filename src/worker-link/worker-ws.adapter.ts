@@ -11,3 +11,18 @@ export class WorkerWsAdapter extends WsAdapter {
     super.bindMessageHandlers(client, handlers, transform);
   }
 }
+
+/**
+ * Changes the largest frame one worker socket accepts. The server's `maxPayload` (the
+ * pre-registration cap, WORKER_REGISTER_FRAME_BYTES) is copied into each socket's frame reader when
+ * it connects, and ws has no public way to change it afterwards, so the reader's field is set
+ * directly; it is checked against each frame's announced length before any payload is buffered.
+ * Returns false (and changes nothing) if this version of ws keeps it elsewhere —
+ * worker-ws.adapter.spec.ts fails then, on upgrade of ws, before any deployment does.
+ */
+export function setMaxPayload(socket: unknown, bytes: number): boolean {
+  const receiver = (socket as { _receiver?: { _maxPayload?: unknown } })._receiver;
+  if (!receiver || typeof receiver._maxPayload !== 'number') return false;
+  receiver._maxPayload = bytes;
+  return true;
+}

@@ -13,6 +13,7 @@ import { LifecycleState } from '../observability/lifecycle-state';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import { LifecycleService } from '../lifecycle/lifecycle.service';
 import { WorkerConnection, WorkerLinkDeps } from './worker-connection';
+import { WorkerAuthGate } from './worker-auth-gate';
 
 /** `GET /v1/worker/connect?provider=<name>` upgraded to WebSocket, on the HTTP port. */
 @WebSocketGateway({ path: '/v1/worker/connect' })
@@ -30,11 +31,15 @@ export class WorkerGateway implements OnGatewayConnection, OnGatewayInit {
     registry: WorkerRegistry,
     @Optional() lifecycleReports?: LifecycleService,
   ) {
-    this.deps = { config, clock, providers, limiter, dispatcher, metrics, lifecycle, registry, lifecycleReports };
+    const authGate = new WorkerAuthGate(limiter, config.authLimiter.maxFailures);
+    this.deps = { config, clock, providers, limiter, authGate, dispatcher, metrics, lifecycle, registry, lifecycleReports };
   }
 
   /** The 101 Switching Protocols answer carries X-Correlation-Id like every other response. */
   afterInit(server: WebSocketServer): void {
+    // Until a worker has registered it may send only small frames (ws checks a frame's announced
+    // length before buffering it, and closes 1009 above it); register raises its socket's cap.
+    server.options.maxPayload = this.deps.config.connections.workerRegisterFrameBytes;
     server.on('headers', (headers: string[], request: IncomingMessage) => {
       headers.push(`${CORRELATION_HEADER}: ${correlationIdFor(request.headers[CORRELATION_HEADER])}`);
     });
