@@ -16,6 +16,7 @@ import { appVersion } from './observability/app-version';
 import { bootSummary } from './observability/boot-summary';
 import { ProvidersService } from './providers/providers.service';
 import { setupOpenApi } from './openapi/openapi.setup';
+import { closeConnectionsOnClose } from './control-plane/close-connections';
 
 export interface CreateAppOptions {
   /** Log format (default `json`; `main.ts` resolves LOG_FORMAT). */
@@ -61,6 +62,8 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
   registerAppLogger(config, logger);
   registerCorrelationId(fastify);
   registerAccessLog(fastify, logger);
+  // close() ends with the last response, not when clients hang up (an unused browser connection held it).
+  closeConnectionsOnClose(fastify);
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger,
