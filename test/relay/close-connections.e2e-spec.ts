@@ -53,14 +53,14 @@ describe('closing the gateway with client connections open', () => {
     sockets.push(socket);
     const body = JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] });
     // Headers and half the body now: the request is routed, and waits for the rest.
+    const routed = new Promise((resolve) => gw.app.getHttpServer().once('request', resolve));
     socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`);
     socket.write(body.slice(0, 10));
-    await eventually(() => received() === '' && socket.bytesWritten > 0, 5_000);
-    await new Promise((r) => setTimeout(r, 200));
+    await withDeadline(routed, 10_000, 'the gateway did not receive the request');
 
     const closing = gw.close();
     // The rest of the body once the listening socket is closed (close() has reached the HTTP server).
-    await eventually(() => !gw.app.getHttpServer().listening, 10_000);
+    await eventually(() => !gw.app.getHttpServer().listening, 10_000, 'the HTTP server closing');
     socket.write(body.slice(10));
 
     await withDeadline(closing, CLOSE_BOUND_MS, 'gateway close() did not finish after answering the request in flight');
