@@ -18,6 +18,7 @@ import { ProvidersService } from './providers/providers.service';
 import { setupOpenApi } from './openapi/openapi.setup';
 import { answerBadHeaderCharacters } from './auth/header-characters';
 import { registerConnectionLimits } from './http/connection-limits';
+import { closeConnectionsOnClose } from './control-plane/close-connections';
 
 export interface CreateAppOptions {
   /** Log format (default `json`; `main.ts` resolves LOG_FORMAT). */
@@ -65,6 +66,8 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
   registerConnectionLimits(fastify, config);
   registerAccessLog(fastify, logger);
   answerBadHeaderCharacters(fastify.server);
+  // close() ends with the last response, not when clients hang up (an unused browser connection held it).
+  closeConnectionsOnClose(fastify);
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger,

@@ -1,6 +1,7 @@
 import { Admin, CreatedProvider, ProviderSettings } from './admin';
 import { exchange, HttpExchange, postJson, RequestOptions } from './http';
 import { ConnectOptions, RegisterOptions, ScriptedWorker } from './worker';
+import { withTimeout } from './util';
 
 /**
  * Per-test resources (workers, HTTP exchanges, admin-created providers), released after each
@@ -49,7 +50,7 @@ export class Scope {
   async cleanup(): Promise<void> {
     for (const x of this.exchanges) x.abort();
     for (const w of this.workers) w.terminate();
-    await Promise.all(this.workers.map((w) => w.closed));
+    await withTimeout(Promise.all(this.workers.map((w) => w.closed)), 15_000, 'the terminated workers to close');
     // A drained worker's name stays cordoned until undrain; later tests may reuse the name.
     await this.admin.undrainAll();
     for (const name of this.providerNames) {

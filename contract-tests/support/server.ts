@@ -122,7 +122,8 @@ export async function spawnGateway(opts: SpawnOptions = {}): Promise<SpawnedGate
       throw new Error(`gateway (${opts.label ?? 'gw'}) exited during startup (code ${info.code}, signal ${info.signal}):\n${output}`);
     }
     try {
-      const res = await fetch(`${url}/health/live`);
+      // Bounded: a gateway that accepts but never answers must not stall the startup loop.
+      const res = await fetch(`${url}/health/live`, { signal: AbortSignal.timeout(5_000) });
       if (res.status === 200) break;
     } catch {
       /* not listening yet */

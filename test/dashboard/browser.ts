@@ -1,6 +1,7 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { chromium, Browser, Page } from 'playwright-core';
+import { chromium, Browser, BrowserContext, Page } from 'playwright-core';
+import { CLOSE_MS, START_MS, WAIT_MS, withDeadline } from '../support/deadline';
 
 /** Where the browser tests leave their screenshots (git-ignored). */
 export const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts', 'dashboard');
@@ -49,12 +50,30 @@ export function describeWithBrowser(name: string, fn: (executablePath: string) =
   describe.skip(name, () => fn(''));
 }
 
+/** Playwright's launch waits 3 minutes by default; a start slower than START_MS is a hang. */
 export function launch(executablePath: string): Promise<Browser> {
   return chromium.launch({
     executablePath,
     headless: true,
+    timeout: START_MS,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
   });
+}
+
+/**
+ * Every Playwright wait in `target` (navigations, selectors, clicks) fails after WAIT_MS with
+ * Playwright's message naming the call (e.g. "page.goto: Timeout 20000ms exceeded").
+ * `page.evaluate` has no such timeout: wrap a long one in withDeadline.
+ */
+export function boundWaits<T extends BrowserContext | Page>(target: T): T {
+  target.setDefaultTimeout(WAIT_MS);
+  target.setDefaultNavigationTimeout(WAIT_MS);
+  return target;
+}
+
+/** Closes a context, page or browser, or fails naming it. */
+export function closeWithin(target: Browser | BrowserContext | Page, what: string): Promise<void> {
+  return withDeadline(target.close(), CLOSE_MS, `${what} did not close`);
 }
 
 /** A full-page screenshot under test-artifacts/dashboard/. */

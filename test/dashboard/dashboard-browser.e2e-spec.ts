@@ -4,7 +4,8 @@ import { startGateway, TestGateway, TEST_ADMIN_TOKEN } from '../support/gateway'
 import { ScriptedWorker } from '../support/scripted-worker';
 import { chat, eventually, post } from '../support/http';
 import { call, createPool, OK_BODY } from '../control-plane/support';
-import { describeWithBrowser, launch, screenshot } from './browser';
+import { withDeadline } from '../support/deadline';
+import { boundWaits, closeWithin, describeWithBrowser, launch, screenshot } from './browser';
 
 /** Generous: two shared cores run the gateway, the workers and Chromium. No timing is asserted. */
 const WAIT_MS = 20_000;
@@ -43,7 +44,10 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
   const workers: ScriptedWorker[] = [];
 
   beforeAll(async () => {
-    gw = await startGateway({ HEARTBEAT_TIMEOUT_SECS: '600', CANCEL_GRACE_SECS: '30' });
+    // Every test signs in from 127.0.0.1 and some send wrong or revoked tokens on purpose (the page
+    // then reads with them in parallel); the admin token's failed-attempt limiter
+    // (ADMIN_AUTH_FAILURE_LIMIT, default 10 a minute) would refuse the later tests' right token.
+    gw = await startGateway({ HEARTBEAT_TIMEOUT_SECS: '600', CANCEL_GRACE_SECS: '30', ADMIN_AUTH_FAILURE_LIMIT: '1000' });
     browser = await launch(executablePath);
     // Two auto-answering workers serve the traffic of every test.
     for (const name of ['gpu-a', 'gpu-b']) {
@@ -54,13 +58,14 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
   });
 
   afterAll(async () => {
-    await browser?.close();
+    if (browser) await closeWithin(browser, 'Chromium');
     for (const w of workers) w.close();
     await gw?.close();
   });
 
   beforeEach(async () => {
-    context = await browser.newContext({ viewport: { width: 1366, height: 768 } });
+    // Every wait is bounded (navigation, selector, click): a hang fails in seconds, naming the call.
+    context = boundWaits(await browser.newContext({ viewport: { width: 1366, height: 768 } }));
     page = await context.newPage();
     pageErrors = [];
     page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
@@ -72,7 +77,7 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
   });
 
   afterEach(async () => {
-    await context.close();
+    await closeWithin(context, 'the browser context');
     expect(pageErrors).toEqual([]);
   });
 
@@ -453,7 +458,7 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
   it('the page’s own arithmetic (rates between polls, chart paths, formats), run in the browser', async () => {
     await page.goto(`${gw.url}/dashboard`);
     // A string, not a function: ts-jest would compile a dynamic import() into a CommonJS require.
-    const r: any = await page.evaluate(`(async () => {
+    const r: any = await withDeadline(page.evaluate(`(async () => {
       const m = await import(new URL('dashboard/assets/model.js', document.baseURI).href);
       return {
         rate: m.ratePerSecond({ count: 10, at: 1000, since: 's' }, { count: 30, at: 5000, since: 's' }),
@@ -468,7 +473,7 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
           unrouted: { rejected_by_code: {}, errors_by_code: { model_not_found: 3 } },
         }),
       };
-    })()`);
+    })()`), WAIT_MS, "the page's model.js did not load and answer in the browser");
     expect(r.rate).toBe(5);
     expect(r.restarted).toBeNull();
     expect(r.first).toBeNull();

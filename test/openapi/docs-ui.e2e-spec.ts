@@ -1,6 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { DOCS_PATH, OPENAPI_PATH } from '../../src/openapi/openapi.setup';
-import { describeWithBrowser, launch } from '../dashboard/browser';
+import { boundWaits, closeWithin, describeWithBrowser, launch } from '../dashboard/browser';
 import { startGateway, TestGateway } from '../support/gateway';
 import { operations } from './openapi-check';
 
@@ -69,14 +69,14 @@ describeWithBrowser('Swagger UI in a headless browser', (executablePath) => {
     browser = await launch(executablePath);
   });
   afterAll(async () => {
-    await browser?.close();
+    if (browser) await closeWithin(browser, 'Chromium');
     await gw?.close();
   });
 
   it('renders every operation, with no request leaving the gateway and no console error', async () => {
     const doc = await (await fetch(`${gw.url}${OPENAPI_PATH}`)).json();
     const count = operations(doc).length;
-    const page = await browser.newPage();
+    const page = boundWaits(await browser.newPage());
     const outside: string[] = [];
     const errors: string[] = [];
     page.on('request', (r) => {
@@ -91,7 +91,7 @@ describeWithBrowser('Swagger UI in a headless browser', (executablePath) => {
     await page.locator('.opblock').nth(count - 1).waitFor({ state: 'attached', timeout: 20000 });
     expect(await page.locator('.opblock').count()).toBe(count);
     expect(await page.locator('.info .title').innerText()).toContain('Switchboard');
-    await page.close();
+    await closeWithin(page, 'the Swagger UI page');
     expect(outside).toEqual([]);
     expect(errors).toEqual([]);
   });

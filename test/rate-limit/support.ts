@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import Redis from 'ioredis';
 import type { RateLimiterLogger } from '../../src/rate-limit';
+import { CLOSE_MS, withDeadline } from '../support/deadline';
 
 /** The shared test Redis (CI starts it on 127.0.0.1:6379, see .ci/run). */
 export const SHARED_REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
@@ -111,7 +112,7 @@ export class TestRedisServer {
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill('SIGCONT'); // in case it was paused
     child.kill('SIGKILL');
-    await exited;
+    await withDeadline(exited, CLOSE_MS, `redis-server on ${this.port} did not exit after SIGKILL`);
   }
 
   /** Freezes the process: connections stay open but nothing is answered. */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { loadConfig } from '../../src/config';
 import { createApp, CreateAppOptions } from '../../src/bootstrap';
+import { CLOSE_MS, START_MS, withDeadline } from './deadline';
 
 export const TEST_SECRET = 'test-worker-secret';
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
@@ -33,7 +34,7 @@ export async function startGateway(env: Record<string, string> = {}, options: Cr
     SHUTDOWN_DRAIN_TIMEOUT_SECS: '2',
     ...env,
   });
-  const app = await createApp(config, options);
+  const app = await withDeadline(createApp(config, options), START_MS, 'startGateway: the gateway did not start listening');
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const url = `http://127.0.0.1:${port}`;
@@ -45,7 +46,8 @@ export async function startGateway(env: Record<string, string> = {}, options: Cr
     async close() {
       if (closed) return;
       closed = true;
-      await app.close();
+      // Its own drain deadline, plus the bound: close() runs the SIGTERM drain.
+      await withDeadline(app.close(), config.shutdownDrainTimeoutMs + CLOSE_MS, 'gateway close() did not finish');
       rmSync(dir, { recursive: true, force: true });
     },
   };

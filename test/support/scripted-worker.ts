@@ -1,5 +1,6 @@
 import WebSocket from 'ws';
 import { TEST_SECRET } from './gateway';
+import { WAIT_MS, withDeadline } from './deadline';
 
 let workerSeq = 0;
 
@@ -26,11 +27,11 @@ export interface CloseInfo {
  */
 export class ScriptedWorker {
   readonly frames: Frame[] = [];
-  readonly closed: Promise<CloseInfo>;
+  private readonly closedUnbounded: Promise<CloseInfo>;
   private waiters: Array<{ match: (f: Frame) => boolean; resolve: (f: Frame) => void; seen: number }> = [];
   private closeInfo: CloseInfo | undefined;
   private constructor(readonly ws: WebSocket) {
-    this.closed = new Promise((resolve) =>
+    this.closedUnbounded = new Promise((resolve) =>
       ws.on('close', (code, reason) => {
         this.closeInfo = { code, reason: reason.toString() };
         resolve(this.closeInfo);
@@ -48,6 +49,11 @@ export class ScriptedWorker {
     ws.on('error', () => undefined);
   }
 
+  /** Resolves when the WebSocket closes; fails with a message if that has not happened within WAIT_MS of the await. */
+  get closed(): Promise<CloseInfo> {
+    return withDeadline(this.closedUnbounded, WAIT_MS, 'the scripted worker\'s WebSocket was not closed');
+  }
+
   static async connect(workerUrl: string, options: ScriptedWorkerOptions = {}): Promise<ScriptedWorker> {
     const url = new URL(workerUrl);
     if (options.provider) url.searchParams.set('provider', options.provider);
@@ -57,9 +63,16 @@ export class ScriptedWorker {
     if (secret !== null && !options.secretInQuery) headers['x-worker-secret'] = secret;
     const ws = new WebSocket(url, { headers, ca: options.ca });
     const worker = new ScriptedWorker(ws);
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
+    await withDeadline(
+      new Promise<void>((resolve, reject) => {
+        ws.once('open', () => resolve());
+        ws.once('error', reject);
+      }),
+      WAIT_MS,
+      `the scripted worker's WebSocket to ${url.pathname} did not open`,
+    ).catch((e) => {
+      ws.terminate();
+      throw e;
     });
     return worker;
   }

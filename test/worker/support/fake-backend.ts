@@ -1,5 +1,6 @@
 import * as http from 'node:http';
 import { AddressInfo, Socket } from 'node:net';
+import { CLOSE_MS, START_MS, withDeadline } from '../../support/deadline';
 
 /**
  * A small OpenAI/Anthropic-compatible inference server on a real loopback port, scriptable per
@@ -177,13 +178,13 @@ export class FakeBackend {
 
   async start(): Promise<void> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await withDeadline(new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve)), START_MS, 'the fake backend did not start listening');
   }
 
   async close(): Promise<void> {
     if (!this.server) return;
     this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+    await withDeadline(new Promise<void>((resolve) => this.server!.close(() => resolve())), CLOSE_MS, 'the fake backend did not close');
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {

@@ -2,6 +2,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
+import { CLOSE_MS, START_MS, WAIT_MS as CLOSED_MS, withDeadline } from '../../support/deadline';
 
 /**
  * Plays the gateway's side of the worker protocol on a real loopback port: checks the secret
@@ -17,7 +18,7 @@ const WAIT_MS = 10_000;
 export class GatewayConnection {
   readonly frames: Frame[] = [];
   readonly rawFrames: string[] = [];
-  readonly closed: Promise<{ code: number; reason: string }>;
+  private readonly closedUnbounded: Promise<{ code: number; reason: string }>;
   private readonly consumed = new Set<number>();
   private waiters: Array<() => void> = [];
 
@@ -31,7 +32,7 @@ export class GatewayConnection {
       this.frames.push(JSON.parse(text) as Frame);
       for (const w of this.waiters.splice(0)) w();
     });
-    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    this.closedUnbounded = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
   }
 
   get secretHeader(): string | undefined {
@@ -73,6 +74,11 @@ export class GatewayConnection {
 
   send(frame: Frame | string): void {
     this.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
+  }
+
+  /** Resolves when the worker's WebSocket closes; fails with a message if not within CLOSED_MS of the await. */
+  get closed(): Promise<{ code: number; reason: string }> {
+    return withDeadline(this.closedUnbounded, CLOSED_MS, "the worker's WebSocket to the fake gateway was not closed");
   }
 
   close(code: number, reason: string): Promise<{ code: number; reason: string }> {
@@ -161,10 +167,14 @@ export class FakeGateway {
         for (const w of this.connectionWaiters.splice(0)) w();
       });
     });
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once('error', reject);
-      this.server!.listen(port, '127.0.0.1', () => resolve());
-    });
+    await withDeadline(
+      new Promise<void>((resolve, reject) => {
+        this.server!.once('error', reject);
+        this.server!.listen(port, '127.0.0.1', () => resolve());
+      }),
+      START_MS,
+      'the fake gateway did not start listening',
+    );
     this.port_ = (this.server.address() as AddressInfo).port;
   }
 
@@ -194,7 +204,7 @@ export class FakeGateway {
     this.wss?.close();
     if (!this.server) return;
     this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+    await withDeadline(new Promise<void>((resolve) => this.server!.close(() => resolve())), CLOSE_MS, 'the fake gateway did not close');
     this.server = undefined;
   }
 }

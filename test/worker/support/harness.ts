@@ -1,6 +1,7 @@
 import { WorkerConfig, workerConfig } from '../../../src/worker/config';
 import { WorkerDaemon, WorkerDaemonOptions } from '../../../src/worker/daemon';
 import { createLogger } from '../../../src/worker/logger';
+import { CLOSE_MS, withDeadline } from '../../support/deadline';
 import { FakeBackend } from './fake-backend';
 import { FakeGateway, Frame } from './fake-gateway';
 
@@ -31,7 +32,7 @@ export function useWorkerHarness() {
     for (const w of env.workers.splice(0)) {
       void w.daemon.stop();
       void w.daemon.stop(); // second call: no drain wait
-      await w.daemon.waitForExit();
+      await withDeadline(w.daemon.waitForExit(), CLOSE_MS, 'the worker daemon did not exit after stop()');
     }
     await Promise.all([env.gateway.stop(), env.backend.close()]);
   });

@@ -1,5 +1,6 @@
 import * as http from 'node:http';
 import { AddressInfo, Socket, connect } from 'node:net';
+import { CLOSE_MS, START_MS, withDeadline } from '../../support/deadline';
 
 /**
  * A minimal corporate proxy on a loopback port: CONNECT tunnels (what the worker uses for the
@@ -29,12 +30,12 @@ export class TestProxy {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await withDeadline(new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve)), START_MS, 'the test proxy did not start listening');
   }
 
   async stop(): Promise<void> {
     for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+    await withDeadline(new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve()), CLOSE_MS, 'the test proxy did not close');
   }
 
   private authorized(req: http.IncomingMessage): boolean {
