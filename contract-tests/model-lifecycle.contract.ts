@@ -232,7 +232,7 @@ describe('model lifecycle under governance', () => {
     // Out of routing at once: a new request for the model does not reach this worker.
     await waitUntil(async () => {
       const probe = postJson('/v1/chat/completions', chatBody(model), {}, gw.url);
-      const res = await Promise.race([probe.done, new Promise<undefined>((r) => setTimeout(r, 300))]);
+      const res = await Promise.race([probe.done, new Promise<undefined>((r) => setTimeout(() => r(undefined), 300))]);
       probe.abort();
       return res === undefined || res.status !== 200;
     }, 'the model to leave routing');
