@@ -28,7 +28,8 @@ export class ChargeClampLog {
       return;
     }
     const more = entry?.suppressed ? ` (and ${entry.suppressed} more such report(s) from it since the last warning)` : '';
-    const who = worker ? `worker ${worker.id}${worker.name ? ` (${worker.name}` + (worker.provider ? `, provider "${worker.provider}")` : ')') : ''}` : 'an unknown worker';
+    const about = [worker?.name, worker?.provider && `provider "${worker.provider}"`].filter(Boolean).join(', ');
+    const who = worker ? `worker ${worker.id}${about ? ` (${about})` : ''}` : 'an unknown worker';
     this.warn(
       `${who} reported ${reported} tokens for a request of tenant ${tenant}: charged ${charged} to ${bucketKey}, ` +
         `one window over its limit at most${more}`,
