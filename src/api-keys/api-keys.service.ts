@@ -302,7 +302,7 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     await this.store.delete(id);
     this.byId.delete(id);
     this.byHash.delete(current.keyHash);
-    this.keyedTenants.refresh(current.tenant, this.byId.values());
+    this.keyedTenants.drop(id);
     this.pendingLastUsed.delete(id);
     this.log.log(`API key ${id} deleted`);
     return true;
@@ -313,8 +313,8 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     if (previous && previous.keyHash !== record.keyHash) this.byHash.delete(previous.keyHash);
     this.byId.set(record.id, record);
     this.byHash.set(record.keyHash, record);
-    if (previous && previous.tenant !== record.tenant) this.keyedTenants.refresh(previous.tenant, this.byId.values());
-    this.keyedTenants.refresh(record.tenant, this.byId.values());
+    // O(1) per key (keyed-tenants.ts): a pass over every key here made loading N keys O(N²).
+    this.keyedTenants.put(record);
   }
 
   // ---- boot
@@ -332,11 +332,19 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
       if (r.source === 'config' && !configIds.has(r.id)) await this.store.delete(r.id);
       else kept.set(r.id, r);
     }
+    // Ids by key hash, so finding a clash is a lookup, not a pass over every key per configured key.
+    const idsByHash = new Map<string, Set<string>>();
+    const hashed = (r: ApiKeyRecord) => {
+      let ids = idsByHash.get(r.keyHash);
+      if (!ids) idsByHash.set(r.keyHash, (ids = new Set()));
+      ids.add(r.id);
+    };
+    for (const r of kept.values()) hashed(r);
     const now = this.clock.now();
     for (const k of configured) {
       const id = configKeyId(k.name);
-      const clash = [...kept.values()].find((r) => r.keyHash === k.keySha256 && r.id !== id);
-      if (clash) throw new Error(`keys: "${k.name}" in the config file is the same key as API key ${clash.id}; remove one of them`);
+      const clash = [...(idsByHash.get(k.keySha256) ?? [])].find((other) => other !== id);
+      if (clash) throw new Error(`keys: "${k.name}" in the config file is the same key as API key ${clash}; remove one of them`);
       let prev = kept.get(id);
       if (prev && (prev.source !== 'config' || prev.keyHash !== k.keySha256)) {
         await this.store.delete(id); // new key material under the same name: a new key
@@ -362,7 +370,10 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
         revokedAt: revokedByApi ? prev!.revokedAt : null,
       };
       await this.store.save(record);
+      const replaced = kept.get(id);
+      if (replaced) idsByHash.get(replaced.keyHash)?.delete(id);
       kept.set(id, record);
+      hashed(record);
       this.configEnabled.set(id, k.enabled);
     }
     for (const r of kept.values()) this.index(r);

@@ -10,7 +10,11 @@ export interface ConnectionConfig {
   keepAliveTimeoutMs: number;
   /** Concurrent client (non-upgraded HTTP) connections; 0 = no cap. Worker WebSockets never count. */
   maxClientConnections: number;
-  /** Largest frame a worker may send before it has registered (the handshake and `register`). */
+  /**
+   * Largest frame a worker may send before it has registered, apart from its model list: the cap
+   * for a connection is this plus 256 bytes per model its provider's `max_models` allows
+   * (worker-link/register-frame-cap.ts), so a valid register always fits.
+   */
   workerRegisterFrameBytes: number;
   /** Largest frame a registered worker may send (a non-streaming response arrives in one frame). */
   maxWorkerFrameBytes: number;

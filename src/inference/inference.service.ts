@@ -92,7 +92,7 @@ export class InferenceService {
         allowedModels: identity.allowedModels,
         allowedPools: identity.allowedPools,
       },
-      onTokens: (tokens) => this.limits.chargeTokens(identity, tokens),
+      onTokens: (tokens) => this.limits.chargeTokens(identity, tokens, request.worker),
     });
     // The access log's line for this request says how it was routed and how long it queued.
     (req as FastifyRequest & AccessLogFields).accessLogFields = () => ({

@@ -148,18 +148,37 @@ describe('GCRA properties', () => {
     );
   });
 
-  it('caps the debt a charge leaves (untrusted token counts): 9e15 tokens on a 1000/min bucket refuse for 24 h, with valid dates', () => {
+  it('caps the debt a charge leaves (untrusted token counts): 9e15 tokens on a 1000/min bucket refuse for one window, repeated ones for at most 24 h, with valid dates', () => {
     const bucket = { key: 'tpm', limit: 1000, windowMs: 60_000 };
     const charged = gcraStep(undefined, bucket, 9e15, T0, 'charge');
-    expect(charged.decision.allowed).toBe(false);
-    expect(charged.decision.resetAt).toBe(T0 + 60_000 + MAX_DEBT_MS);
-    expect(charged.decision.retryAfterMs).toBe(MAX_DEBT_MS);
-    expect(new Date(charged.decision.resetAt).toISOString()).toMatch(/^2026-11-2/);
-    const check = consume(charged.next, bucket, 0, T0 + 1);
+    // One report costs one window (issue 16 review): the bucket ends one window over its limit.
+    expect(charged.decision).toMatchObject({ allowed: false, retryAfterMs: 60_000, resetAt: T0 + 120_000, charged: 2000 });
+    expect(consume(charged.next, bucket, 0, T0 + 59_999).allowed).toBe(false);
+    expect(consume(charged.next, bucket, 0, T0 + 60_000).allowed).toBe(true);
+    // Many absurd reports add up, but never past the 24 h ceiling.
+    let state = charged.next;
+    for (let i = 0; i < 2000; i++) state = gcraStep(state, bucket, 9e15, T0, 'charge').next;
+    const check = consume(state, bucket, 0, T0 + 1);
     expect(check).toMatchObject({ allowed: false, retryAfterMs: MAX_DEBT_MS - 1 });
-    expect(consume(charged.next, bucket, 0, T0 + MAX_DEBT_MS).allowed).toBe(true);
+    expect(new Date(check.resetAt).toISOString()).toMatch(/^2026-11-2/);
+    expect(consume(state, bucket, 0, T0 + MAX_DEBT_MS).allowed).toBe(true);
     // A level stored above the ceiling (before it existed) is lowered to it.
     expect(consume({ level: 5.4e20, updatedAt: T0, windowMs: 60_000 }, bucket, 0, T0).retryAfterMs).toBe(MAX_DEBT_MS);
+  });
+
+  it('property: one charge, whatever its cost, delays the next cost-0 check by at most one window more than before it; up to that it is charged in full', () => {
+    fc.assert(
+      fc.property(bucketArb, callsArb(60, 5000), fc.oneof(fc.integer({ min: 0, max: 200 }), fc.double({ min: 0, max: 1e300, noNaN: true })), (bucket, calls, cost) => {
+        const { state, now } = replay(bucket, calls);
+        const before = consume(state, bucket, 0, now).retryAfterMs;
+        const step = gcraStep(state, bucket, cost, now, 'charge');
+        const after = consume(step.next ?? state, bucket, 0, now).retryAfterMs;
+        expect(after).toBeLessThanOrEqual(before + bucket.windowMs);
+        expect(step.decision.charged).toBeLessThanOrEqual(Math.ceil(cost));
+        // A cost that keeps the bucket within one window of debt is charged whole.
+        if (Number.isInteger(cost) && after < before + bucket.windowMs && after < MAX_DEBT_MS) expect(step.decision.charged).toBe(cost);
+      }),
+    );
   });
 
   it('property: whatever the costs (up to 1e300) and mode, resetAt and retryAfterMs stay finite and within windowMs + 24 h', () => {

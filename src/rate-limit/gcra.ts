@@ -33,6 +33,14 @@ export type GcraMode = 'consume' | 'charge';
  */
 export const MAX_DEBT_MS = 24 * 60 * 60_000;
 
+/*
+ * And one charge moves a bucket at most ONE window over its limit past where it stood (the level
+ * is capped at max(level, capacity) + capacity): a single report, however large, delays the
+ * tenant's next request by at most `windowMs` more (a lying worker reporting 1e8 tokens once
+ * costs a 1000-tokens-a-minute tenant one minute, not the 24 h ceiling). An honest request up to
+ * a window over the limit is charged in full, as before. Many charges still add up, to MAX_DEBT_MS.
+ */
+
 export interface GcraStep {
   decision: RateDecision;
   /** The state to store, or undefined when nothing changed (a refusal, a cost of 0). */
@@ -58,7 +66,7 @@ export function gcraStep(state: GcraState | undefined, bucket: RateBucket, cost:
   let allowed: boolean;
   let level1: number;
   if (mode === 'charge') {
-    level1 = Math.min(wanted, ceiling);
+    level1 = Math.min(wanted, Math.max(level0, capacity) + capacity, ceiling);
     allowed = wanted <= capacity;
   } else {
     allowed = wanted <= capacity;
@@ -74,6 +82,7 @@ export function gcraStep(state: GcraState | undefined, bucket: RateBucket, cost:
     else retryAfterMs = ref - now + Math.ceil((wanted - capacity) / limit);
   }
   const decision: RateDecision = { allowed, limit, remaining, resetAt, retryAfterMs };
+  if (mode === 'charge') decision.charged = Math.ceil((level1 - level0) / windowMs);
   if (cost > 0 && (allowed || mode === 'charge')) {
     return { decision, next: { level: level1, updatedAt: ref, windowMs }, expiresAt: resetAt };
   }

@@ -73,16 +73,18 @@ describe('MemoryRateLimiter (GCRA)', () => {
   it('charge adds cost unconditionally; over the limit, cost-0 checks are refused until it drains', () => {
     const tpm: RateBucket = { key: 'tpm:key:k1', limit: 1000, windowMs: MINUTE };
     expect(limiter.tryConsume(tpm, 0).allowed).toBe(true);
-    // The worker reports 2500 tokens: 1500 over a 1000/min limit, 60 ms per token to drain.
-    expect(limiter.charge(tpm, 2500)).toEqual({ allowed: false, limit: 1000, remaining: 0, resetAt: clock.now() + 150_000, retryAfterMs: 90_000 });
-    expect(limiter.tryConsume(tpm, 0)).toMatchObject({ allowed: false, retryAfterMs: 90_000 });
-    clock.advance(89_999);
+    // The worker reports 1500 tokens: 500 over a 1000/min limit, 60 ms per token to drain.
+    expect(limiter.charge(tpm, 1500)).toEqual({ allowed: false, limit: 1000, remaining: 0, resetAt: clock.now() + 90_000, retryAfterMs: 30_000, charged: 1500 });
+    expect(limiter.tryConsume(tpm, 0)).toMatchObject({ allowed: false, retryAfterMs: 30_000 });
+    clock.advance(29_999);
     expect(limiter.tryConsume(tpm, 0)).toMatchObject({ allowed: false, retryAfterMs: 1 });
     clock.advance(1);
     expect(limiter.tryConsume(tpm, 0)).toMatchObject({ allowed: true, remaining: 0 });
     // A charge that stays within the limit reports allowed, with what is left.
     clock.advance(MINUTE);
-    expect(limiter.charge(tpm, 400)).toEqual({ allowed: true, limit: 1000, remaining: 600, resetAt: clock.now() + 24_000, retryAfterMs: 0 });
+    expect(limiter.charge(tpm, 400)).toEqual({ allowed: true, limit: 1000, remaining: 600, resetAt: clock.now() + 24_000, retryAfterMs: 0, charged: 400 });
+    // One charge moves the bucket at most one window over its limit past where it stood.
+    expect(limiter.charge(tpm, 5000)).toMatchObject({ allowed: false, retryAfterMs: MINUTE, charged: 1600 });
   });
 
   it('uses the caller-supplied `now` instead of the clock, and never drains backwards', () => {

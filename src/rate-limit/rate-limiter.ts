@@ -23,6 +23,11 @@ export interface RateDecision {
   resetAt: number;
   /** 0 when allowed; otherwise ms until the same call would be allowed (at least 1). */
   retryAfterMs: number;
+  /**
+   * charge only: the cost actually added. Less than asked when one charge would have put the
+   * bucket more than one window over its limit (gcra.ts): the caller may log who reported it.
+   */
+  charged?: number;
 }
 
 export type RedisStatus = 'ok' | 'down' | 'disabled';
@@ -60,8 +65,10 @@ export abstract class RateLimiter {
   abstract tryConsume(bucket: RateBucket, cost: number, now?: number): MaybePromise<RateDecision>;
 
   /**
-   * Adds `cost` unconditionally (tokens reported when a request ends). May push the bucket over
-   * its limit; then `allowed` is false and `retryAfterMs` says when a cost-0 check passes again.
+   * Adds `cost` unconditionally (tokens reported when a request ends), but at most up to one
+   * window over the limit past the bucket's level (`charged` says how much was added). May push the
+   * bucket over its limit; then `allowed` is false and `retryAfterMs` says when a cost-0 check
+   * passes again (never more than one window later than before this charge).
    */
   abstract charge(bucket: RateBucket, cost: number, now?: number): MaybePromise<RateDecision>;
 

@@ -10,9 +10,10 @@ import type { RateBucket, RateDecision } from './rate-limiter';
  * ARGV[1] 'consume' | 'charge'; ARGV[2] limit; ARGV[3] windowMs; ARGV[4] cost
  * ARGV[5] optional now (epoch ms) — only for tests comparing this script with gcraStep; the
  *         limiter never sends it, so the time is Redis TIME and replicas with skewed clocks agree.
- * Returns {allowed 1|0, remaining, resetAt, retryAfterMs}.
+ * Returns {allowed 1|0, remaining, resetAt, retryAfterMs, charged (0 for consume)}.
  *
- * The debt ceiling is gcra.ts's MAX_DEBT_MS (24 h of refill).
+ * The debt ceiling is gcra.ts's MAX_DEBT_MS (24 h of refill), and one charge moves the level at
+ * most one window past max(level, capacity), as in gcraStep.
  * Numbers are written with %.17g (Lua's tostring keeps only 14 digits) and every value returned
  * is a whole number (Redis truncates Lua numbers to integers).
  */
@@ -49,7 +50,7 @@ local wanted = level0 + cost * window
 local allowed
 local level1
 if mode == 'charge' then
-  level1 = math.min(wanted, ceiling)
+  level1 = math.min(wanted, math.max(level0, capacity) + capacity, ceiling)
   allowed = wanted <= capacity
 else
   allowed = wanted <= capacity
@@ -73,7 +74,9 @@ if cost > 0 and (allowed or mode == 'charge') then
     'PX', string.format('%d', math.ceil(level1 / limit)))
 end
 if allowed then allowed = 1 else allowed = 0 end
-return {allowed, remaining, resetAt, retry}
+local charged = 0
+if mode == 'charge' then charged = math.ceil((level1 - level0) / window) end
+return {allowed, remaining, resetAt, retry, charged}
 `;
 
 export const GCRA_COMMAND = 'switchboardGcra';
@@ -105,9 +108,11 @@ export async function runGcraScript(
   const args: [string, GcraMode, number, number, number, ...Array<number | string>] = [redisKey, mode, bucket.limit, bucket.windowMs, cost];
   if (nowForTests !== undefined) args.push(nowForTests);
   const reply = await (client as unknown as GcraCommand).switchboardGcra(...args);
-  if (!Array.isArray(reply) || reply.length !== 4 || !reply.every((n) => typeof n === 'number')) {
+  if (!Array.isArray(reply) || reply.length !== 5 || !reply.every((n) => typeof n === 'number')) {
     throw new Error(`unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`);
   }
-  const [allowed, remaining, resetAt, retryAfterMs] = reply as number[];
-  return { allowed: allowed === 1, limit: bucket.limit, remaining, resetAt, retryAfterMs };
+  const [allowed, remaining, resetAt, retryAfterMs, charged] = reply as number[];
+  const decision: RateDecision = { allowed: allowed === 1, limit: bucket.limit, remaining, resetAt, retryAfterMs };
+  if (mode === 'charge') decision.charged = charged;
+  return decision;
 }

@@ -117,7 +117,7 @@ export class TasksService {
         allowedModels: identity.allowedModels,
         allowedPools: identity.allowedPools,
       },
-      onTokens: (tokens) => this.limits.chargeTokens(identity, tokens),
+      onTokens: (tokens) => this.limits.chargeTokens(identity, tokens, relay.worker),
       // A task may wait and run far longer than an interactive request (its pool's timeouts).
       timeouts: { queueMs: this.config.tasks.queueTimeoutMs, runMs: this.config.tasks.maxRunMs },
     });

@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
 import { FakeClock } from '../../test/support/fake-clock';
 import { loadConfig } from '../config';
 import { MetricsService } from '../observability/metrics.service';
@@ -54,6 +55,41 @@ describe('TenantLimits (in memory, fake clock)', () => {
     setup({ CONFIG_FILE: join(dir, 'c.yaml') });
     limits.chargeTokens(acme, 1001);
     expect(admit().error?.code).toBe('budget_exceeded');
+  });
+
+  it('a worker reporting 1e8 tokens once costs the tenant one window, not 24 h (issue 16 review), and is logged naming the worker, once a minute', () => {
+    setup({ TENANT_RATE_LIMIT_acme: '1000tok/min' });
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const liar = { id: 'w-liar', name: 'gpu-7', provider: 'p2' };
+      expect(admit().error).toBeUndefined();
+      // The codec's bound on one count is 1e8; a sum of prompt and completion may be twice that.
+      limits.chargeTokens(acme, 100_000_000, liar);
+      const refused = admit();
+      expect(refused.error?.code).toBe('rate_limit_exceeded');
+      expect(refused.error?.details).toMatchObject({ retryAfterMs: 60_000 });
+      clock.advance(59_000);
+      expect(admit().error?.code).toBe('rate_limit_exceeded');
+      clock.advance(1_000); // one window after the report: admitted again
+      expect(admit().error).toBeUndefined();
+
+      const clampLines = () => warn.mock.calls.map((c) => String(c[0])).filter((l) => l.includes('w-liar'));
+      expect(clampLines()).toHaveLength(1);
+      expect(clampLines()[0]).toMatch(/worker w-liar \(gpu-7, provider "p2"\) reported 100000000 tokens for a request of tenant acme: charged 2000 to tpm:tenant:acme/);
+      for (let i = 0; i < 5; i++) limits.chargeTokens(acme, 200_000_000, liar);
+      expect(clampLines()).toHaveLength(2); // rate-limited: one line a minute, not a line per request
+      clock.advance(60_000);
+      limits.chargeTokens(acme, 200_000_000, liar);
+      expect(clampLines()).toHaveLength(3);
+      expect(clampLines()[2]).toMatch(/and 4 more such report\(s\)/);
+      // An honest report within a window of debt is charged in full and not logged.
+      setup({ TENANT_RATE_LIMIT_acme: '1000tok/min' });
+      limits.chargeTokens(acme, 1500, { id: 'w-honest' });
+      expect(warn.mock.calls.some((c) => String(c[0]).includes('w-honest'))).toBe(false);
+      expect((admit().error?.details as { retryAfterMs: number }).retryAfterMs).toBe(30_000);
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it("a key's own limits apply beside its tenant's", () => {

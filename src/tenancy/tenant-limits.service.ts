@@ -5,6 +5,7 @@ import { MetricsService } from '../observability/metrics.service';
 import { MaybePromise, RateBucket, RateDecision, RateLimiter } from '../rate-limit/rate-limiter';
 import { admissionFailure } from '../rate-limit/admission-failure';
 import { WorkerNumberBounds } from '../protocol/number-bounds';
+import { ChargeClampLog, TokenReporter } from './charge-clamp-log';
 import { ClientIdentity } from './client-identity';
 import { TenantsService } from './tenants.service';
 
@@ -36,6 +37,7 @@ interface Check {
 @Injectable()
 export class TenantLimits {
   private readonly log = new Logger('Admission');
+  private readonly clampLog = new ChargeClampLog((line) => this.log.warn(line));
 
   constructor(
     private readonly limiter: RateLimiter,
@@ -110,16 +112,25 @@ export class TenantLimits {
     return d.allowed ? this.takeInOrder(takes, now, decided, done) : done(decided);
   }
 
-  /** Charges a finished request's tokens to the token buckets that apply (fire and forget). */
-  chargeTokens(identity: ClientIdentity, tokens: number): void {
+  /**
+   * Charges a finished request's tokens to the token buckets that apply (fire and forget). One
+   * charge costs a bucket at most one window over its limit (gcra.ts); a report cut down to that
+   * is logged (at most once a minute per worker), naming `worker`, who reported it.
+   */
+  chargeTokens(identity: ClientIdentity, tokens: number, worker?: TokenReporter): void {
     // The count comes from a worker: bounded like the codec bounds each count (a sum may be twice that).
     if (!(tokens > 0)) return;
     const cost = Math.min(Math.ceil(tokens), 2 * WorkerNumberBounds.tokens);
     try {
       for (const c of this.checksFor(identity)) {
         if (c.kind === 'requests') continue;
-        const result = this.limiter.charge(c.bucket, cost);
-        if (result instanceof Promise) result.catch((e: unknown) => this.log.error(`charging ${cost} tokens to ${c.bucket.key} failed: ${(e as Error)?.message ?? e}`));
+        const bucket = c.bucket;
+        const seen = (d: RateDecision) => {
+          if (d.charged !== undefined && d.charged < cost) this.clampLog.clamped(this.clock.now(), worker, identity.tenant, bucket.key, cost, d.charged);
+        };
+        const result = this.limiter.charge(bucket, cost);
+        if (result instanceof Promise) result.then(seen, (e: unknown) => this.log.error(`charging ${cost} tokens to ${bucket.key} failed: ${(e as Error)?.message ?? e}`));
+        else seen(result);
       }
     } catch (e) {
       // Runs inside a worker's frame handler: a failure here must not cost the worker its session.

@@ -29,6 +29,7 @@ import { LifecycleState } from '../observability/lifecycle-state';
 import { restrictToProvider, sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName, WorkerLimits } from './sanitize-models';
 import { WorkerAuthGate } from './worker-auth-gate';
 import { setMaxPayload } from './worker-ws.adapter';
+import { registerFrameCap } from './register-frame-cap';
 
 export interface WorkerLinkDeps {
   config: AppConfig;
@@ -95,6 +96,9 @@ export class WorkerConnection implements WorkerChannel {
   }
 
   start(): void {
+    // The server-wide cap is the base; this provider's max_models adds room for its model list.
+    // Set before any frame is read (the socket's data is read on a later tick).
+    setMaxPayload(this.socket, registerFrameCap(this.deps.config.connections, this.deps.providers.get(this.providerName)?.maxModelsPerWorker));
     this.socket.on('message', (data, isBinary) => this.onFrame(data, isBinary));
     this.socket.on('close', () => this.teardown());
     this.socket.on('error', (err) => log.warn(`worker socket error from ${this.clientKey}: ${err.message}`));
@@ -169,7 +173,7 @@ export class WorkerConnection implements WorkerChannel {
     // Checked before buffering: frames held during authentication are replayed as text.
     if (isBinary) return this.protocolError('binary frames are not part of the protocol');
     if (this.state === 'authenticating') {
-      // Only `register` may come first: one frame (at most WORKER_REGISTER_FRAME_BYTES) is held.
+      // Only `register` may come first: one frame (at most the register cap, register-frame-cap.ts) is held.
       if (this.pending.length === 0) this.pending.push(data);
       else this.protocolError('more than one frame before authentication completed');
       return;
@@ -237,7 +241,7 @@ export class WorkerConnection implements WorkerChannel {
     worker.runnerCapabilities = message.runner_capabilities;
     if (this.registerTimer) this.deps.clock.clearTimeout(this.registerTimer);
     this.state = 'registered';
-    // Frames were capped at WORKER_REGISTER_FRAME_BYTES until now; responses may be larger.
+    // Frames were capped at the register cap (register-frame-cap.ts) until now; responses may be larger.
     if (!setMaxPayload(this.socket, this.deps.config.connections.maxWorkerFrameBytes)) log.error('could not raise the worker frame cap: ws internals changed');
     this.worker = worker;
     const features = acceptedFeatures(message);

@@ -35,9 +35,10 @@ providers:
   });
   afterAll(() => gw.close());
 
-  it('closes 1009 on a frame above 64 KiB before the worker has registered', async () => {
+  it('closes 1009 on a frame above the register cap (64 KiB + 256 B × max_models) before the worker has registered', async () => {
+    // The default provider allows 256 models: its cap is 64 KiB + 64 KiB.
     const worker = await ScriptedWorker.connect(gw.workerUrl);
-    worker.send({ type: 'register', worker_name: 'big-register', models: ['a'], max_concurrent: 1, protocol_version: '2026-04-bridge-v1', padding: 'x'.repeat(70 * 1024) });
+    worker.send({ type: 'register', worker_name: 'big-register', models: ['a'], max_concurrent: 1, protocol_version: '2026-04-bridge-v1', padding: 'x'.repeat(130 * 1024) });
     expect((await worker.closed).code).toBe(1009);
     expect(worker.count('register_ack')).toBe(0);
   });
@@ -155,5 +156,40 @@ providers:
       expect(ack.worker_id).toMatch(/^w-/);
       worker.close();
     }
+  });
+});
+
+describe('conn: a valid register always fits the pre-register cap (issue 16 review)', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    // The largest model count a provider may allow; the frame settings stay at their defaults.
+    gw = await startGateway({ MAX_MODELS_PER_WORKER: '1024' });
+  });
+  afterAll(() => gw.close());
+
+  /** Sends a register and resolves with its ack, or with the close when the gateway refused it. */
+  async function registerRaw(frame: Record<string, unknown>): Promise<{ ack?: Record<string, any>; closed?: { code: number } }> {
+    const worker = await ScriptedWorker.connect(gw.workerUrl);
+    worker.send({ type: 'register', ...frame } as { type: string });
+    const outcome = await Promise.race([worker.next('register_ack').then((ack) => ({ ack })), worker.closed.then((closed) => ({ closed }))]);
+    worker.close();
+    return outcome;
+  }
+
+  it('accepts a register of 1024 models, each with every capability hint (about 200 KB), without 1009', async () => {
+    const models = Array.from({ length: 1024 }, (_, i) => `organisation/model-family-70b-instruct-q4_k_m-${String(i).padStart(4, '0')}`);
+    const capabilities = Object.fromEntries(models.map((m) => [m, { vision: true, tools: true, json_mode: true, context_length: 131072 }]));
+    const frame = { worker_name: 'many-models', models, capabilities, max_concurrent: 4, protocol_version: '2026-04-bridge-v1' };
+    const bytes = Buffer.byteLength(JSON.stringify({ type: 'register', ...frame }));
+    expect(bytes).toBeGreaterThan(150 * 1024); // well above the flat 64 KiB cap this replaced
+    const { ack, closed } = await registerRaw(frame);
+    expect(closed).toBeUndefined();
+    expect(ack!.models).toHaveLength(1024);
+  });
+
+  it('still refuses a pre-register frame above that cap (64 KiB + 256 KiB) with 1009', async () => {
+    const { ack, closed } = await registerRaw({ worker_name: 'padded', models: ['a'], max_concurrent: 1, protocol_version: '2026-04-bridge-v1', padding: 'x'.repeat(330 * 1024) });
+    expect(ack).toBeUndefined();
+    expect(closed!.code).toBe(1009);
   });
 });

@@ -68,12 +68,22 @@ describe('RedisRateLimiter against the shared Redis', () => {
   it('a charge through one replica is seen by the other: its cost-0 check is refused until it drains', async () => {
     const bucket: RateBucket = { key: 'tpm:tenant:acme', limit: 100, windowMs: MINUTE };
     expect((await b.tryConsume(bucket, 0)).allowed).toBe(true);
-    const charged = await a.charge(bucket, 250);
-    expect(charged).toMatchObject({ allowed: false, remaining: 0 });
+    const charged = await a.charge(bucket, 180);
+    expect(charged).toMatchObject({ allowed: false, remaining: 0, charged: 180 });
     const check = await b.tryConsume(bucket, 0);
     expect(check.allowed).toBe(false);
-    expect(check.retryAfterMs).toBeGreaterThan(MINUTE); // 150 tokens over at 0.6 s each: about 90 s
+    expect(check.retryAfterMs).toBeGreaterThan(40_000); // 80 tokens over at 0.6 s each: about 48 s
     expect(check.resetAt).toBe(charged.resetAt);
+  });
+
+  it('one charge costs at most one window in Redis too: 1e8 tokens on a 100/min bucket refuse for a minute, not 24 h', async () => {
+    const bucket: RateBucket = { key: 'tpm:tenant:liar', limit: 100, windowMs: MINUTE };
+    const charged = await a.charge(bucket, 100_000_000);
+    expect(charged).toMatchObject({ allowed: false, remaining: 0, charged: 200 });
+    const check = await b.tryConsume(bucket, 0);
+    expect(check.allowed).toBe(false);
+    expect(check.retryAfterMs).toBeGreaterThan(MINUTE - 10_000);
+    expect(check.retryAfterMs).toBeLessThanOrEqual(MINUTE);
   });
 
   it('takes the time from Redis, not from the caller: a replica passing a skewed `now` gets the same answer', async () => {
