@@ -91,10 +91,14 @@ export class HttpResponseSink implements ResponseSink {
   }
 
   get progress(): number {
-    // Bytes the kernel took from the connection (buffered ones excluded): moves only when the
-    // client reads. A response queued behind another watches the connection it will be sent on.
+    // Changes whenever the kernel takes bytes from the connection, i.e. only when the client reads.
+    // Node counts a write done only once all of it is out, and a whole answer goes as one big
+    // write, so the unsent part of the write in flight (libuv's writeQueueSize) is taken in too.
+    // A response queued behind another watches the connection it will be sent on.
     const socket = this.res.socket ?? this.res.req?.socket;
-    return socket ? (socket.bytesWritten ?? 0) - socket.writableLength : 0;
+    if (!socket) return 0;
+    const inFlight = (socket as unknown as { _handle?: { writeQueueSize?: unknown } })._handle?.writeQueueSize;
+    return (socket.bytesWritten ?? 0) - socket.writableLength - (typeof inFlight === 'number' ? inFlight : 0);
   }
 
   onDrain(listener: () => void): void {
