@@ -6,7 +6,7 @@
 import { connect, Socket } from 'node:net';
 import { startGateway, TestGateway } from '../support/gateway';
 import { ScriptedWorker } from '../support/scripted-worker';
-import { chat, eventually, sleep } from '../support/http';
+import { chat, eventually } from '../support/http';
 import { Dispatcher } from '../../src/dispatch/dispatcher.service';
 
 const BODY_BYTES = 24 * 1024 * 1024;
@@ -93,8 +93,7 @@ describe('SLOW_CLIENT_TIMEOUT_SECS counts time without progress, not time backed
     await eventually(() => dispatcher.buffers.total === 0, 30_000); // cut: the bytes leave with the connection
     // It now reads everything: only what the kernel buffers held before the cut arrives, never the whole body.
     reader.start(Number.MAX_SAFE_INTEGER);
-    const got = await Promise.race([reader.done, sleep(30_000).then(() => -1)]);
-    expect(got).toBeGreaterThanOrEqual(0);
+    const got = await reader.done; // it ends: the connection was cut
     expect(got).toBeLessThan(BODY_BYTES);
     worker.close();
   }, 90_000);
