@@ -30,6 +30,24 @@ export class ClientBuffers {
     return this.total >= this.config.maxBufferedBytes;
   }
 
+  /**
+   * The hard ceiling for requests already admitted: 1.25 × MAX_BUFFERED_BYTES. Admission stops at
+   * the bound itself; the quarter above it lets work admitted just under the bound finish, while a
+   * worker streaming into many admitted requests can no longer grow the total without limit.
+   */
+  get ceiling(): number {
+    return this.config.maxBufferedBytes * 1.25;
+  }
+
+  /**
+   * Whether `bytes` more for this request still fit under the ceiling: `request` when this request
+   * alone would pass it (retrying cannot help), `total` when all requests together would (it can).
+   */
+  overCeiling(req: RelayRequest, bytes: number): 'request' | 'total' | undefined {
+    if (this.total + bytes <= this.ceiling) return undefined;
+    return req.heldBytes + bytes > this.ceiling ? 'request' : 'total';
+  }
+
   /** Keeps a chunk of a non-streaming body until the completion (counted in the total). */
   collect(req: RelayRequest, chunk: string, bytes: number): void {
     (req.bufferedBody ??= []).push(chunk);
@@ -51,7 +69,8 @@ export class ClientBuffers {
    * nothing is written, and the caller cancels the request (`client_too_slow`).
    */
   write(req: RelayRequest, chunk: string, bytes: number): boolean {
-    if (req.backedUp && req.sink.pendingBytes + bytes > this.config.streamClientBufferBytes) return false;
+    // A backed-up client gets no more either when the total has reached the hard ceiling.
+    if (req.backedUp && (req.sink.pendingBytes + bytes > this.config.streamClientBufferBytes || this.total + bytes > this.ceiling)) return false;
     const flowing = req.sink.writeChunk(chunk);
     if (!flowing || req.backedUp) this.hold(req);
     return true;
@@ -69,10 +88,19 @@ export class ClientBuffers {
     req.heldBytes = pending;
     if (req.backedUp) return;
     req.backedUp = true;
+    // The sink calls this once on drain, finish or close — also for a response still queued behind
+    // another on its connection (no socket of its own yet), whose connection closing is the signal.
     req.sink.onDrain(() => this.drained(req));
+    this.armTimer(req);
+  }
+
+  /** Watches the client's progress; `stuck` checks whether the connection took any bytes meanwhile. */
+  private armTimer(req: RelayRequest): void {
+    req.slowClientMark = req.sink.progress;
     req.slowClientTimer = this.clock.setTimeout(() => this.stuck(req), this.config.slowClientTimeoutMs);
   }
 
+  /** Gives the request's counted bytes back; idempotent, so every counted byte leaves exactly once. */
   private drained(req: RelayRequest): void {
     if (!req.backedUp) return;
     req.backedUp = false;
@@ -87,8 +115,14 @@ export class ClientBuffers {
   private stuck(req: RelayRequest): void {
     req.slowClientTimer = undefined;
     if (!req.backedUp) return;
+    // "Too slow" means no progress for the whole timeout: a client reading a big answer steadily,
+    // however slowly, keeps its request (it was cut off after the timeout even while reading).
+    const progress = req.sink.progress;
+    if (progress !== undefined && progress !== req.slowClientMark) return this.armTimer(req);
     if (req.phase === 'streaming') this.onStuck(req);
     // It has read nothing for the whole timeout: its connection goes, and with it the bytes held for it.
     if (req.backedUp) req.sink.abort();
+    // Released here too: a response whose connection never reaches it (queued behind another) emits nothing.
+    this.drained(req);
   }
 }

@@ -384,6 +384,11 @@ export class Dispatcher implements OnApplicationBootstrap {
         this.metrics.setQueueDepth(req.provider.name, this.queue.depth(req.provider.name));
         this.log.debug({ msg: 'queued request re-planned', request_id: req.id, correlation_id: req.correlationId, from_model: model, to_model: decision.model });
         if (decision.kind === 'assign') {
+          // Like the queue branch: the wait is carried on (recorded once, on assignment) and the
+          // request now belongs to the fallback's provider (metrics, usage, provider deletion).
+          this.clearTimer(req);
+          this.leaveQueue(req, this.clock.now(), false);
+          req.provider = this.providers.get(decision.worker.provider) ?? req.provider;
           this.assign(req, decision.worker, decision.model);
           continue;
         }
@@ -409,6 +414,8 @@ export class Dispatcher implements OnApplicationBootstrap {
       return 'ok';
     }
     if (!req.isStreaming) {
+      const over = this.buffers.overCeiling(req, bytes);
+      if (over) return this.overCeiling(req, over);
       this.buffers.collect(req, chunk, bytes);
       return 'ok';
     }
@@ -457,6 +464,13 @@ export class Dispatcher implements OnApplicationBootstrap {
       // An interim (1xx) status is not an answer: relaying it would leave the client waiting.
       this.fail(req, Errors.workerError());
     } else {
+      // A body the gateway cannot hold under its ceiling is not taken on (the slot is already free).
+      const over = msg.body ? this.buffers.overCeiling(req, Buffer.byteLength(msg.body)) : undefined;
+      if (over) {
+        this.fail(req, over === 'request' ? Errors.streamTooLarge() : Errors.gatewayOverloaded());
+        this.afterSlotFreed(worker);
+        return 'ok';
+      }
       // Collected chunks are handed over as they are: joining them would make a second copy.
       const body = msg.body ?? req.bufferedBody ?? '';
       this.settle(req, msg.status_code);
@@ -642,6 +656,19 @@ export class Dispatcher implements OnApplicationBootstrap {
       this.assign(req, this.router.pick(req.plan, req.targetModel) ?? worker, req.targetModel);
       this.metrics.setQueueDepth(req.provider.name, this.queue.depth(req.provider.name));
     }
+  }
+
+  /**
+   * Collecting this request's body would pass the buffer ceiling (see ClientBuffers.ceiling): it
+   * alone ends — its worker is told to stop (`stream_too_large`, the one reason meaning "no more
+   * of this response"), and its client hears why: `stream_too_large` when the answer alone is over
+   * the ceiling, a retriable `gateway_overloaded` when other held answers fill it.
+   */
+  private overCeiling(req: RelayRequest, over: 'request' | 'total'): FrameVerdict {
+    this.metrics.cancellation('stream_too_large');
+    this.cancelOnWorker(req, 'stream_too_large');
+    this.fail(req, over === 'request' ? Errors.streamTooLarge() : Errors.gatewayOverloaded());
+    return 'ok';
   }
 
   /** The client's backlog stayed full (or has no room left): only its request ends. */

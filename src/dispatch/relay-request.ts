@@ -20,6 +20,12 @@ export interface ResponseSink {
   writeChunk(chunk: string): boolean;
   /** Bytes written that the client's connection has not taken yet (O(1)). */
   readonly pendingBytes: number;
+  /**
+   * Bytes the client's connection has taken so far (any monotonic count; only changes matter), or
+   * undefined when the sink cannot tell: a slow client is cut off only when this did not move for
+   * SLOW_CLIENT_TIMEOUT_SECS.
+   */
+  readonly progress?: number;
   /** Called once when a previously full client buffer has drained, or the client's connection closed. */
   onDrain(listener: () => void): void;
   /** Cuts the client's connection (it left its buffer full too long); nothing more is written. */
@@ -141,6 +147,8 @@ export class RelayRequest {
   waitRecorded = false;
   timer: TimerHandle | undefined;
   slowClientTimer: TimerHandle | undefined;
+  /** The sink's `progress` when the slow-client timer was armed (see ClientBuffers). */
+  slowClientMark: number | undefined;
 
   constructor(init: RelayRequestInit) {
     this.id = init.id;

@@ -90,21 +90,44 @@ export class HttpResponseSink implements ResponseSink {
     return this.res.writableLength;
   }
 
+  get progress(): number {
+    // Changes whenever the kernel takes bytes from the connection, i.e. only when the client reads.
+    // Node counts a write done only once all of it is out, and a whole answer goes as one big
+    // write, so the unsent part of the write in flight (libuv's writeQueueSize) is taken in too.
+    // A response queued behind another watches the connection it will be sent on.
+    const socket = this.res.socket ?? this.res.req?.socket;
+    if (!socket) return 0;
+    const inFlight = (socket as unknown as { _handle?: { writeQueueSize?: unknown } })._handle?.writeQueueSize;
+    return (socket.bytesWritten ?? 0) - socket.writableLength - (typeof inFlight === 'number' ? inFlight : 0);
+  }
+
   onDrain(listener: () => void): void {
     // A whole answer ends with 'finish' rather than 'drain'; a client that leaves, with 'close'.
+    // A response queued behind another on its connection has no socket yet and hears none of
+    // these when the connection drops: its connection's close is watched as well.
+    let done = false;
+    const socket = this.res.socket ? undefined : this.res.req?.socket;
+    const stopSocket = socket ? onSocketClose(socket, () => once()) : undefined;
     const once = () => {
+      if (done) return;
+      done = true;
       this.res.off('drain', once);
       this.res.off('finish', once);
       this.res.off('close', once);
+      stopSocket?.();
       listener();
     };
     this.res.on('drain', once);
     this.res.on('finish', once);
     this.res.on('close', once);
+    if (socket?.destroyed) once();
   }
 
   abort(): void {
     this.ended = true;
+    // Without a socket of its own, destroy() would wait for one that never comes (the response
+    // ahead of it may run for minutes): the connection itself is cut.
+    if (!this.res.socket) this.res.req?.socket?.destroy();
     this.res.destroy();
   }
 

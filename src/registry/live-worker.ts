@@ -62,6 +62,8 @@ export class LiveWorker {
   sentSeq = 0;
   /** `sentSeq` when each unanswered ping was sent, oldest first (a pong answers the oldest). */
   private readonly pingMarks: number[] = [];
+  /** Unanswered pings older than every kept mark (dropped past PINGS_TRACKED); their pongs come first. */
+  private unmarkedPings = 0;
   /** Load the worker reported that the gateway does not account for (work from a previous session). */
   externalLoad = 0;
   draining = false;
@@ -154,7 +156,13 @@ export class LiveWorker {
   /** The link sent a ping: the pong that answers it counts only requests sent before it. */
   pingSent(): void {
     this.pingMarks.push(this.sentSeq);
-    if (this.pingMarks.length > PINGS_TRACKED) this.pingMarks.shift();
+    if (this.pingMarks.length > PINGS_TRACKED) {
+      // The oldest mark goes, but its ping is still owed a pong: that pong must not take the next
+      // (newer) mark, or every later pong would count requests sent after its ping and free held
+      // slots early. It is counted instead, and answered with "unknown moment" (frees nothing).
+      this.pingMarks.shift();
+      this.unmarkedPings++;
+    }
   }
 
   /**
@@ -162,6 +170,10 @@ export class LiveWorker {
    * unanswered one); undefined when no ping is outstanding (the load's moment is unknown).
    */
   takePingMark(): number | undefined {
+    if (this.unmarkedPings > 0) {
+      this.unmarkedPings--;
+      return undefined;
+    }
     return this.pingMarks.shift();
   }
 

@@ -115,6 +115,28 @@ describe('dispatcher hardening: also-fix items', () => {
     expect(h.queue.depth('local')).toBe(0);
   });
 
+  it("a request re-planned onto another provider's idle worker belongs to that provider: deleting it fails the request provider_deleted", async () => {
+    clock = new FakeClock();
+    usage = [];
+    const config = loadConfig({ QUEUE_TIMEOUT_SECS: '10', REQUEST_TIMEOUT_SECS: '60', CANCEL_GRACE_SECS: '30', PROVIDER_NAME: 'local', ROUTING_FALLBACKS: 'big=small' });
+    config.providers[0].models = ['big'];
+    config.providers.push({ ...config.providers[0], name: 'p2', models: ['small'] });
+    h = await dispatchHarness(config, clock, { record: (r) => usage.push(r) });
+    const big = addWorker(['big'], 1);
+    const smallChannel = new RecordingChannel();
+    const small = new LiveWorker('w-p2', 'p2', 'w-p2', ['small'], 2, '127.0.0.1', clock.now(), smallChannel);
+    h.dispatcher.attachWorker(small);
+    submit('big');
+    const waiting = submit('big');
+    expect(waiting.req.provider.name).toBe('local');
+    h.dispatcher.detachWorker(big.worker);
+    expect(sentRequests(smallChannel).map((m) => m.request_id)).toContain(waiting.req.id);
+    expect(waiting.req.provider.name).toBe('p2'); // metrics, usage and deletion name where it runs
+    await h.providers.remove('p2');
+    expect(waiting.sink.error?.code).toBe('provider_deleted');
+    expect(usage.find((u) => u.id === waiting.req.id)).toMatchObject({ provider: 'p2' });
+  });
+
   it('keeps a queued request waiting for its model when no fallback can take it either', async () => {
     await setup({ ROUTING_FALLBACKS: 'big=small' }, ['big', 'small']);
     const big = addWorker(['big'], 1);
@@ -165,6 +187,28 @@ describe('dispatcher hardening: also-fix items', () => {
     h.dispatcher.onPong(worker, 1);
     expect(worker.held.has(cancelled.req.id)).toBe(false);
     expect(sentRequests(channel).map((m) => m.request_id)).toEqual([cancelled.req.id, fresh.req.id, third.req.id]);
+  });
+
+  it('more than 32 unanswered pings: later pongs never take a newer ping\'s mark, so no held slot is freed early', async () => {
+    await setup({}, ['m']);
+    const { worker, channel } = addWorker(['m'], 2);
+    const cancelled = submit('m');
+    cancelled.sink.clientGone = true;
+    h.dispatcher.clientGone(cancelled.req); // slot held
+    // 40 pings go out while the worker answers none (a long stream keeps it alive); requests are
+    // sent between the last ones, so their marks count them.
+    for (let i = 0; i < 40; i++) {
+      worker.pingSent();
+      if (i === 35) submit('m');
+    }
+    expect(sentRequests(channel)).toHaveLength(2);
+    // Each pong answers the oldest ping, sent before the fresh request: "1 active" is the cancelled
+    // one, so none of them may free its slot (with dropped marks, pong 33+ took a newer mark and did).
+    for (let i = 0; i < 36; i++) h.dispatcher.onPong(worker, 1);
+    expect(worker.held.has(cancelled.req.id)).toBe(true);
+    // The pongs of pings sent after the fresh request: "1 active" is the fresh one, the held slot goes.
+    h.dispatcher.onPong(worker, 1);
+    expect(worker.held.has(cancelled.req.id)).toBe(false);
   });
 
   it('a models_update load (moment unknown) frees no held slot; its grace period still does', async () => {
