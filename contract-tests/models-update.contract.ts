@@ -28,7 +28,8 @@ describe('models_update / models_refresh', () => {
 
   test('models_update removing a model stops routing it to that worker at once', async () => {
     const [keep, drop] = [uniqueModel('keep'), uniqueModel('drop')];
-    const p = await scope.provider({ models: [drop], queue_timeout_secs: 0.5 }, 'mudrop');
+    // The provider lists both: its `models` are also the allow-list of what its workers may serve.
+    const p = await scope.provider({ models: [keep, drop], queue_timeout_secs: 0.5 }, 'mudrop');
     const w = await scope.worker({ models: [keep, drop] }, { provider: p.name, secret: p.secret });
     w.modelsUpdate([keep], 0);
     // The update is applied before later frames: wait until /v1/models reflects it.

@@ -107,8 +107,9 @@ describe('Router', () => {
     expect(route('m', vision)).toMatchObject({ kind: 'assign', worker: w });
     // The provider's priority is a floor: a worker's claim never ranks it above (hardening H2).
     expect(router.priorityOf(w)).toBe(3);
+    // Without a configured priority the workers rank themselves (the spec's priority_only story).
     await providers.update('local', { priority: null });
-    expect(router.priorityOf(w)).toBe(50);
+    expect(router.priorityOf(w)).toBe(1);
     w.declaredPriority = 90;
     expect(router.priorityOf(w)).toBe(90);
   });

@@ -56,8 +56,9 @@ describe('effectivePriority (the provider floor)', () => {
     expect(effectivePriority(0, 3)).toBe(3);
   });
 
-  it('a provider without priority has the default floor of 50', () => {
-    expect(effectivePriority(null, 0)).toBe(50);
+  it('a provider without a configured priority leaves the ranking to its workers (default 50)', () => {
+    expect(effectivePriority(null, 0)).toBe(0);
+    expect(effectivePriority(null, 1)).toBe(1);
     expect(effectivePriority(undefined, 90)).toBe(90);
     expect(effectivePriority(null, undefined)).toBe(50);
   });

@@ -11,15 +11,17 @@ export const DEFAULT_WEIGHTS: ScoringWeights = { priority: 50, load: 30, latency
 export const DEFAULT_PRIORITY = 50;
 
 /**
- * A worker's routing priority (lower is preferred). The provider's configured `priority` is a
- * floor — `DEFAULT_PRIORITY` when it sets none — and the worker's self-declared priority may only
- * rank it lower (a larger number), never above that floor: a worker's own claim must not win it
- * traffic over pools the operator ranked (a provider that wants its workers to rank themselves
- * freely sets `priority: 0`). A worker that declares nothing gets the floor.
+ * A worker's routing priority (lower is preferred). A provider's configured `priority` is a floor:
+ * its workers' self-declared priority may only rank them lower (a larger number), never above it,
+ * so a worker's own claim cannot win it traffic over pools the operator ranked. A provider without
+ * `priority` leaves the ranking to its workers' declarations (the routing specification's
+ * `priority_only` story: the worker declaring 1 takes every request before the one declaring 2);
+ * which models such workers may serve at all is decided by model ownership, not by priority.
+ * A worker that declares nothing gets the floor, or `DEFAULT_PRIORITY`.
  */
 export function effectivePriority(providerPriority: number | null | undefined, declared: number | undefined): number {
-  const floor = providerPriority ?? DEFAULT_PRIORITY;
-  return declared === undefined || !(declared > floor) ? floor : declared;
+  if (providerPriority === null || providerPriority === undefined) return declared ?? DEFAULT_PRIORITY;
+  return declared === undefined || !(declared > providerPriority) ? providerPriority : declared;
 }
 
 export interface ScoreInputs {
