@@ -1,66 +1,9 @@
 import { boundedRetryMs, safeIsoTime } from './safe-time';
+import type { GatewayErrorCode } from './gateway-error-codes';
 
 export { boundedRetryMs, MAX_RETRY_AFTER_MS, safeIsoTime } from './safe-time';
-
-/**
- * Domain errors with stable codes. `inference/error-dialect.ts` is the one place that maps a code
- * to an HTTP status and to the caller's dialect.
- */
-export type GatewayErrorCode =
-  | 'invalid_request'
-  | 'model_not_found'
-  | 'unknown_model'
-  | 'capability_mismatch'
-  | 'fallback_exhausted'
-  | 'no_healthy_worker'
-  | 'invalid_params'
-  | 'pool_unready'
-  | 'pool_unavailable'
-  | 'model_not_allowed'
-  | 'rate_limit_exceeded'
-  | 'budget_exceeded'
-  | 'context_exceeded'
-  | 'session_budget_exceeded'
-  | 'queue_full'
-  | 'queue_timeout'
-  | 'request_timeout'
-  | 'requeue_exhausted'
-  | 'provider_disabled'
-  | 'provider_not_found'
-  | 'provider_deleted'
-  | 'drain_timeout'
-  | 'worker_error'
-  | 'worker_disconnected'
-  | 'stream_too_large'
-  | 'client_too_slow'
-  | 'payload_too_large'
-  | 'artifact_quota_exceeded'
-  | 'server_shutdown'
-  | 'gateway_overloaded'
-  | 'too_many_connections'
-  | 'unauthorized'
-  | 'invalid_api_key'
-  | 'tenant_mismatch'
-  | 'auth_rate_limited'
-  | 'forbidden'
-  | 'not_found'
-  | 'conflict'
-  | 'validation_failed'
-  | 'lifecycle_disabled'
-  | 'lifecycle_unsupported'
-  | 'lifecycle_failed'
-  | 'op_token_missing'
-  | 'op_token_malformed'
-  | 'op_token_bad_signature'
-  | 'op_token_expired'
-  | 'op_token_replayed'
-  | 'op_token_mismatch'
-  | 'op_token_duplicate_signers'
-  | 'op_token_unknown_signer'
-  | 'op_token_insufficient_signers'
-  | 'audit_unavailable'
-  | 'dependency_unavailable'
-  | 'internal_error';
+export { GATEWAY_ERROR_CODES, isRetriable, kindOf, statusOf } from './gateway-error-codes';
+export type { ErrorCodeSpec, ErrorKind, GatewayErrorCode } from './gateway-error-codes';
 
 export interface GatewayErrorDetails {
   retryAfterMs?: number;
@@ -85,6 +28,11 @@ function rateLimitDetails(d: RateLimitDetails): GatewayErrorDetails {
   };
 }
 
+/**
+ * Domain errors with stable codes (the table of codes, statuses, kinds and retriability is
+ * `gateway-error-codes.ts`). `inference/error-dialect.ts` is the one place that maps a code
+ * to an HTTP status and to the caller's dialect.
+ */
 export class GatewayError extends Error {
   constructor(
     readonly code: GatewayErrorCode,
@@ -268,186 +216,4 @@ export const Errors = {
 function quoted(value: string | undefined): string {
   if (value === undefined) return 'none';
   return `'${value.length > 128 ? `${value.slice(0, 128)}…` : value}'`;
-}
-
-const STATUS: Record<GatewayErrorCode, number> = {
-  invalid_request: 400,
-  unauthorized: 401,
-  invalid_api_key: 401,
-  tenant_mismatch: 403,
-  auth_rate_limited: 429,
-  forbidden: 403,
-  model_not_found: 404,
-  unknown_model: 400,
-  capability_mismatch: 400,
-  invalid_params: 400,
-  fallback_exhausted: 503,
-  no_healthy_worker: 503,
-  pool_unready: 503,
-  pool_unavailable: 503,
-  model_not_allowed: 403,
-  rate_limit_exceeded: 429,
-  budget_exceeded: 429,
-  context_exceeded: 400,
-  session_budget_exceeded: 429,
-  provider_not_found: 404,
-  not_found: 404,
-  conflict: 409,
-  validation_failed: 422,
-  lifecycle_disabled: 403,
-  lifecycle_unsupported: 422,
-  lifecycle_failed: 502,
-  op_token_missing: 401,
-  op_token_malformed: 400,
-  op_token_bad_signature: 401,
-  op_token_expired: 401,
-  op_token_replayed: 401,
-  op_token_mismatch: 403,
-  op_token_duplicate_signers: 403,
-  op_token_unknown_signer: 403,
-  op_token_insufficient_signers: 403,
-  audit_unavailable: 503,
-  payload_too_large: 413,
-  artifact_quota_exceeded: 413,
-  queue_full: 429,
-  internal_error: 500,
-  dependency_unavailable: 503,
-  worker_error: 502,
-  worker_disconnected: 502,
-  stream_too_large: 502,
-  client_too_slow: 499,
-  requeue_exhausted: 503,
-  provider_disabled: 503,
-  provider_deleted: 503,
-  drain_timeout: 503,
-  server_shutdown: 503,
-  gateway_overloaded: 503,
-  too_many_connections: 503,
-  queue_timeout: 504,
-  request_timeout: 504,
-};
-
-/**
- * The error taxonomy every body carries as `kind` (the control-plane specification's kinds): what
- * sort of failure it is, whatever the precise `code`.
- */
-export type ErrorKind =
-  | 'ADMISSION_REJECT'
-  | 'QUEUE_FULL_DROP_LRU'
-  | 'INVALID_PARAMS'
-  | 'POOL_UNREADY'
-  | 'POOL_UNAVAILABLE'
-  | 'REPLICA_EXHAUSTED'
-  | 'DECODE_TIMEOUT'
-  | 'WORKER_RESET'
-  | 'INTERNAL';
-
-const KIND: Record<GatewayErrorCode, ErrorKind> = {
-  invalid_request: 'INVALID_PARAMS',
-  invalid_params: 'INVALID_PARAMS',
-  payload_too_large: 'INVALID_PARAMS',
-  artifact_quota_exceeded: 'ADMISSION_REJECT',
-  model_not_found: 'INVALID_PARAMS',
-  provider_not_found: 'INVALID_PARAMS',
-  not_found: 'INVALID_PARAMS',
-  conflict: 'INVALID_PARAMS',
-  validation_failed: 'INVALID_PARAMS',
-  lifecycle_unsupported: 'INVALID_PARAMS',
-  op_token_malformed: 'INVALID_PARAMS',
-  capability_mismatch: 'ADMISSION_REJECT',
-  unknown_model: 'ADMISSION_REJECT',
-  model_not_allowed: 'ADMISSION_REJECT',
-  rate_limit_exceeded: 'ADMISSION_REJECT',
-  budget_exceeded: 'ADMISSION_REJECT',
-  context_exceeded: 'ADMISSION_REJECT',
-  session_budget_exceeded: 'ADMISSION_REJECT',
-  unauthorized: 'ADMISSION_REJECT',
-  invalid_api_key: 'ADMISSION_REJECT',
-  tenant_mismatch: 'ADMISSION_REJECT',
-  auth_rate_limited: 'ADMISSION_REJECT',
-  forbidden: 'ADMISSION_REJECT',
-  lifecycle_disabled: 'ADMISSION_REJECT',
-  op_token_missing: 'ADMISSION_REJECT',
-  op_token_bad_signature: 'ADMISSION_REJECT',
-  op_token_expired: 'ADMISSION_REJECT',
-  op_token_replayed: 'ADMISSION_REJECT',
-  op_token_mismatch: 'ADMISSION_REJECT',
-  op_token_duplicate_signers: 'ADMISSION_REJECT',
-  op_token_unknown_signer: 'ADMISSION_REJECT',
-  op_token_insufficient_signers: 'ADMISSION_REJECT',
-  audit_unavailable: 'INTERNAL',
-  queue_full: 'QUEUE_FULL_DROP_LRU',
-  pool_unready: 'POOL_UNREADY',
-  pool_unavailable: 'POOL_UNAVAILABLE',
-  provider_disabled: 'POOL_UNREADY',
-  queue_timeout: 'POOL_UNAVAILABLE',
-  no_healthy_worker: 'POOL_UNAVAILABLE',
-  fallback_exhausted: 'POOL_UNAVAILABLE',
-  provider_deleted: 'POOL_UNAVAILABLE',
-  server_shutdown: 'POOL_UNAVAILABLE',
-  gateway_overloaded: 'ADMISSION_REJECT',
-  too_many_connections: 'ADMISSION_REJECT',
-  requeue_exhausted: 'REPLICA_EXHAUSTED',
-  request_timeout: 'DECODE_TIMEOUT',
-  drain_timeout: 'WORKER_RESET',
-  worker_error: 'WORKER_RESET',
-  worker_disconnected: 'WORKER_RESET',
-  lifecycle_failed: 'WORKER_RESET',
-  stream_too_large: 'INTERNAL',
-  client_too_slow: 'INTERNAL',
-  internal_error: 'INTERNAL',
-  dependency_unavailable: 'INTERNAL',
-};
-
-/** The taxonomy kind of an error code (see docs/api.md for the table). */
-export function kindOf(code: GatewayErrorCode): ErrorKind {
-  return KIND[code];
-}
-
-/** The HTTP status for an error code (the only such mapping). */
-export function statusOf(code: GatewayErrorCode): number {
-  return STATUS[code];
-}
-
-const NOT_RETRIABLE = new Set<GatewayErrorCode>([
-  'invalid_request',
-  'invalid_params',
-  'capability_mismatch',
-  'context_exceeded',
-  // A session's budget never refills: the same task in the same session is refused again.
-  'session_budget_exceeded',
-  'model_not_allowed',
-  'unauthorized',
-  'invalid_api_key',
-  'tenant_mismatch',
-  'forbidden',
-  'model_not_found',
-  'unknown_model',
-  'provider_not_found',
-  'not_found',
-  'conflict',
-  'validation_failed',
-  'payload_too_large',
-  'stream_too_large',
-  'client_too_slow',
-  'lifecycle_disabled',
-  'lifecycle_unsupported',
-  // The worker said why; the same token cannot be presented again anyway.
-  'lifecycle_failed',
-  'op_token_missing',
-  'op_token_malformed',
-  'op_token_bad_signature',
-  'op_token_expired',
-  'op_token_replayed',
-  'op_token_mismatch',
-  'op_token_duplicate_signers',
-  'op_token_unknown_signer',
-  'op_token_insufficient_signers',
-  // Its token is spent (the nonce was claimed before the audit write): the same request cannot pass again.
-  'audit_unavailable',
-]);
-
-/** Whether retrying the same request later can succeed. */
-export function isRetriable(code: GatewayErrorCode): boolean {
-  return !NOT_RETRIABLE.has(code);
 }

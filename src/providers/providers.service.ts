@@ -1,85 +1,16 @@
 import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
-import { isDeepStrictEqual } from 'node:util';
-import { APP_CONFIG, AppConfig, ProviderConfig, ProviderDefaults } from '../config';
+import { APP_CONFIG, AppConfig, ProviderDefaults } from '../config';
 import { ConfigReloadService, PreparedChange } from '../config/config-reload.service';
-import { hashSecret, verifySecret } from '../auth/secret-hash';
-import { VerifiedSecretCache } from '../auth/verified-secret-cache';
+import { hashSecret } from '../auth/secret-hash';
 import { ProviderRecord, ProviderStore } from './provider-store';
-import type { ModelCapabilities } from '../protocol';
-import { AllowList, compileAllowList, ModelOwnership } from './model-ownership';
+import { compileAllowList, ModelOwnership } from './model-ownership';
+import { PoolAlias, PoolCordon, PoolDeclarations, Provider, ProviderChanges, ProviderInput, ProviderListener, toProvider, toRecord, WorkerAuthResult } from './provider';
+import { configPatch, indexPoolAliases, recordFromConfig } from './provider-config';
+import { WorkerSecrets } from './worker-secrets';
 
-/** A virtual provider as the relay uses it: the stored record plus a fast model-membership set. */
-export type Provider = ProviderRecord & {
-  /** The exact names of `models` (not its globs): requests for them may wait while no worker has them. */
-  declaredModels: ReadonlySet<string>;
-  /** `models` (exact names and `*` globs) compiled: the models this provider's workers may serve. */
-  allowList: AllowList;
-  /** Set while an operator has the pool drained (`POST /v1/pools/:id/drain` until undrain); memory only. */
-  cordon?: PoolCordon;
-};
-
-/**
- * A cordoned pool: its workers drain and new ones are refused (close 1013), so it serves nothing
- * until undrain. Kept in memory only: a gateway restart lifts it (see docs/control-plane.md).
- */
-export interface PoolCordon {
-  /** When the first drain of this cordon was asked (epoch ms). */
-  since: number;
-  reason: string;
-  /** The drain deadline given to the pool's workers. */
-  deadlineMs: number;
-  /**
-   * Models the pool's workers advertised when it was cordoned (`*` included): requests for them
-   * answer `pool_unavailable`, not `model_not_found`, however long the cordon lasts.
-   */
-  models: ReadonlySet<string>;
-}
-
-/** Whether a cordoned pool served `model` when it was cordoned. */
-export function cordonCovers(cordon: PoolCordon, model: string): boolean {
-  return cordon.models.has(model) || cordon.models.has('*');
-}
-
-export type WorkerAuthResult = 'ok' | 'unknown_provider' | 'disabled' | 'bad_secret' | 'no_secret';
-
-export interface ProviderInput {
-  name: string;
-  secret?: string;
-  enabled?: boolean;
-  maxQueueLen?: number;
-  queueTimeoutMs?: number;
-  requestTimeoutMs?: number;
-  maxModelsPerWorker?: number;
-  models?: string[];
-  /** null clears a priority set earlier. */
-  priority?: number | null;
-  capabilities?: Record<string, ModelCapabilities>;
-}
-
-type ProviderListener = (provider: Provider) => void;
-
-/** What `POST /v1/pools/:id/reload` replaces as a whole. */
-export interface PoolDeclarations {
-  models: string[];
-  aliases: Record<string, string>;
-  capabilities: Record<string, ModelCapabilities>;
-}
-
-/** A pool-scoped alias: requests for it go to this provider's workers, with the target model. */
-export interface PoolAlias {
-  provider: Provider;
-  target: string;
-}
-
-/** Providers a configuration reload added, updated and removed (config-sourced ones only). */
-export interface ProviderChanges {
-  added: string[];
-  updated: string[];
-  removed: string[];
-}
-
-/** The settings a reload compares and rewrites: what the file says (pool aliases are not in it). */
-const CONFIG_FIELDS = ['secretHash', 'enabled', 'maxQueueLen', 'queueTimeoutMs', 'requestTimeoutMs', 'maxModelsPerWorker', 'models', 'priority', 'capabilities'] as const;
+// The provider types lived here first; their importers keep this path.
+export { cordonCovers } from './provider';
+export type { PoolAlias, PoolCordon, PoolDeclarations, Provider, ProviderChanges, ProviderInput, WorkerAuthResult } from './provider';
 
 /**
  * Providers from configuration (rewritten at every boot) and from the admin API (persisted),
@@ -93,9 +24,8 @@ export class ProvidersService implements OnModuleInit {
   private aliasIndex = new Map<string, PoolAlias>();
   private readonly deletedListeners: ProviderListener[] = [];
   private readonly changedListeners: ProviderListener[] = [];
-  private readonly verified = new VerifiedSecretCache();
-  /** Compared against when the provider is unknown, so timing does not reveal provider names. */
-  private dummyHash: Promise<string> | undefined;
+  /** Worker secrets: scrypt checks, and the secrets known good for the current hashes. */
+  private readonly secrets = new WorkerSecrets();
   /** Limits of providers that set none (admin-created ones); replaced by a configuration reload. */
   private defaults: ProviderDefaults;
   /** Which providers own a model (model-ownership.ts); reset whenever a provider or its `models` changes. */
@@ -116,7 +46,7 @@ export class ProvidersService implements OnModuleInit {
     const configured = new Set<string>();
     for (const pc of this.config.providers) {
       configured.add(pc.name);
-      const record = await this.recordFromConfig(pc, storedByName.get(pc.name));
+      const record = await recordFromConfig(pc, storedByName.get(pc.name));
       await this.store.save(record);
       this.providers.set(record.name, toProvider(record));
       this.primeVerified(pc.name, pc.secret, record.secretHash);
@@ -134,30 +64,6 @@ export class ProvidersService implements OnModuleInit {
     }
     this.indexAliases();
     this.ownership.invalidate();
-  }
-
-  /** The provider record the configuration describes; `previous` lends its hash (if the secret still matches) and its pool aliases. */
-  private async recordFromConfig(pc: ProviderConfig, previous: ProviderRecord | undefined): Promise<ProviderRecord> {
-    let secretHash = pc.secretHash ?? null;
-    if (pc.secret) {
-      // Re-use the stored hash when it still matches, so restarts do not churn salts.
-      const reuse = previous?.secretHash && (await verifySecret(pc.secret, previous.secretHash));
-      secretHash = reuse ? previous!.secretHash : await hashSecret(pc.secret);
-    }
-    return {
-      name: pc.name,
-      secretHash,
-      enabled: pc.enabled,
-      maxQueueLen: pc.maxQueueLen,
-      queueTimeoutMs: pc.queueTimeoutMs,
-      requestTimeoutMs: pc.requestTimeoutMs,
-      maxModelsPerWorker: pc.maxModelsPerWorker,
-      models: pc.models,
-      priority: pc.priority ?? null,
-      capabilities: pc.capabilities,
-      aliases: previous?.aliases ?? {},
-      source: 'config',
-    };
   }
 
   // ---------------------------------------------------------------- configuration reload
@@ -180,7 +86,7 @@ export class ProvidersService implements OnModuleInit {
     const before = problems.length;
     checkAdmin(problems);
     if (problems.length === before) {
-      for (const pc of next.providers) records.push(await this.recordFromConfig(pc, this.providers.get(pc.name)));
+      for (const pc of next.providers) records.push(await recordFromConfig(pc, this.providers.get(pc.name)));
     }
     let changes: ProviderChanges = { added: [], updated: [], removed: [] };
     const warnings = records
@@ -228,8 +134,7 @@ export class ProvidersService implements OnModuleInit {
         changes.added.push(record.name);
         continue;
       }
-      const patch: Partial<ProviderRecord> = {};
-      for (const key of CONFIG_FIELDS) if (!isDeepStrictEqual(p[key], record[key])) (patch as Record<string, unknown>)[key] = record[key];
+      const patch = configPatch(p, record);
       if (Object.keys(patch).length === 0) continue;
       this.assign(p, patch);
       changes.updated.push(record.name);
@@ -260,36 +165,16 @@ export class ProvidersService implements OnModuleInit {
    * throttled for failures (docs/security.md, "Connections").
    */
   isVerifiedWorkerSecret(name: string, secret: string | undefined): boolean {
-    const hash = this.providers.get(name)?.secretHash;
-    return !!hash && !!secret && this.verified.matches(name, secret, hash);
+    return this.secrets.isVerified(name, secret, this.providers.get(name)?.secretHash);
   }
 
   /** A secret the gateway holds in plain text is known good for its hash: no scrypt needed to recognise it. */
   private primeVerified(name: string, secret: string | undefined, hash: string | null): void {
-    if (secret && hash) this.verified.remember(name, secret, hash);
+    this.secrets.prime(name, secret, hash);
   }
 
-  async verifyWorkerSecret(name: string, secret: string | undefined): Promise<WorkerAuthResult> {
-    const provider = this.providers.get(name);
-    if (!provider || !provider.secretHash) {
-      await verifySecret(secret ?? '', await (this.dummyHash ??= hashSecret('switchboard-dummy')));
-      return provider ? 'bad_secret' : 'unknown_provider';
-    }
-    if (!secret) {
-      // Same cost as an unknown provider, so timing does not reveal which provider names exist.
-      await verifySecret('', await (this.dummyHash ??= hashSecret('switchboard-dummy')));
-      return 'no_secret';
-    }
-    const hash = provider.secretHash;
-    if (!this.verified.matches(name, secret, hash)) {
-      if (!(await verifySecret(secret, hash))) return 'bad_secret';
-      this.verified.remember(name, secret, hash);
-    }
-    const current = this.providers.get(name);
-    // The secret changed while it was being checked: it matched the old one.
-    if (current?.secretHash !== hash) return 'bad_secret';
-    // Checked after the secret so a disabled provider answers exactly like a wrong secret.
-    return current.enabled ? 'ok' : 'disabled';
+  verifyWorkerSecret(name: string, secret: string | undefined): Promise<WorkerAuthResult> {
+    return this.secrets.verify(name, secret, (n) => this.providers.get(n));
   }
 
   async create(input: ProviderInput): Promise<Provider> {
@@ -396,7 +281,7 @@ export class ProvidersService implements OnModuleInit {
 
   /** Changes settings in place (requests and plans hold the object) and tells the listeners. */
   private assign(p: Provider, changes: Partial<ProviderRecord>): void {
-    if (changes.secretHash !== undefined && changes.secretHash !== p.secretHash) this.verified.forget(p.name);
+    if (changes.secretHash !== undefined && changes.secretHash !== p.secretHash) this.secrets.forget(p.name);
     Object.assign(p, changes);
     if (changes.models !== undefined) {
       p.allowList = compileAllowList(changes.models);
@@ -410,21 +295,13 @@ export class ProvidersService implements OnModuleInit {
   private drop(p: Provider): void {
     this.providers.delete(p.name);
     this.ownership.invalidate();
-    this.verified.forget(p.name);
+    this.secrets.forget(p.name);
     for (const l of this.deletedListeners) l(p);
   }
 
   /** Rebuilt whenever aliases or providers change (rare); an alias held by two providers keeps the first. */
   private indexAliases(): void {
-    const index = new Map<string, PoolAlias>();
-    for (const provider of this.providers.values()) {
-      for (const [alias, target] of Object.entries(provider.aliases)) {
-        const owner = index.get(alias);
-        if (owner) this.log.warn(`pool alias "${alias}" is held by providers "${owner.provider.name}" and "${provider.name}": "${owner.provider.name}" keeps it`);
-        else index.set(alias, { provider, target });
-      }
-    }
-    this.aliasIndex = index;
+    this.aliasIndex = indexPoolAliases(this.providers.values(), (message) => this.log.warn(message));
   }
 
   /** Cordons a pool (kept across updates, dropped with the provider); false when it is unknown. */
@@ -451,14 +328,4 @@ export class ProvidersService implements OnModuleInit {
   onChanged(listener: ProviderListener): void {
     this.changedListeners.push(listener);
   }
-
-}
-
-function toProvider(record: ProviderRecord): Provider {
-  const allowList = compileAllowList(record.models);
-  return { ...record, aliases: record.aliases ?? {}, declaredModels: allowList.exact, allowList };
-}
-
-function toRecord({ declaredModels: _derived, allowList: _compiled, cordon: _memoryOnly, ...record }: Provider): ProviderRecord {
-  return record;
 }

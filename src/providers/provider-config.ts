@@ -1,0 +1,52 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { ProviderConfig } from '../config';
+import { hashSecret, verifySecret } from '../auth/secret-hash';
+import type { PoolAlias, Provider } from './provider';
+import type { ProviderRecord } from './provider-store';
+
+/** The settings a reload compares and rewrites: what the file says (pool aliases are not in it). */
+const CONFIG_FIELDS = ['secretHash', 'enabled', 'maxQueueLen', 'queueTimeoutMs', 'requestTimeoutMs', 'maxModelsPerWorker', 'models', 'priority', 'capabilities'] as const;
+
+/** The provider record the configuration describes; `previous` lends its hash (if the secret still matches) and its pool aliases. */
+export async function recordFromConfig(pc: ProviderConfig, previous: ProviderRecord | undefined): Promise<ProviderRecord> {
+  let secretHash = pc.secretHash ?? null;
+  if (pc.secret) {
+    // Re-use the stored hash when it still matches, so restarts do not churn salts.
+    const reuse = previous?.secretHash && (await verifySecret(pc.secret, previous.secretHash));
+    secretHash = reuse ? previous!.secretHash : await hashSecret(pc.secret);
+  }
+  return {
+    name: pc.name,
+    secretHash,
+    enabled: pc.enabled,
+    maxQueueLen: pc.maxQueueLen,
+    queueTimeoutMs: pc.queueTimeoutMs,
+    requestTimeoutMs: pc.requestTimeoutMs,
+    maxModelsPerWorker: pc.maxModelsPerWorker,
+    models: pc.models,
+    priority: pc.priority ?? null,
+    capabilities: pc.capabilities,
+    aliases: previous?.aliases ?? {},
+    source: 'config',
+  };
+}
+
+/** The configured settings of `record` that differ from the provider's (empty when none do). */
+export function configPatch(p: Provider, record: ProviderRecord): Partial<ProviderRecord> {
+  const patch: Partial<ProviderRecord> = {};
+  for (const key of CONFIG_FIELDS) if (!isDeepStrictEqual(p[key], record[key])) (patch as Record<string, unknown>)[key] = record[key];
+  return patch;
+}
+
+/** Pool-scoped aliases of every provider, by alias; an alias held by two providers keeps the first (`warn` says so). */
+export function indexPoolAliases(providers: Iterable<Provider>, warn: (message: string) => void): Map<string, PoolAlias> {
+  const index = new Map<string, PoolAlias>();
+  for (const provider of providers) {
+    for (const [alias, target] of Object.entries(provider.aliases)) {
+      const owner = index.get(alias);
+      if (owner) warn(`pool alias "${alias}" is held by providers "${owner.provider.name}" and "${provider.name}": "${owner.provider.name}" keeps it`);
+      else index.set(alias, { provider, target });
+    }
+  }
+  return index;
+}
