@@ -62,10 +62,7 @@ export const Errors = {
   invalidRequest: (message: string, param?: string) => new GatewayError('invalid_request', message, { param }),
   // The name is the client's and unbounded: echo a prefix (never ending in half a surrogate pair).
   modelNotFound: (model: string) =>
-    new GatewayError(
-      'model_not_found',
-      `Model '${model.length > 256 ? `${model.slice(0, 256).replace(/[\uD800-\uDBFF]$/, '')}…` : model}' not found`,
-    ),
+    new GatewayError('model_not_found', `Model '${model.length > 256 ? `${model.slice(0, 256).replace(/[\uD800-\uDBFF]$/, '')}…` : model}' not found`),
   /**
    * Task admission's refusal of a model nobody serves (`POST /v1/tasks`, `check: "model"`): a 400
    * ADMISSION_REJECT where the inference routes answer 404 `model_not_found`, with the router's
@@ -115,7 +112,13 @@ export const Errors = {
       {
         fields:
           d.budget === 'tokens'
-            ? { check: 'session_tokens', limit: d.limit, used: d.used, remaining: Math.max(0, d.limit - d.used), ...(d.requested !== undefined ? { requested: d.requested } : {}) }
+            ? {
+                check: 'session_tokens',
+                limit: d.limit,
+                used: d.used,
+                remaining: Math.max(0, d.limit - d.used),
+                ...(d.requested !== undefined ? { requested: d.requested } : {}),
+              }
             : { check: 'session_time', limit_secs: d.limit / 1000, used_secs: Math.round(d.used) / 1000 },
       },
     ),
@@ -168,25 +171,33 @@ export const Errors = {
   /** Something failed inside the gateway (logged with its stack); the message never says what. */
   internalError: () => new GatewayError('internal_error', 'Internal error'),
   /** A dependency the request needed (Redis, the database) did not answer; retrying soon may work. */
-  dependencyUnavailable: () => new GatewayError('dependency_unavailable', 'A service the gateway depends on is unavailable, please retry', { retryAfterMs: 1000 }),
-  tooManyConnections: () => new GatewayError('too_many_connections', 'The gateway holds its maximum of client connections, please retry', { retryAfterMs: 1000 }),
+  dependencyUnavailable: () =>
+    new GatewayError('dependency_unavailable', 'A service the gateway depends on is unavailable, please retry', { retryAfterMs: 1000 }),
+  tooManyConnections: () =>
+    new GatewayError('too_many_connections', 'The gateway holds its maximum of client connections, please retry', { retryAfterMs: 1000 }),
   // Client API keys (api-keys/): one message whatever was wrong, so answers never tell which keys exist.
   missingApiKey: () => new GatewayError('invalid_api_key', 'Missing API key: send it as Authorization: Bearer <key> or x-api-key: <key>'),
   invalidApiKey: () => new GatewayError('invalid_api_key', 'Invalid API key'),
   /** An anonymous caller naming (x-tenant-id) a tenant that has API keys: see docs/tenancy.md. */
   tenantKeyRequired: () =>
-    new GatewayError('invalid_api_key', "This tenant has API keys: send one of them (Authorization: Bearer <key> or x-api-key: <key>)", { param: 'x-tenant-id' }),
+    new GatewayError('invalid_api_key', 'This tenant has API keys: send one of them (Authorization: Bearer <key> or x-api-key: <key>)', {
+      param: 'x-tenant-id',
+    }),
   authRateLimited: (retryAfterMs: number) =>
     new GatewayError('auth_rate_limited', 'Too many failed API key authentications from this address, retry later', { retryAfterMs }),
   adminAuthRateLimited: (retryAfterMs: number) =>
     new GatewayError('auth_rate_limited', 'Too many failed admin token attempts from this address, retry later', { retryAfterMs }),
   // Model lifecycle (lifecycle/) and its governance (governance/): see docs/lifecycle.md.
   lifecycleDisabled: () =>
-    new GatewayError('lifecycle_disabled', 'Model lifecycle operations are disabled: the gateway has no governance signers configured (governance.signers / GOVERNANCE_SIGNERS_FILE)'),
+    new GatewayError(
+      'lifecycle_disabled',
+      'Model lifecycle operations are disabled: the gateway has no governance signers configured (governance.signers / GOVERNANCE_SIGNERS_FILE)',
+    ),
   lifecycleUnsupported: (message: string) => new GatewayError('lifecycle_unsupported', message),
   /** An accepted unload or cache flush did not complete on every worker (`workers` says how each ended). */
   lifecycleFailed: (message: string, workers: unknown[]) => new GatewayError('lifecycle_failed', message, { fields: { workers } }),
-  opTokenMissing: () => new GatewayError('op_token_missing', 'This operation needs a verifiedOpToken signed by the governance signers', { param: 'verifiedOpToken' }),
+  opTokenMissing: () =>
+    new GatewayError('op_token_missing', 'This operation needs a verifiedOpToken signed by the governance signers', { param: 'verifiedOpToken' }),
   opTokenMalformed: (why: string) => new GatewayError('op_token_malformed', `verifiedOpToken is malformed: ${why}`, { param: 'verifiedOpToken' }),
   opTokenBadSignature: (why = 'wrong key, or the token was altered') =>
     new GatewayError('op_token_bad_signature', `verifiedOpToken signature does not match (${why})`, { param: 'verifiedOpToken' }),
@@ -198,7 +209,8 @@ export const Errors = {
         : `verifiedOpToken is issued ${-skewSecs} s in the future, more than the ${windowSecs} s of clock skew allowed`,
       { param: 'verifiedOpToken' },
     ),
-  opTokenReplayed: () => new GatewayError('op_token_replayed', 'verifiedOpToken was already used (its nonce has been seen): mint a new token', { param: 'verifiedOpToken' }),
+  opTokenReplayed: () =>
+    new GatewayError('op_token_replayed', 'verifiedOpToken was already used (its nonce has been seen): mint a new token', { param: 'verifiedOpToken' }),
   opTokenMismatch: (field: string, signed: string | undefined, requested: string | undefined) =>
     new GatewayError('op_token_mismatch', `verifiedOpToken was signed for ${field} ${quoted(signed)}, not ${quoted(requested)}`, { param: 'verifiedOpToken' }),
   opTokenDuplicateSigners: (names: string[]) =>
@@ -206,10 +218,15 @@ export const Errors = {
   opTokenUnknownSigner: (names: string[]) =>
     new GatewayError('op_token_unknown_signer', `verifiedOpToken is signed by unknown signer(s): ${names.join(', ')}`, { param: 'verifiedOpToken' }),
   opTokenInsufficientSigners: (have: number, need: number, of: number) =>
-    new GatewayError('op_token_insufficient_signers', `verifiedOpToken has ${have} signer(s); ${need} of the ${of} governance signers must sign`, { param: 'verifiedOpToken' }),
+    new GatewayError('op_token_insufficient_signers', `verifiedOpToken has ${have} signer(s); ${need} of the ${of} governance signers must sign`, {
+      param: 'verifiedOpToken',
+    }),
   /** The `accepted` audit row of a lifecycle operation could not be written: nothing was sent (fail closed). */
   auditUnavailable: () =>
-    new GatewayError('audit_unavailable', 'The audit trail cannot be written, so the operation was not sent to any worker; retry with a new verifiedOpToken once the database is back'),
+    new GatewayError(
+      'audit_unavailable',
+      'The audit trail cannot be written, so the operation was not sent to any worker; retry with a new verifiedOpToken once the database is back',
+    ),
 } as const;
 
 /** A client-supplied value in a message: quoted and bounded, or "none". */

@@ -5,7 +5,17 @@ import type { PoolAlias, Provider } from './provider';
 import type { ProviderRecord } from './provider-store';
 
 /** The settings a reload compares and rewrites: what the file says (pool aliases are not in it). */
-const CONFIG_FIELDS = ['secretHash', 'enabled', 'maxQueueLen', 'queueTimeoutMs', 'requestTimeoutMs', 'maxModelsPerWorker', 'models', 'priority', 'capabilities'] as const;
+const CONFIG_FIELDS = [
+  'secretHash',
+  'enabled',
+  'maxQueueLen',
+  'queueTimeoutMs',
+  'requestTimeoutMs',
+  'maxModelsPerWorker',
+  'models',
+  'priority',
+  'capabilities',
+] as const;
 
 /** The provider record the configuration describes; `previous` lends its hash (if the secret still matches) and its pool aliases. */
 export async function recordFromConfig(pc: ProviderConfig, previous: ProviderRecord | undefined): Promise<ProviderRecord> {

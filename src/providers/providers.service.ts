@@ -4,7 +4,18 @@ import { ConfigReloadService, PreparedChange } from '../config/config-reload.ser
 import { hashSecret } from '../auth/secret-hash';
 import { ProviderRecord, ProviderStore } from './provider-store';
 import { compileAllowList, ModelOwnership } from './model-ownership';
-import { PoolAlias, PoolCordon, PoolDeclarations, Provider, ProviderChanges, ProviderInput, ProviderListener, toProvider, toRecord, WorkerAuthResult } from './provider';
+import {
+  PoolAlias,
+  PoolCordon,
+  PoolDeclarations,
+  Provider,
+  ProviderChanges,
+  ProviderInput,
+  ProviderListener,
+  toProvider,
+  toRecord,
+  WorkerAuthResult,
+} from './provider';
 import { configPatch, indexPoolAliases, recordFromConfig } from './provider-config';
 import { WorkerSecrets } from './worker-secrets';
 
@@ -79,7 +90,9 @@ export class ProvidersService implements OnModuleInit {
     const checkAdmin = (out: string[]) => {
       for (const pc of next.providers) {
         if (adminNamed(pc.name)) {
-          out.push(`providers: "${pc.name}" is a provider created through the admin API, which a reload never changes; rename the file's entry or delete that provider first`);
+          out.push(
+            `providers: "${pc.name}" is a provider created through the admin API, which a reload never changes; rename the file's entry or delete that provider first`,
+          );
         }
       }
     };
