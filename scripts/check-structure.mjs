@@ -57,7 +57,8 @@ function classes(path, text) {
         if (ts.isMethodDeclaration(member) && member.body === undefined && scriptKind(path) === ts.ScriptKind.TS && !hasAbstract(member)) continue;
         if (ts.isMethodDeclaration(member) || ts.isGetAccessorDeclaration(member) || ts.isSetAccessorDeclaration(member)) methods++;
       }
-      const name = node.name?.text ?? '(anonymous class)';
+      const variable = ts.isVariableDeclaration(node.parent) && ts.isIdentifier(node.parent.name) ? node.parent.name.text : undefined;
+      const name = node.name?.text ?? variable ?? '(anonymous class)';
       const { line } = file.getLineAndCharacterOfPosition(node.getStart(file));
       found.push({ name, line: line + 1, methods });
     }
