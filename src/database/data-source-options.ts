@@ -1,7 +1,7 @@
 import { parseDatabaseUrl } from './database-url';
 import { join } from 'node:path';
 import { DataSource, DataSourceOptions, Logger as TypeOrmLogger } from 'typeorm';
-import { ApiKeyEntity } from '../auth/api-key.entity';
+import { ApiKeyEntity } from '../api-keys/api-key.entity';
 import { ProviderEntity } from '../providers/provider.entity';
 import { WorkerRecordEntity } from '../registry/worker-record.entity';
 import { UsageRecordEntity } from '../usage/usage-record.entity';

@@ -4,7 +4,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, Module } from '@nestjs/c
 import { Test, TestingModule } from '@nestjs/testing';
 import { getRepositoryToken } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { ApiKeyEntity } from '../../src/auth/api-key.entity';
+import { ApiKeyEntity } from '../../src/api-keys/api-key.entity';
 import { CLOCK } from '../../src/common/clock';
 import { AppConfig, ConfigModule } from '../../src/config';
 import { createDataSource } from '../../src/database/data-source-options';

@@ -1,6 +1,6 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { Errors, GatewayErrorCode } from '../../common/gateway-error';
-import { errorBody } from '../../inference/error-dialect';
+import { errorBody } from '../../common/error-dialect';
 import { MAX_PARENTS, MAX_TAGS, newRecord } from '../../artifacts/artifact-record';
 import { buildJobArtifact } from '../../artifacts/job-artifact';
 import { DEFAULT_LIST_LIMIT, encodeCursor, MAX_LIST_LIMIT } from '../../artifacts/parse-artifact-request';

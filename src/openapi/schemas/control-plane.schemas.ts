@@ -1,7 +1,7 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { Errors, GatewayError } from '../../common/gateway-error';
 import { rejectedWithProblems } from '../../control-plane/pool-reload';
-import { errorBody } from '../../inference/error-dialect';
+import { errorBody } from '../../common/error-dialect';
 import type { OperationDoc, XExample } from '../api-doc';
 import { ADMIN_SECURITY, CLIENT_HEADERS, CLIENT_SECURITY, ISO_TIME, json, jsonResponse, NULLABLE_ISO_TIME, pathParam, ref, TAGS } from './common';
 import { ADMIN_AUTH_CODES, errorResponses } from './errors';

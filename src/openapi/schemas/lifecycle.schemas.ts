@@ -1,6 +1,6 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { Errors, GatewayError, GatewayErrorCode } from '../../common/gateway-error';
-import { errorBody } from '../../inference/error-dialect';
+import { errorBody } from '../../common/error-dialect';
 import type { OperationDoc, XExample } from '../api-doc';
 import { ADMIN_SECURITY, ISO_TIME, json, jsonResponse, pathParam, ref, TAGS } from './common';
 import { ADMIN_AUTH_CODES, errorResponses } from './errors';

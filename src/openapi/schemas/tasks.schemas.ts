@@ -1,6 +1,6 @@
 import type { HeaderObject, SchemaObject } from '@nestjs/swagger';
 import { Errors, GatewayError, GatewayErrorCode, statusOf } from '../../common/gateway-error';
-import { errorBody } from '../../inference/error-dialect';
+import { errorBody } from '../../common/error-dialect';
 import type { OperationDoc, ResponseDoc, XExample } from '../api-doc';
 import { ARTIFACTS_SCHEMAS } from './artifacts.schemas';
 import { CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, NULLABLE_ISO_TIME, pathParam, ref, TAGS } from './common';
