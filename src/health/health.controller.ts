@@ -14,7 +14,7 @@ import {
 import { LifecycleHealthIndicator } from './lifecycle.health';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { ApiDoc } from '../openapi/api-doc';
-import { OBSERVABILITY_API } from '../openapi/schemas/observability.schemas';
+import { OBSERVABILITY_API } from './health.schemas';
 
 const DATABASE_PING_TIMEOUT_MS = 1500;
 

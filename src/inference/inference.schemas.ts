@@ -1,8 +1,8 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import type { GatewayErrorCode } from '../../common/gateway-error';
-import type { OperationDoc, ResponseDoc, XExample } from '../api-doc';
-import { CLIENT_HEADERS, CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, ref, TAGS } from './common';
-import { errorResponses } from './errors';
+import type { GatewayErrorCode } from '../common/gateway-error';
+import type { OperationDoc, ResponseDoc, XExample } from '../openapi/api-doc';
+import { CLIENT_HEADERS, CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, ref, TAGS } from '../openapi/doc-common';
+import { errorResponses } from '../openapi/doc-errors';
 
 /**
  * `/v1/*` client routes. The gateway reads only `model`, `stream` and what routing needs and

@@ -1,11 +1,11 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import { Errors, GatewayError } from '../../common/gateway-error';
-import { rejectedWithProblems } from '../../control-plane/pool-reload';
-import { errorBody } from '../../common/error-dialect';
-import type { OperationDoc, XExample } from '../api-doc';
-import { ADMIN_SECURITY, CLIENT_HEADERS, CLIENT_SECURITY, ISO_TIME, json, jsonResponse, NULLABLE_ISO_TIME, pathParam, ref, TAGS } from './common';
-import { ADMIN_AUTH_CODES, errorResponses } from './errors';
-import { CLIENT_AUTH_ERRORS } from './inference.schemas';
+import { Errors, GatewayError } from '../common/gateway-error';
+import { rejectedWithProblems } from './pool-reload';
+import { errorBody } from '../common/error-dialect';
+import type { OperationDoc, XExample } from '../openapi/api-doc';
+import { ADMIN_SECURITY, CLIENT_HEADERS, CLIENT_SECURITY, ISO_TIME, json, jsonResponse, NULLABLE_ISO_TIME, pathParam, ref, TAGS } from '../openapi/doc-common';
+import { ADMIN_AUTH_CODES, errorResponses } from '../openapi/doc-errors';
+import { CLIENT_AUTH_ERRORS } from '../inference/inference.schemas';
 
 /** Admin providers/workers/cordons/stats, `/v1/pools/*`, `/v1/capabilities` and the reload routes. */
 
