@@ -6,8 +6,7 @@ import { buildJobArtifact } from './job-artifact';
 import { DEFAULT_LIST_LIMIT, encodeCursor, MAX_LIST_LIMIT } from './parse-artifact-request';
 import type { OperationDoc, XExample } from '../openapi/api-doc';
 import { CLIENT_HEADERS, CLIENT_SECURITY, json, jsonResponse, ref, TAGS } from '../openapi/doc-common';
-import { errorResponses } from '../openapi/doc-errors';
-import { CLIENT_AUTH_ERRORS } from '../inference/inference.schemas';
+import { CLIENT_AUTH_ERRORS, errorResponses } from '../openapi/doc-errors';
 
 /** `/v1/artifacts`: the artifact registry (docs/artifacts.md). */
 

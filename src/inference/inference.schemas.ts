@@ -2,7 +2,7 @@ import type { SchemaObject } from '@nestjs/swagger';
 import type { GatewayErrorCode } from '../common/gateway-error';
 import type { OperationDoc, ResponseDoc, XExample } from '../openapi/api-doc';
 import { CLIENT_HEADERS, CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, ref, TAGS } from '../openapi/doc-common';
-import { errorResponses } from '../openapi/doc-errors';
+import { CLIENT_AUTH_ERRORS, errorResponses } from '../openapi/doc-errors';
 
 /**
  * `/v1/*` client routes. The gateway reads only `model`, `stream` and what routing needs and
@@ -195,9 +195,6 @@ export const INFERENCE_SCHEMAS: Record<string, SchemaObject> = {
     },
   },
 };
-
-/** Answers of API-key authentication (routes that do not queue). */
-export const CLIENT_AUTH_ERRORS: GatewayErrorCode[] = ['invalid_request', 'invalid_api_key', 'auth_rate_limited'];
 
 /** What the gateway itself may answer on an inference route (before the backend's answer). */
 const INFERENCE_ERRORS: GatewayErrorCode[] = [

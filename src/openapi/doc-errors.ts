@@ -202,3 +202,6 @@ export const ADMIN_AUTH_CODES: GatewayErrorCode[] = ['unauthorized', 'forbidden'
 /** The error responses of an admin route: the given codes plus the admin-token ones, in the OpenAI dialect. */
 export const adminErrors = (codes: Parameters<typeof errorResponses>[1] = [], overrides?: Parameters<typeof errorResponses>[2]) =>
   errorResponses('openai', [...codes, ...ADMIN_AUTH_CODES], overrides);
+
+/** Answers of API-key authentication (routes that do not queue). */
+export const CLIENT_AUTH_ERRORS: GatewayErrorCode[] = ['invalid_request', 'invalid_api_key', 'auth_rate_limited'];
