@@ -3,7 +3,7 @@ import { boundedRetryMs, safeIsoTime } from './safe-time';
 export { boundedRetryMs, MAX_RETRY_AFTER_MS, safeIsoTime } from './safe-time';
 
 /**
- * Domain errors with stable codes. `inference/error-dialect.ts` is the one place that maps a code
+ * Domain errors with stable codes. `error-dialect.ts` (beside it) is the one place that maps a code
  * to an HTTP status and to the caller's dialect.
  */
 export type GatewayErrorCode =
