@@ -11,7 +11,7 @@ import { DispatchModule } from './dispatch/dispatch.module';
 import { WorkerLinkModule } from './worker-link/worker-link.module';
 import { InferenceModule } from './inference/inference.module';
 import { ControlPlaneModule } from './control-plane/control-plane.module';
-import { HealthModule } from './observability/health.module';
+import { HealthModule } from './health/health.module';
 import { RelayHealthSnapshot } from './control-plane/relay-health-snapshot';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { UsageModule } from './usage/usage.module';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, Repository } from 'typeorm';
-import { ApiKeyEntity } from '../auth/api-key.entity';
+import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyRecord, ApiKeyStore } from './api-key-store';
 
 /** Columns rewritten when a key is saved again; `created_at` and `last_used_at` are kept. */

@@ -6,7 +6,7 @@ import { describeKey, parseCreateKeyBody, parseUpdateKeyBody } from './api-key.d
 import type { ApiKeyRecord } from './api-key-store';
 import { ApiKeysService } from './api-keys.service';
 import { ApiDoc } from '../openapi/api-doc';
-import { ADMIN_DATA_API } from '../openapi/schemas/admin-data.schemas';
+import { API_KEYS_API } from './api-keys.schemas';
 
 /** Operator API for client API keys (bearer ADMIN_TOKEN); see docs/tenancy.md. */
 @Controller('admin/keys')
@@ -19,7 +19,7 @@ export class ApiKeysController {
 
   /** 201 with the key in `key`: the only time it is shown. */
   @Post()
-  @ApiDoc(ADMIN_DATA_API.createKey)
+  @ApiDoc(API_KEYS_API.createKey)
   @HttpCode(201)
   async create(@Body() raw: unknown) {
     const { record, key } = await this.keys.create(parseCreateKeyBody(raw, this.clock.now()));
@@ -27,19 +27,19 @@ export class ApiKeysController {
   }
 
   @Get()
-  @ApiDoc(ADMIN_DATA_API.listKeys)
+  @ApiDoc(API_KEYS_API.listKeys)
   list() {
     return { data: this.keys.list().map((k) => this.describe(k)) };
   }
 
   @Get(':id')
-  @ApiDoc(ADMIN_DATA_API.getKey)
+  @ApiDoc(API_KEYS_API.getKey)
   get(@Param('id') id: string) {
     return this.describe(this.keyOr404(id));
   }
 
   @Patch(':id')
-  @ApiDoc(ADMIN_DATA_API.updateKey)
+  @ApiDoc(API_KEYS_API.updateKey)
   async update(@Param('id') id: string, @Body() raw: unknown) {
     this.keyOr404(id);
     const updated = await this.keys.update(id, parseUpdateKeyBody(raw, this.clock.now()));
@@ -47,7 +47,7 @@ export class ApiKeysController {
   }
 
   @Delete(':id')
-  @ApiDoc(ADMIN_DATA_API.deleteKey)
+  @ApiDoc(API_KEYS_API.deleteKey)
   async remove(@Param('id') id: string) {
     this.keyOr404(id);
     if (!(await this.keys.remove(id))) throw notFound(id);

@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { ApiKeyEntity } from './api-key.entity';
 import { AuthModule } from '../auth/auth.module';
 import { TenancyModule } from '../tenancy/tenancy.module';
 import { ApiKeyStore } from './api-key-store';
@@ -6,9 +8,9 @@ import { TypeOrmApiKeyStore } from './api-key-store.typeorm';
 import { ApiKeysController } from './api-keys.controller';
 import { ApiKeysService } from './api-keys.service';
 
-/** Client API keys: verification for the inference routes and `/admin/keys`. Needs the global DatabaseModule. */
+/** Client API keys: verification for the inference routes and `/admin/keys`. Registers its own entities; needs the global DatabaseModule (the DataSource). */
 @Module({
-  imports: [AuthModule, TenancyModule],
+  imports: [AuthModule, TenancyModule, TypeOrmModule.forFeature([ApiKeyEntity])],
   controllers: [ApiKeysController],
   providers: [ApiKeysService, TypeOrmApiKeyStore, { provide: ApiKeyStore, useExisting: TypeOrmApiKeyStore }],
   exports: [ApiKeysService],

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
-import { StaleCleanupService } from '../registry/stale-cleanup.service';
+import { RetentionTasks } from '../common/retention-tasks';
 import { ArtifactStore } from './artifact-store';
 
 /**
@@ -16,7 +16,7 @@ export class ArtifactRetention {
   constructor(
     private readonly store: ArtifactStore,
     @Inject(APP_CONFIG) config: AppConfig,
-    @Optional() cleanup?: StaleCleanupService,
+    @Optional() cleanup?: RetentionTasks,
   ) {
     this.retentionMs = config.artifacts.retentionMs;
     // Registered while the application is being built, before the cleanup job's first sweep at boot.

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { epochMillis } from '../database/column-transformers';
+import { epochMillis } from '../common/column-transformers';
 
 /**
  * Row of `artifact_tags`: one tag of one artifact, so `?tag=` is an exact, indexed match on

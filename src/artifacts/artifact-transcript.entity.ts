@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { epochMillis } from '../database/column-transformers';
+import { epochMillis } from '../common/column-transformers';
 
 /**
  * Row of `artifact_transcripts`: a job's SSE transcript too large to sit inline in its content

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { epochMillis } from '../database/column-transformers';
+import { epochMillis } from '../common/column-transformers';
 
 /**
  * Row of `artifacts`: one content-addressed artifact of one tenant. Ids are unique within a

@@ -4,7 +4,7 @@ import { ApiKeysService } from '../api-keys/api-keys.service';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { APP_CONFIG, AppConfig } from '../config';
 import { ApiDoc } from '../openapi/api-doc';
-import { ARTIFACTS_API } from '../openapi/schemas/artifacts.schemas';
+import { ARTIFACTS_API } from './artifacts.schemas';
 import { JOB_KIND } from './artifact-record';
 import { ArtifactSummary } from './artifact-store';
 import { ArtifactsService } from './artifacts.service';

@@ -1,4 +1,8 @@
 import { Global, Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { ArtifactEntity } from './artifact.entity';
+import { ArtifactTagEntity } from './artifact-tag.entity';
+import { ArtifactTranscriptEntity } from './artifact-transcript.entity';
 import { ApiKeysModule } from '../api-keys/api-keys.module';
 import { TenancyModule } from '../tenancy/tenancy.module';
 import { ArtifactMetrics } from './artifact-metrics';
@@ -13,7 +17,8 @@ import { JOB_ARTIFACTS } from './job-artifacts.port';
 /**
  * The artifact registry: `/v1/artifacts`, the write-behind recorder behind the `JOB_ARTIFACTS`
  * port (the task API records every finished task through it), the store and its retention (a
- * step of the cleanup job). Needs `DatabaseModule`.
+ * step of the cleanup job). Registers its entities; needs `DatabaseModule` (the DataSource) and the
+ * global `WorkerRecordsModule` (the cleanup job).
  *
  * Global, like the usage module: Nest runs a global module's shutdown hooks after the feature
  * modules', so the artifacts of tasks ended while the gateway drains are still written before the
@@ -21,7 +26,7 @@ import { JOB_ARTIFACTS } from './job-artifacts.port';
  */
 @Global()
 @Module({
-  imports: [ApiKeysModule, TenancyModule],
+  imports: [ApiKeysModule, TenancyModule, TypeOrmModule.forFeature([ArtifactEntity, ArtifactTagEntity, ArtifactTranscriptEntity])],
   controllers: [ArtifactsController],
   providers: [
     TypeOrmArtifactStore,

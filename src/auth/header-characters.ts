@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { Errors } from '../common/gateway-error';
-import { dialectOf, errorBody } from '../inference/error-dialect';
+import { dialectOf, errorBody } from '../common/error-dialect';
 
 /** Bytes of a rejected request searched for the offending header (a request head is at most 16 KiB by default). */
 const MAX_SCAN = 64 * 1024;

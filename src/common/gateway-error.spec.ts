@@ -1,4 +1,4 @@
-import { errorHeaders } from '../inference/error-dialect';
+import { errorHeaders } from './error-dialect';
 import { Errors, MAX_RETRY_AFTER_MS, safeIsoTime } from './gateway-error';
 
 describe('errors never throw on bad numbers (issue 16, H1)', () => {

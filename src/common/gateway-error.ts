@@ -30,7 +30,7 @@ function rateLimitDetails(d: RateLimitDetails): GatewayErrorDetails {
 
 /**
  * Domain errors with stable codes (the table of codes, statuses, kinds and retriability is
- * `gateway-error-codes.ts`). `inference/error-dialect.ts` is the one place that maps a code
+ * `gateway-error-codes.ts`). `error-dialect.ts` (beside it) is the one place that maps a code
  * to an HTTP status and to the caller's dialect.
  */
 export class GatewayError extends Error {

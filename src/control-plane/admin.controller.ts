@@ -16,7 +16,7 @@ import { DrainWorkerDto } from './dto/drain-worker.dto';
 import { JsonBodyPipe } from './json-body.pipe';
 import { PoolsService } from './pools.service';
 import { ApiDoc } from '../openapi/api-doc';
-import { CONTROL_PLANE_API } from '../openapi/schemas/control-plane.schemas';
+import { CONTROL_PLANE_API } from './control-plane.schemas';
 
 const DRAIN_WORKER_BODY = new JsonBodyPipe(DrainWorkerDto);
 const CREATE_PROVIDER_BODY = new JsonBodyPipe(CreateProviderDto);

@@ -5,7 +5,7 @@ import { Errors, GatewayError } from '../common/gateway-error';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { CapabilitiesDocument, CapabilitiesService } from './capabilities.service';
 import { ApiDoc } from '../openapi/api-doc';
-import { CONTROL_PLANE_API } from '../openapi/schemas/control-plane.schemas';
+import { CONTROL_PLANE_API } from './control-plane.schemas';
 
 /** Discovery for clients and tools: what the gateway's pools can do right now. */
 @Controller('v1')

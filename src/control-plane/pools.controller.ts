@@ -5,7 +5,7 @@ import { DrainPoolDto } from './dto/drain-pool.dto';
 import { JsonBodyPipe } from './json-body.pipe';
 import { PoolsService } from './pools.service';
 import { ApiDoc } from '../openapi/api-doc';
-import { CONTROL_PLANE_API } from '../openapi/schemas/control-plane.schemas';
+import { CONTROL_PLANE_API } from './control-plane.schemas';
 
 const DRAIN_BODY = new JsonBodyPipe(DrainPoolDto);
 

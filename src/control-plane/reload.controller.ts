@@ -3,7 +3,7 @@ import { AdminGuard } from '../auth/admin.guard';
 import { ConfigReloadService, ReloadRejected, ReloadResult } from '../config/config-reload.service';
 import { rejectedWithProblems } from './pool-reload';
 import { ApiDoc } from '../openapi/api-doc';
-import { CONTROL_PLANE_API } from '../openapi/schemas/control-plane.schemas';
+import { CONTROL_PLANE_API } from './control-plane.schemas';
 
 /**
  * `POST /admin/reload` (admin token): re-reads CONFIG_FILE and applies providers, routing and

@@ -1,31 +1,17 @@
 import { parseDatabaseUrl } from './database-url';
 import { join } from 'node:path';
 import { DataSource, DataSourceOptions, Logger as TypeOrmLogger } from 'typeorm';
-import { ApiKeyEntity } from '../auth/api-key.entity';
-import { ProviderEntity } from '../providers/provider.entity';
-import { WorkerRecordEntity } from '../registry/worker-record.entity';
-import { UsageRecordEntity } from '../usage/usage-record.entity';
-import { TenantEntity } from '../tenancy/tenant.entity';
-import { ArtifactEntity } from '../artifacts/artifact.entity';
-import { ArtifactTagEntity } from '../artifacts/artifact-tag.entity';
-import { ArtifactTranscriptEntity } from '../artifacts/artifact-transcript.entity';
-import { OpTokenNonceEntity } from '../governance/op-token-nonce.entity';
-import { AuditEntryEntity } from '../governance/audit-entry.entity';
-import { LoadTaskEntity } from '../lifecycle/load-task.entity';
 
-export const ENTITIES = [
-  ProviderEntity,
-  WorkerRecordEntity,
-  ApiKeyEntity,
-  TenantEntity,
-  UsageRecordEntity,
-  ArtifactEntity,
-  ArtifactTagEntity,
-  ArtifactTranscriptEntity,
-  OpTokenNonceEntity,
-  AuditEntryEntity,
-  LoadTaskEntity,
-];
+/**
+ * Every entity of every feature, found by file name (`*.entity.ts` under `src/` when this file runs
+ * from `src/database`, `*.entity.js` under `dist/` when it runs from `dist/database`), for the
+ * DataSources made outside Nest (`switchboard migrate`, tests). In the application each feature's
+ * module registers its own entities (`TypeOrmModule.forFeature`, collected by `autoLoadEntities`),
+ * so this module names none of them.
+ */
+export function entitiesGlob(): string {
+  return __filename.endsWith('.ts') ? join(__dirname, '..', '**', '*.entity.ts') : join(__dirname, '..', '**', '*.entity.js');
+}
 
 /**
  * The hand-written migrations in the top-level `migrations/` folder: the TypeScript sources when
@@ -53,7 +39,7 @@ export interface DataSourceExtras {
  */
 export function buildDataSourceOptions(databaseUrl: string, extras: DataSourceExtras = {}): DataSourceOptions {
   const common = {
-    entities: ENTITIES,
+    entities: [entitiesGlob()],
     migrations: [migrationsGlob()],
     synchronize: false,
     migrationsRun: false,

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import { epochMillis } from '../database/column-transformers';
+import { epochMillis } from '../common/column-transformers';
 import type { AuditOutcome, AuditTarget } from './audit-log';
 
 /**

@@ -1,5 +1,5 @@
 import { Errors, GatewayError } from '../common/gateway-error';
-import { parseTime } from '../usage/usage-query';
+import { parseTime } from '../common/parse-time';
 import { AUDIT_OUTCOMES, AuditOutcome, AuditQuery } from './audit-log';
 import { LIFECYCLE_OPERATIONS, LifecycleOperation } from './op-token';
 

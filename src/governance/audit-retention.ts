@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
-import { StaleCleanupService } from '../registry/stale-cleanup.service';
+import { RetentionTasks } from '../common/retention-tasks';
 import { AuditLog } from './audit-log';
 
 /**
@@ -17,7 +17,7 @@ export class AuditRetention {
   constructor(
     private readonly store: AuditLog,
     @Inject(APP_CONFIG) config: AppConfig,
-    @Optional() cleanup?: StaleCleanupService,
+    @Optional() cleanup?: RetentionTasks,
   ) {
     this.retentionMs = config.governance.auditRetentionMs;
     this.unauthenticatedMs = config.governance.unauthenticatedAuditRetentionMs;

@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { CLOCK, Clock, systemClock } from '../common/clock';
-import { SerialWriteQueue } from '../registry/serial-write-queue';
+import { SerialWriteQueue } from '../common/serial-write-queue';
 import { AuditEntry, AuditLog, AuditQuery, AuditRecord } from './audit-log';
 import { UnauthenticatedRefusals } from './unauthenticated-refusals';
 

@@ -1,4 +1,7 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuditEntryEntity } from './audit-entry.entity';
+import { OpTokenNonceEntity } from './op-token-nonce.entity';
 import { AuthModule } from '../auth/auth.module';
 import { AuditController } from './audit.controller';
 import { AuditLog } from './audit-log';
@@ -11,10 +14,10 @@ import { TypeOrmNonceStore } from './nonce-store.typeorm';
 
 /**
  * Governed lifecycle operations: op-token verification (key, signers, persisted nonces), the
- * audit trail and `GET /admin/audit`. Needs the global DatabaseModule.
+ * audit trail and `GET /admin/audit`. Registers its own entities; needs the global DatabaseModule (the DataSource).
  */
 @Module({
-  imports: [AuthModule],
+  imports: [AuthModule, TypeOrmModule.forFeature([AuditEntryEntity, OpTokenNonceEntity])],
   controllers: [AuditController],
   providers: [
     GovernanceService,

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors } from '../common/gateway-error';
-import { StaleCleanupService } from '../registry/stale-cleanup.service';
+import { RetentionTasks } from '../common/retention-tasks';
 import { NonceStore } from './nonce-store';
 import { lifecycleEnabled } from './governance-config';
 import { OpTokenClaims } from './op-token';
@@ -26,7 +26,7 @@ export class GovernanceService {
     @Inject(APP_CONFIG) config: AppConfig,
     @Inject(CLOCK) clock: Clock,
     nonces: NonceStore,
-    @Optional() cleanup?: StaleCleanupService,
+    @Optional() cleanup?: RetentionTasks,
   ) {
     const { keyPath, signers, signerKeys, sharedKeyCompat, requiredSigners } = config.governance;
     if (lifecycleEnabled(config.governance)) {

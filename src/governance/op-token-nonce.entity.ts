@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { epochMillis } from '../database/column-transformers';
+import { epochMillis } from '../common/column-transformers';
 
 /**
  * Row of `op_token_nonces`: a nonce some verifiedOpToken used. Kept while a token carrying it

@@ -2,7 +2,7 @@ import type { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { Errors } from '../common/gateway-error';
-import { dialectOf, errorBody, errorHeaders } from '../inference/error-dialect';
+import { dialectOf, errorBody, errorHeaders } from '../common/error-dialect';
 
 /**
  * Connections accepted beyond the cap, each allowed only to become a worker WebSocket (or be

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, GatewayErrorCode, statusOf } from '../common/gateway-error';
-import { dialectOf, errorBody, errorHeaders } from './error-dialect';
+import { dialectOf, errorBody, errorHeaders } from '../common/error-dialect';
 
 const CODE_BY_STATUS: Record<number, GatewayErrorCode> = {
   400: 'invalid_request',

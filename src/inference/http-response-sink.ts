@@ -4,7 +4,7 @@ import { GatewayError, statusOf } from '../common/gateway-error';
 import { ResponseSink } from '../dispatch/relay-request';
 import { clientResponseHeaders } from './response-headers';
 import { CORRELATION_HEADER } from '../observability/correlation-id';
-import { Dialect, errorBody, errorHeaders, sseErrorEvent } from './error-dialect';
+import { Dialect, errorBody, errorHeaders, sseErrorEvent } from '../common/error-dialect';
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream',

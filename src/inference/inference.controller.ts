@@ -5,7 +5,7 @@ import { ApiKeysService } from '../api-keys/api-keys.service';
 import { GatewayError } from '../common/gateway-error';
 import { InferenceService } from './inference.service';
 import { ApiDoc } from '../openapi/api-doc';
-import { INFERENCE_API } from '../openapi/schemas/inference.schemas';
+import { INFERENCE_API } from './inference.schemas';
 
 /** OpenAI- and Anthropic-compatible endpoints. Thin: everything happens in InferenceService. */
 @Controller('v1')

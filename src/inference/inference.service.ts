@@ -8,7 +8,7 @@ import { Dispatcher } from '../dispatch/dispatcher.service';
 import { RelayRequest } from '../dispatch/relay-request';
 import { CORRELATION_HEADER } from '../observability/correlation-id';
 import type { AccessLogFields } from '../observability/access-log';
-import { dialectOf } from './error-dialect';
+import { dialectOf } from '../common/error-dialect';
 import { HttpResponseSink } from './http-response-sink';
 import { parseInferenceBody } from './parse-inference-body';
 import { extractRequirements } from '../routing/requirements';

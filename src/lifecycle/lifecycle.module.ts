@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { LoadTaskEntity } from './load-task.entity';
 import { AuthModule } from '../auth/auth.module';
 import { DispatchModule } from '../dispatch/dispatch.module';
 import { GovernanceModule } from '../governance/governance.module';
@@ -17,7 +19,7 @@ import { TypeOrmLoadTaskStore } from './load-task-store.typeorm';
  * models being loaded (for `/v1/capabilities`). Needs the global DatabaseModule.
  */
 @Module({
-  imports: [AuthModule, DispatchModule, GovernanceModule, ProvidersModule, RegistryModule],
+  imports: [AuthModule, DispatchModule, GovernanceModule, ProvidersModule, RegistryModule, TypeOrmModule.forFeature([LoadTaskEntity])],
   controllers: [LifecycleController],
   providers: [
     LifecycleService,

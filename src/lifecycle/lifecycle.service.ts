@@ -11,7 +11,7 @@ import { OpTokenVerifier } from '../governance/op-token-verifier';
 import { LifecycleCommandMessage, LifecycleStatusMessage } from '../protocol';
 import { ProvidersService } from '../providers/providers.service';
 import { LiveWorker } from '../registry/live-worker';
-import { SerialWriteQueue } from '../registry/serial-write-queue';
+import { SerialWriteQueue } from '../common/serial-write-queue';
 import { StaleCleanupService } from '../registry/stale-cleanup.service';
 import { WorkerRegistry } from '../registry/worker-registry.service';
 import type { LifecycleReportHandler } from '../worker-link/worker-connection';

@@ -65,8 +65,8 @@ export interface OperationDoc {
 }
 
 /**
- * The route's OpenAPI operation, from one `OperationDoc` kept in `src/openapi/schemas/*` so the
- * controllers carry a single decorator per route. Documentation only: nothing here adds pipes,
+ * The route's OpenAPI operation, from one `OperationDoc` kept in a `*.schemas.ts` file next to the
+ * controller (shared helpers in `src/openapi/doc-*.ts`) so the controllers carry a single decorator per route. Documentation only: nothing here adds pipes,
  * validation or parsing, so request handling is unchanged.
  */
 export function ApiDoc(doc: OperationDoc): MethodDecorator {

@@ -2,15 +2,17 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SecurityRequirementObject, SwaggerModule } from '@nestjs/swagger';
 import type { AppConfig } from '../config';
 import { apiVersion } from '../control-plane/capabilities.service';
-import { ADMIN_DATA_SCHEMAS } from './schemas/admin-data.schemas';
-import { ARTIFACTS_SCHEMAS } from './schemas/artifacts.schemas';
-import { SECURITY_SCHEMES, TAG_OBJECTS } from './schemas/common';
-import { CONTROL_PLANE_SCHEMAS } from './schemas/control-plane.schemas';
-import { ERROR_SCHEMAS } from './schemas/errors';
-import { INFERENCE_SCHEMAS } from './schemas/inference.schemas';
-import { OBSERVABILITY_SCHEMAS } from './schemas/observability.schemas';
-import { TASKS_SCHEMAS } from './schemas/tasks.schemas';
-import { LIFECYCLE_SCHEMAS } from './schemas/lifecycle.schemas';
+import { API_KEYS_SCHEMAS } from '../api-keys/api-keys.schemas';
+import { TENANTS_SCHEMAS } from '../tenancy/tenants.schemas';
+import { USAGE_SCHEMAS } from '../usage/usage.schemas';
+import { ARTIFACTS_SCHEMAS } from '../artifacts/artifacts.schemas';
+import { SECURITY_SCHEMES, TAG_OBJECTS } from './doc-common';
+import { CONTROL_PLANE_SCHEMAS } from '../control-plane/control-plane.schemas';
+import { ERROR_SCHEMAS } from './doc-errors';
+import { INFERENCE_SCHEMAS } from '../inference/inference.schemas';
+import { OBSERVABILITY_SCHEMAS } from '../health/health.schemas';
+import { TASKS_SCHEMAS } from '../tasks/tasks.schemas';
+import { LIFECYCLE_SCHEMAS } from '../lifecycle/lifecycle.schemas';
 
 const DESCRIPTION = `Switchboard is an internal AI gateway: one OpenAI- and Anthropic-compatible endpoint in front of GPU workers.
 
@@ -34,7 +36,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   base.tags = TAG_OBJECTS;
   base.components = {
     securitySchemes: SECURITY_SCHEMES,
-    schemas: { ...ERROR_SCHEMAS, ...INFERENCE_SCHEMAS, ...CONTROL_PLANE_SCHEMAS, ...ADMIN_DATA_SCHEMAS, ...OBSERVABILITY_SCHEMAS, ...ARTIFACTS_SCHEMAS, ...TASKS_SCHEMAS, ...LIFECYCLE_SCHEMAS },
+    schemas: { ...ERROR_SCHEMAS, ...INFERENCE_SCHEMAS, ...CONTROL_PLANE_SCHEMAS, ...API_KEYS_SCHEMAS, ...TENANTS_SCHEMAS, ...USAGE_SCHEMAS, ...OBSERVABILITY_SCHEMAS, ...ARTIFACTS_SCHEMAS, ...TASKS_SCHEMAS, ...LIFECYCLE_SCHEMAS },
   };
   // A copy: the scanned operations share objects with the decorators' metadata.
   const document = structuredClone(SwaggerModule.createDocument(app, base, { autoTagControllers: false }));

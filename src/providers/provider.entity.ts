@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { epochMillis } from '../database/column-transformers';
+import { epochMillis } from '../common/column-transformers';
 import type { ModelCapabilities } from '../protocol';
 
 /** Row of `providers` (see migrations/ and docs/persistence.md). */

@@ -1,6 +1,14 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { PoolStats } from './pool-stats';
+import { ProviderEntity } from './provider.entity';
+import { ProviderStore } from './provider-store';
+import { TypeOrmProviderStore } from './provider-store.typeorm';
 import { ProvidersService } from './providers.service';
 
-@Module({ providers: [ProvidersService, PoolStats], exports: [ProvidersService, PoolStats] })
+@Module({
+  imports: [TypeOrmModule.forFeature([ProviderEntity])],
+  providers: [ProvidersService, PoolStats, TypeOrmProviderStore, { provide: ProviderStore, useExisting: TypeOrmProviderStore }],
+  exports: [ProvidersService, PoolStats, ProviderStore],
+})
 export class ProvidersModule {}

@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock, TimerHandle } from '../common/clock';
+import { RetentionTask, RetentionTasks } from '../common/retention-tasks';
 import { WorkerRecordEntity } from './worker-record.entity';
 
 export interface SweepResult {
@@ -12,8 +13,7 @@ export interface SweepResult {
   pruned?: Record<string, number>;
 }
 
-/** Deletes rows older than its own retention as of `now`; returns how many. */
-export type RetentionTask = (now: number) => Promise<number>;
+export type { RetentionTask } from '../common/retention-tasks';
 
 /**
  * Keeps worker records truthful when nobody recorded a disconnect (a gateway crashed or was
@@ -28,7 +28,7 @@ export type RetentionTask = (now: number) => Promise<number>;
  * records); each task runs after the worker-record steps and fails on its own.
  */
 @Injectable()
-export class StaleCleanupService implements OnModuleInit, BeforeApplicationShutdown {
+export class StaleCleanupService implements RetentionTasks, OnModuleInit, BeforeApplicationShutdown {
   private readonly log = new Logger('StaleCleanup');
   private timer: TimerHandle | undefined;
   private running: Promise<SweepResult> | undefined;

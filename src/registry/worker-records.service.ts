@@ -4,7 +4,7 @@ import { EntityManager, MoreThanOrEqual, Repository } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock, TimerHandle } from '../common/clock';
 import { RecentModelIndex } from './recent-model-index';
-import { SerialWriteQueue } from './serial-write-queue';
+import { SerialWriteQueue } from '../common/serial-write-queue';
 import { WorkerRecordEntity } from './worker-record.entity';
 import { WorkerConnectedRecord, WorkerRecords } from './worker-records.port';
 

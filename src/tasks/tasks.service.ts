@@ -6,7 +6,7 @@ import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError, statusOf } from '../common/gateway-error';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { RelayRequest } from '../dispatch/relay-request';
-import { errorBody, errorHeaders } from '../inference/error-dialect';
+import { errorBody, errorHeaders } from '../common/error-dialect';
 import { CORRELATION_HEADER } from '../observability/correlation-id';
 import { forwardableHeaders } from '../protocol';
 import { extractRequirements } from '../routing/requirements';

@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { TenantEntity } from './tenant.entity';
 import { AuthModule } from '../auth/auth.module';
 import { TenantLimits } from './tenant-limits.service';
 import { TenantStore } from './tenant-store';
@@ -6,9 +8,9 @@ import { TypeOrmTenantStore } from './tenant-store.typeorm';
 import { TenantsController } from './tenants.controller';
 import { TenantsService } from './tenants.service';
 
-/** Tenant settings (config file + `tenants` table), `/admin/tenants` and admission limits. Needs the global DatabaseModule. */
+/** Tenant settings (config file + `tenants` table), `/admin/tenants` and admission limits. Registers its own entities; needs the global DatabaseModule (the DataSource). */
 @Module({
-  imports: [AuthModule],
+  imports: [AuthModule, TypeOrmModule.forFeature([TenantEntity])],
   controllers: [TenantsController],
   providers: [TenantsService, TenantLimits, TypeOrmTenantStore, { provide: TenantStore, useExisting: TypeOrmTenantStore }],
   exports: [TenantsService, TenantLimits],

@@ -5,7 +5,7 @@ import { parseJsonObject } from './json-object';
 import { parseTenantSettings, TENANT_ID, TenantSettings } from './tenancy-config';
 import { TenantsService, TenantView } from './tenants.service';
 import { ApiDoc } from '../openapi/api-doc';
-import { ADMIN_DATA_API } from '../openapi/schemas/admin-data.schemas';
+import { TENANTS_API } from './tenants.schemas';
 
 /** Operator API for tenant settings (bearer ADMIN_TOKEN); see docs/tenancy.md. */
 @Controller('admin/tenants')
@@ -15,14 +15,14 @@ export class TenantsController {
 
   /** Tenants with settings of their own (stored or configured), and the defaults of all others. */
   @Get()
-  @ApiDoc(ADMIN_DATA_API.listTenants)
+  @ApiDoc(TENANTS_API.listTenants)
   list() {
     return { data: this.tenants.list().map(describeTenant), defaults: settingsJson(this.tenants.defaultSettings()) };
   }
 
   /** The tenant's effective settings and where they come from (`admin`, `config` or `default`). */
   @Get(':id')
-  @ApiDoc(ADMIN_DATA_API.getTenant)
+  @ApiDoc(TENANTS_API.getTenant)
   get(@Param('id') id: string) {
     return describeTenant(this.tenants.describe(checkTenantId(id)));
   }
@@ -32,7 +32,7 @@ export class TenantsController {
    * stores them and applies them at once. They take precedence over the config file's entry.
    */
   @Put(':id')
-  @ApiDoc(ADMIN_DATA_API.putTenant)
+  @ApiDoc(TENANTS_API.putTenant)
   async put(@Param('id') id: string, @Body() raw: unknown) {
     checkTenantId(id);
     const problems: string[] = [];
@@ -43,7 +43,7 @@ export class TenantsController {
 
   /** Forgets the stored settings: the config file's entry (or the defaults) applies again. */
   @Delete(':id')
-  @ApiDoc(ADMIN_DATA_API.deleteTenant)
+  @ApiDoc(TENANTS_API.deleteTenant)
   async remove(@Param('id') id: string) {
     checkTenantId(id);
     if (!(await this.tenants.remove(id))) throw new GatewayError('not_found', `Tenant '${id}' has no settings stored through the admin API`);

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { epochMillis } from '../database/column-transformers';
+import { epochMillis } from '../common/column-transformers';
 
 /**
  * Row of `usage_records`: one per finished client request (see UsageRecord). Counts, never

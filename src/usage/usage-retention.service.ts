@@ -2,7 +2,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '../config';
-import { StaleCleanupService } from '../registry/stale-cleanup.service';
+import { RetentionTasks } from '../common/retention-tasks';
 import { UsageRecordEntity } from './usage-record.entity';
 
 /**
@@ -20,7 +20,7 @@ export class UsageRetention {
   constructor(
     @InjectRepository(UsageRecordEntity) private readonly repo: Repository<UsageRecordEntity>,
     @Inject(APP_CONFIG) config: AppConfig,
-    @Optional() cleanup?: StaleCleanupService,
+    @Optional() cleanup?: RetentionTasks,
   ) {
     this.retentionMs = config.usage.retentionMs;
     // Registered while the application is being built, before the cleanup job's first sweep at boot.

@@ -4,7 +4,7 @@ import { GatewayError } from '../common/gateway-error';
 import { UsageAggregates, UsageTotals } from './usage-aggregates.service';
 import { parseUsageQuery, UsageGroupBy } from './usage-query';
 import { ApiDoc } from '../openapi/api-doc';
-import { ADMIN_DATA_API } from '../openapi/schemas/admin-data.schemas';
+import { USAGE_API } from './usage.schemas';
 
 /** Operator API (bearer ADMIN_TOKEN): usage totals for chargeback. */
 @Controller('admin')
@@ -14,7 +14,7 @@ export class UsageController {
 
   /** `GET /admin/usage?tenant=&key=&since=&until=&group_by=tenant|key|model|day` (see docs/api.md). */
   @Get('usage')
-  @ApiDoc(ADMIN_DATA_API.usage)
+  @ApiDoc(USAGE_API.usage)
   async usage(@Query() raw: Record<string, unknown>) {
     const query = parseUsageQuery(raw ?? {});
     if (query instanceof GatewayError) throw query;

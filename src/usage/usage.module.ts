@@ -1,4 +1,6 @@
 import { Global, Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { UsageRecordEntity } from './usage-record.entity';
 import { AuthModule } from '../auth/auth.module';
 import { UsageAggregates } from './usage-aggregates.service';
 import { TypeOrmUsageRecorder } from './usage-recorder.service';
@@ -9,7 +11,8 @@ import { UsageController } from './usage.controller';
 /**
  * Usage records for chargeback: the write-behind recorder behind the `UsageRecorder` port (the
  * dispatcher records every finished request), their retention (a step of the cleanup job) and
- * `GET /admin/usage`. Needs `DatabaseModule` (the repository, the cleanup job).
+ * `GET /admin/usage`. Registers its entity; needs `DatabaseModule` (the DataSource) and the
+ * global `WorkerRecordsModule` (the cleanup job).
  *
  * Global, for two reasons: the dispatcher injects `UsageRecorder` without importing this module,
  * and Nest runs a global module's shutdown hooks after the feature modules', so records of the
@@ -17,7 +20,7 @@ import { UsageController } from './usage.controller';
  */
 @Global()
 @Module({
-  imports: [AuthModule],
+  imports: [AuthModule, TypeOrmModule.forFeature([UsageRecordEntity])],
   controllers: [UsageController],
   providers: [TypeOrmUsageRecorder, { provide: UsageRecorder, useExisting: TypeOrmUsageRecorder }, UsageAggregates, UsageRetention],
   exports: [UsageRecorder, TypeOrmUsageRecorder, UsageAggregates, UsageRetention],

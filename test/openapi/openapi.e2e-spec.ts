@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JOB_ARTIFACTS, JobArtifacts } from '../../src/artifacts/job-artifacts.port';
 import { apiVersion } from '../../src/control-plane/capabilities.service';
-import { CONFIG_RELOAD_REFUSED, POOL_RELOAD_REFUSED } from '../../src/openapi/schemas/control-plane.schemas';
+import { CONFIG_RELOAD_REFUSED, POOL_RELOAD_REFUSED } from '../../src/control-plane/control-plane.schemas';
 import { DOCS_PATH, OPENAPI_PATH } from '../../src/openapi/openapi.setup';
 import { TestGateway, TEST_ADMIN_TOKEN } from '../support/gateway';
 import { chat, eventually, post } from '../support/http';

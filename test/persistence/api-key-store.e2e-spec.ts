@@ -1,5 +1,5 @@
 import { DataSource, Repository } from 'typeorm';
-import { ApiKeyEntity } from '../../src/auth/api-key.entity';
+import { ApiKeyEntity } from '../../src/api-keys/api-key.entity';
 import { ApiKeyRecord } from '../../src/api-keys/api-key-store';
 import { TypeOrmApiKeyStore } from '../../src/api-keys/api-key-store.typeorm';
 import { RecordingLogger } from './support/recording-logger';

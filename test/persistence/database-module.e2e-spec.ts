@@ -2,16 +2,18 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { BeforeApplicationShutdown, Injectable, Logger, Module } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
-import { getRepositoryToken } from '@nestjs/typeorm';
+import { getRepositoryToken, TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { ApiKeyEntity } from '../../src/auth/api-key.entity';
+import { ApiKeyEntity } from '../../src/api-keys/api-key.entity';
 import { CLOCK } from '../../src/common/clock';
 import { AppConfig, ConfigModule } from '../../src/config';
 import { createDataSource } from '../../src/database/data-source-options';
 import { DatabaseModule } from '../../src/database/database.module';
 import { CommonModule } from '../../src/common/common.module';
 import { ProviderStore } from '../../src/providers/provider-store';
+import { ProvidersModule } from '../../src/providers/providers.module';
 import { TypeOrmProviderStore } from '../../src/providers/provider-store.typeorm';
+import { WorkerRecordsModule } from '../../src/registry/registry.module';
 import { WorkerRecordEntity } from '../../src/registry/worker-record.entity';
 import { WorkerRecords } from '../../src/registry/worker-records.port';
 import { TypeOrmWorkerRecords } from '../../src/registry/worker-records.service';
@@ -59,7 +61,16 @@ describe('DatabaseModule', () => {
 
   async function boot(...features: Array<new () => unknown>): Promise<TestingModule> {
     const moduleRef = await Test.createTestingModule({
-      imports: [ConfigModule.forRoot(config), CommonModule, DatabaseModule.forRoot(config), ...features],
+      imports: [
+        ConfigModule.forRoot(config),
+        CommonModule,
+        DatabaseModule.forRoot(config),
+        // The DataSource alone; the features register their own entities and stores.
+        WorkerRecordsModule,
+        ProvidersModule,
+        TypeOrmModule.forFeature([ApiKeyEntity]),
+        ...features,
+      ],
     })
       .overrideProvider(CLOCK)
       .useValue(clock)

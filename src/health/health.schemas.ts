@@ -1,6 +1,6 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import type { OperationDoc } from '../api-doc';
-import { ISO_TIME, jsonResponse, NO_SECURITY, ref, TAGS } from './common';
+import type { OperationDoc } from '../openapi/api-doc';
+import { ISO_TIME, jsonResponse, NO_SECURITY, ref, TAGS } from '../openapi/doc-common';
 
 /** `/health`, `/health/live`, `/health/ready` and `/metrics`: no authentication. */
 

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn, ValueTransformer } from 'typeorm';
-import { epochMillis } from '../database/column-transformers';
+import { epochMillis } from '../common/column-transformers';
 import type { Priority } from '../tenancy/priority';
 
 /** BIGINT counts (limits) as numbers: PostgreSQL returns BIGINT as a string. */

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
-import { LifecycleState } from './lifecycle-state';
+import { LifecycleState } from '../observability/lifecycle-state';
 
 /** Terminus indicator: up while the process accepts new work, down once shutdown has begun. */
 @Injectable()

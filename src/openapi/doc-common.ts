@@ -1,5 +1,5 @@
 import type { HeaderObject, ParameterObject, ReferenceObject, SchemaObject, SecurityRequirementObject, SecuritySchemeObject, TagObject } from '@nestjs/swagger';
-import type { MediaDoc, ResponseDoc } from '../api-doc';
+import type { MediaDoc, ResponseDoc } from './api-doc';
 
 /** A reference to a schema of `components.schemas` (every name used must be defined there). */
 export function ref(name: string): ReferenceObject {

@@ -1,10 +1,10 @@
 import type { HeaderObject, SchemaObject } from '@nestjs/swagger';
-import { Errors, GatewayError, GatewayErrorCode, statusOf } from '../../common/gateway-error';
-import { errorBody } from '../../inference/error-dialect';
-import type { OperationDoc, ResponseDoc, XExample } from '../api-doc';
-import { ARTIFACTS_SCHEMAS } from './artifacts.schemas';
-import { CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, NULLABLE_ISO_TIME, pathParam, ref, TAGS } from './common';
-import { errorResponses, SAMPLE_ERRORS } from './errors';
+import { Errors, GatewayError, GatewayErrorCode, statusOf } from '../common/gateway-error';
+import { errorBody } from '../common/error-dialect';
+import type { OperationDoc, ResponseDoc, XExample } from '../openapi/api-doc';
+import { ARTIFACTS_SCHEMAS } from '../artifacts/artifacts.schemas';
+import { CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, NULLABLE_ISO_TIME, pathParam, ref, TAGS } from '../openapi/doc-common';
+import { errorResponses, SAMPLE_ERRORS } from '../openapi/doc-errors';
 
 /** `/v1/tasks`: asynchronous tasks with SSE events (docs/tasks.md). */
 

@@ -1,9 +1,9 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import { Errors, GatewayError, GatewayErrorCode } from '../../common/gateway-error';
-import { errorBody } from '../../inference/error-dialect';
-import type { OperationDoc, XExample } from '../api-doc';
-import { ADMIN_SECURITY, ISO_TIME, json, jsonResponse, pathParam, ref, TAGS } from './common';
-import { ADMIN_AUTH_CODES, errorResponses } from './errors';
+import { Errors, GatewayError, GatewayErrorCode } from '../common/gateway-error';
+import { errorBody } from '../common/error-dialect';
+import type { OperationDoc, XExample } from '../openapi/api-doc';
+import { ADMIN_SECURITY, ISO_TIME, json, jsonResponse, pathParam, ref, TAGS } from '../openapi/doc-common';
+import { ADMIN_AUTH_CODES, errorResponses } from '../openapi/doc-errors';
 
 /** `/v1/models/load`, `/v1/models/unload`, `/v1/cache/flush` (governed, admin) and `/admin/audit`. */
 

@@ -1,8 +1,8 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import { ErrorKind, Errors, GatewayError, GatewayErrorCode, statusOf } from '../../common/gateway-error';
-import { Dialect, errorBody, errorHeaders } from '../../inference/error-dialect';
-import type { ResponseDoc } from '../api-doc';
-import { HEADERS, json, ref } from './common';
+import { ErrorKind, Errors, GatewayError, GatewayErrorCode, statusOf } from '../common/gateway-error';
+import { Dialect, errorBody, errorHeaders } from '../common/error-dialect';
+import type { ResponseDoc } from './api-doc';
+import { HEADERS, json, ref } from './doc-common';
 
 /** Every error code (the record makes the compiler insist on new ones). */
 const CODES: Record<GatewayErrorCode, true> = {
@@ -198,3 +198,10 @@ export function errorResponses(dialect: Dialect, codes: GatewayErrorCode[], over
 
 /** The error responses every admin and pool route shares. */
 export const ADMIN_AUTH_CODES: GatewayErrorCode[] = ['unauthorized', 'forbidden'];
+
+/** The error responses of an admin route: the given codes plus the admin-token ones, in the OpenAI dialect. */
+export const adminErrors = (codes: Parameters<typeof errorResponses>[1] = [], overrides?: Parameters<typeof errorResponses>[2]) =>
+  errorResponses('openai', [...codes, ...ADMIN_AUTH_CODES], overrides);
+
+/** Answers of API-key authentication (routes that do not queue). */
+export const CLIENT_AUTH_ERRORS: GatewayErrorCode[] = ['invalid_request', 'invalid_api_key', 'auth_rate_limited'];

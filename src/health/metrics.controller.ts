@@ -3,7 +3,7 @@ import { PrometheusController } from '@willsoto/nestjs-prometheus';
 import type { FastifyReply } from 'fastify';
 import { Registry } from 'prom-client';
 import { ApiDoc } from '../openapi/api-doc';
-import { OBSERVABILITY_API } from '../openapi/schemas/observability.schemas';
+import { OBSERVABILITY_API } from './health.schemas';
 
 /**
  * GET /metrics (path set by PrometheusModule.register). Serves this app's registry rather than

@@ -1,8 +1,10 @@
 import { DynamicModule, Module, ModuleMetadata, Provider, Type } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { PrometheusModule } from '@willsoto/nestjs-prometheus';
 import { HealthController } from './health.controller';
-import { HEALTH_SNAPSHOT, HealthSnapshot } from './health-snapshot';
+import { HEALTH_SNAPSHOT, HealthSnapshot } from '../observability/health-snapshot';
 import { LifecycleHealthIndicator } from './lifecycle.health';
+import { MetricsController } from './metrics.controller';
 
 export interface HealthSnapshotSource {
   /** Modules exporting what the snapshot class needs (e.g. the queue and registry modules). */
@@ -14,11 +16,17 @@ export interface HealthSnapshotSource {
 }
 
 /**
- * GET /health, /health/live, /health/ready. Imported plainly, /health reports zero workers and an
- * empty queue unless some global module provides HEALTH_SNAPSHOT; `withSnapshot` wires one in.
+ * The observability edge: GET /health, /health/live, /health/ready and GET /metrics (served from
+ * the registry of the global ObservabilityModule). Imported plainly, /health reports zero workers
+ * and an empty queue unless some global module provides HEALTH_SNAPSHOT; `withSnapshot` wires one in.
  */
 @Module({
-  imports: [TerminusModule.forRoot({ errorLogStyle: 'json' })],
+  imports: [
+    TerminusModule.forRoot({ errorLogStyle: 'json' }),
+    // The module's own default-metrics and controller use prom-client's global registry, which a
+    // second app in the same process would collide with; ours serve the app's registry instead.
+    PrometheusModule.register({ controller: MetricsController, defaultMetrics: { enabled: false } }),
+  ],
   controllers: [HealthController],
   providers: [LifecycleHealthIndicator],
 })

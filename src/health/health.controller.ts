@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Optional, Res, ServiceUnavailableException } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { HealthCheck, HealthCheckResult, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
-import { appVersion } from './app-version';
+import { appVersion } from '../observability/app-version';
 import {
   EMPTY_HEALTH_SNAPSHOT,
   HEALTH_SNAPSHOT,
@@ -10,11 +10,11 @@ import {
   REDIS_HEALTH,
   RedisHealth,
   RedisHealthSource,
-} from './health-snapshot';
+} from '../observability/health-snapshot';
 import { LifecycleHealthIndicator } from './lifecycle.health';
-import { LifecycleState } from './lifecycle-state';
+import { LifecycleState } from '../observability/lifecycle-state';
 import { ApiDoc } from '../openapi/api-doc';
-import { OBSERVABILITY_API } from '../openapi/schemas/observability.schemas';
+import { OBSERVABILITY_API } from './health.schemas';
 
 const DATABASE_PING_TIMEOUT_MS = 1500;
 

@@ -5,14 +5,14 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { parsePrometheusText, SWITCHBOARD_FAMILIES } from '../../test/observability/prometheus-text';
-import { registerAccessLog } from './access-log';
-import { registerCorrelationId } from './correlation-id';
-import { HEALTH_SNAPSHOT, HealthSnapshot } from './health-snapshot';
+import { registerAccessLog } from '../observability/access-log';
+import { registerCorrelationId } from '../observability/correlation-id';
+import { HEALTH_SNAPSHOT, HealthSnapshot } from '../observability/health-snapshot';
 import { HealthModule } from './health.module';
-import { LifecycleState } from './lifecycle-state';
-import { createLogger } from './logger';
-import { MetricsService } from './metrics.service';
-import { ObservabilityModule } from './observability.module';
+import { LifecycleState } from '../observability/lifecycle-state';
+import { createLogger } from '../observability/logger';
+import { MetricsService } from '../observability/metrics.service';
+import { ObservabilityModule } from '../observability/observability.module';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const sqliteInMemory = TypeOrmModule.forRoot({ type: 'better-sqlite3', database: ':memory:' });

@@ -1,4 +1,4 @@
-import { boundedRetryMs, GatewayError, GatewayErrorCode, isRetriable, kindOf, statusOf } from '../common/gateway-error';
+import { boundedRetryMs, GatewayError, GatewayErrorCode, isRetriable, kindOf, statusOf } from './gateway-error';
 
 /** The API family a caller speaks, chosen by route. */
 export type Dialect = 'openai' | 'anthropic';

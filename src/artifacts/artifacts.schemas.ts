@@ -1,13 +1,12 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import { Errors, GatewayErrorCode } from '../../common/gateway-error';
-import { errorBody } from '../../inference/error-dialect';
-import { MAX_PARENTS, MAX_TAGS, newRecord } from '../../artifacts/artifact-record';
-import { buildJobArtifact } from '../../artifacts/job-artifact';
-import { DEFAULT_LIST_LIMIT, encodeCursor, MAX_LIST_LIMIT } from '../../artifacts/parse-artifact-request';
-import type { OperationDoc, XExample } from '../api-doc';
-import { CLIENT_HEADERS, CLIENT_SECURITY, json, jsonResponse, ref, TAGS } from './common';
-import { errorResponses } from './errors';
-import { CLIENT_AUTH_ERRORS } from './inference.schemas';
+import { Errors, GatewayErrorCode } from '../common/gateway-error';
+import { errorBody } from '../common/error-dialect';
+import { MAX_PARENTS, MAX_TAGS, newRecord } from './artifact-record';
+import { buildJobArtifact } from './job-artifact';
+import { DEFAULT_LIST_LIMIT, encodeCursor, MAX_LIST_LIMIT } from './parse-artifact-request';
+import type { OperationDoc, XExample } from '../openapi/api-doc';
+import { CLIENT_HEADERS, CLIENT_SECURITY, json, jsonResponse, ref, TAGS } from '../openapi/doc-common';
+import { CLIENT_AUTH_ERRORS, errorResponses } from '../openapi/doc-errors';
 
 /** `/v1/artifacts`: the artifact registry (docs/artifacts.md). */
 

@@ -1,0 +1,386 @@
+import type { SchemaObject } from '@nestjs/swagger';
+import { Errors, GatewayError } from '../common/gateway-error';
+import { errorBody } from '../common/error-dialect';
+import type { OperationDoc, XExample } from '../openapi/api-doc';
+import { ADMIN_SECURITY, ISO_TIME, json, jsonResponse, NULLABLE_ISO_TIME, pathParam, ref, TAGS } from '../openapi/doc-common';
+import { adminErrors } from '../openapi/doc-errors';
+
+/** OpenAPI of the admin providers, workers, cordons and stats routes (admin.controller.ts). */
+
+const capabilities: SchemaObject = {
+  type: 'object',
+  properties: { vision: { type: 'boolean' }, tools: { type: 'boolean' }, json_mode: { type: 'boolean' }, context_length: { type: 'integer', minimum: 1 } },
+  additionalProperties: false,
+};
+
+const providerFields: Record<string, SchemaObject> = {
+  secret: { type: 'string', minLength: 8, writeOnly: true, description: 'The secret its workers present; only a hash is stored.' },
+  enabled: { type: 'boolean', description: '`false` refuses new workers and answers `503 provider_disabled`.' },
+  max_queue_len: { type: 'integer', minimum: 0 },
+  queue_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
+  request_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
+  max_models: { type: 'integer', minimum: 1 },
+  models: { type: 'array', maxItems: 10000, items: { type: 'string' }, description: 'Exact names and `*` globs: the models this provider\'s workers may serve (its allow-list; a model a provider lists belongs to the providers that list it). Exact names are declared even while no worker serves them. Empty = any model no provider lists.' },
+  priority: { type: 'integer', minimum: 0, nullable: true, description: 'Routing priority of its workers (lower is preferred); `null` clears it.' },
+  capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Per model; overrides what the workers declare.' },
+};
+
+const WORKER_EXAMPLE = {
+  id: 'w-7c9e6679-7425-40de-944b-e07fc1f90ae7',
+  name: 'gpu-node-1',
+  provider: 'gpu-a',
+  models: ['llama3:8b'],
+  capabilities: { 'llama3:8b': { tools: true, context_length: 8192 } },
+  endpoints: null,
+  runner: { type: 'vllm', version: '0.6.3' },
+  priority: 100,
+  max_concurrent: 4,
+  in_flight: 1,
+  held_slots: 0,
+  load: 1,
+  draining: true,
+  cordoned: true,
+  cordon: 'worker',
+  latency_ms: 180,
+  consecutive_failures: 0,
+  ejected: false,
+  ejected_until: null,
+  connected_at: '2026-11-22T18:02:11.000Z',
+  last_seen_at: '2026-11-22T20:49:58.000Z',
+};
+
+
+const byCode: SchemaObject = { type: 'object', additionalProperties: { type: 'integer' } };
+export const names: SchemaObject = { type: 'array', items: { type: 'string' } };
+const rates: Record<string, SchemaObject> = { requests_per_min: { type: 'integer' }, error_rate: { type: 'number', minimum: 0, maximum: 1 } };
+const ratesFigures = ['requests_per_min', 'error_rate', 'latency_ms', 'history'];
+
+const HISTORY_EXAMPLE = {
+  bucket_secs: 10,
+  start: '2026-05-01T09:55:10.000Z',
+  requests: [7, 6, 8],
+  errors: [0, 1, 0],
+  latency_p50_ms: [170, 190, null],
+  latency_p95_ms: [640, 900, null],
+};
+
+export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
+  ModelCapabilities: capabilities,
+  CreateProvider: {
+    type: 'object',
+    required: ['name'],
+    properties: { name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' }, ...providerFields },
+    additionalProperties: false,
+  },
+  UpdateProvider: { type: 'object', properties: providerFields, additionalProperties: false },
+  Provider: {
+    type: 'object',
+    required: ['name', 'enabled', 'source', 'has_secret', 'max_queue_len', 'queue_timeout_secs', 'request_timeout_secs', 'max_models', 'models', 'priority', 'capabilities', 'aliases', 'workers_connected', 'queue_depth'],
+    properties: {
+      name: { type: 'string' },
+      enabled: { type: 'boolean' },
+      source: { type: 'string', enum: ['config', 'admin'], description: '`config` providers are rewritten at every boot.' },
+      has_secret: { type: 'boolean' },
+      max_queue_len: { type: 'integer' },
+      queue_timeout_secs: { type: 'number' },
+      request_timeout_secs: { type: 'number' },
+      max_models: { type: 'integer' },
+      models: { type: 'array', items: { type: 'string' } },
+      priority: { type: 'integer', nullable: true },
+      capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities') },
+      aliases: { type: 'object', additionalProperties: { type: 'string' }, description: 'Pool aliases (`POST /v1/pools/{id}/reload`).' },
+      workers_connected: { type: 'integer' },
+      queue_depth: { type: 'integer' },
+    },
+  },
+  ProviderList: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('Provider') } } },
+  ProviderDeleted: {
+    type: 'object',
+    required: ['deleted'],
+    properties: { deleted: { type: 'string' }, source: { type: 'string', enum: ['config'] }, note: { type: 'string' } },
+  },
+  Worker: {
+    type: 'object',
+    required: ['id', 'name', 'provider', 'models', 'capabilities', 'endpoints', 'runner', 'priority', 'max_concurrent', 'in_flight', 'held_slots', 'load', 'draining', 'cordoned', 'cordon', 'latency_ms', 'consecutive_failures', 'ejected', 'ejected_until', 'connected_at', 'last_seen_at'],
+    properties: {
+      id: { type: 'string' },
+      name: { type: 'string' },
+      provider: { type: 'string' },
+      models: { type: 'array', items: { type: 'string' } },
+      capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Effective capabilities per model.' },
+      endpoints: { type: 'array', items: { type: 'string' }, nullable: true },
+      runner: { type: 'object', nullable: true, required: ['type'], properties: { type: { type: 'string' }, version: { type: 'string' } } },
+      priority: { type: 'integer' },
+      max_concurrent: { type: 'integer' },
+      in_flight: { type: 'integer' },
+      held_slots: { type: 'integer' },
+      load: { type: 'integer' },
+      draining: { type: 'boolean' },
+      cordoned: { type: 'boolean' },
+      cordon: { type: 'string', enum: ['pool', 'worker'], nullable: true },
+      latency_ms: { type: 'integer', nullable: true, description: 'Average time to first byte.' },
+      consecutive_failures: { type: 'integer' },
+      ejected: { type: 'boolean' },
+      ejected_until: NULLABLE_ISO_TIME,
+      connected_at: ISO_TIME,
+      last_seen_at: ISO_TIME,
+    },
+  },
+  WorkerDetail: {
+    allOf: [
+      ref('Worker'),
+      {
+        type: 'object',
+        required: ['in_flight_request_ids', 'held_request_ids'],
+        properties: { in_flight_request_ids: { type: 'array', items: { type: 'string' } }, held_request_ids: { type: 'array', items: { type: 'string' } } },
+      },
+    ],
+  },
+  WorkerList: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('Worker') } } },
+  DrainWorker: {
+    type: 'object',
+    properties: {
+      timeout_secs: { type: 'number', minimum: 0.001, maximum: 86400, description: 'Seconds to finish in-flight work (default `SHUTDOWN_DRAIN_TIMEOUT_SECS`).' },
+      reason: { type: 'string', maxLength: 200 },
+    },
+    additionalProperties: false,
+  },
+  WorkerUndrained: {
+    type: 'object',
+    required: ['id', 'provider', 'name', 'undrained', 'connected'],
+    properties: {
+      id: { type: 'string' },
+      provider: { type: 'string' },
+      name: { type: 'string' },
+      undrained: { type: 'boolean', description: '`false`: the name was not cordoned.' },
+      connected: { type: 'boolean' },
+    },
+  },
+  Cordons: {
+    type: 'object',
+    required: ['pools', 'workers'],
+    properties: {
+      pools: {
+        type: 'array',
+        items: { type: 'object', required: ['pool', 'since', 'reason', 'deadline_ms'], properties: { pool: { type: 'string' }, since: ISO_TIME, reason: { type: 'string' }, deadline_ms: { type: 'integer' } } },
+      },
+      workers: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['provider', 'name', 'since', 'reason', 'worker_ids'],
+          properties: { provider: { type: 'string' }, name: { type: 'string' }, since: ISO_TIME, reason: { type: 'string' }, worker_ids: { type: 'array', items: { type: 'string' } } },
+        },
+      },
+    },
+  },
+  Stats: {
+    type: 'object',
+    required: ['since', 'pools', 'unrouted'],
+    properties: {
+      since: ISO_TIME,
+      pools: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['pool', 'draining', 'workers', 'queue_depth', 'in_flight', 'served', 'cancelled', 'rejected_by_code', 'errors_by_code', 'queue_wait_ms', 'tokens', ...ratesFigures],
+          properties: {
+            pool: { type: 'string' },
+            draining: { type: 'boolean' },
+            workers: { type: 'integer' },
+            queue_depth: { type: 'integer' },
+            in_flight: { type: 'integer' },
+            served: { type: 'integer' },
+            cancelled: { type: 'integer' },
+            rejected_by_code: byCode,
+            errors_by_code: byCode,
+            queue_wait_ms: { type: 'object', required: ['avg', 'p95'], properties: { avg: { type: 'number' }, p95: { type: 'number' } } },
+            tokens: { type: 'object', required: ['prompt', 'completion', 'total'], properties: { prompt: { type: 'integer' }, completion: { type: 'integer' }, total: { type: 'integer' } } },
+            ...rates,
+            latency_ms: ref('LatencyPercentiles'),
+            history: ref('PoolHistory'),
+          },
+        },
+      },
+      unrouted: { type: 'object', required: ['rejected_by_code', 'errors_by_code'], properties: { rejected_by_code: byCode, errors_by_code: byCode } },
+      overall: {
+        type: 'object',
+        description: 'The same figures over every finished request (every pool and the unrouted ones).',
+        required: ratesFigures,
+        properties: { ...rates, latency_ms: ref('LatencyPercentiles'), history: ref('PoolHistory') },
+      },
+      recent_errors: {
+        type: 'array',
+        description: 'The last 50 error answers of the whole gateway, newest first (gateway errors and backend 5xx).',
+        items: {
+          type: 'object',
+          required: ['at', 'pool', 'status', 'code', 'message', 'correlation_id', 'model', 'tenant', 'worker_id'],
+          properties: {
+            at: ISO_TIME,
+            pool: { type: 'string', nullable: true },
+            status: { type: 'integer' },
+            code: { type: 'string', nullable: true, description: 'null when the backend answered the 5xx.' },
+            message: { type: 'string', nullable: true },
+            correlation_id: { type: 'string', nullable: true },
+            model: { type: 'string', nullable: true },
+            tenant: { type: 'string', nullable: true },
+            worker_id: { type: 'string', nullable: true },
+          },
+        },
+      },
+    },
+  },
+};
+
+const workerId = pathParam('id', "The worker's connection id (`GET /admin/workers`).", WORKER_EXAMPLE.id);
+const providerName = pathParam('name', 'The provider name.', 'gpu-a');
+const notFoundWorker = Errors.notFound('Worker', 'no-such-worker');
+/** The body the gateway writes for an admin error. */
+const body = (e: GatewayError) => errorBody('openai', e);
+
+const DRAIN_WORKER_EXAMPLES: Record<string, XExample> = {
+  drain: {
+    summary: "Drain a worker within 30 s; its name stays cordoned (reconnections refused with close 1013) until undrain",
+    request: { path: `/admin/workers/${WORKER_EXAMPLE.id}/drain`, body: { timeout_secs: 30, reason: 'kernel upgrade' } },
+    response: { status: 202, body: WORKER_EXAMPLE },
+  },
+  invalid: {
+    summary: 'An unknown field',
+    request: { path: `/admin/workers/${WORKER_EXAMPLE.id}/drain`, body: { timeout: 30 } },
+    response: { status: 422, body: body(Errors.validationFailed([{ field: 'timeout', message: 'property timeout should not exist' }])) },
+  },
+  unknown: { summary: 'An unknown worker id', request: { path: '/admin/workers/no-such-worker/drain', body: {} }, response: { status: 404, body: body(notFoundWorker) } },
+};
+
+export const ADMIN_API = {
+  listProviders: {
+    operationId: 'listProviders',
+    summary: 'Providers (pools)',
+    description: 'Limits, `has_secret`, live worker count and queue depth; never secrets.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    responses: { 200: jsonResponse('The providers', ref('ProviderList')), ...adminErrors() },
+  },
+  createProvider: {
+    operationId: 'createProvider',
+    summary: 'Create a provider',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    requestBody: { required: true, content: json(ref('CreateProvider'), { typical: { summary: 'A pool with its own secret and limits', value: { name: 'gpu-a', secret: 'a-long-worker-secret', max_queue_len: 200, models: ['llama3:70b'] } } }) },
+    responses: { 201: jsonResponse('Created', ref('Provider')), ...adminErrors(['invalid_request', 'conflict', 'validation_failed']) },
+  },
+  updateProvider: {
+    operationId: 'updateProvider',
+    summary: 'Update a provider',
+    description: '`enabled: false` refuses new workers and answers `503 provider_disabled`.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [providerName],
+    requestBody: { required: true, content: json(ref('UpdateProvider'), { disable: { summary: 'Disable the provider', value: { enabled: false } } }) },
+    responses: { 200: jsonResponse('The provider', ref('Provider')), ...adminErrors(['invalid_request', 'not_found', 'validation_failed']) },
+  },
+  deleteProvider: {
+    operationId: 'deleteProvider',
+    summary: 'Delete a provider',
+    description:
+      'Queued and in-flight requests fail `503 provider_deleted`; its workers are closed. A provider from configuration returns at the next boot: without `force=true` that is `409 conflict`.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [providerName, { name: 'force', in: 'query', required: false, description: 'Delete a provider from configuration until the next boot.', schema: { type: 'string', enum: ['true', 'false'] } }],
+    responses: { 200: jsonResponse('Deleted', ref('ProviderDeleted'), { deleted: 'gpu-a' }), ...adminErrors(['invalid_request', 'not_found', 'conflict']) },
+  },
+  listWorkers: {
+    operationId: 'listWorkers',
+    summary: 'Connected workers',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    responses: { 200: jsonResponse('The workers', ref('WorkerList')), ...adminErrors() },
+  },
+  getWorker: {
+    operationId: 'getWorker',
+    summary: 'One worker',
+    description: 'The list fields plus `in_flight_request_ids` and `held_request_ids`.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [workerId],
+    responses: { 200: jsonResponse('The worker', ref('WorkerDetail')), ...adminErrors(['not_found'], { not_found: notFoundWorker }) },
+  },
+  drainWorker: {
+    operationId: 'drainWorker',
+    summary: "Drain a worker and cordon its name",
+    description:
+      'Every live connection with the worker\'s name drains (`graceful_shutdown`, no new work, closed when idle or at the deadline, ' +
+      'what is left failing `drain_timeout`); reconnections with that name are refused with close `1013` until `POST /admin/workers/{id}/undrain`.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [workerId],
+    requestBody: { required: false, content: json(ref('DrainWorker'), { typical: { summary: 'Drain within 30 s', value: DRAIN_WORKER_EXAMPLES.drain.request.body } }) },
+    responses: {
+      202: jsonResponse('Draining', ref('Worker'), WORKER_EXAMPLE),
+      ...adminErrors(['invalid_request', 'not_found', 'validation_failed'], { not_found: notFoundWorker, validation_failed: Errors.validationFailed([{ field: 'timeout_secs', message: 'timeout_secs must not be greater than 86400' }]) }),
+    },
+    xExamples: DRAIN_WORKER_EXAMPLES,
+  },
+  undrainWorker: {
+    operationId: 'undrainWorker',
+    summary: "Lift a worker name's cordon",
+    description: 'The id may be a live worker\'s or that of a drained connection that has gone (`connected: false`).',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [workerId],
+    responses: {
+      200: jsonResponse('Undrained', ref('WorkerUndrained'), { id: WORKER_EXAMPLE.id, provider: 'gpu-a', name: 'gpu-node-1', undrained: true, connected: false }),
+      ...adminErrors(['not_found'], { not_found: notFoundWorker }),
+    },
+  },
+  refreshModels: {
+    operationId: 'refreshWorkerModels',
+    summary: "Ask a worker to refresh its models",
+    description: 'Sends `models_refresh`; the worker answers with `models_update`.',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    parameters: [workerId],
+    responses: { 202: jsonResponse('Asked', ref('Worker')), ...adminErrors(['not_found'], { not_found: notFoundWorker }) },
+  },
+  cordons: {
+    operationId: 'listCordons',
+    summary: 'What is cordoned now',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    responses: {
+      200: jsonResponse('Cordons', ref('Cordons'), {
+        pools: [{ pool: 'gpu-b', since: '2026-11-22T20:50:00.000Z', reason: 'maintenance', deadline_ms: 60000 }],
+        workers: [{ provider: 'gpu-a', name: 'gpu-node-1', since: '2026-11-22T20:40:00.000Z', reason: 'kernel upgrade', worker_ids: [WORKER_EXAMPLE.id] }],
+      }),
+      ...adminErrors(),
+    },
+  },
+  stats: {
+    operationId: 'getStats',
+    summary: 'Per-pool figures since start',
+    tags: [TAGS.providers],
+    security: ADMIN_SECURITY,
+    responses: {
+      200: jsonResponse('Stats', ref('Stats'), {
+        since: '2026-05-01T08:00:00.000Z',
+        pools: [
+          {
+            pool: 'local', draining: false, workers: 2, queue_depth: 0, in_flight: 1, served: 1200, cancelled: 4,
+            rejected_by_code: { queue_full: 3 }, errors_by_code: { queue_full: 3, worker_error: 1 },
+            queue_wait_ms: { avg: 35, p95: 210 }, tokens: { prompt: 91000, completion: 40200, total: 131200 }, requests_per_min: 42, error_rate: 0.024,
+            latency_ms: { p50: 180, p90: 610, p95: 830, p99: 1900, samples: 41 }, history: HISTORY_EXAMPLE,
+          },
+        ],
+        unrouted: { rejected_by_code: { model_not_found: 2 }, errors_by_code: { model_not_found: 2 } },
+        overall: { requests_per_min: 44, error_rate: 0.023, latency_ms: { p50: 175, p90: 600, p95: 820, p99: 1850, samples: 43 }, history: HISTORY_EXAMPLE },
+        recent_errors: [
+          {
+            at: '2026-05-01T09:59:41.003Z', pool: null, status: 404, code: 'model_not_found', message: "Model 'gpt-5' not found",
+            correlation_id: 'req-42', model: 'gpt-5', tenant: 'default', worker_id: null,
+          },
+        ],
+      }),
+      ...adminErrors(),
+    },
+  },
+} satisfies Record<string, OperationDoc>;

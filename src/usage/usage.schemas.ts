@@ -1,0 +1,81 @@
+import type { SchemaObject } from '@nestjs/swagger';
+import { Errors } from '../common/gateway-error';
+import type { OperationDoc } from '../openapi/api-doc';
+import { ADMIN_SECURITY, jsonResponse, NULLABLE_ISO_TIME, ref, TAGS } from '../openapi/doc-common';
+import { adminErrors } from '../openapi/doc-errors';
+import { tenantId } from '../tenancy/tenants.schemas';
+
+/** OpenAPI of `/admin/usage` (usage.controller.ts). */
+
+export const USAGE_SCHEMAS: Record<string, SchemaObject> = {
+  Usage: {
+    type: 'object',
+    required: ['object', 'group_by', 'filters', 'data'],
+    properties: {
+      object: { type: 'string', enum: ['usage'] },
+      group_by: { type: 'string', enum: ['tenant', 'key', 'model', 'day'], nullable: true },
+      filters: {
+        type: 'object',
+        required: ['tenant', 'key', 'since', 'until'],
+        properties: { tenant: { type: 'string', nullable: true }, key: { type: 'string', nullable: true }, since: NULLABLE_ISO_TIME, until: NULLABLE_ISO_TIME },
+      },
+      data: {
+        type: 'array',
+        description: 'One row of totals, or one per group; the group value is under the `group_by` name (null for rows without one, last).',
+        items: {
+          type: 'object',
+          required: ['requests', 'errors', 'prompt_tokens', 'completion_tokens', 'total_tokens'],
+          properties: {
+            tenant: { type: 'string', nullable: true },
+            key: { type: 'string', nullable: true },
+            model: { type: 'string', nullable: true },
+            day: { type: 'string', nullable: true, pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
+            requests: { type: 'integer' },
+            errors: { type: 'integer', description: 'Requests that ended with a status >= 400.' },
+            prompt_tokens: { type: 'integer' },
+            completion_tokens: { type: 'integer' },
+            total_tokens: { type: 'integer' },
+          },
+        },
+      },
+    },
+  },
+};
+
+const timeParam = (name: string, meaning: string) => ({
+  name,
+  in: 'query' as const,
+  required: false,
+  description: `${meaning}: ISO-8601 date (midnight UTC) or date-time, or epoch milliseconds.`,
+  schema: { type: 'string' },
+  example: name === 'since' ? '2025-01-01' : '2025-02-01',
+});
+
+export const USAGE_API = {
+  usage: {
+    operationId: 'getUsage',
+    summary: 'Usage totals for chargeback',
+    description: 'Totals of the usage records of finished requests; records appear after up to `USAGE_FLUSH_INTERVAL_SECS`.',
+    tags: [TAGS.usage],
+    security: ADMIN_SECURITY,
+    parameters: [
+      { name: 'tenant', in: 'query', required: false, description: "Only this tenant's requests.", schema: tenantId },
+      { name: 'key', in: 'query', required: false, description: 'Only requests made with this API key id.', schema: { type: 'string' } },
+      timeParam('since', 'Requests received at or after (inclusive)'),
+      timeParam('until', 'Requests received before (exclusive)'),
+      { name: 'group_by', in: 'query', required: false, description: 'Without it: one row of totals.', schema: { type: 'string', enum: ['tenant', 'key', 'model', 'day'] } },
+    ],
+    responses: {
+      200: jsonResponse('Totals', ref('Usage'), {
+        object: 'usage',
+        group_by: 'tenant',
+        filters: { tenant: null, key: null, since: '2025-01-01T00:00:00.000Z', until: '2025-02-01T00:00:00.000Z' },
+        data: [
+          { tenant: 'team-a', requests: 1520, errors: 12, prompt_tokens: 803211, completion_tokens: 120044, total_tokens: 923255 },
+          { tenant: 'team-b', requests: 87, errors: 0, prompt_tokens: 10233, completion_tokens: 4410, total_tokens: 14643 },
+        ],
+      }),
+      ...adminErrors(['invalid_request'], { invalid_request: Errors.invalidRequest("Query parameter 'group_by' must be one of tenant, key, model, day, got 'week'", 'group_by') }),
+    },
+  },
+} satisfies Record<string, OperationDoc>;
