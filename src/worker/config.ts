@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parse as parseYaml } from 'yaml';
 import { ModelCapabilities } from '../protocol';
-import { RUNNER_TYPES, RunnerChoice } from './lifecycle/types';
+import { RUNNER_TYPES, RunnerChoice } from './models/lifecycle/types';
 import { LOG_LEVELS, LogLevel } from './logger';
 import { proxySettingsFromEnv } from './network/proxy-env';
 import { readPemCertificates } from './network/tls-trust';

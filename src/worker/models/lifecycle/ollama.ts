@@ -1,4 +1,4 @@
-import { ModelLoadMessage, ModelUnloadMessage } from '../../protocol';
+import { ModelLoadMessage, ModelUnloadMessage } from '../../../protocol';
 import { JsonObject, asObject } from '../probes/json';
 import { backendMessage, expectOk, objectOf } from './backend-http';
 import { estimateEta } from './progress';

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { BackendClient } from '../backend-client';
+import type { BackendClient } from '../../requests/backend-client';
 import { LINE_MAX, LifecycleHttp } from './backend-http';
 import { OperationFailed } from './types';
 

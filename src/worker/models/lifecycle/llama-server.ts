@@ -1,4 +1,4 @@
-import { CacheFlushMessage, ModelLoadMessage, ModelUnloadMessage } from '../../protocol';
+import { CacheFlushMessage, ModelLoadMessage, ModelUnloadMessage } from '../../../protocol';
 import { JsonObject, asObject } from '../probes/json';
 import { Answer, LifecycleHttp, backendMessage, expectOk, isMissingRoute, isOk, objectOf } from './backend-http';
 import { estimateEta } from './progress';

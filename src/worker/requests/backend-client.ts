@@ -1,9 +1,9 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { forwardableHeaders } from '../protocol';
-import { ProxySettings, describeProxy, proxyAuthorization, proxyFor } from './network/proxy-env';
-import { TlsTrust } from './network/tls-trust';
-import { TunnelAgent } from './network/tunnel-agent';
+import { forwardableHeaders } from '../../protocol';
+import { ProxySettings, describeProxy, proxyAuthorization, proxyFor } from '../network/proxy-env';
+import { TlsTrust } from '../network/tls-trust';
+import { TunnelAgent } from '../network/tunnel-agent';
 
 /** Raised when the backend could not be reached or gave no response head. */
 export class BackendUnavailableError extends Error {

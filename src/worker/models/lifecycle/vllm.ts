@@ -1,5 +1,5 @@
-import { CacheFlushMessage, ModelLoadMessage, ModelUnloadMessage } from '../../protocol';
-import { LoraPathRefused, containedLoraPath } from '../guard/lifecycle-args';
+import { CacheFlushMessage, ModelLoadMessage, ModelUnloadMessage } from '../../../protocol';
+import { LoraPathRefused, containedLoraPath } from '../../guard/lifecycle-args';
 import { JsonObject, asObject } from '../probes/json';
 import { LifecycleHttp, backendMessage, expectOk, isMissingRoute, isOk, objectOf } from './backend-http';
 import { Figures, LifecycleAdapter, OperationContext, OperationFailed, Unsupported, evictFirst } from './types';

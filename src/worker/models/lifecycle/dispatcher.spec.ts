@@ -1,5 +1,5 @@
-import { LifecycleCommandMessage, LifecycleStatusMessage } from '../../protocol';
-import { createLogger } from '../logger';
+import { LifecycleCommandMessage, LifecycleStatusMessage } from '../../../protocol';
+import { createLogger } from '../../logger';
 import { LifecycleHttp } from './backend-http';
 import { LifecycleDispatcher, LifecycleLink } from './dispatcher';
 import { Figures, LifecycleAdapter, OperationContext, OperationFailed, Unsupported } from './types';

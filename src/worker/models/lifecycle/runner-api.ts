@@ -1,4 +1,4 @@
-import { CacheFlushMessage, ModelLoadMessage, ModelUnloadMessage } from '../../protocol';
+import { CacheFlushMessage, ModelLoadMessage, ModelUnloadMessage } from '../../../protocol';
 import { JsonObject } from '../probes/json';
 import { Answer, backendMessage, expectOk, isMissingRoute, objectOf } from './backend-http';
 import { Figures, LifecycleAdapter, OperationContext, OperationFailed, Unsupported, compact, figure } from './types';

@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import { BackendClient, BackendResponse } from '../backend-client';
+import { BackendClient, BackendResponse } from '../../requests/backend-client';
 import { JsonObject, asObject } from '../probes/json';
 import { OperationFailed } from './types';
 

@@ -1,4 +1,4 @@
-import { RunnerInfo } from '../../protocol';
+import { RunnerInfo } from '../../../protocol';
 import { LlamaServerAdapter } from './llama-server';
 import { OllamaAdapter } from './ollama';
 import { RunnerApiAdapter } from './runner-api';

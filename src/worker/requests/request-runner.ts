@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import { RequestMessage, TokenCounts } from '../protocol';
+import { RequestMessage, TokenCounts } from '../../protocol';
 import { BackendClient, BackendResponse, BackendUnavailableError } from './backend-client';
 import { JsonUsageScanner, SseUsageTracker, usageFromJsonBody } from './sse-usage';
 

@@ -1,6 +1,6 @@
-import { ModelCapabilities, RunnerInfo } from '../../protocol';
-import { BackendAnswer, BackendClient } from '../backend-client';
-import { Logger } from '../logger';
+import { ModelCapabilities, RunnerInfo } from '../../../protocol';
+import { BackendAnswer, BackendClient } from '../../requests/backend-client';
+import { Logger } from '../../logger';
 import { ENDPOINT_PROBE_BODY, PROBED_ENDPOINTS, endpointPresent } from './endpoints';
 import { JsonObject, parseJsonObject } from './json';
 import { isLlamaServerProps, llamaServerCapabilities, llamaServerVersion } from './llama-server';

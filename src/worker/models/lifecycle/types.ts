@@ -1,4 +1,4 @@
-import { CacheFlushMessage, LifecycleStatusMessage, ModelLoadMessage, ModelUnloadMessage } from '../../protocol';
+import { CacheFlushMessage, LifecycleStatusMessage, ModelLoadMessage, ModelUnloadMessage } from '../../../protocol';
 import type { LifecycleHttp } from './backend-http';
 
 /** The backends the daemon knows how to drive; `auto` picks one from what the probe detected. */

@@ -1,4 +1,4 @@
-import { TokenCounts } from '../protocol';
+import { TokenCounts } from '../../protocol';
 
 /**
  * Token accounting from backend answers in the three dialects we relay:

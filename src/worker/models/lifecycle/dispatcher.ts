@@ -1,6 +1,6 @@
-import { LifecycleCommandMessage, LifecycleStatusMessage } from '../../protocol';
-import { lifecycleArgsProblem } from '../guard/lifecycle-args';
-import { Logger } from '../logger';
+import { LifecycleCommandMessage, LifecycleStatusMessage } from '../../../protocol';
+import { lifecycleArgsProblem } from '../../guard/lifecycle-args';
+import { Logger } from '../../logger';
 import { LifecycleHttp } from './backend-http';
 import { ProgressThrottle } from './progress';
 import { Figures, LifecycleAdapter, OperationContext, OperationFailed, Unsupported } from './types';

@@ -1,4 +1,4 @@
-import { ModelCapabilities } from '../../protocol';
+import { ModelCapabilities } from '../../../protocol';
 import { JsonObject, asObject, contextLength } from './json';
 
 /**
