@@ -154,9 +154,9 @@ describe('RequestRelay (fake clock)', () => {
     const t = setup(1);
     t.relay.accept(t.channel, request('a'));
     t.relay.accept(t.channel, request('b'));
-    t.relay.cancel({ type: 'cancel', request_id: 'b', reason: 'client_disconnected' });
-    t.relay.cancel({ type: 'cancel', request_id: 'a', reason: 'client_disconnected' });
-    t.relay.cancel({ type: 'cancel', request_id: 'zzz', reason: 'client_disconnected' });
+    t.relay.cancel({ type: 'cancel', request_id: 'b', reason: 'client_disconnect' });
+    t.relay.cancel({ type: 'cancel', request_id: 'a', reason: 'client_disconnect' });
+    t.relay.cancel({ type: 'cancel', request_id: 'zzz', reason: 'client_disconnect' });
     expect(t.calls[0].signal.aborted).toBe(true);
     expect(t.channel.frames).toEqual([
       expect.objectContaining({ type: 'response_complete', request_id: 'b', status_code: 499 }),
