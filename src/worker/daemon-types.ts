@@ -1,11 +1,14 @@
 import { RegisterAckMessage } from '../protocol';
 import { Clock } from './clock';
+import type { SocketFactory } from './link/gateway-link';
 import { Logger } from './logger';
 
 export interface WorkerDaemonOptions {
   logger?: Logger;
   /** Time source for every timer of the daemon and its parts. Default: the real clock (timers not unref'd). */
   clock?: Clock;
+  /** How the gateway WebSocket is created (a seam for unit specs). Default: a `ws` client. */
+  openSocket?: SocketFactory;
   /** A session that lasted this long resets the reconnect backoff. Default 30 s. */
   stableSessionMs?: number;
   /** Time limit for the backend's GET /v1/models. Default 5 s. */

@@ -112,6 +112,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       },
       clock,
       log,
+      options.openSocket,
     );
     this.relay = new RequestRelay({
       maxConcurrency: config.maxConcurrency,
