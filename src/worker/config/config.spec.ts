@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WorkerConfig, WorkerConfigError, connectUrl, helpText, loadWorkerConfig, OPTIONS } from './config';
+import { WorkerConfig, WorkerConfigError, connectUrl, helpText, loadWorkerConfig, OPTIONS } from './index';
 
 function load(argv: string[], env: Record<string, string> = {}): WorkerConfig {
   const { config } = loadWorkerConfig(argv, env);
