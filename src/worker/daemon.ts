@@ -122,7 +122,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       clock,
       log,
     });
-    const lifecycleHttp = new LifecycleHttp(backend, options.lifecycleRequestTimeoutMs ?? 30_000);
+    const lifecycleHttp = new LifecycleHttp(backend, options.lifecycleRequestTimeoutMs ?? 30_000, clock);
     const prober = config.probe ? new BackendProber(backend, log, options.probeTimeoutMs ?? 2_000) : undefined;
     this.catalog = new ModelCatalog(
       {
@@ -147,6 +147,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       timeoutMs: config.lifecycleTimeoutMs,
       pollMs: options.lifecyclePollMs ?? 1_000,
       progressIntervalMs: options.lifecycleProgressIntervalMs ?? 1_000,
+      clock,
     });
     this.modelSync = new ModelSync(this.catalog, dispatcher, {
       priority: config.priority,

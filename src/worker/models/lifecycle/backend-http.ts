@@ -1,4 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
+import { Clock, daemonClock } from '../../clock';
 import { BackendClient, BackendResponse } from '../../requests/backend-client';
 import { JsonObject, asObject } from '../probes/json';
 import { OperationFailed } from './types';
@@ -25,6 +26,7 @@ export class LifecycleHttp {
   constructor(
     private readonly backend: BackendClient,
     private readonly requestTimeoutMs: number,
+    private readonly clock: Clock = daemonClock,
   ) {}
 
   get(path: string, signal: AbortSignal): Promise<Answer> {
@@ -42,16 +44,17 @@ export class LifecycleHttp {
   async postLines(path: string, body: unknown, signal: AbortSignal): Promise<{ status: number; lines: AsyncGenerator<string> }> {
     const idle = new AbortController();
     const both = AbortSignal.any([signal, idle.signal]);
-    let timer = setTimeout(() => idle.abort(), this.requestTimeoutMs);
+    const { clock } = this;
+    let timer = clock.setTimeout(() => idle.abort(), this.requestTimeoutMs);
     const rearm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => idle.abort(), this.requestTimeoutMs);
+      clock.clearTimeout(timer);
+      timer = clock.setTimeout(() => idle.abort(), this.requestTimeoutMs);
     };
     let res: BackendResponse;
     try {
       res = await this.backend.post(path, JSON.stringify(body), undefined, both);
     } catch (err) {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       throw this.failure('POST', path, err, idle.signal, signal);
     }
     rearm();
@@ -78,7 +81,7 @@ export class LifecycleHttp {
       } catch (err) {
         throw err instanceof OperationFailed ? err : failure(err);
       } finally {
-        clearTimeout(timer);
+        clock.clearTimeout(timer);
         res.body.destroy();
       }
     }

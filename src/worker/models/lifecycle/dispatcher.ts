@@ -1,4 +1,5 @@
 import { LifecycleCommandMessage, LifecycleStatusMessage } from '../../../protocol';
+import { Clock, daemonClock } from '../../clock';
 import { lifecycleArgsProblem } from '../../guard/lifecycle-args';
 import { Logger } from '../../logger';
 import { LifecycleHttp } from './backend-http';
@@ -26,6 +27,8 @@ export interface DispatcherOptions {
   pollMs: number;
   /** At most one `loading` report per this interval. */
   progressIntervalMs: number;
+  /** Polling pauses, progress throttling and durations. Default: the daemon's real clock. */
+  clock?: Clock;
 }
 
 const OPERATIONS = { model_load: 'load', model_unload: 'unload', cache_flush: 'flush' } as const;
@@ -88,26 +91,28 @@ export class LifecycleDispatcher {
 
   private async run(command: LifecycleCommandMessage, link: LifecycleLink): Promise<void> {
     const { log, timeoutMs, pollMs, progressIntervalMs, http } = this.options;
+    const clock = this.options.clock ?? daemonClock;
     const taskId = command.task_id;
     const operation = OPERATIONS[command.type];
-    const startedAt = Date.now();
+    const startedAt = clock.now();
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = AbortSignal.any([link.signal, deadline]);
     const throttle = new ProgressThrottle(
       ({ progress, etaSecs }) => link.send({ type: 'lifecycle_status', task_id: taskId, status: 'loading', progress, eta_secs: etaSecs }),
       progressIntervalMs,
+      clock,
     );
     const ctx: OperationContext = {
       signal,
       http,
       progress: (fraction, eta) => throttle.report(fraction, eta),
-      pause: () => pause(pollMs, signal),
+      pause: () => pause(clock, pollMs, signal),
     };
     let adapter: LifecycleAdapter | undefined;
     const finish = (message: Omit<LifecycleStatusMessage, 'type' | 'task_id'>) => {
       throttle.close();
       link.send({ type: 'lifecycle_status', task_id: taskId, ...message });
-      const fields = { task_id: taskId, operation, runner: adapter?.runner, duration_ms: Date.now() - startedAt, ...message };
+      const fields = { task_id: taskId, operation, runner: adapter?.runner, duration_ms: clock.now() - startedAt, ...message };
       if (message.status === 'completed') log.info('lifecycle operation finished', fields);
       else log.warn('lifecycle operation finished', fields);
     };
@@ -186,17 +191,17 @@ function problemWith(command: LifecycleCommandMessage): string | undefined {
   return undefined;
 }
 
-function pause(ms: number, signal: AbortSignal): Promise<void> {
+function pause(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
       reject(new Error('aborted'));
       return;
     }
     const onAbort = () => {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       reject(new Error('aborted'));
     };
-    const timer = setTimeout(() => {
+    const timer = clock.setTimeout(() => {
       signal.removeEventListener('abort', onAbort);
       resolve();
     }, ms);

@@ -1,26 +1,22 @@
+import { FakeClock } from '../../../../test/support/fake-clock';
 import { ProgressReport, ProgressThrottle, estimateEta } from './progress';
 
 describe('ProgressThrottle', () => {
-  let now = 0;
+  let clock: FakeClock;
   let sent: ProgressReport[];
   let throttle: ProgressThrottle;
 
   beforeEach(() => {
-    jest.useFakeTimers();
-    now = 10_000;
+    clock = new FakeClock(10_000);
     sent = [];
-    throttle = new ProgressThrottle((r) => sent.push(r), 1_000, () => now);
+    throttle = new ProgressThrottle((r) => sent.push(r), 1_000, clock);
   });
 
   afterEach(() => {
     throttle.close();
-    jest.useRealTimers();
   });
 
-  const advance = (ms: number) => {
-    now += ms;
-    jest.advanceTimersByTime(ms);
-  };
+  const advance = (ms: number) => clock.advance(ms);
 
   it('sends the first value at once, then at most one per interval: the latest value held back goes out when the interval ends', () => {
     throttle.report(0.1, 90);

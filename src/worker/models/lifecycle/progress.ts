@@ -1,3 +1,5 @@
+import { Clock, TimerHandle, daemonClock } from '../../clock';
+
 /** One `loading` report: a fraction 0–1 and, when known, the seconds left. */
 export interface ProgressReport {
   progress: number;
@@ -14,13 +16,13 @@ export class ProgressThrottle {
   private last?: ProgressReport;
   private lastAt = -Infinity;
   private pending?: ProgressReport;
-  private timer?: NodeJS.Timeout;
+  private timer?: TimerHandle;
   private closed = false;
 
   constructor(
     private readonly emit: (report: ProgressReport) => void,
     private readonly intervalMs: number,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'> = daemonClock,
   ) {}
 
   report(fraction: number, etaSecs?: number): void {
@@ -30,13 +32,13 @@ export class ProgressThrottle {
     const eta = etaSecs !== undefined && Number.isFinite(etaSecs) && etaSecs >= 0 ? Math.round(etaSecs) : undefined;
     const next: ProgressReport = eta === undefined ? { progress } : { progress, etaSecs: eta };
     if (same(next, this.pending ?? this.last)) return;
-    const wait = this.lastAt + this.intervalMs - this.now();
+    const wait = this.lastAt + this.intervalMs - this.clock.now();
     if (wait <= 0) {
       this.send(next);
       return;
     }
     this.pending = next;
-    this.timer ??= setTimeout(() => {
+    this.timer ??= this.clock.setTimeout(() => {
       this.timer = undefined;
       const held = this.pending;
       this.pending = undefined;
@@ -48,14 +50,14 @@ export class ProgressThrottle {
   close(): void {
     this.closed = true;
     this.pending = undefined;
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
   }
 
   private send(report: ProgressReport): void {
     this.pending = undefined;
     this.last = report;
-    this.lastAt = this.now();
+    this.lastAt = this.clock.now();
     this.emit(report);
   }
 }
