@@ -225,6 +225,11 @@ describe('ModelSync (fake clock)', () => {
     t.stop();
     t.sync.lifecycleCommand(t.channel, load);
     expect(t.handled[0].link.signal.aborted).toBe(true);
-    expect(t.channel.frames[t.channel.frames.length - 1]).toEqual({ type: 'lifecycle_status', task_id: 't1', status: 'failed', error: 'the worker is stopping' });
+    expect(t.channel.frames[t.channel.frames.length - 1]).toEqual({
+      type: 'lifecycle_status',
+      task_id: 't1',
+      status: 'failed',
+      error: 'the worker is stopping',
+    });
   });
 });
