@@ -1,6 +1,6 @@
 import * as https from 'node:https';
 import { AddressInfo } from 'node:net';
-import { BackendClient } from '../../src/worker/backend-client';
+import { BackendClient } from '../../src/worker/requests/backend-client';
 import { tlsTrust } from '../../src/worker/network/tls-trust';
 import { FakeGateway } from './support/fake-gateway';
 import { SECRET, requestFrame, useWorkerHarness, within } from './support/harness';

@@ -1,4 +1,4 @@
-import { MAX_INLINE_BODY_BYTES } from '../../src/worker/request-runner';
+import { MAX_INLINE_BODY_BYTES } from '../../src/worker/requests/request-runner';
 import { anthropicSse, cutBytes, multiByteText, openAiChatSse, responsesSse } from './support/fake-backend';
 import { SECRET, requestFrame, useWorkerHarness } from './support/harness';
 

@@ -1,4 +1,4 @@
-import { PROBED_ENDPOINTS } from '../probes/endpoints';
+import { PROBED_ENDPOINTS } from '../models/probes/endpoints';
 
 /**
  * What the daemon relays, and nothing else. The gateway names the backend path of every request

@@ -1,0 +1,78 @@
+import { Features, RequestMessage, WorkerToServerMessage } from '../../protocol';
+import { Clock } from '../clock';
+import { Logger } from '../logger';
+import { RelayChannel } from './channel';
+import { CompleteParts, ResponseSink } from './request-runner';
+
+/** Frames bigger than this waiting in the socket buffer pause the backend stream. */
+const SEND_HIGH_WATER_BYTES = 1 << 20;
+
+/** One request the gateway assigned to this worker. */
+export interface Task {
+  request: RequestMessage;
+  channel: RelayChannel;
+  controller: AbortController;
+  state: 'queued' | 'running';
+  /** The gateway got its final answer (complete, error or 499); nothing more is sent for it. */
+  settled: boolean;
+  /** At least one response_chunk went out: the gateway can no longer hand the request to another worker. */
+  sentChunks: boolean;
+}
+
+export function sendComplete(channel: RelayChannel, requestId: string, parts: CompleteParts): void {
+  channel.send({
+    type: 'response_complete',
+    request_id: requestId,
+    status_code: parts.status_code,
+    headers: parts.headers && Object.keys(parts.headers).length > 0 ? parts.headers : undefined,
+    body: parts.body ? parts.body : undefined,
+    token_counts: parts.token_counts,
+  });
+}
+
+/** Turns what the runner reports for one task into wire frames on the task's link. */
+export function sinkFor(task: Task, startedAt: number, clock: Clock, log: Logger): ResponseSink {
+  const { channel } = task;
+  const id = task.request.request_id;
+  let chunks = 0;
+  return {
+    start: (status, headers) => {
+      if (task.settled || !channel.open || !channel.features.has(Features.RESPONSE_START)) return;
+      channel.send({ type: 'response_start', request_id: id, status_code: status, headers });
+    },
+    chunk: (text) => {
+      if (task.settled || !channel.open) return;
+      chunks++;
+      task.sentChunks = true;
+      const frame: WorkerToServerMessage = { type: 'response_chunk', request_id: id, chunk: text };
+      if (channel.bufferedAmount < SEND_HIGH_WATER_BYTES) {
+        channel.send(frame);
+        return;
+      }
+      // The gateway reads slower than the backend writes: wait until this frame is on the wire.
+      return new Promise<void>((resolve) => {
+        if (!channel.send(frame, resolve)) resolve();
+      });
+    },
+    complete: (parts) => {
+      if (task.settled) return;
+      task.settled = true;
+      sendComplete(channel, id, parts);
+      log.info('request completed', {
+        request_id: id,
+        model: task.request.model,
+        status: parts.status_code,
+        streaming: task.request.is_streaming,
+        chunks: task.request.is_streaming || chunks > 0 ? chunks : undefined,
+        token_counts: parts.token_counts,
+        duration_ms: clock.now() - startedAt,
+      });
+    },
+    fail: (code, message) => {
+      if (task.settled) return;
+      task.settled = true;
+      channel.send({ type: 'error', request_id: id, code, message });
+      log.warn('request failed', { request_id: id, model: task.request.model, code, error: message });
+    },
+  };
+}
