@@ -1,4 +1,4 @@
-import { Env, Reader, TIMER, Yaml } from '../config/config-reader';
+import { Env, Reader, TIMER, Yaml } from '../common/config-reader';
 import type { Priority } from '../tenancy/priority';
 import { KEY_FIELD_NAMES, parseKeyFields } from './api-key-fields';
 import { SHA256_HEX } from './api-key-material';

@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { AppConfig } from './app-config';
 import { APP_CONFIG } from './config-token';
 import { configOrigin, ConfigError, loadConfig } from './load-config';
-import type { Env } from './config-reader';
+import type { Env } from '../common/config-reader';
 
 /**
  * One module's part of a configuration reload (providers, routing, tenants). The module owns its

@@ -1,9 +1,9 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
-import { isWellFormedSecretHash } from '../auth/secret-hash';
-import { parseDatabaseUrl } from '../database/database-url';
-import { validateRedisUrl } from '../rate-limit/redis-url';
+import { isWellFormedSecretHash } from '../common/secret-hash';
+import { parseDatabaseUrl } from '../common/database-url';
+import { validateRedisUrl } from '../common/redis-url';
 import { parse as parseYaml } from 'yaml';
 import { AppConfig, ProviderConfig, ProviderDefaults } from './app-config';
 import { parseCapabilityDeclarations, readRoutingConfig } from '../routing/routing-config';
@@ -16,7 +16,7 @@ import { readConnectionConfig } from './connection-config';
 import { readArtifactsConfig } from '../artifacts/artifacts-config';
 import { readGovernanceConfig } from '../governance/governance-config';
 import { readLifecycleConfig } from '../lifecycle/lifecycle-config';
-import { checkNumber, Env, NumberOpts, Reader, TIMER, TIMER_OR_ZERO, toMillis, Yaml } from './config-reader';
+import { checkNumber, Env, NumberOpts, Reader, TIMER, TIMER_OR_ZERO, toMillis, Yaml } from '../common/config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
 export class ConfigError extends Error {

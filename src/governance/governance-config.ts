@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { Env, Reader } from '../config/config-reader';
+import { Env, Reader } from '../common/config-reader';
 import { parsePublicKey, publicKeyText } from './op-token-ed25519';
 import { readOpTokenKey } from './op-token-key';
 

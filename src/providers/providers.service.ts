@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/comm
 import { isDeepStrictEqual } from 'node:util';
 import { APP_CONFIG, AppConfig, ProviderConfig, ProviderDefaults } from '../config';
 import { ConfigReloadService, PreparedChange } from '../config/config-reload.service';
-import { hashSecret, verifySecret } from '../auth/secret-hash';
+import { hashSecret, verifySecret } from '../common/secret-hash';
 import { VerifiedSecretCache } from '../auth/verified-secret-cache';
 import { ProviderRecord, ProviderStore } from './provider-store';
 import type { ModelCapabilities } from '../protocol';

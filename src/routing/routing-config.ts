@@ -1,4 +1,4 @@
-import { Env, Reader, TIMER, Yaml } from '../config/config-reader';
+import { Env, Reader, TIMER, Yaml } from '../common/config-reader';
 import { ModelCapabilities } from '../protocol';
 import { DEFAULT_WEIGHTS, ScoringWeights } from './scoring';
 import { STRATEGY_NAMES, StrategyName } from './strategies';

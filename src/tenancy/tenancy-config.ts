@@ -1,4 +1,4 @@
-import { checkNumber, Env, Yaml } from '../config/config-reader';
+import { checkNumber, Env, Yaml } from '../common/config-reader';
 import { parsePriority, Priority, PRIORITIES } from './priority';
 
 /** One tenant's limits and queueing settings; absent fields mean "no limit" / the defaults. */
