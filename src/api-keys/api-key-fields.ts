@@ -1,5 +1,5 @@
 import { parsePriority, Priority, PRIORITIES } from '../tenancy/priority';
-import { TENANT_ID } from '../tenancy/tenancy-config';
+import { TENANT_ID } from '../config/sections/tenancy';
 
 /**
  * A key's settings as read from the config file (`keys:`) or an admin API body: snake_case names,

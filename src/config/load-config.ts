@@ -6,16 +6,16 @@ import { parseDatabaseUrl } from '../common/database-url';
 import { validateRedisUrl } from '../common/redis-url';
 import { parse as parseYaml } from 'yaml';
 import { AppConfig, ProviderConfig, ProviderDefaults } from './app-config';
-import { parseCapabilityDeclarations, readRoutingConfig } from '../routing/routing-config';
-import { readTenancyConfig } from '../tenancy/tenancy-config';
-import { readQueueConfig } from '../queue/queue-config';
-import { readUsageConfig } from '../usage/usage-config';
-import { readTasksConfig } from '../tasks/tasks-config';
-import { API_KEYS_YAML_KEYS, readApiKeysConfig } from '../api-keys/api-keys-config';
-import { readConnectionConfig } from './connection-config';
-import { readArtifactsConfig } from '../artifacts/artifacts-config';
-import { readGovernanceConfig } from '../governance/governance-config';
-import { readLifecycleConfig } from '../lifecycle/lifecycle-config';
+import { parseCapabilityDeclarations, readRoutingConfig } from './sections/routing';
+import { readTenancyConfig } from './sections/tenancy';
+import { readQueueConfig } from './sections/queue';
+import { readUsageConfig } from './sections/usage';
+import { readTasksConfig } from './sections/tasks';
+import { API_KEYS_YAML_KEYS, readApiKeysConfig } from './sections/api-keys';
+import { readConnectionConfig } from './sections/connection';
+import { readArtifactsConfig } from './sections/artifacts';
+import { readGovernanceConfig } from './sections/governance';
+import { readLifecycleConfig } from './sections/lifecycle';
 import { checkNumber, Env, NumberOpts, Reader, TIMER, TIMER_OR_ZERO, toMillis, Yaml } from '../common/config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */

@@ -5,7 +5,7 @@ import { CLOCK, Clock } from '../common/clock';
 import { Errors } from '../common/gateway-error';
 import { StaleCleanupService } from '../registry/stale-cleanup.service';
 import { NonceStore } from './nonce-store';
-import { lifecycleEnabled } from './governance-config';
+import { lifecycleEnabled } from '../config/sections/governance';
 import { OpTokenClaims } from './op-token';
 import { parsePublicKey } from './op-token-ed25519';
 import { keyFilePermissionWarning, readOpTokenKey } from './op-token-key';

@@ -1,5 +1,5 @@
 import { Errors, GatewayError } from '../common/gateway-error';
-import { TENANT_ID } from '../tenancy/tenancy-config';
+import { TENANT_ID } from '../config/sections/tenancy';
 
 export const USAGE_GROUPS = ['tenant', 'key', 'model', 'day'] as const;
 export type UsageGroupBy = (typeof USAGE_GROUPS)[number];

@@ -1,4 +1,4 @@
-import { Env, Reader, TIMER } from '../common/config-reader';
+import { Env, Reader, TIMER } from '../../common/config-reader';
 
 /** The `lifecycle:` section: how long model load, unload and cache flush may take (docs/lifecycle.md). */
 export interface LifecycleConfig {

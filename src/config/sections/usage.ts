@@ -1,4 +1,4 @@
-import { Env, Reader, TIMER } from '../common/config-reader';
+import { Env, Reader, TIMER } from '../../common/config-reader';
 
 /** The `usage:` section of the config file: usage records for chargeback (see docs/tenancy.md). */
 export interface UsageConfig {

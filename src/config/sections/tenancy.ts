@@ -1,5 +1,5 @@
-import { checkNumber, Env, Yaml } from '../common/config-reader';
-import { parsePriority, Priority, PRIORITIES } from './priority';
+import { checkNumber, Env, Yaml } from '../../common/config-reader';
+import { parsePriority, Priority, PRIORITIES } from '../../tenancy/priority';
 
 /** One tenant's limits and queueing settings; absent fields mean "no limit" / the defaults. */
 export interface TenantSettings {

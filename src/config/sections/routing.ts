@@ -1,8 +1,8 @@
-import { Env, Reader, TIMER, Yaml } from '../common/config-reader';
-import { ModelCapabilities } from '../protocol';
-import { DEFAULT_WEIGHTS, ScoringWeights } from './scoring';
-import { STRATEGY_NAMES, StrategyName } from './strategies';
-import { EjectionPolicy } from './worker-health';
+import { Env, Reader, TIMER, Yaml } from '../../common/config-reader';
+import { ModelCapabilities } from '../../protocol';
+import { DEFAULT_WEIGHTS, ScoringWeights } from '../../routing/scoring';
+import { STRATEGY_NAMES, StrategyName } from '../../routing/strategies';
+import { EjectionPolicy } from '../../routing/worker-health';
 
 /** The `routing:` section of the config file and its `ROUTING_*` environment variables. */
 export interface RoutingConfig {

@@ -1,7 +1,7 @@
-import { Env, Reader, TIMER, Yaml } from '../common/config-reader';
-import type { Priority } from '../tenancy/priority';
-import { KEY_FIELD_NAMES, parseKeyFields } from './api-key-fields';
-import { SHA256_HEX } from './api-key-material';
+import { Env, Reader, TIMER, Yaml } from '../../common/config-reader';
+import type { Priority } from '../../tenancy/priority';
+import { KEY_FIELD_NAMES, parseKeyFields } from '../../api-keys/api-key-fields';
+import { SHA256_HEX } from '../../api-keys/api-key-material';
 
 /** A key declared in the config file's `keys:` section: only its SHA-256 is known. */
 export interface ConfiguredApiKey {

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { Env, Reader } from '../common/config-reader';
-import { parsePublicKey, publicKeyText } from './op-token-ed25519';
-import { readOpTokenKey } from './op-token-key';
+import { Env, Reader } from '../../common/config-reader';
+import { parsePublicKey, publicKeyText } from '../../governance/op-token-ed25519';
+import { readOpTokenKey } from '../../governance/op-token-key';
 
 /** The `governance:` section: who may sign lifecycle operations, and with which keys (docs/lifecycle.md). */
 export interface GovernanceConfig {

@@ -1,4 +1,4 @@
-import { Env, Reader, TIMER_OR_ZERO } from '../common/config-reader';
+import { Env, Reader, TIMER_OR_ZERO } from '../../common/config-reader';
 
 /** The `queue:` section of the config file. */
 export interface QueueConfig {

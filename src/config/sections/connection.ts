@@ -1,4 +1,4 @@
-import { Reader, TIMER } from '../common/config-reader';
+import { Reader, TIMER } from '../../common/config-reader';
 
 /** Limits on client connections and on the worker socket (docs/security.md, "Connections"). */
 export interface ConnectionConfig {

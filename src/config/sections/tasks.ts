@@ -1,4 +1,4 @@
-import { Env, Reader, TIMER } from '../common/config-reader';
+import { Env, Reader, TIMER } from '../../common/config-reader';
 
 /** The `tasks:` section of the config file: the task API's buffers and timings (see docs/tasks.md). */
 export interface TasksConfig {

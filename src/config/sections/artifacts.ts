@@ -1,4 +1,4 @@
-import { Env, Reader, TIMER } from '../common/config-reader';
+import { Env, Reader, TIMER } from '../../common/config-reader';
 
 /** The `artifacts:` section of the config file: the artifact registry (see docs/artifacts.md). */
 export interface ArtifactsConfig {
