@@ -1,4 +1,5 @@
 import { Env, Reader, TIMER } from '../../common/config-reader';
+import { group, num, read, secs, yamlKeys } from '../setting';
 
 /** The `lifecycle:` section: how long model load, unload and cache flush may take (docs/lifecycle.md). */
 export interface LifecycleConfig {
@@ -17,21 +18,70 @@ export interface LifecycleConfig {
   settleTimeoutMs: number;
 }
 
-const KEYS = ['unload_drain_timeout_secs', 'operation_timeout_secs', 'load_timeout_secs', 'task_retention_hours', 'settle_timeout_secs'];
 const HOUR_MS = 3600_000;
+
+export const LIFECYCLE_SETTINGS = group('lifecycle', 'lifecycle', {
+  unloadDrainTimeout: secs({
+    env: 'LIFECYCLE_UNLOAD_DRAIN_TIMEOUT_SECS',
+    yaml: 'unload_drain_timeout_secs',
+    default: 60,
+    opts: TIMER,
+    reload: 'restart',
+    fields: ['unloadDrainTimeoutMs'],
+    doc: "an unload waits this long for the model's in-flight requests on a worker, then fails there (no request is cut)",
+  }),
+  operationTimeout: secs({
+    env: 'LIFECYCLE_OPERATION_TIMEOUT_SECS',
+    yaml: 'operation_timeout_secs',
+    default: 120,
+    opts: TIMER,
+    reload: 'restart',
+    fields: ['operationTimeoutMs'],
+    doc: "how long an unload or a cache flush waits for the worker's answer",
+  }),
+  loadTimeout: secs({
+    env: 'LIFECYCLE_LOAD_TIMEOUT_SECS',
+    yaml: 'load_timeout_secs',
+    default: 3600,
+    opts: { above: 0, max: 24 * 3600 },
+    reload: 'restart',
+    fields: ['loadTimeoutMs'],
+    doc: 'a model load not finished by then fails (at most 86400)',
+  }),
+  taskRetentionHours: num({
+    env: 'LIFECYCLE_TASK_RETENTION_HOURS',
+    yaml: 'task_retention_hours',
+    default: 24,
+    opts: { min: 24, max: 24 * 3650 },
+    reload: 'restart',
+    fields: ['taskRetentionMs'],
+    doc: 'load tasks are kept this long after their last change (at least 24)',
+  }),
+  settleTimeout: secs({
+    env: 'LIFECYCLE_SETTLE_TIMEOUT_SECS',
+    yaml: 'settle_timeout_secs',
+    default: 600,
+    opts: TIMER,
+    reload: 'restart',
+    fields: ['settleTimeoutMs'],
+    doc: "at most this long, a model stays out of routing on a worker after an unload there timed out (or completed while the worker still lists it), waiting for the worker's word ([lifecycle.md](lifecycle.md#unload-post-v1modelsunload))",
+  }),
+});
+const S = LIFECYCLE_SETTINGS.settings;
+const KEYS = yamlKeys(LIFECYCLE_SETTINGS);
 
 export function readLifecycleConfig(env: Env, section: unknown, problems: string[]): LifecycleConfig {
   const yaml = section && typeof section === 'object' && !Array.isArray(section) ? (section as Record<string, unknown>) : {};
   if (section !== undefined && section !== null && yaml !== section) problems.push('lifecycle (config file) must be a mapping');
   const r = new Reader(env, yaml, 'lifecycle', KEYS);
   const config: LifecycleConfig = {
-    unloadDrainTimeoutMs: r.seconds('LIFECYCLE_UNLOAD_DRAIN_TIMEOUT_SECS', 'unload_drain_timeout_secs', 60, TIMER),
-    operationTimeoutMs: r.seconds('LIFECYCLE_OPERATION_TIMEOUT_SECS', 'operation_timeout_secs', 120, TIMER),
+    unloadDrainTimeoutMs: read(r, env, S.unloadDrainTimeout),
+    operationTimeoutMs: read(r, env, S.operationTimeout),
     // At most a day, so a load never outlives the retention of its task.
-    loadTimeoutMs: r.seconds('LIFECYCLE_LOAD_TIMEOUT_SECS', 'load_timeout_secs', 3600, { above: 0, max: 24 * 3600 }),
+    loadTimeoutMs: read(r, env, S.loadTimeout),
     // At least a day: `GET /v1/models/load/:taskId` answers for 24 h whatever is configured.
-    taskRetentionMs: Math.round(r.number('LIFECYCLE_TASK_RETENTION_HOURS', 'task_retention_hours', 24, { min: 24, max: 24 * 3650 }) * HOUR_MS),
-    settleTimeoutMs: r.seconds('LIFECYCLE_SETTLE_TIMEOUT_SECS', 'settle_timeout_secs', 600, TIMER),
+    taskRetentionMs: Math.round(read(r, env, S.taskRetentionHours) * HOUR_MS),
+    settleTimeoutMs: read(r, env, S.settleTimeout),
   };
   for (const key of r.unknownKeys()) problems.push(`lifecycle.${key} (config file) is not a lifecycle setting (known: ${KEYS.join(', ')})`);
   problems.push(...r.problems);
