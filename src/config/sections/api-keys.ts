@@ -1,8 +1,7 @@
 import { Env, Reader, TIMER, Yaml } from '../../common/config-reader';
 import { bool, custom, group, num, read, secs, yamlKeys } from '../setting';
-import type { Priority } from '../../tenancy/priority';
-import { KEY_FIELD_NAMES, parseKeyFields } from '../../api-keys/api-key-fields';
-import { SHA256_HEX } from '../../api-keys/api-key-material';
+import type { Priority } from '../../common/priority';
+import { KEY_FIELD_NAMES, parseKeyFields, SHA256_HEX } from './api-key-fields';
 
 /** A key declared in the config file's `keys:` section: only its SHA-256 is known. */
 export interface ConfiguredApiKey {

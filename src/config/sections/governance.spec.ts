@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from '..';
 import { lifecycleEnabled, readGovernanceConfig } from './governance';
 import { generateKeyPairSync } from 'node:crypto';
 import { publicKeyText } from '../../governance/op-token-ed25519';
-import { keyFilePermissionWarning, readOpTokenKey } from '../../governance/op-token-key';
+import { keyFilePermissionWarning, readOpTokenKey } from '../../common/op-token-key';
 
 const pub = () => publicKeyText(generateKeyPairSync('ed25519').publicKey);
 

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { Env, Reader } from '../../common/config-reader';
 import { bool, custom, group, num, read, str, yamlKeys } from '../setting';
-import { parsePublicKey, publicKeyText } from '../../governance/op-token-ed25519';
-import { readOpTokenKey } from '../../governance/op-token-key';
+import { parsePublicKey, publicKeyText } from '../../common/ed25519-public-key';
+import { readOpTokenKey } from '../../common/op-token-key';
 
 /** The `governance:` section: who may sign lifecycle operations, and with which keys (docs/lifecycle.md). */
 export interface GovernanceConfig {

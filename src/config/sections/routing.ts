@@ -1,9 +1,28 @@
 import { Env, Reader, TIMER, Yaml } from '../../common/config-reader';
 import { bool, custom, group, num, read, secs, str, yamlKeys } from '../setting';
 import { ModelCapabilities } from '../../protocol';
-import { DEFAULT_WEIGHTS, ScoringWeights } from '../../routing/scoring';
-import { STRATEGY_NAMES, StrategyName } from '../../routing/strategies';
-import { EjectionPolicy } from '../../routing/worker-health';
+
+/** Routing strategies a configuration may name (routing/strategies.ts implements them). */
+export const STRATEGY_NAMES = ['smart', 'round_robin', 'priority_only', 'random'] as const;
+export type StrategyName = (typeof STRATEGY_NAMES)[number];
+
+/** Weights of the smart strategy's score; they sum to 100 (validated when the config is read). */
+export interface ScoringWeights {
+  priority: number;
+  load: number;
+  latency: number;
+}
+
+export const DEFAULT_WEIGHTS: ScoringWeights = { priority: 50, load: 30, latency: 20 };
+
+/** How workers failing before the first byte are ejected (applied by routing/worker-health.ts). */
+export interface EjectionPolicy {
+  /** Failures before the first byte, in a row, that eject a worker. */
+  ejectAfterFailures: number;
+  /** First ejection's length; doubles for each ejection in a row. */
+  cooldownMs: number;
+  maxCooldownMs: number;
+}
 
 /** The `routing:` section of the config file and its `ROUTING_*` environment variables. */
 export interface RoutingConfig {

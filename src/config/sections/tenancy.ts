@@ -1,6 +1,6 @@
 import { checkNumber, Env, Yaml } from '../../common/config-reader';
 import { custom, group } from '../setting';
-import { parsePriority, Priority, PRIORITIES } from '../../tenancy/priority';
+import { parsePriority, Priority, PRIORITIES } from '../../common/priority';
 
 /** One tenant's limits and queueing settings; absent fields mean "no limit" / the defaults. */
 export interface TenantSettings {
