@@ -10,6 +10,7 @@ import { GOVERNANCE_SETTINGS } from './sections/governance';
 import { LIFECYCLE_SETTINGS } from './sections/lifecycle';
 import { QUEUE_SETTINGS } from './sections/queue';
 import { ROUTING_SETTINGS } from './sections/routing';
+import { PROVIDER_ENTRY_SETTINGS } from './sections/providers';
 import { PROVIDER_DEFAULT_SETTINGS, PROVIDER_LIST_SETTINGS, SERVER_SETTINGS, WORKER_RECORD_SETTINGS } from './sections/server';
 import { TASKS_SETTINGS } from './sections/tasks';
 import { TENANCY_SETTINGS } from './sections/tenancy';
@@ -22,6 +23,7 @@ export const SETTING_GROUPS: SettingGroup[] = [
   SERVER_SETTINGS,
   PROVIDER_DEFAULT_SETTINGS,
   PROVIDER_LIST_SETTINGS,
+  PROVIDER_ENTRY_SETTINGS,
   CONNECTION_SETTINGS,
   API_KEYS_SETTINGS,
   TENANCY_SETTINGS,
