@@ -116,7 +116,7 @@ async function hashSecretFromStdin(args: string[]): Promise<number> {
     process.stderr.write('switchboard hash-secret: pipe the secret on stdin, e.g. printf %s "$SECRET" | switchboard hash-secret\n');
     return 2;
   }
-  const { hashSecret } = await import('./auth/secret-hash');
+  const { hashSecret } = await import('./common/secret-hash');
   process.stdout.write(`${await hashSecret(secret)}\n`);
   return 0;
 }

@@ -34,6 +34,3 @@ const KEY_CHARACTERS = /^[\x21-\x7e]+$/;
 export function hasOnlyKeyCharacters(value: string): boolean {
   return KEY_CHARACTERS.test(value);
 }
-
-/** `key_sha256` in the config file: 64 hex digits. */
-export const SHA256_HEX = /^[0-9a-fA-F]{64}$/;

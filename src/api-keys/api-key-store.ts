@@ -1,4 +1,4 @@
-import type { Priority } from '../tenancy/priority';
+import type { Priority } from '../common/priority';
 
 /** A client API key as persisted (and held in memory). Never holds the key itself. */
 export interface ApiKeyRecord {

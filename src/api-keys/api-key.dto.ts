@@ -1,6 +1,6 @@
 import { Errors } from '../common/gateway-error';
 import { parseJsonObject } from '../tenancy/json-object';
-import { KEY_FIELD_NAMES, KeyFields, parseKeyFields } from './api-key-fields';
+import { KEY_FIELD_NAMES, KeyFields, parseKeyFields } from '../config/sections/api-key-fields';
 import type { ApiKeyRecord } from './api-key-store';
 import type { KeyStatus } from './api-keys.service';
 

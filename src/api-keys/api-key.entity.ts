@@ -1,6 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn, ValueTransformer } from 'typeorm';
 import { epochMillis } from '../common/column-transformers';
-import type { Priority } from '../tenancy/priority';
+import type { Priority } from '../common/priority';
 
 /** BIGINT counts (limits) as numbers: PostgreSQL returns BIGINT as a string. */
 const bigintNumber: ValueTransformer = epochMillis;

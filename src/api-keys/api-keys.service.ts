@@ -8,7 +8,7 @@ import { FailedAuthLimiter } from '../auth/failed-auth-limiter';
 import { ClientAuthFailureReason, MetricsService } from '../observability/metrics.service';
 import { ClientIdentity, identifyByHeaders } from '../tenancy/client-identity';
 import { TenantsService } from '../tenancy/tenants.service';
-import type { KeyFields } from './api-key-fields';
+import type { KeyFields } from '../config/sections/api-key-fields';
 import { displayPrefix, generateKey, hasOnlyKeyCharacters, hashKey, looksLikeGatewayKey } from './api-key-material';
 import { KeyedTenants } from './keyed-tenants';
 import { dropStrayKeys, Presented, presentedCredentials } from './presented-credentials';

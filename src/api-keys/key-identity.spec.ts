@@ -1,5 +1,5 @@
 import { GatewayError } from '../common/gateway-error';
-import { TenantSettings } from '../tenancy/tenancy-config';
+import { TenantSettings } from '../config/sections/tenancy';
 import { allowedModels, IdentifyingKey, identifyByKey } from './key-identity';
 
 const key = (overrides: Partial<IdentifyingKey> = {}): IdentifyingKey => ({

@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { ClientIdentity, poolsOf, PRIORITY_HEADER, resolvePriority, TENANT_HEADER } from '../tenancy/client-identity';
-import type { Priority } from '../tenancy/priority';
-import { TENANT_ID, TenantSettings } from '../tenancy/tenancy-config';
+import type { Priority } from '../common/priority';
+import { TENANT_ID, TenantSettings } from '../config/sections/tenancy';
 
 /** What identification needs from an authenticated key. */
 export interface IdentifyingKey {

@@ -5,7 +5,7 @@ import { Errors } from '../common/gateway-error';
 import { ARTIFACT_ID_PATTERN, ArtifactRecord, JOB_KIND, JsonObject, newRecord } from './artifact-record';
 import { ArtifactQuota } from './artifact-quota';
 import { ArtifactStore, ArtifactSummary, ListPosition } from './artifact-store';
-import { ArtifactsConfig } from './artifacts-config';
+import { ArtifactsConfig } from '../config/sections/artifacts';
 import { JobArtifactRecorder } from './job-artifact-recorder.service';
 import { ArtifactListParams, encodeCursor, NewArtifact } from './parse-artifact-request';
 

@@ -4,7 +4,7 @@ import { CLOCK, Clock, TimerHandle } from '../common/clock';
 import { ArtifactMetrics } from './artifact-metrics';
 import { ArtifactWrite } from './artifact-record';
 import { ArtifactStore } from './artifact-store';
-import { ArtifactsConfig } from './artifacts-config';
+import { ArtifactsConfig } from '../config/sections/artifacts';
 import { buildJobArtifact } from './job-artifact';
 import { JobArtifactInput, JobArtifacts } from './job-artifacts.port';
 

@@ -1,15 +1,15 @@
 /** Typed configuration, built once at boot by `loadConfig` (see docs/configuration.md). */
 import type { ModelCapabilities } from '../protocol';
-import type { RoutingConfig } from '../routing/routing-config';
-import type { TenancyConfig } from '../tenancy/tenancy-config';
-import type { QueueConfig } from '../queue/queue-config';
-import type { UsageConfig } from '../usage/usage-config';
-import type { ApiKeysConfig } from '../api-keys/api-keys-config';
-import type { ArtifactsConfig } from '../artifacts/artifacts-config';
-import type { TasksConfig } from '../tasks/tasks-config';
-import type { GovernanceConfig } from '../governance/governance-config';
-import type { LifecycleConfig } from '../lifecycle/lifecycle-config';
-import type { ConnectionConfig } from './connection-config';
+import type { RoutingConfig } from './sections/routing';
+import type { TenancyConfig } from './sections/tenancy';
+import type { QueueConfig } from './sections/queue';
+import type { UsageConfig } from './sections/usage';
+import type { ApiKeysConfig } from './sections/api-keys';
+import type { ArtifactsConfig } from './sections/artifacts';
+import type { TasksConfig } from './sections/tasks';
+import type { GovernanceConfig } from './sections/governance';
+import type { LifecycleConfig } from './sections/lifecycle';
+import type { ConnectionConfig } from './sections/connection';
 
 export interface ProviderConfig {
   name: string;

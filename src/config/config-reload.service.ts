@@ -1,9 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { isDeepStrictEqual } from 'node:util';
 import { AppConfig } from './app-config';
 import { APP_CONFIG } from './config-token';
 import { configOrigin, ConfigError, loadConfig } from './load-config';
-import type { Env } from './config-reader';
+import type { Env } from '../common/config-reader';
+import { changedKeys, restartKeys } from './restart-settings';
+import { yamlPath } from './setting';
+import { ROUTING_SETTINGS } from './sections/routing';
+import { SERVER_SETTINGS, WORKER_RECORD_SETTINGS } from './sections/server';
 
 /**
  * One module's part of a configuration reload (providers, routing, tenants). The module owns its
@@ -49,101 +52,15 @@ export class ReloadRejected extends Error {
   }
 }
 
+const W = WORKER_RECORD_SETTINGS;
+const INSTANCE_ID = yamlPath(W, W.settings.instanceId)!;
+const MAX_REQUEUES = yamlPath(SERVER_SETTINGS, SERVER_SETTINGS.settings.maxRequeues)!;
+const MAX_RETRIES = yamlPath(ROUTING_SETTINGS, ROUTING_SETTINGS.settings.maxRetries)!;
 /**
- * Where each setting outside providers, routing and tenants is named in the answer's
- * `restart_required`. `null`: reloadable (each module takes its part) or not a file setting. The
- * type lists every AppConfig field, so a new setting must be classified here.
+ * The `restart` keys of the declarations (restart-settings.ts), but for the two compared by hand
+ * below: the instance id and the requeue limit.
  */
-type SettingNames = string | null | { [field: string]: SettingNames };
-
-const RESTART_ONLY: { [K in keyof AppConfig]-?: SettingNames } = {
-  listenHost: 'listen_addr',
-  listenPort: 'listen_addr',
-  providers: null,
-  providerDefaults: null,
-  defaultProviderName: 'provider_name',
-  heartbeatIntervalMs: 'heartbeat_interval_secs',
-  heartbeatTimeoutMs: 'heartbeat_timeout_secs',
-  registerTimeoutMs: 'register_timeout_secs',
-  adminToken: null, // environment only
-  adminAuthFailureLimit: 'admin_auth_failure_limit',
-  databaseUrl: 'database_url',
-  redisUrl: 'redis_url',
-  configFile: null, // environment only
-  logLevel: 'log_level',
-  maxBodyBytes: 'max_body_bytes',
-  maxStreamBytes: 'max_stream_bytes',
-  connections: {
-    requestTimeoutMs: 'http_request_timeout_secs',
-    headersTimeoutMs: 'http_headers_timeout_secs',
-    keepAliveTimeoutMs: 'http_keep_alive_timeout_secs',
-    maxClientConnections: 'max_client_connections',
-    workerRegisterFrameBytes: 'worker_register_frame_bytes',
-    maxWorkerFrameBytes: 'max_worker_frame_bytes',
-  },
-  maxRequeues: 'max_requeues',
-  cancelGraceMs: 'cancel_grace_secs',
-  slowClientTimeoutMs: 'slow_client_timeout_secs',
-  streamClientBufferBytes: 'stream_client_buffer_bytes',
-  maxBufferedBytes: 'max_buffered_bytes',
-  rejectLegacyWorkers: 'reject_legacy_workers',
-  modelsRefreshIntervalMs: 'models_refresh_interval_secs',
-  shutdownDrainTimeoutMs: 'shutdown_drain_timeout_secs',
-  shutdownFlushTimeoutMs: 'shutdown_flush_timeout_secs',
-  authLimiter: { maxFailures: 'auth_failure_limit', windowMs: 'auth_failure_window_secs', blockMs: 'auth_block_secs', trustedProxies: 'trusted_proxies' },
-  heartbeatFlushIntervalMs: 'heartbeat_flush_interval_secs',
-  staleSweepIntervalMs: 'stale_sweep_interval_secs',
-  workerRecordRetentionMs: 'worker_record_retention_secs',
-  recentWorkerWindowMs: 'recent_worker_window_secs',
-  instanceId: 'instance_id',
-  routing: null,
-  corsOrigins: 'cors_origins',
-  tls: { certFile: 'tls_cert_file', keyFile: 'tls_key_file' },
-  tenancy: null,
-  queue: { agingMs: 'queue.aging_secs' },
-  usage: { retentionMs: 'usage.retention_days', flushIntervalMs: 'usage.flush_interval_secs', batchSize: 'usage.batch_size', bufferSize: 'usage.buffer_size' },
-  apiKeys: {
-    requireApiKeys: 'require_api_keys',
-    keys: 'keys',
-    lastUsedFlushIntervalMs: 'api_key_last_used_flush_secs',
-    authLimiter: { maxFailures: 'client_auth_failure_limit', windowMs: 'client_auth_failure_window_secs', blockMs: 'client_auth_block_secs' },
-  },
-  artifacts: {
-    maxBytes: 'artifacts.max_bytes',
-    inlineTranscriptBytes: 'artifacts.inline_transcript_bytes',
-    maxTranscriptBytes: 'artifacts.max_transcript_bytes',
-    retentionMs: 'artifacts.retention_days',
-    flushIntervalMs: 'artifacts.flush_interval_secs',
-    bufferBytes: 'artifacts.buffer_bytes',
-    maxBytesPerTenant: 'artifacts.max_bytes_per_tenant',
-  },
-  tasks: {
-    maxEvents: 'tasks.max_events',
-    maxBytes: 'tasks.max_bytes',
-    retentionMs: 'tasks.retention_secs',
-    keepaliveMs: 'tasks.keepalive_secs',
-    positionIntervalMs: 'tasks.position_interval_secs',
-    metricsIntervalMs: 'tasks.metrics_interval_secs',
-    sessionTtlMs: 'tasks.session_ttl_secs',
-  },
-  governance: {
-    keyPath: 'governance.key_path',
-    signers: 'governance.signers',
-    signerKeys: 'governance.signers',
-    signersFile: 'governance.signers',
-    sharedKeyCompat: 'governance.shared_key_compat',
-    requiredSigners: 'governance.required_signers',
-    auditRetentionMs: 'governance.audit_retention_days',
-    unauthenticatedAuditRetentionMs: 'governance.unauthenticated_audit_retention_days',
-  },
-  lifecycle: {
-    unloadDrainTimeoutMs: 'lifecycle.unload_drain_timeout_secs',
-    operationTimeoutMs: 'lifecycle.operation_timeout_secs',
-    loadTimeoutMs: 'lifecycle.load_timeout_secs',
-    taskRetentionMs: 'lifecycle.task_retention_hours',
-    settleTimeoutMs: 'lifecycle.settle_timeout_secs',
-  },
-};
+const RESTART_KEYS = restartKeys().filter((k) => ![INSTANCE_ID, MAX_REQUEUES, MAX_RETRIES].includes(k.name));
 
 /**
  * `POST /admin/reload` and SIGHUP: re-reads CONFIG_FILE with `loadConfig` (the environment of the
@@ -246,23 +163,11 @@ export class ConfigReloadService {
 
   /** Names of the settings that differ from the boot's but take a restart to change. */
   private restartOnlyChanges(next: AppConfig): string[] {
-    const out = new Set<string>();
-    const compare = (names: SettingNames, before: unknown, after: unknown) => {
-      if (names === null) return;
-      if (typeof names === 'string') {
-        if (!isDeepStrictEqual(before, after)) out.add(names);
-        return;
-      }
-      for (const [field, sub] of Object.entries(names)) {
-        compare(sub, (before as Record<string, unknown> | undefined)?.[field], (after as Record<string, unknown> | undefined)?.[field]);
-      }
-    };
-    const { instanceId, maxRequeues, ...rest } = RESTART_ONLY;
-    compare(rest, this.boot, next);
+    const out = new Set(changedKeys(RESTART_KEYS, this.boot, next));
     // A random default (no INSTANCE_ID anywhere) is not a setting: two of them are not a change.
-    if (!(this.instanceIdGenerated && (configOrigin(next)?.instanceIdGenerated ?? false))) compare(instanceId, this.boot.instanceId, next.instanceId);
+    if (!(this.instanceIdGenerated && (configOrigin(next)?.instanceIdGenerated ?? false)) && next.instanceId !== this.boot.instanceId) out.add(INSTANCE_ID);
     // `routing.max_retries` is the same setting as MAX_REQUEUES, and wins.
-    if (next.maxRequeues !== this.boot.maxRequeues) out.add(next.routing.maxRetries !== this.boot.routing.maxRetries ? 'routing.max_retries' : (maxRequeues as string));
+    if (next.maxRequeues !== this.boot.maxRequeues) out.add(next.routing.maxRetries !== this.boot.routing.maxRetries ? MAX_RETRIES : MAX_REQUEUES);
     return [...out];
   }
 }

@@ -90,7 +90,7 @@ describe('loadConfig', () => {
   });
 
   it('rejects malformed secret hashes, non-string secrets and unknown keys in the file', async () => {
-    const { hashSecret } = await import('../auth/secret-hash');
+    const { hashSecret } = await import('../common/secret-hash');
     const good = await hashSecret('s3cret-value');
     const path = join(mkdtempSync(join(tmpdir(), 'sb-')), 'c.yaml');
     writeFileSync(

@@ -1,22 +1,26 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
-import { isWellFormedSecretHash } from '../auth/secret-hash';
-import { parseDatabaseUrl } from '../database/database-url';
-import { validateRedisUrl } from '../rate-limit/redis-url';
+import { parseDatabaseUrl } from '../common/database-url';
+import { validateRedisUrl } from '../common/redis-url';
 import { parse as parseYaml } from 'yaml';
-import { AppConfig, ProviderConfig, ProviderDefaults } from './app-config';
-import { parseCapabilityDeclarations, readRoutingConfig } from '../routing/routing-config';
-import { readTenancyConfig } from '../tenancy/tenancy-config';
-import { readQueueConfig } from '../queue/queue-config';
-import { readUsageConfig } from '../usage/usage-config';
-import { readTasksConfig } from '../tasks/tasks-config';
-import { API_KEYS_YAML_KEYS, readApiKeysConfig } from '../api-keys/api-keys-config';
-import { readConnectionConfig } from './connection-config';
-import { readArtifactsConfig } from '../artifacts/artifacts-config';
-import { readGovernanceConfig } from '../governance/governance-config';
-import { readLifecycleConfig } from '../lifecycle/lifecycle-config';
-import { checkNumber, Env, NumberOpts, Reader, TIMER, TIMER_OR_ZERO, toMillis, Yaml } from './config-reader';
+import { AppConfig, ProviderDefaults } from './app-config';
+import { readRoutingConfig } from './sections/routing';
+import { readTenancyConfig } from './sections/tenancy';
+import { readQueueConfig } from './sections/queue';
+import { readUsageConfig } from './sections/usage';
+import { readTasksConfig } from './sections/tasks';
+import { API_KEYS_YAML_KEYS, readApiKeysConfig } from './sections/api-keys';
+import { PROVIDER_NAME, readProviders } from './sections/providers';
+import { PROVIDER_DEFAULT_SETTINGS, PROVIDER_LIST_SETTINGS, SERVER_SETTINGS, WORKER_RECORD_SETTINGS } from './sections/server';
+import { TENANCY_SETTINGS } from './sections/tenancy';
+import { SECTION_GROUPS } from './settings';
+import { read, yamlKeys } from './setting';
+import { readConnectionConfig } from './sections/connection';
+import { readArtifactsConfig } from './sections/artifacts';
+import { readGovernanceConfig } from './sections/governance';
+import { readLifecycleConfig } from './sections/lifecycle';
+import { Env, Reader, Yaml } from '../common/config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
 export class ConfigError extends Error {
@@ -27,22 +31,19 @@ export class ConfigError extends Error {
 }
 
 
-const PROVIDER_KEYS = new Set([
-  'name',
-  'secret',
-  'secret_hash',
-  'enabled',
-  'max_queue_len',
-  'queue_timeout_secs',
-  'request_timeout_secs',
-  'max_models',
-  'models',
-  'priority',
-  'capabilities',
-]);
+const S = SERVER_SETTINGS.settings;
+const P = PROVIDER_DEFAULT_SETTINGS.settings;
+const W = WORKER_RECORD_SETTINGS.settings;
+/** Top-level YAML keys read by readers of their own: the sections, `server:` itself, `providers`, `tenants` and the API keys' settings. */
+const TOP_LEVEL_KEYS_READ_ELSEWHERE = [
+  ...yamlKeys(PROVIDER_LIST_SETTINGS),
+  'server',
+  ...SECTION_GROUPS.map((g) => g.section),
+  ...yamlKeys(TENANCY_SETTINGS),
+  ...API_KEYS_YAML_KEYS,
+];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const HOSTNAME = /^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$/;
 const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -81,59 +82,6 @@ function readConfigFile(path: string, problems: string[]): Yaml {
     problems.push(`CONFIG_FILE "${path}" is not valid YAML: ${(e as Error).message}`);
     return {};
   }
-}
-
-function readProviders(file: Yaml, defaults: ProviderDefaults, problems: string[]): ProviderConfig[] {
-  const list = file.providers;
-  if (list === undefined || list === null) return [];
-  if (!Array.isArray(list)) {
-    problems.push('providers (config file) must be a list');
-    return [];
-  }
-  const out: ProviderConfig[] = [];
-  list.forEach((entry, i) => {
-    const at = `providers[${i}]`;
-    if (!entry || typeof entry !== 'object' || Array.isArray(entry)) {
-      problems.push(`${at} must be a mapping`);
-      return;
-    }
-    const p = entry as Yaml;
-    const name = typeof p.name === 'string' ? p.name : '';
-    if (!PROVIDER_NAME.test(name)) problems.push(`${at}.name must match ${PROVIDER_NAME.source}`);
-    for (const key of Object.keys(p)) if (!PROVIDER_KEYS.has(key)) problems.push(`${at}.${key} is not a provider setting`);
-    if (p.secret !== undefined && p.secret !== null && typeof p.secret !== 'string') problems.push(`${at}.secret must be a string (quote it)`);
-    const secret = typeof p.secret === 'string' && p.secret !== '' ? p.secret : undefined;
-    const secretHash = typeof p.secret_hash === 'string' && p.secret_hash !== '' ? p.secret_hash : undefined;
-    if (p.secret_hash !== undefined && p.secret_hash !== null && !(secretHash && isWellFormedSecretHash(secretHash))) {
-      problems.push(`${at}.secret_hash must be a hash printed by \`switchboard hash-secret\` (scrypt$N$r$p$salt$key)`);
-    }
-    const num = (key: string, fallback: number, opts: NumberOpts) =>
-      p[key] === undefined || p[key] === null ? fallback : checkNumber(p[key], `${at}.${key}`, fallback, opts, problems);
-    const models = p.models === undefined || p.models === null ? [] : p.models;
-    if (!Array.isArray(models) || !models.every((m) => typeof m === 'string')) {
-      problems.push(`${at}.models must be a list of strings`);
-    }
-    if (p.enabled !== undefined && typeof p.enabled !== 'boolean') problems.push(`${at}.enabled must be true or false`);
-    out.push({
-      name,
-      secret,
-      secretHash,
-      enabled: p.enabled !== false,
-      maxQueueLen: num('max_queue_len', defaults.maxQueueLen, { min: 0, integer: true }),
-      queueTimeoutMs: toMillis(num('queue_timeout_secs', defaults.queueTimeoutMs / 1000, TIMER), `${at}.queue_timeout_secs`, TIMER, problems),
-      requestTimeoutMs: toMillis(num('request_timeout_secs', defaults.requestTimeoutMs / 1000, TIMER), `${at}.request_timeout_secs`, TIMER, problems),
-      maxModelsPerWorker: num('max_models', defaults.maxModelsPerWorker, { min: 1, integer: true }),
-      models: Array.isArray(models) ? models.filter((m): m is string => typeof m === 'string').map((m) => m.trim()).filter(Boolean) : [],
-      priority: p.priority === undefined || p.priority === null ? undefined : checkNumber(p.priority, `${at}.priority`, 50, { min: 0, integer: true }, problems),
-      capabilities: parseCapabilityDeclarations(p.capabilities, `${at}.capabilities`, problems),
-    });
-  });
-  const seen = new Set<string>();
-  for (const p of out) {
-    if (seen.has(p.name)) problems.push(`providers: "${p.name}" is declared twice`);
-    seen.add(p.name);
-  }
-  return out;
 }
 
 /** `TLS_CERT_FILE` and `TLS_KEY_FILE`: both or neither, and readable at boot. */
@@ -191,30 +139,31 @@ export function configOrigin(config: AppConfig): ConfigOrigin | undefined {
  */
 export function loadConfig(env: Env = process.env): AppConfig {
   const problems: string[] = [];
-  const configFile = env.CONFIG_FILE || undefined;
+  const configFile = env[S.configFile.env!] || undefined;
   const file = configFile ? readConfigFile(configFile, problems) : {};
   const server = (file.server && typeof file.server === 'object' ? file.server : {}) as Yaml;
-  const r = new Reader(env, { ...file, ...server }, '', ['providers', 'server', 'routing', 'tenants', 'queue', 'usage', 'artifacts', 'tasks', 'governance', 'lifecycle', ...API_KEYS_YAML_KEYS]);
+  // Keys read by other readers are known from the start; the top-level reader adds the ones it reads.
+  const r = new Reader(env, { ...file, ...server }, '', TOP_LEVEL_KEYS_READ_ELSEWHERE);
 
-  const listen = parseListenAddr(r.string('LISTEN_ADDR', 'listen_addr', '127.0.0.1:8080'), problems);
-  const logLevel = r.string('LOG_LEVEL', 'log_level', 'info').toLowerCase();
+  const listen = parseListenAddr(read(r, env, S.listenAddr), problems);
+  const logLevel = read(r, env, S.logLevel).toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
 
   const defaults: ProviderDefaults = {
-    maxQueueLen: r.number('MAX_QUEUE_LEN', 'max_queue_len', 100, { min: 0, integer: true }),
-    queueTimeoutMs: r.seconds('QUEUE_TIMEOUT_SECS', 'queue_timeout_secs', 30, TIMER),
-    requestTimeoutMs: r.seconds('REQUEST_TIMEOUT_SECS', 'request_timeout_secs', 300, TIMER),
-    maxModelsPerWorker: r.number('MAX_MODELS_PER_WORKER', 'max_models_per_worker', 256, { min: 1, integer: true }),
+    maxQueueLen: read(r, env, P.maxQueueLen),
+    queueTimeoutMs: read(r, env, P.queueTimeout),
+    requestTimeoutMs: read(r, env, P.requestTimeout),
+    maxModelsPerWorker: read(r, env, P.maxModelsPerWorker),
   };
 
   const providers = readProviders(file, defaults, problems);
-  const defaultProviderName = r.string('PROVIDER_NAME', 'provider_name', 'local');
+  const defaultProviderName = read(r, env, S.providerName);
   if (!PROVIDER_NAME.test(defaultProviderName)) {
     problems.push(`PROVIDER_NAME must match ${PROVIDER_NAME.source}, got "${defaultProviderName}"`);
   }
-  const workerSecret = env.WORKER_SECRET || undefined;
+  const workerSecret = env[S.workerSecret.env!] || undefined;
   const existing = providers.find((p) => p.name === defaultProviderName);
   if (existing) {
     // WORKER_SECRET overrides the file's secret for the default provider.
@@ -226,8 +175,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     providers.unshift({ name: defaultProviderName, secret: workerSecret, enabled: true, models: [], capabilities: {}, ...defaults });
   }
 
-  const heartbeatIntervalMs = r.seconds('HEARTBEAT_INTERVAL_SECS', 'heartbeat_interval_secs', 15, TIMER);
-  const heartbeatTimeoutMs = r.seconds('HEARTBEAT_TIMEOUT_SECS', 'heartbeat_timeout_secs', 45, TIMER);
+  const heartbeatIntervalMs = read(r, env, S.heartbeatInterval);
+  const heartbeatTimeoutMs = read(r, env, S.heartbeatTimeout);
 
   const routing = readRoutingConfig(env, file.routing, problems);
   const tenancy = readTenancyConfig(env, file.tenants, problems);
@@ -238,7 +187,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const tasks = readTasksConfig(env, file.tasks, problems);
   const governance = readGovernanceConfig(env, file.governance, problems);
   const lifecycle = readLifecycleConfig(env, file.lifecycle, problems);
-  const instanceId = r.string('INSTANCE_ID', 'instance_id');
+  const instanceId = read(r, env, W.instanceId);
   const config: AppConfig = {
     listenHost: listen.host,
     listenPort: listen.port,
@@ -247,42 +196,42 @@ export function loadConfig(env: Env = process.env): AppConfig {
     defaultProviderName,
     heartbeatIntervalMs,
     heartbeatTimeoutMs,
-    registerTimeoutMs: r.seconds('REGISTER_TIMEOUT_SECS', 'register_timeout_secs', 10, TIMER),
-    adminToken: env.ADMIN_TOKEN || env.MODELRELAY_ADMIN_TOKEN || undefined,
-    adminAuthFailureLimit: r.number('ADMIN_AUTH_FAILURE_LIMIT', 'admin_auth_failure_limit', 10, { min: 1, integer: true }),
-    databaseUrl: r.string('DATABASE_URL', 'database_url', 'sqlite:./data/switchboard.db'),
-    redisUrl: r.string('REDIS_URL', 'redis_url') || undefined,
+    registerTimeoutMs: read(r, env, S.registerTimeout),
+    adminToken: read(r, env, S.adminToken),
+    adminAuthFailureLimit: read(r, env, S.adminAuthFailureLimit),
+    databaseUrl: read(r, env, S.databaseUrl),
+    redisUrl: read(r, env, S.redisUrl) || undefined,
     configFile,
     logLevel: logLevel as AppConfig['logLevel'],
-    maxBodyBytes: r.number('MAX_BODY_BYTES', 'max_body_bytes', 10 * 1024 * 1024, { min: 1, integer: true }),
-    maxStreamBytes: r.number('MAX_STREAM_BYTES', 'max_stream_bytes', 256 * 1024 * 1024, { min: 1, integer: true }),
-    connections: readConnectionConfig(r, problems),
-    maxRequeues: routing.maxRetries ?? r.number('MAX_REQUEUES', 'max_requeues', 3, { min: 0, integer: true }),
-    cancelGraceMs: r.seconds('CANCEL_GRACE_SECS', 'cancel_grace_secs', 10, TIMER_OR_ZERO),
-    slowClientTimeoutMs: r.seconds('SLOW_CLIENT_TIMEOUT_SECS', 'slow_client_timeout_secs', 30, TIMER),
-    streamClientBufferBytes: r.number('STREAM_CLIENT_BUFFER_BYTES', 'stream_client_buffer_bytes', 1024 * 1024, { min: 1, integer: true }),
-    maxBufferedBytes: r.number('MAX_BUFFERED_BYTES', 'max_buffered_bytes', 256 * 1024 * 1024, { min: 1, integer: true }),
-    rejectLegacyWorkers: r.bool('REJECT_LEGACY_WORKERS', 'reject_legacy_workers', false),
-    modelsRefreshIntervalMs: r.seconds('MODELS_REFRESH_INTERVAL_SECS', 'models_refresh_interval_secs', 0, TIMER_OR_ZERO),
-    shutdownDrainTimeoutMs: r.seconds('SHUTDOWN_DRAIN_TIMEOUT_SECS', 'shutdown_drain_timeout_secs', 30, TIMER_OR_ZERO),
-    shutdownFlushTimeoutMs: r.seconds('SHUTDOWN_FLUSH_TIMEOUT_SECS', 'shutdown_flush_timeout_secs', 10, TIMER_OR_ZERO),
+    maxBodyBytes: read(r, env, S.maxBodyBytes),
+    maxStreamBytes: read(r, env, S.maxStreamBytes),
+    connections: readConnectionConfig(r, env, problems),
+    maxRequeues: routing.maxRetries ?? read(r, env, S.maxRequeues),
+    cancelGraceMs: read(r, env, S.cancelGrace),
+    slowClientTimeoutMs: read(r, env, S.slowClientTimeout),
+    streamClientBufferBytes: read(r, env, S.streamClientBufferBytes),
+    maxBufferedBytes: read(r, env, S.maxBufferedBytes),
+    rejectLegacyWorkers: read(r, env, S.rejectLegacyWorkers),
+    modelsRefreshIntervalMs: read(r, env, S.modelsRefreshInterval),
+    shutdownDrainTimeoutMs: read(r, env, S.shutdownDrainTimeout),
+    shutdownFlushTimeoutMs: read(r, env, S.shutdownFlushTimeout),
     authLimiter: {
-      maxFailures: r.number('AUTH_FAILURE_LIMIT', 'auth_failure_limit', 5, { min: 1, integer: true }),
-      windowMs: r.seconds('AUTH_FAILURE_WINDOW_SECS', 'auth_failure_window_secs', 60, TIMER),
-      blockMs: r.seconds('AUTH_BLOCK_SECS', 'auth_block_secs', 60, TIMER),
-      trustedProxies: (r.string('TRUSTED_PROXIES', 'trusted_proxies', '') ?? '')
+      maxFailures: read(r, env, S.authFailureLimit),
+      windowMs: read(r, env, S.authFailureWindow),
+      blockMs: read(r, env, S.authBlock),
+      trustedProxies: read(r, env, S.trustedProxies)
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean),
     },
-    heartbeatFlushIntervalMs: r.seconds('HEARTBEAT_FLUSH_INTERVAL_SECS', 'heartbeat_flush_interval_secs', 5, TIMER),
-    staleSweepIntervalMs: r.seconds('STALE_SWEEP_INTERVAL_SECS', 'stale_sweep_interval_secs', 60, TIMER),
-    workerRecordRetentionMs: r.seconds('WORKER_RECORD_RETENTION_SECS', 'worker_record_retention_secs', 7 * 24 * 3600, { above: 0 }),
-    recentWorkerWindowMs: r.seconds('RECENT_WORKER_WINDOW_SECS', 'recent_worker_window_secs', 300, { min: 0 }),
+    heartbeatFlushIntervalMs: read(r, env, W.heartbeatFlushInterval),
+    staleSweepIntervalMs: read(r, env, W.staleSweepInterval),
+    workerRecordRetentionMs: read(r, env, W.workerRecordRetention),
+    recentWorkerWindowMs: read(r, env, W.recentWorkerWindow),
     instanceId: instanceId ?? `gw-${randomUUID().slice(0, 8)}`,
     routing,
-    corsOrigins: readCorsOrigins(r.string('CORS_ORIGINS', 'cors_origins', ''), problems),
-    tls: readTls(r.string('TLS_CERT_FILE', 'tls_cert_file'), r.string('TLS_KEY_FILE', 'tls_key_file'), problems),
+    corsOrigins: readCorsOrigins(read(r, env, S.corsOrigins), problems),
+    tls: readTls(read(r, env, S.tlsCertFile), read(r, env, S.tlsKeyFile), problems),
     tenancy,
     queue,
     usage,

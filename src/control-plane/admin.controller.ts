@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Qu
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors } from '../common/gateway-error';
-import { parseCapabilityDeclarations } from '../routing/routing-config';
+import { parseCapabilityDeclarations } from '../config/sections/routing';
 import { AdminGuard } from '../auth/admin.guard';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { Provider, ProviderInput, ProvidersService } from '../providers/providers.service';

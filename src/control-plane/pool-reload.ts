@@ -1,6 +1,6 @@
 import { GatewayError } from '../common/gateway-error';
 import type { PoolDeclarations, Provider } from '../providers/providers.service';
-import { parseCapabilityDeclarations } from '../routing/routing-config';
+import { parseCapabilityDeclarations } from '../config/sections/routing';
 
 /** A change refused as a whole: 400 `invalid_request` with `problems`, every one of them. */
 export function rejectedWithProblems(what: string, problems: string[]): GatewayError {

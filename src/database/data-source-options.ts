@@ -1,4 +1,4 @@
-import { parseDatabaseUrl } from './database-url';
+import { parseDatabaseUrl } from '../common/database-url';
 import { join } from 'node:path';
 import { DataSource, DataSourceOptions, Logger as TypeOrmLogger } from 'typeorm';
 

@@ -5,10 +5,10 @@ import { CLOCK, Clock } from '../common/clock';
 import { Errors } from '../common/gateway-error';
 import { RetentionTasks } from '../common/retention-tasks';
 import { NonceStore } from './nonce-store';
-import { lifecycleEnabled } from './governance-config';
+import { lifecycleEnabled } from '../config/sections/governance';
 import { OpTokenClaims } from './op-token';
 import { parsePublicKey } from './op-token-ed25519';
-import { keyFilePermissionWarning, readOpTokenKey } from './op-token-key';
+import { keyFilePermissionWarning, readOpTokenKey } from '../common/op-token-key';
 import { OpTokenVerifier, RequestedOperation } from './op-token-verifier';
 
 /**

@@ -1,7 +1,7 @@
 import { CACHE_FLUSH_SCOPES } from '../protocol/messages';
 import { BoundClaims, checkClaims, LIFECYCLE_OPERATIONS, LifecycleOperation, MalformedOpToken, mintOpToken } from './op-token';
 import { addSignature, readPrivateKey, unsignedToken } from './op-token-ed25519';
-import { readOpTokenKey } from './op-token-key';
+import { readOpTokenKey } from '../common/op-token-key';
 
 export const OP_TOKEN_HELP = `Usage: switchboard op-token --operation <operation> [--model <id>] [target and options ...]
                           [--key <private key file> --signer <name>]

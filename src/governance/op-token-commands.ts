@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { readGovernanceConfig } from './governance-config';
+import { readGovernanceConfig } from '../config/sections/governance';
 import { decodeOpToken, DecodedOpToken, MalformedOpToken, OpTokenClaims, SIGNER_NAME } from './op-token';
 import { OP_TOKEN_HELP, oneOf, opTokenFor, OpTokenUsageError, parseOpTokenArgs, readOptions } from './op-token-cli';
 import { addSignature, checkSignatures, generateSignerKey, parsePublicKey, readPrivateKey } from './op-token-ed25519';

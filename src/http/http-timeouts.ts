@@ -1,4 +1,4 @@
-import type { ConnectionConfig } from '../config/connection-config';
+import type { ConnectionConfig } from '../config/sections/connection';
 
 /** The server fields Node's HTTP/1.1 servers (and HTTP/2 servers with allowHTTP1) read. */
 export interface TimeoutServer {

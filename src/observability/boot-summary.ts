@@ -1,6 +1,6 @@
 import type { AppConfig } from '../config';
-import { parseDatabaseUrl } from '../database/database-url';
-import { redisHostPort } from '../rate-limit/redis-url';
+import { parseDatabaseUrl } from '../common/database-url';
+import { redisHostPort } from '../common/redis-url';
 
 /** What the boot summary needs to know about a provider (ProvidersService.list() fits). */
 export interface ProviderSummaryInput {

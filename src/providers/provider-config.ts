@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { ProviderConfig } from '../config';
-import { hashSecret, verifySecret } from '../auth/secret-hash';
+import { hashSecret, verifySecret } from '../common/secret-hash';
 import type { PoolAlias, Provider } from './provider';
 import type { ProviderRecord } from './provider-store';
 

@@ -1,4 +1,4 @@
-import * as secretHash from '../auth/secret-hash';
+import * as secretHash from '../common/secret-hash';
 import type { AppConfig, ProviderConfig } from '../config';
 import { ProviderRecord, ProviderStore } from './provider-store';
 import { ProvidersService } from './providers.service';

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
 import { APP_CONFIG, AppConfig, ProviderDefaults } from '../config';
 import { ConfigReloadService, PreparedChange } from '../config/config-reload.service';
-import { hashSecret } from '../auth/secret-hash';
+import { hashSecret } from '../common/secret-hash';
 import { ProviderRecord, ProviderStore } from './provider-store';
 import { compileAllowList, ModelOwnership } from './model-ownership';
 import {

@@ -1,4 +1,4 @@
-import { hashSecret, verifySecret } from '../auth/secret-hash';
+import { hashSecret, verifySecret } from '../common/secret-hash';
 import { VerifiedSecretCache } from '../auth/verified-secret-cache';
 import type { Provider, WorkerAuthResult } from './provider';
 

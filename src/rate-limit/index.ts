@@ -2,5 +2,5 @@ export * from './rate-limiter';
 export * from './gcra';
 export * from './memory-rate-limiter';
 export * from './redis-rate-limiter';
-export * from './redis-url';
+export * from '../common/redis-url';
 export * from './rate-limit.module';

@@ -4,7 +4,7 @@ import type { GcraMode } from './gcra';
 import { MemoryRateLimiter } from './memory-rate-limiter';
 import { assertValidCall, RateBucket, RateDecision, RateLimiter, RateLimiterHealth } from './rate-limiter';
 import { defineGcraCommand, runGcraScript } from './redis-script';
-import { redisHostPort } from './redis-url';
+import { redisHostPort } from '../common/redis-url';
 
 /** Where the limiter reports its Redis state (MetricsService implements it). */
 export interface RateLimiterMetrics {

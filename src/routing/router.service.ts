@@ -12,7 +12,7 @@ import { WorkerRecords } from '../registry/worker-records.port';
 import { MetricsService } from '../observability/metrics.service';
 import { declaredFor, missingCapabilities } from './capabilities';
 import { RequestRequirements } from './requirements';
-import { RoutingConfig } from './routing-config';
+import { RoutingConfig } from '../config/sections/routing';
 import { RoutingConfigHolder } from './routing-config-holder';
 import { effectivePriority } from './scoring';
 import { ListedModel, listModels, ModelListFilter } from './model-listing';

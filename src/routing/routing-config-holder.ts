@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { APP_CONFIG, AppConfig } from '../config';
 import { ConfigReloadService, PreparedChange } from '../config/config-reload.service';
 import { ProvidersService } from '../providers/providers.service';
-import { RoutingConfig } from './routing-config';
+import { RoutingConfig } from '../config/sections/routing';
 
 type RoutingListener = (next: RoutingConfig, previous: RoutingConfig) => void;
 

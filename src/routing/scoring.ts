@@ -1,11 +1,6 @@
-/** Weights of the smart strategy's score; they sum to 100 (validated when the config is read). */
-export interface ScoringWeights {
-  priority: number;
-  load: number;
-  latency: number;
-}
-
-export const DEFAULT_WEIGHTS: ScoringWeights = { priority: 50, load: 30, latency: 20 };
+import type { ScoringWeights } from '../config/sections/routing';
+export { DEFAULT_WEIGHTS } from '../config/sections/routing';
+export type { ScoringWeights } from '../config/sections/routing';
 
 /** Priority a worker has when neither its provider nor the worker declares one. */
 export const DEFAULT_PRIORITY = 50;

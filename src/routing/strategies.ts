@@ -1,7 +1,8 @@
 import { scoreOf, ScoringWeights } from './scoring';
 
-export const STRATEGY_NAMES = ['smart', 'round_robin', 'priority_only', 'random'] as const;
-export type StrategyName = (typeof STRATEGY_NAMES)[number];
+import type { StrategyName } from '../config/sections/routing';
+export { STRATEGY_NAMES } from '../config/sections/routing';
+export type { StrategyName } from '../config/sections/routing';
 
 /**
  * Picks one worker among the candidates offered, which are all eligible and have a free slot right

@@ -1,4 +1,4 @@
-import type { TenantSettings } from '../tenancy/tenancy-config';
+import type { TenantSettings } from '../config/sections/tenancy';
 
 /** What a session has spent so far. */
 export interface SessionUsage {

@@ -1,7 +1,7 @@
 import { parseParents, parseTags } from '../artifacts/parse-artifact-request';
 import { Errors, GatewayError } from '../common/gateway-error';
-import { MAX_TIMER_SECS } from '../config/config-reader';
-import { parsePriority, Priority } from '../tenancy/priority';
+import { MAX_TIMER_SECS } from '../common/config-reader';
+import { parsePriority, Priority } from '../common/priority';
 
 export type TaskEndpoint = '/v1/chat/completions' | '/v1/completions';
 export const OUTPUT_MODES = ['text', 'json', 'edits'] as const;

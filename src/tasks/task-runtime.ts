@@ -12,7 +12,7 @@ import { predictedStartMs } from './start-estimator';
 import { FinalStatus, Task, TaskError } from './task';
 import { jobArtifactOf } from './task-artifact';
 import { TaskHandlers } from './task-sink';
-import { TasksConfig } from './tasks-config';
+import { TasksConfig } from '../config/sections/tasks';
 import type { StreamUsage } from './worker-chunk-parser';
 
 /** `started` is repeated for a new position, or a prediction that moved by this much (and 10 %). */

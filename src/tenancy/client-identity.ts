@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Errors, GatewayError } from '../common/gateway-error';
-import { levelOf, parsePriority, Priority, PriorityLevel } from './priority';
-import { TENANT_ID, TenantSettings } from './tenancy-config';
+import { levelOf, parsePriority, Priority, PriorityLevel } from '../common/priority';
+import { TENANT_ID, TenantSettings } from '../config/sections/tenancy';
 
 /** Who is calling, as far as routing, admission and the queue are concerned. */
 export interface ClientIdentity {

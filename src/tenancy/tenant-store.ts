@@ -1,4 +1,4 @@
-import type { TenantSettings } from './tenancy-config';
+import type { TenantSettings } from '../config/sections/tenancy';
 
 /** A tenant's settings as stored through the admin API. */
 export interface TenantRecord {

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { CLOCK, Clock } from '../common/clock';
-import { TenantSettings } from './tenancy-config';
+import { TenantSettings } from '../config/sections/tenancy';
 import { TenantEntity } from './tenant.entity';
 import { TenantRecord, TenantStore } from './tenant-store';
 

@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { epochMillis } from '../common/column-transformers';
-import type { Priority } from './priority';
+import type { Priority } from '../common/priority';
 
 /**
  * Row of `tenants`: settings stored through `PUT /admin/tenants/:id`. A row replaces the config

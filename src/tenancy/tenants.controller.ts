@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, Param, Put, UseGuards } from '@nestjs/co
 import { AdminGuard } from '../auth/admin.guard';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { parseJsonObject } from './json-object';
-import { parseTenantSettings, TENANT_ID, TenantSettings } from './tenancy-config';
+import { parseTenantSettings, TENANT_ID, TenantSettings } from '../config/sections/tenancy';
 import { TenantsService, TenantView } from './tenants.service';
 import { ApiDoc } from '../openapi/api-doc';
 import { TENANTS_API } from './tenants.schemas';

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/comm
 import { isDeepStrictEqual } from 'node:util';
 import { APP_CONFIG, AppConfig } from '../config';
 import { ConfigReloadService, PreparedChange } from '../config/config-reload.service';
-import { TenancyConfig, TenantSettings } from './tenancy-config';
+import { TenancyConfig, TenantSettings } from '../config/sections/tenancy';
 import { TenantRecord, TenantStore } from './tenant-store';
 
 /** Where a tenant's effective settings come from, highest precedence first. */

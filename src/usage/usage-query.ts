@@ -1,6 +1,6 @@
 import { Errors, GatewayError } from '../common/gateway-error';
 import { parseTime } from '../common/parse-time';
-import { TENANT_ID } from '../tenancy/tenancy-config';
+import { TENANT_ID } from '../config/sections/tenancy';
 
 export { parseTime };
 

@@ -5,7 +5,7 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock, TimerHandle } from '../common/clock';
 import { MetricsService } from '../observability/metrics.service';
 import { RingBuffer } from './ring-buffer';
-import { UsageConfig } from './usage-config';
+import { UsageConfig } from '../config/sections/usage';
 import { UsageRecord } from './usage-record';
 import { UsageRecordEntity } from './usage-record.entity';
 import { UsageRecorder } from './usage-recorder.port';

@@ -1,4 +1,4 @@
-import type { ConnectionConfig } from '../config/connection-config';
+import type { ConnectionConfig } from '../config/sections/connection';
 import { WorkerLimits } from './sanitize-models';
 
 /**

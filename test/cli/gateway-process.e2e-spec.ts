@@ -200,7 +200,7 @@ describe('the switchboard CLI', () => {
   });
 
   it('hash-secret prints a scrypt hash of the secret read on stdin, usable as secret_hash', async () => {
-    const { verifySecret } = await import('../../src/auth/secret-hash');
+    const { verifySecret } = await import('../../src/common/secret-hash');
     const r = runNode(pkg.cliJs, ['hash-secret'], { stdin: 'piped-secret\n' });
     expect((await r.exit).code).toBe(0);
     const hash = r.stdout().trim();

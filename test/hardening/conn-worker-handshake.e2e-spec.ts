@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashSecret } from '../../src/auth/secret-hash';
+import { hashSecret } from '../../src/common/secret-hash';
 import { startGateway, TestGateway } from '../support/gateway';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { chat, post } from '../support/http';

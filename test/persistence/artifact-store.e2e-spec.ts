@@ -7,7 +7,7 @@ import { ArtifactRetention } from '../../src/artifacts/artifact-retention.servic
 import { ArtifactEntity } from '../../src/artifacts/artifact.entity';
 import { ArtifactTagEntity } from '../../src/artifacts/artifact-tag.entity';
 import { ArtifactTranscriptEntity } from '../../src/artifacts/artifact-transcript.entity';
-import { ArtifactsConfig } from '../../src/artifacts/artifacts-config';
+import { ArtifactsConfig } from '../../src/config/sections/artifacts';
 import { TypeOrmArtifactStore } from '../../src/artifacts/artifact-store.typeorm';
 import { JobArtifactRecorder, MAX_WRITE_ATTEMPTS } from '../../src/artifacts/job-artifact-recorder.service';
 import { JobArtifactInput } from '../../src/artifacts/job-artifacts.port';

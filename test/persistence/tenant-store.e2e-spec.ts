@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { TenantEntity } from '../../src/tenancy/tenant.entity';
 import { TypeOrmTenantStore } from '../../src/tenancy/tenant-store.typeorm';
-import { TenantSettings } from '../../src/tenancy/tenancy-config';
+import { TenantSettings } from '../../src/config/sections/tenancy';
 import { FakeClock } from '../support/fake-clock';
 import { createTestDatabase, TestDatabase } from './support/test-database';
 

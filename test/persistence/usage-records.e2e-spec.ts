@@ -5,7 +5,7 @@ import { MetricsService } from '../../src/observability/metrics.service';
 import { StaleCleanupService } from '../../src/registry/stale-cleanup.service';
 import { WorkerRecordEntity } from '../../src/registry/worker-record.entity';
 import { UsageAggregates } from '../../src/usage/usage-aggregates.service';
-import { UsageConfig } from '../../src/usage/usage-config';
+import { UsageConfig } from '../../src/config/sections/usage';
 import { UsageRecord, utcDay } from '../../src/usage/usage-record';
 import { UsageRecordEntity } from '../../src/usage/usage-record.entity';
 import { MAX_WRITE_ATTEMPTS, TypeOrmUsageRecorder } from '../../src/usage/usage-recorder.service';

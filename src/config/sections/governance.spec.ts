@@ -1,11 +1,11 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../config';
-import { lifecycleEnabled, readGovernanceConfig } from './governance-config';
+import { ConfigError, loadConfig } from '..';
+import { lifecycleEnabled, readGovernanceConfig } from './governance';
 import { generateKeyPairSync } from 'node:crypto';
-import { publicKeyText } from './op-token-ed25519';
-import { keyFilePermissionWarning, readOpTokenKey } from './op-token-key';
+import { publicKeyText } from '../../governance/op-token-ed25519';
+import { keyFilePermissionWarning, readOpTokenKey } from '../../common/op-token-key';
 
 const pub = () => publicKeyText(generateKeyPairSync('ed25519').publicKey);
 

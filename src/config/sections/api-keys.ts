@@ -1,7 +1,7 @@
-import { Env, Reader, TIMER, Yaml } from '../config/config-reader';
-import type { Priority } from '../tenancy/priority';
-import { KEY_FIELD_NAMES, parseKeyFields } from './api-key-fields';
-import { SHA256_HEX } from './api-key-material';
+import { Env, Reader, TIMER, Yaml } from '../../common/config-reader';
+import { bool, custom, group, num, read, secs, yamlKeys } from '../setting';
+import type { Priority } from '../../common/priority';
+import { KEY_FIELD_NAMES, parseKeyFields, SHA256_HEX } from './api-key-fields';
 
 /** A key declared in the config file's `keys:` section: only its SHA-256 is known. */
 export interface ConfiguredApiKey {
@@ -29,15 +29,64 @@ export interface ApiKeysConfig {
   authLimiter: { maxFailures: number; windowMs: number; blockMs: number };
 }
 
+/** Top-level keys (`server:` merged in), the `keys:` list included. */
+export const API_KEYS_SETTINGS = group('', 'apiKeys', {
+  requireApiKeys: bool({
+    env: 'REQUIRE_API_KEYS',
+    aliases: ['MODELRELAY_REQUIRE_API_KEYS'],
+    yaml: 'require_api_keys',
+    default: false,
+    reload: 'restart',
+    fields: ['requireApiKeys'],
+    doc: 'every inference route and `GET /v1/models` need a client API key (`Authorization: Bearer <key>` or `x-api-key: <key>`), else `401 invalid_api_key`; see [tenancy.md](tenancy.md#client-api-keys)',
+  }),
+  keys: custom({
+    yaml: 'keys',
+    reload: 'restart',
+    fields: ['keys'],
+    docDefault: 'none',
+    doc: 'client API keys declared in the file, by their SHA-256 (`name`, `tenant`, `key_sha256`, optional `rpm`, `tpm`, `priority`, `models`, `expires_at`, `enabled`): see [Tenants and keys](#tenants-and-keys)',
+  }),
+  lastUsedFlush: secs({
+    env: 'API_KEY_LAST_USED_FLUSH_SECS',
+    yaml: 'api_key_last_used_flush_secs',
+    default: 10,
+    opts: TIMER,
+    reload: 'restart',
+    fields: ['lastUsedFlushIntervalMs'],
+    doc: "write-behind period of the keys' `last_used_at` (one statement per period for all keys used meanwhile)",
+  }),
+  authFailureLimit: num({
+    env: 'CLIENT_AUTH_FAILURE_LIMIT',
+    yaml: 'client_auth_failure_limit',
+    default: 20,
+    opts: { min: 1, integer: true },
+    reload: 'restart',
+    fields: ['authLimiter.maxFailures'],
+    doc: 'unknown API keys from one client address before it is refused (`429 auth_rate_limited`)',
+  }),
+  authFailureWindow: secs({
+    env: 'CLIENT_AUTH_FAILURE_WINDOW_SECS',
+    yaml: 'client_auth_failure_window_secs',
+    default: 60,
+    opts: TIMER,
+    reload: 'restart',
+    fields: ['authLimiter.windowMs'],
+    doc: 'window in which those failures are counted',
+  }),
+  authBlock: secs({
+    env: 'CLIENT_AUTH_BLOCK_SECS',
+    yaml: 'client_auth_block_secs',
+    default: 60,
+    opts: TIMER,
+    reload: 'restart',
+    fields: ['authLimiter.blockMs'],
+    doc: 'how long the address is refused for unknown keys (a valid key is always accepted)',
+  }),
+});
+const S = API_KEYS_SETTINGS.settings;
 /** Top-level YAML keys this reader owns (loadConfig reports the others it does not know). */
-export const API_KEYS_YAML_KEYS = [
-  'require_api_keys',
-  'keys',
-  'api_key_last_used_flush_secs',
-  'client_auth_failure_limit',
-  'client_auth_failure_window_secs',
-  'client_auth_block_secs',
-];
+export const API_KEYS_YAML_KEYS = yamlKeys(API_KEYS_SETTINGS);
 
 const CONFIG_KEY_NAME = /^[A-Za-z0-9._-]{1,60}$/;
 const CONFIG_KEY_FIELDS = [...KEY_FIELD_NAMES, 'key_sha256'];
@@ -49,15 +98,14 @@ const CONFIG_KEY_FIELDS = [...KEY_FIELD_NAMES, 'key_sha256'];
  */
 export function readApiKeysConfig(env: Env, file: Yaml, problems: string[]): ApiKeysConfig {
   const r = new Reader(env, file);
-  const requireEnv = env.REQUIRE_API_KEYS ? 'REQUIRE_API_KEYS' : env.MODELRELAY_REQUIRE_API_KEYS ? 'MODELRELAY_REQUIRE_API_KEYS' : 'REQUIRE_API_KEYS';
   const config: ApiKeysConfig = {
-    requireApiKeys: r.bool(requireEnv, 'require_api_keys', false),
+    requireApiKeys: read(r, env, S.requireApiKeys),
     keys: readConfiguredKeys(file.keys, problems),
-    lastUsedFlushIntervalMs: r.seconds('API_KEY_LAST_USED_FLUSH_SECS', 'api_key_last_used_flush_secs', 10, TIMER),
+    lastUsedFlushIntervalMs: read(r, env, S.lastUsedFlush),
     authLimiter: {
-      maxFailures: r.number('CLIENT_AUTH_FAILURE_LIMIT', 'client_auth_failure_limit', 20, { min: 1, integer: true }),
-      windowMs: r.seconds('CLIENT_AUTH_FAILURE_WINDOW_SECS', 'client_auth_failure_window_secs', 60, TIMER),
-      blockMs: r.seconds('CLIENT_AUTH_BLOCK_SECS', 'client_auth_block_secs', 60, TIMER),
+      maxFailures: read(r, env, S.authFailureLimit),
+      windowMs: read(r, env, S.authFailureWindow),
+      blockMs: read(r, env, S.authBlock),
     },
   };
   problems.push(...r.problems);

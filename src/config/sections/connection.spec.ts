@@ -1,4 +1,4 @@
-import { loadConfig } from './load-config';
+import { loadConfig } from '../load-config';
 
 describe('connection settings', () => {
   it('has bounded defaults (timeouts were 0 = never before)', () => {

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../config';
-import { readUsageConfig } from './usage-config';
+import { ConfigError, loadConfig } from '..';
+import { readUsageConfig } from './usage';
 
 describe('usage configuration', () => {
   it('defaults: 90 days of retention, a flush every 5 s, 500 rows per INSERT, 10 000 buffered', () => {

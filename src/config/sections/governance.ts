@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { Env, Reader } from '../config/config-reader';
-import { parsePublicKey, publicKeyText } from './op-token-ed25519';
-import { readOpTokenKey } from './op-token-key';
+import { Env, Reader } from '../../common/config-reader';
+import { bool, custom, group, num, read, str, yamlKeys } from '../setting';
+import { parsePublicKey, publicKeyText } from '../../common/ed25519-public-key';
+import { readOpTokenKey } from '../../common/op-token-key';
 
 /** The `governance:` section: who may sign lifecycle operations, and with which keys (docs/lifecycle.md). */
 export interface GovernanceConfig {
@@ -33,7 +34,6 @@ export interface GovernanceConfig {
   unauthenticatedAuditRetentionMs: number;
 }
 
-const KEYS = ['key_path', 'signers', 'required_signers', 'shared_key_compat', 'audit_retention_days', 'unauthenticated_audit_retention_days'];
 /** Printable ASCII without spaces or commas (GOVERNANCE_SIGNERS is comma-separated). */
 const SIGNER_NAME = /^[\x21-\x2b\x2d-\x7e]{1,64}$/;
 const DEFAULT_REQUIRED_SIGNERS = 2;
@@ -44,24 +44,93 @@ export function lifecycleEnabled(config: GovernanceConfig): boolean {
   return Object.keys(config.signerKeys).length > 0 || (config.sharedKeyCompat && config.keyPath !== undefined);
 }
 
+export const GOVERNANCE_SETTINGS = group('governance', 'governance', {
+  keyPath: str({
+    env: 'VERIFIED_OP_TOKEN_KEY_PATH',
+    yaml: 'key_path',
+    reload: 'restart',
+    fields: ['keyPath'],
+    doc: 'compat only: file with the shared HMAC key (one trailing newline removed; must exist and not be empty; warned about when readable by group or others). Set without `GOVERNANCE_SHARED_KEY_COMPAT=true`, the boot stops',
+  }),
+  signers: custom({
+    yaml: 'signers',
+    reload: 'restart',
+    fields: ['signerKeys', 'signers', 'signersFile'],
+    docDefault: 'none',
+    doc: "the signers' public keys inline: `{alice: <base64 public key>, bob: …}` (`GOVERNANCE_SIGNERS_FILE` wins). A list of names (`[alice, bob]`, or `GOVERNANCE_SIGNERS=alice,bob`) only names the signers of shared-key tokens (compat below)",
+  }),
+  signersFile: custom({
+    env: 'GOVERNANCE_SIGNERS_FILE',
+    reload: 'restart',
+    fields: [],
+    docDefault: 'none',
+    doc: "YAML or JSON file mapping each governance signer's name to their Ed25519 **public** key (base64 of the raw 32 bytes as `switchboard op-token keygen` prints it, or base64 SPKI DER); wins over YAML `governance.signers`. Signers' public keys configured = [model lifecycle](lifecycle.md) on. A bad key, one key under two names or an unreadable file stops the boot",
+  }),
+  signerNames: custom({
+    env: 'GOVERNANCE_SIGNERS',
+    reload: 'restart',
+    fields: [],
+    docDefault: 'none',
+    doc: 'compat only: comma-separated names of the signers (N) a shared-key token may list (in the file: `governance.signers` as a list); refused beside public keys',
+  }),
+  requiredSigners: num({
+    env: 'GOVERNANCE_REQUIRED_SIGNERS',
+    yaml: 'required_signers',
+    default: DEFAULT_REQUIRED_SIGNERS,
+    opts: { min: 1, integer: true },
+    reload: 'restart',
+    fields: ['requiredSigners'],
+    docDefault: '`2`',
+    doc: 'distinct valid signatures of configured signers (M) an op token needs; at most the number of signers (N)',
+  }),
+  sharedKeyCompat: bool({
+    env: 'GOVERNANCE_SHARED_KEY_COMPAT',
+    yaml: 'shared_key_compat',
+    default: false,
+    reload: 'restart',
+    fields: ['sharedKeyCompat'],
+    doc: "also accept the seed's shared-HMAC token format, keyed with `VERIFIED_OP_TOKEN_KEY_PATH`: a **single authority** (whoever holds the key signs as every signer); warned about at boot",
+  }),
+  auditRetentionDays: num({
+    env: 'GOVERNANCE_AUDIT_RETENTION_DAYS',
+    yaml: 'audit_retention_days',
+    default: 0,
+    opts: { min: 0 },
+    reload: 'restart',
+    fields: ['auditRetentionMs'],
+    doc: '[lifecycle audit](lifecycle.md#audit) rows older than this are deleted by the cleanup job; fractions allowed; `0` = keep forever',
+  }),
+  unauthenticatedAuditRetentionDays: num({
+    env: 'GOVERNANCE_UNAUTHENTICATED_AUDIT_RETENTION_DAYS',
+    yaml: 'unauthenticated_audit_retention_days',
+    default: 30,
+    opts: { min: 0 },
+    reload: 'restart',
+    fields: ['unauthenticatedAuditRetentionMs'],
+    doc: 'audit rows of lifecycle requests refused for want of the admin token are deleted after this; `0` = kept like the others',
+  }),
+});
+const S = GOVERNANCE_SETTINGS.settings;
+const KEYS = yamlKeys(GOVERNANCE_SETTINGS);
+
 export function readGovernanceConfig(env: Env, section: unknown, problems: string[]): GovernanceConfig {
   const yaml = section && typeof section === 'object' && !Array.isArray(section) ? (section as Record<string, unknown>) : {};
   if (section !== undefined && section !== null && yaml !== section) problems.push('governance (config file) must be a mapping');
   const r = new Reader(env, yaml, 'governance', KEYS);
   const own: string[] = [];
-  const keyPath = r.string('VERIFIED_OP_TOKEN_KEY_PATH', 'key_path') || undefined;
-  const sharedKeyCompat = r.bool('GOVERNANCE_SHARED_KEY_COMPAT', 'shared_key_compat', false);
-  const signersFile = env.GOVERNANCE_SIGNERS_FILE || undefined;
+  const keyPath = read(r, env, S.keyPath) || undefined;
+  const sharedKeyCompat = read(r, env, S.sharedKeyCompat);
+  const signersFile = env[S.signersFile.env!] || undefined;
   const fileMap = yaml.signers !== null && typeof yaml.signers === 'object' && !Array.isArray(yaml.signers);
   const signerKeys = signersFile !== undefined ? readKeysFile(signersFile, own) : fileMap ? readKeys(yaml.signers, 'governance.signers (config file)', own) : {};
   const keyed = Object.keys(signerKeys);
   let signers = keyed;
   if (keyed.length > 0 || signersFile !== undefined) {
-    if (env.GOVERNANCE_SIGNERS) own.push('GOVERNANCE_SIGNERS names the signers of shared-key tokens; with public keys configured the signers are the keys\' names: unset it');
-  } else signers = readNames(env.GOVERNANCE_SIGNERS, fileMap ? undefined : yaml.signers, own);
-  const requiredSigners = r.number('GOVERNANCE_REQUIRED_SIGNERS', 'required_signers', DEFAULT_REQUIRED_SIGNERS, { min: 1, integer: true });
-  const auditRetentionDays = r.number('GOVERNANCE_AUDIT_RETENTION_DAYS', 'audit_retention_days', 0, { min: 0 });
-  const unauthenticatedDays = r.number('GOVERNANCE_UNAUTHENTICATED_AUDIT_RETENTION_DAYS', 'unauthenticated_audit_retention_days', 30, { min: 0 });
+    if (env[S.signerNames.env!]) own.push('GOVERNANCE_SIGNERS names the signers of shared-key tokens; with public keys configured the signers are the keys\' names: unset it');
+  } else signers = readNames(env[S.signerNames.env!], fileMap ? undefined : yaml.signers, own);
+  const requiredSigners = read(r, env, S.requiredSigners);
+  const auditRetentionDays = read(r, env, S.auditRetentionDays);
+  const unauthenticatedDays = read(r, env, S.unauthenticatedAuditRetentionDays);
   if (keyPath !== undefined && !sharedKeyCompat) {
     // Fail loudly rather than silently drop the operator's governance: the shared key is one authority, not M of N.
     own.push(

@@ -1,8 +1,28 @@
-import { Env, Reader, TIMER, Yaml } from '../config/config-reader';
-import { ModelCapabilities } from '../protocol';
-import { DEFAULT_WEIGHTS, ScoringWeights } from './scoring';
-import { STRATEGY_NAMES, StrategyName } from './strategies';
-import { EjectionPolicy } from './worker-health';
+import { Env, Reader, TIMER, Yaml } from '../../common/config-reader';
+import { bool, custom, group, num, read, secs, str, yamlKeys } from '../setting';
+import { ModelCapabilities } from '../../protocol';
+
+/** Routing strategies a configuration may name (routing/strategies.ts implements them). */
+export const STRATEGY_NAMES = ['smart', 'round_robin', 'priority_only', 'random'] as const;
+export type StrategyName = (typeof STRATEGY_NAMES)[number];
+
+/** Weights of the smart strategy's score; they sum to 100 (validated when the config is read). */
+export interface ScoringWeights {
+  priority: number;
+  load: number;
+  latency: number;
+}
+
+export const DEFAULT_WEIGHTS: ScoringWeights = { priority: 50, load: 30, latency: 20 };
+
+/** How workers failing before the first byte are ejected (applied by routing/worker-health.ts). */
+export interface EjectionPolicy {
+  /** Failures before the first byte, in a row, that eject a worker. */
+  ejectAfterFailures: number;
+  /** First ejection's length; doubles for each ejection in a row. */
+  cooldownMs: number;
+  maxCooldownMs: number;
+}
 
 /** The `routing:` section of the config file and its `ROUTING_*` environment variables. */
 export interface RoutingConfig {
@@ -20,17 +40,86 @@ export interface RoutingConfig {
   warnings: string[];
 }
 
-const ROUTING_KEYS = [
-  'strategy',
-  'weights',
-  'aliases',
-  'fallbacks',
-  'allow_pinning',
-  'max_retries',
-  'eject_after_failures',
-  'eject_cooldown_secs',
-  'eject_max_cooldown_secs',
-];
+/** The `routing:` section; every key but `max_retries` is applied by a reload. */
+export const ROUTING_SETTINGS = group('routing', 'routing', {
+  strategy: str({
+    env: 'ROUTING_STRATEGY',
+    yaml: 'strategy',
+    default: 'smart',
+    reload: 'live',
+    fields: ['strategy', 'warnings'],
+    doc: '`smart`, `round_robin`, `priority_only` or `random` ([routing.md](routing.md#strategies)); an unknown name logs a warning and uses `smart`',
+  }),
+  weights: custom({
+    yaml: 'weights',
+    reload: 'live',
+    fields: ['weights'],
+    docDefault: '`{priority: 50, load: 30, latency: 20}`',
+    doc: 'smart score weights, integers summing to 100 (file only)',
+  }),
+  aliases: custom({
+    env: 'ROUTING_ALIASES',
+    yaml: 'aliases',
+    reload: 'live',
+    fields: ['aliases'],
+    docDefault: 'none',
+    doc: 'alias → model (single level); the variable reads `gpt-4=llama3:70b,gpt-3.5-turbo=llama3:8b` and wins per alias',
+  }),
+  fallbacks: custom({
+    env: 'ROUTING_FALLBACKS',
+    yaml: 'fallbacks',
+    reload: 'live',
+    fields: ['fallbacks'],
+    docDefault: 'none',
+    doc: 'model → fallback models, tried in order when the model has no eligible worker; the variable reads `llama3:70b=llama3:8b,mistral:7b;m2=m3`',
+  }),
+  allowPinning: bool({
+    env: 'ROUTING_ALLOW_PINNING',
+    yaml: 'allow_pinning',
+    default: true,
+    reload: 'live',
+    fields: ['allowPinning'],
+    doc: 'honour `x-switchboard-provider`',
+  }),
+  maxRetries: num({
+    env: 'ROUTING_MAX_RETRIES',
+    yaml: 'max_retries',
+    default: 3,
+    opts: { min: 0, integer: true },
+    reload: 'restart',
+    fields: ['maxRetries'],
+    doc: 'the requeue limit: the same setting as `MAX_REQUEUES`, which it overrides when set',
+  }),
+  ejectAfterFailures: num({
+    env: 'ROUTING_EJECT_AFTER_FAILURES',
+    yaml: 'eject_after_failures',
+    default: 3,
+    opts: { min: 1, integer: true },
+    reload: 'live',
+    fields: ['ejection.ejectAfterFailures'],
+    doc: 'failures before the first byte, in a row, that eject a worker ([routing.md](routing.md))',
+  }),
+  ejectCooldown: secs({
+    env: 'ROUTING_EJECT_COOLDOWN_SECS',
+    yaml: 'eject_cooldown_secs',
+    default: 30,
+    opts: TIMER,
+    reload: 'live',
+    fields: ['ejection.cooldownMs'],
+    doc: "first ejection's length; each further ejection in a row doubles it",
+  }),
+  ejectMaxCooldown: secs({
+    env: 'ROUTING_EJECT_MAX_COOLDOWN_SECS',
+    yaml: 'eject_max_cooldown_secs',
+    default: 300,
+    opts: TIMER,
+    reload: 'live',
+    fields: ['ejection.maxCooldownMs'],
+    doc: 'the doubling stops here (at least `eject_cooldown_secs`)',
+  }),
+});
+const S = ROUTING_SETTINGS.settings;
+const ROUTING_KEYS = yamlKeys(ROUTING_SETTINGS);
 const WEIGHT_KEYS = ['priority', 'load', 'latency'] as const;
 
 export function defaultRoutingConfig(): RoutingConfig {
@@ -47,7 +136,7 @@ export function readRoutingConfig(env: Env, section: unknown, problems: string[]
   const r = new Reader(env, yaml, 'routing', ROUTING_KEYS);
   const warnings: string[] = [];
 
-  const strategyName = r.string('ROUTING_STRATEGY', 'strategy', 'smart').trim().toLowerCase();
+  const strategyName = read(r, env, S.strategy).trim().toLowerCase();
   let strategy: StrategyName = 'smart';
   if ((STRATEGY_NAMES as readonly string[]).includes(strategyName)) strategy = strategyName as StrategyName;
   else warnings.push(`unknown routing strategy "${strategyName}": using "smart" (known: ${STRATEGY_NAMES.join(', ')})`);
@@ -55,18 +144,18 @@ export function readRoutingConfig(env: Env, section: unknown, problems: string[]
   const config: RoutingConfig = {
     strategy,
     weights: readWeights(yaml.weights, problems),
-    aliases: readAliases(env.ROUTING_ALIASES, yaml.aliases, problems),
-    fallbacks: readFallbacks(env.ROUTING_FALLBACKS, yaml.fallbacks, problems),
-    allowPinning: r.bool('ROUTING_ALLOW_PINNING', 'allow_pinning', true),
+    aliases: readAliases(env[S.aliases.env!], yaml.aliases, problems),
+    fallbacks: readFallbacks(env[S.fallbacks.env!], yaml.fallbacks, problems),
+    allowPinning: read(r, env, S.allowPinning),
     ejection: {
-      ejectAfterFailures: r.number('ROUTING_EJECT_AFTER_FAILURES', 'eject_after_failures', 3, { min: 1, integer: true }),
-      cooldownMs: r.seconds('ROUTING_EJECT_COOLDOWN_SECS', 'eject_cooldown_secs', 30, TIMER),
-      maxCooldownMs: r.seconds('ROUTING_EJECT_MAX_COOLDOWN_SECS', 'eject_max_cooldown_secs', 300, TIMER),
+      ejectAfterFailures: read(r, env, S.ejectAfterFailures),
+      cooldownMs: read(r, env, S.ejectCooldown),
+      maxCooldownMs: read(r, env, S.ejectMaxCooldown),
     },
     warnings,
   };
-  if (env.ROUTING_MAX_RETRIES || yaml.max_retries !== undefined) {
-    config.maxRetries = r.number('ROUTING_MAX_RETRIES', 'max_retries', 3, { min: 0, integer: true });
+  if (env[S.maxRetries.env!] || yaml[S.maxRetries.yaml!] !== undefined) {
+    config.maxRetries = read(r, env, S.maxRetries);
   }
   if (config.ejection.maxCooldownMs < config.ejection.cooldownMs) {
     problems.push('routing.eject_max_cooldown_secs must be at least routing.eject_cooldown_secs');

@@ -1,5 +1,6 @@
-import { checkNumber, Env, Yaml } from '../config/config-reader';
-import { parsePriority, Priority, PRIORITIES } from './priority';
+import { checkNumber, Env, Yaml } from '../../common/config-reader';
+import { custom, group } from '../setting';
+import { parsePriority, Priority, PRIORITIES } from '../../common/priority';
 
 /** One tenant's limits and queueing settings; absent fields mean "no limit" / the defaults. */
 export interface TenantSettings {
@@ -40,6 +41,33 @@ export const TENANT_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const TENANT_KEYS = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models', 'session_tokens', 'session_time_secs', 'pools'];
 const RATE = /^\s*(\d+)\s*(req|tok)\s*\/\s*min\s*$/i;
 
+/** The `tenants:` section (a top-level key) and the rate-limit variables; a reload applies them. */
+export const TENANCY_SETTINGS = group('', 'tenancy', {
+  tenants: custom({
+    yaml: 'tenants',
+    reload: 'live',
+    fields: ['tenants'],
+    docDefault: 'none',
+    doc: 'settings per tenant id (`rpm`, `tpm`, `tokens_per_day`, `priority`, `max_priority`, `max_queued`, `models`, `session_tokens`, `session_time_secs`, `pools`): see [Tenants and keys](#tenants-and-keys) and [tenancy.md](tenancy.md)',
+  }),
+  tenantRateLimit: custom({
+    env: 'TENANT_RATE_LIMIT_<tenant>',
+    reload: 'live',
+    fields: ['tenants'],
+    docDefault: 'none',
+    doc: '`100req/min`, `5000tok/min` or both (comma-separated) for one tenant ([tenancy.md](tenancy.md))',
+  }),
+  defaultRateLimit: custom({
+    env: 'DEFAULT_RATE_LIMIT',
+    reload: 'live',
+    fields: ['defaults'],
+    docDefault: 'none',
+    doc: 'the same for tenants not configured',
+  }),
+});
+const S = TENANCY_SETTINGS.settings;
+const RATE_LIMIT_PREFIX = S.tenantRateLimit.env!.replace('<tenant>', '');
+
 /**
  * Reads the `tenants:` section, `TENANT_RATE_LIMIT_<tenant>=100req/min` (also `tok/min`, several
  * separated by commas) and `DEFAULT_RATE_LIMIT`. Problems are pushed to `problems`.
@@ -56,15 +84,16 @@ export function readTenancyConfig(env: Env, section: unknown, problems: string[]
     }
   }
   for (const [name, value] of Object.entries(env)) {
-    if (!name.startsWith('TENANT_RATE_LIMIT_') || value === undefined || value === '') continue;
-    const id = name.slice('TENANT_RATE_LIMIT_'.length);
+    if (!name.startsWith(RATE_LIMIT_PREFIX) || value === undefined || value === '') continue;
+    const id = name.slice(RATE_LIMIT_PREFIX.length);
     if (!TENANT_ID.test(id)) {
       problems.push(`${name}: "${id}" is not a tenant id (1-64 characters of A-Z a-z 0-9 . _ -)`);
       continue;
     }
     tenants.set(id, { ...tenants.get(id), ...parseRates(value, name, problems) });
   }
-  const defaults = env.DEFAULT_RATE_LIMIT ? parseRates(env.DEFAULT_RATE_LIMIT, 'DEFAULT_RATE_LIMIT', problems) : {};
+  const defaultEnv = S.defaultRateLimit.env!;
+  const defaults = env[defaultEnv] ? parseRates(env[defaultEnv], defaultEnv, problems) : {};
   return { tenants, defaults };
 }
 

@@ -1,5 +1,5 @@
-import { loadConfig } from '../config';
-import { ConfigError } from '../config/load-config';
+import { loadConfig } from '..';
+import { ConfigError } from '../load-config';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../config/load-config';
+import { ConfigError, loadConfig } from '../load-config';
 
 const HASH = 'a'.repeat(64);
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { parseCapabilityDeclarations, readRoutingConfig } from './routing-config';
+import { parseCapabilityDeclarations, readRoutingConfig } from './routing';
 
 function read(section: unknown, env: Record<string, string> = {}) {
   const problems: string[] = [];

@@ -1,5 +1,5 @@
-import { loadConfig } from '../config';
-import { readArtifactsConfig } from './artifacts-config';
+import { loadConfig } from '..';
+import { readArtifactsConfig } from './artifacts';
 
 describe('artifacts configuration', () => {
   it('has defaults: 1 MiB artifacts, 64 KiB inline transcripts, 4 MiB transcripts, 30 days, 1 GiB per tenant', () => {

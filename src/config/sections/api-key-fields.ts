@@ -1,5 +1,5 @@
-import { parsePriority, Priority, PRIORITIES } from '../tenancy/priority';
-import { TENANT_ID } from '../tenancy/tenancy-config';
+import { parsePriority, Priority, PRIORITIES } from '../../common/priority';
+import { TENANT_ID } from './tenancy';
 
 /**
  * A key's settings as read from the config file (`keys:`) or an admin API body: snake_case names,
@@ -117,3 +117,6 @@ export function parseKeyFields(raw: unknown, where: string, rules: KeyFieldRules
   }
   return out;
 }
+
+/** `key_sha256` in the config file: 64 hex digits. */
+export const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
