@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { WorkerRegistry } from './worker-registry.service';
 
-@Module({ providers: [WorkerRegistry], exports: [WorkerRegistry] })
+/** Worker records (persistence of who connected when); the live workers are the Fleet's (src/fleet). */
+@Module({})
 export class RegistryModule {}
