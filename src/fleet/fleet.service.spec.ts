@@ -205,6 +205,18 @@ describe('Fleet', () => {
       expect(w.held.has('r1')).toBe(true);
     });
 
+    it('a pong frees the held slot it can account for and keeps the one sent after its ping, whatever the cancel order', () => {
+      const { worker: w } = attached({ max: 2 });
+      const before = fleet.reserve(w, 'r-before', 'm')!;
+      w.pingSent();
+      const after = fleet.reserve(w, 'r-after', 'm')!;
+      after.cancel('timeout');
+      before.cancel('timeout');
+      fleet.onPong(w, 0);
+      expect([...w.held.keys()]).toEqual(['r-after']);
+      expect(w.freeSlots).toBe(1);
+    });
+
     it('a load reported with models_update (moment unknown) frees no held slot', () => {
       const { worker: w } = attached();
       fleet.reserve(w, 'r1', 'm')!.cancel('timeout');
@@ -215,21 +227,15 @@ describe('Fleet', () => {
   });
 
   describe('drain', () => {
-    it('sends graceful_shutdown and closes an idle worker at once', () => {
+    it('sends graceful_shutdown (deadline rounded up to seconds) once and closes an idle worker at once', () => {
       const { worker: w, channel } = attached();
-      fleet.drain(w, 3 * SECOND, 'maintenance');
-      fleet.drain(w, 3 * SECOND, 'maintenance');
+      fleet.drain(w, 2_500, 'maintenance');
+      fleet.drain(w, 2_500, 'maintenance');
       expect(channel.sent).toEqual([{ type: 'graceful_shutdown', reason: 'maintenance', drain_timeout_secs: 3 }]);
       expect(channel.closedWith).toEqual([1000, 'graceful shutdown complete']);
       expect(w.draining).toBe(true);
       expect(w.freeSlots).toBe(0);
       expect(clock.pendingTimers()).toBe(0);
-    });
-
-    it('rounds the deadline up to whole seconds, at least one', () => {
-      const { worker: w, channel } = attached();
-      fleet.drain(w, 200, 'maintenance');
-      expect(channel.sent).toEqual([{ type: 'graceful_shutdown', reason: 'maintenance', drain_timeout_secs: 1 }]);
     });
 
     it('closes with "graceful shutdown complete" once the last lease is released; offers no work meanwhile', () => {
