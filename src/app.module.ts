@@ -5,6 +5,7 @@ import { DatabaseModule } from './database/database.module';
 import { ObservabilityModule } from './observability/observability.module';
 import { ProvidersModule } from './providers/providers.module';
 import { RegistryModule } from './registry/registry.module';
+import { FleetModule } from './fleet/fleet.module';
 import { AuthModule } from './auth/auth.module';
 import { QueueModule } from './queue/queue.module';
 import { DispatchModule } from './dispatch/dispatch.module';
@@ -37,6 +38,7 @@ export class AppModule {
         UsageModule,
         ProvidersModule,
         RegistryModule,
+        FleetModule,
         AuthModule,
         TenancyModule,
         ApiKeysModule,
@@ -51,7 +53,7 @@ export class AppModule {
         LifecycleModule,
         DashboardModule,
         HealthModule.withSnapshot({
-          imports: [QueueModule, RegistryModule, ProvidersModule],
+          imports: [QueueModule, FleetModule, ProvidersModule],
           useClass: RelayHealthSnapshot,
         }),
       ],

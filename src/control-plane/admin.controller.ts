@@ -9,8 +9,8 @@ import { Provider, ProviderInput, ProvidersService } from '../providers/provider
 import { AdmissionQueue } from '../queue/admission-queue';
 import { Router } from '../routing/router.service';
 import { effectiveCapabilities } from '../routing/capabilities';
-import { LiveWorker } from '../registry/live-worker';
-import { WorkerRegistry } from '../registry/worker-registry.service';
+import { WorkerSession } from '../fleet/worker-session';
+import { Fleet } from '../fleet/fleet.service';
 import { CreateProviderDto, UpdateProviderDto } from './dto/provider.dto';
 import { DrainWorkerDto } from './dto/drain-worker.dto';
 import { JsonBodyPipe } from './json-body.pipe';
@@ -33,7 +33,7 @@ export class AdminController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly providers: ProvidersService,
-    private readonly registry: WorkerRegistry,
+    private readonly fleet: Fleet,
     private readonly queues: AdmissionQueue,
     private readonly dispatcher: Dispatcher,
     private readonly router: Router,
@@ -99,7 +99,7 @@ export class AdminController {
   @Get('workers')
   @ApiDoc(CONTROL_PLANE_API.listWorkers)
   listWorkers() {
-    return { data: [...this.registry.all()].map((w) => this.describeWorker(w)) };
+    return { data: [...this.fleet.sessions.all()].map((w) => this.describeWorker(w)) };
   }
 
   @Get('workers/:id')
@@ -153,16 +153,16 @@ export class AdminController {
   @HttpCode(202)
   refreshModels(@Param('id') id: string) {
     const worker = this.pools.workerOr404(id);
-    this.dispatcher.requestModelsRefresh(worker, 'admin');
+    this.fleet.requestModelsRefresh(worker, 'admin');
     return this.describeWorker(worker);
   }
 
-  private describeWorker(w: LiveWorker) {
+  private describeWorker(w: WorkerSession) {
     const providerCaps = this.providers.get(w.provider)?.capabilities ?? {};
-    const health = w.health;
+    const health = this.router.health.of(w);
     const now = this.clock.now();
     const pool = this.providers.get(w.provider);
-    const cordon = pool?.cordon ? 'pool' : this.registry.nameCordon(w.provider, w.name) ? 'worker' : null;
+    const cordon = pool?.cordon ? 'pool' : this.fleet.cordons.of(w.provider, w.name) ? 'worker' : null;
     return {
       id: w.id,
       name: w.name,
@@ -202,7 +202,7 @@ export class AdminController {
       priority: p.priority,
       capabilities: p.capabilities,
       aliases: p.aliases,
-      workers_connected: this.registry.ofProvider(p.name).size,
+      workers_connected: this.fleet.sessions.ofProvider(p.name).size,
       queue_depth: this.queues.depth(p.name),
     };
   }

@@ -3,8 +3,8 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { CLOCK, Clock } from '../common/clock';
 import { Provider, ProvidersService } from '../providers/providers.service';
 import { AdmissionQueue } from '../queue/admission-queue';
-import { WorkerRegistry } from '../registry/worker-registry.service';
-import { LiveWorker } from '../registry/live-worker';
+import { Fleet } from '../fleet/fleet.service';
+import { WorkerSnapshot } from '../fleet/worker-snapshot';
 import { effectiveCapabilities } from '../routing/capabilities';
 import { RoutingConfigHolder } from '../routing/routing-config-holder';
 import { TenantsService } from '../tenancy/tenants.service';
@@ -61,7 +61,7 @@ export class CapabilitiesService {
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly providers: ProvidersService,
-    private readonly registry: WorkerRegistry,
+    private readonly fleet: Fleet,
     private readonly queue: AdmissionQueue,
     private readonly routing: RoutingConfigHolder,
     private readonly tenants: TenantsService,
@@ -84,7 +84,7 @@ export class CapabilitiesService {
   }
 
   private pool(p: Provider): PoolCapabilities {
-    const workers = [...this.registry.ofProvider(p.name)];
+    const workers = [...this.fleet.sessions.ofProvider(p.name)];
     const engines = new Map<string, { type: string; version?: string }>();
     const workloads = new Set<string>();
     const loaded = new Map<string, LoadedModel & { caps: Set<string> }>();
@@ -132,7 +132,7 @@ export class CapabilitiesService {
   }
 
   /** One worker's view of a model: the context it allows and what it declares it can do. */
-  private addModel(loaded: Map<string, LoadedModel & { caps: Set<string> }>, model: string, p: Provider, w: LiveWorker): void {
+  private addModel(loaded: Map<string, LoadedModel & { caps: Set<string> }>, model: string, p: Provider, w: WorkerSnapshot): void {
     let m = loaded.get(model);
     if (!m) loaded.set(model, (m = { id: model, capabilities: [], workers: 0, caps: new Set() }));
     m.workers++;

@@ -4,7 +4,7 @@ import { AuthModule } from '../auth/auth.module';
 import { DispatchModule } from '../dispatch/dispatch.module';
 import { ProvidersModule } from '../providers/providers.module';
 import { QueueModule } from '../queue/queue.module';
-import { RegistryModule } from '../registry/registry.module';
+import { FleetModule } from '../fleet/fleet.module';
 import { RoutingModule } from '../routing/routing.module';
 import { TenancyModule } from '../tenancy/tenancy.module';
 import { LifecycleModule } from '../lifecycle/lifecycle.module';
@@ -17,7 +17,7 @@ import { ReloadController } from './reload.controller';
 import { ShutdownCoordinator } from './shutdown-coordinator.service';
 
 @Module({
-  imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, RegistryModule, RoutingModule, ApiKeysModule, TenancyModule, LifecycleModule],
+  imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, FleetModule, RoutingModule, ApiKeysModule, TenancyModule, LifecycleModule],
   controllers: [AdminController, CapabilitiesController, PoolsController, ReloadController],
   providers: [ShutdownCoordinator, CapabilitiesService, PoolsService],
 })

@@ -6,8 +6,10 @@ import { Dispatcher } from '../dispatch/dispatcher.service';
 import { PoolStats } from '../providers/pool-stats';
 import { Provider, ProvidersService } from '../providers/providers.service';
 import { AdmissionQueue } from '../queue/admission-queue';
-import { LiveWorker } from '../registry/live-worker';
-import { NameCordon, WorkerRegistry } from '../registry/worker-registry.service';
+import { WorkerSession } from '../fleet/worker-session';
+import { Fleet } from '../fleet/fleet.service';
+import { Router } from '../routing/router.service';
+import { NameCordon } from '../fleet/name-cordon';
 import { RoutingConfigHolder } from '../routing/routing-config-holder';
 import { readPoolReload, rejectedWithProblems } from './pool-reload';
 
@@ -55,16 +57,17 @@ export class PoolsService {
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly providers: ProvidersService,
-    private readonly registry: WorkerRegistry,
+    private readonly fleet: Fleet,
     private readonly queues: AdmissionQueue,
     private readonly dispatcher: Dispatcher,
     private readonly stats: PoolStats,
     private readonly routing: RoutingConfigHolder,
     private readonly reloads: ConfigReloadService,
+    private readonly router: Router,
   ) {
     this.startedAt = clock.now();
     providers.onDeleted((p) => {
-      registry.clearNameCordons(p.name);
+      fleet.cordons.clear(p.name);
       stats.forget(p.name);
     });
   }
@@ -75,8 +78,8 @@ export class PoolsService {
     return p;
   }
 
-  workerOr404(id: string): LiveWorker {
-    const worker = this.registry.get(id);
+  workerOr404(id: string): WorkerSession {
+    const worker = this.fleet.sessions.get(id);
     if (!worker) throw Errors.notFound('Worker', id);
     return worker;
   }
@@ -84,7 +87,7 @@ export class PoolsService {
   health(id: string): PoolHealth {
     const p = this.providerOr404(id);
     const now = this.clock.now();
-    const workers = this.registry.ofProvider(p.name);
+    const workers = this.fleet.sessions.ofProvider(p.name);
     let inFlight = 0;
     let total = 0;
     let busy = 0;
@@ -96,7 +99,7 @@ export class PoolsService {
       total += w.maxConcurrent;
       busy += Math.min(w.load, w.maxConcurrent);
       free += w.freeSlots;
-      if (!w.health.isEjected(now)) serving = true;
+      if (!this.router.health.of(w).isEjected(now)) serving = true;
     }
     return {
       id: p.name,
@@ -126,12 +129,12 @@ export class PoolsService {
    */
   drain(id: string, deadlineMs: number, reason: string): PoolHealth {
     const p = this.providerOr404(id);
-    const workers = [...this.registry.ofProvider(p.name)];
+    const workers = [...this.fleet.sessions.ofProvider(p.name)];
     const models = new Set(p.cordon?.models ?? []);
     for (const w of workers) for (const m of w.advertisedModels()) models.add(m);
     this.providers.cordon(p.name, { since: p.cordon?.since ?? this.clock.now(), reason, deadlineMs, models });
-    for (const w of workers) this.dispatcher.drainWorker(w, deadlineMs, reason);
-    this.dispatcher.rerouteQueued(p.name);
+    for (const w of workers) this.fleet.drain(w, deadlineMs, reason);
+    this.dispatcher.rerouteWaiting(p.name);
     this.log.log(`pool "${p.name}" cordoned (${reason}): draining ${workers.length} worker(s) within ${deadlineMs} ms; new workers are refused until undrain`);
     return this.health(p.name);
   }
@@ -147,7 +150,7 @@ export class PoolsService {
     return this.reloads.exclusive(async () => {
       const pool = this.providerOr404(id);
       const served = new Set<string>();
-      for (const w of this.registry.ofProvider(pool.name)) for (const m of w.models) served.add(m);
+      for (const w of this.fleet.sessions.ofProvider(pool.name)) for (const m of w.models) served.add(m);
       const problems: string[] = [];
       const next = readPoolReload(body, {
         pool,
@@ -185,12 +188,12 @@ export class PoolsService {
    * Cordons the worker's name within its provider and drains every live connection with that name:
    * they finish within the deadline, and reconnections are refused until undrain.
    */
-  drainWorker(worker: LiveWorker, timeoutMs: number, reason: string): void {
+  drainWorker(worker: WorkerSession, timeoutMs: number, reason: string): void {
     const now = this.clock.now();
-    for (const w of [...this.registry.ofProvider(worker.provider)]) {
+    for (const w of [...this.fleet.sessions.ofProvider(worker.provider)]) {
       if (w.name !== worker.name) continue;
-      this.registry.cordonName(w.provider, w.name, w.id, reason, now);
-      this.dispatcher.drainWorker(w, timeoutMs, reason);
+      this.fleet.cordons.cordon(w.provider, w.name, w.id, reason, now);
+      this.fleet.drain(w, timeoutMs, reason);
     }
     this.log.log(`worker name "${worker.name}" of provider "${worker.provider}" cordoned (${reason}): reconnections are refused until undrain`);
   }
@@ -200,10 +203,10 @@ export class PoolsService {
    * cordon that has since disconnected; any other id is 404.
    */
   undrainWorker(id: string): { id: string; provider: string; name: string; undrained: boolean; connected: boolean } {
-    const live = this.registry.get(id);
-    const cordon: Pick<NameCordon, 'provider' | 'name'> | undefined = live ?? this.registry.cordonOfWorkerId(id);
+    const live = this.fleet.sessions.get(id);
+    const cordon: Pick<NameCordon, 'provider' | 'name'> | undefined = live ?? this.fleet.cordons.ofWorkerId(id);
     if (!cordon) throw Errors.notFound('Worker', id);
-    const undrained = this.registry.uncordonName(cordon.provider, cordon.name);
+    const undrained = this.fleet.cordons.uncordon(cordon.provider, cordon.name);
     if (undrained) this.log.log(`worker name "${cordon.name}" of provider "${cordon.provider}" undrained: it may register again`);
     return { id, provider: cordon.provider, name: cordon.name, undrained, connected: live !== undefined };
   }
@@ -215,7 +218,7 @@ export class PoolsService {
         .list()
         .filter((p) => p.cordon)
         .map((p) => ({ pool: p.name, since: new Date(p.cordon!.since).toISOString(), reason: p.cordon!.reason, deadline_ms: p.cordon!.deadlineMs })),
-      workers: this.registry.nameCordons().map((c) => ({
+      workers: this.fleet.cordons.list().map((c) => ({
         provider: c.provider,
         name: c.name,
         since: new Date(c.since).toISOString(),
@@ -230,11 +233,11 @@ export class PoolsService {
     const pools = this.providers.list().map((p) => {
       const c = this.stats.of(p.name);
       let inFlight = 0;
-      for (const w of this.registry.ofProvider(p.name)) inFlight += w.assigned.size;
+      for (const w of this.fleet.sessions.ofProvider(p.name)) inFlight += w.assigned.size;
       return {
         pool: p.name,
         draining: p.cordon !== undefined,
-        workers: this.registry.ofProvider(p.name).size,
+        workers: this.fleet.sessions.ofProvider(p.name).size,
         queue_depth: this.queues.depth(p.name),
         in_flight: inFlight,
         served: c.served,

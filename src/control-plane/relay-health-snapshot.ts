@@ -2,16 +2,21 @@ import { Injectable } from '@nestjs/common';
 import { HealthSnapshot, ProviderHealth } from '../observability/health-snapshot';
 import { ProvidersService } from '../providers/providers.service';
 import { AdmissionQueue } from '../queue/admission-queue';
-import { WorkerRegistry } from '../registry/worker-registry.service';
+import { Fleet } from '../fleet/fleet.service';
+import { WorkerDirectory } from '../fleet/worker-index';
 
 /** Feeds GET /health with relay counts: no secrets, no worker addresses. */
 @Injectable()
 export class RelayHealthSnapshot implements HealthSnapshot {
+  private readonly registry: WorkerDirectory;
+
   constructor(
-    private readonly registry: WorkerRegistry,
+    fleet: Fleet,
     private readonly queues: AdmissionQueue,
     private readonly providerService: ProvidersService,
-  ) {}
+  ) {
+    this.registry = fleet.directory;
+  }
 
   workersConnected(): number {
     return this.registry.count();

@@ -1,13 +1,18 @@
 import { Module } from '@nestjs/common';
 import { ProvidersModule } from '../providers/providers.module';
-import { RegistryModule } from '../registry/registry.module';
+import { FleetModule } from '../fleet/fleet.module';
 import { QueueModule } from '../queue/queue.module';
 import { RoutingModule } from '../routing/routing.module';
 import { Dispatcher } from './dispatcher.service';
+import { ProviderChanges } from './provider-changes';
+import { MetricsObserver } from './observers/metrics.observer';
+import { PoolStatsObserver } from './observers/pool-stats.observer';
+import { RequestObservers } from './observers/request-observers';
+import { UsageObserver } from './observers/usage.observer';
 
 @Module({
-  imports: [ProvidersModule, RegistryModule, QueueModule, RoutingModule],
-  providers: [Dispatcher],
+  imports: [ProvidersModule, FleetModule, QueueModule, RoutingModule],
+  providers: [Dispatcher, ProviderChanges, MetricsObserver, UsageObserver, PoolStatsObserver, RequestObservers],
   exports: [Dispatcher],
 })
 export class DispatchModule {}

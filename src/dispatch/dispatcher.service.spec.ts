@@ -1,11 +1,11 @@
 import { FakeClock } from '../../test/support/fake-clock';
-import { dispatchHarness, RecordingChannel } from '../../test/support/dispatch-harness';
+import { DispatchHarness, dispatchHarness, RecordingChannel, workerSession } from '../../test/support/dispatch-harness';
 import { loadConfig } from '../config';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { ProvidersService } from '../providers/providers.service';
 import { extractRequirements } from '../routing/requirements';
-import { LiveWorker } from '../registry/live-worker';
-import { WorkerRegistry } from '../registry/worker-registry.service';
+import { WorkerSession } from '../fleet/worker-session';
+import { Fleet } from '../fleet/fleet.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { Dispatcher } from './dispatcher.service';
 import { RelayRequest, RequestTimeouts, ResponseSink } from './relay-request';
@@ -37,7 +37,8 @@ class RecordingSink implements ResponseSink {
 describe('Dispatcher (fake clock)', () => {
   let clock: FakeClock;
   let dispatcher: Dispatcher;
-  let registry: WorkerRegistry;
+  let fleet: Fleet;
+  let h: DispatchHarness;
   let providers: ProvidersService;
   let lifecycle: LifecycleState;
   let workerSeq = 0;
@@ -46,14 +47,15 @@ describe('Dispatcher (fake clock)', () => {
     clock = new FakeClock();
     const config = loadConfig({ QUEUE_TIMEOUT_SECS: '10', REQUEST_TIMEOUT_SECS: '60', CANCEL_GRACE_SECS: '5', PROVIDER_NAME: 'local' });
     config.providers[0].models = ['m'];
-    ({ providers, registry, lifecycle, dispatcher } = await dispatchHarness(config, clock));
+    h = await dispatchHarness(config, clock);
+    ({ providers, fleet, lifecycle, dispatcher } = h);
   });
 
-  function addWorker(maxConcurrent = 1): { worker: LiveWorker; channel: RecordingChannel } {
+  function addWorker(maxConcurrent = 1): { worker: WorkerSession; channel: RecordingChannel } {
     const channel = new RecordingChannel();
     const id = `w-${++workerSeq}`;
-    const worker = new LiveWorker(id, 'local', id, ['m'], maxConcurrent, '127.0.0.1', clock.now(), channel);
-    dispatcher.attachWorker(worker);
+    const worker = workerSession(id, 'local', id, ['m'], maxConcurrent, '127.0.0.1', clock.now(), channel);
+    fleet.attach(worker);
     return { worker, channel };
   }
 
@@ -123,7 +125,7 @@ describe('Dispatcher (fake clock)', () => {
     const first = addWorker();
     const { sink } = submit();
     clock.advance(50_000);
-    dispatcher.detachWorker(first.worker); // requeued, 10 s of lifetime left
+    fleet.detach(first.worker); // requeued, 10 s of lifetime left
     clock.advance(10_000);
     expect(sink.outcome.error?.code).toBe('request_timeout');
   });
@@ -146,7 +148,7 @@ describe('Dispatcher (fake clock)', () => {
     expect(channel.sent.filter((m) => m.type === 'request').map((m) => (m as { request_id: string }).request_id)).toEqual([busy.req.id, req.id]);
     // Requeued after 150 s on a worker (no byte yet): the time in the queue counts toward its run.
     clock.advance(150_000);
-    dispatcher.detachWorker(worker);
+    fleet.detach(worker);
     clock.advance(49_999);
     expect(sink.outcome.error).toBeUndefined();
     clock.advance(1);
@@ -166,7 +168,7 @@ describe('Dispatcher (fake clock)', () => {
     for (let i = 0; i < 4; i++) {
       const { worker } = addWorker();
       expect(sink.outcome.error).toBeUndefined();
-      dispatcher.detachWorker(worker);
+      fleet.detach(worker);
     }
     expect(sink.outcome.error?.code).toBe('requeue_exhausted');
   });
@@ -174,7 +176,7 @@ describe('Dispatcher (fake clock)', () => {
   it('closes a draining worker with "graceful shutdown timed out" at the deadline', () => {
     const { worker, channel } = addWorker();
     const { sink } = submit();
-    dispatcher.drainWorker(worker, 3_000, 'maintenance');
+    fleet.drain(worker, 3_000, 'maintenance');
     expect(channel.sent).toContainEqual({ type: 'graceful_shutdown', reason: 'maintenance', drain_timeout_secs: 3 });
     clock.advance(3_000);
     expect(sink.outcome.error?.code).toBe('drain_timeout');
@@ -184,7 +186,7 @@ describe('Dispatcher (fake clock)', () => {
   it('cancels with server_shutdown when the gateway drain deadline passes', async () => {
     const { channel } = addWorker();
     const { req, sink } = submit();
-    const done = dispatcher.shutdown(2_000);
+    const done = h.shutdown(2_000);
     clock.advance(2_000);
     expect(sink.outcome.error?.code).toBe('drain_timeout');
     expect(channel.sent).toContainEqual({ type: 'cancel', request_id: req.id, reason: 'server_shutdown' });
@@ -206,13 +208,13 @@ describe('Dispatcher (fake clock)', () => {
     const { req, sink } = submit();
     await providers.create({ name: 'other', models: ['m'] });
     const channel = new RecordingChannel();
-    const other = new LiveWorker('w-other', 'other', 'w', ['m'], 1, '127.0.0.1', clock.now(), channel);
-    dispatcher.attachWorker(other); // pulls the request queued at "local"
+    const other = workerSession('w-other', 'other', 'w', ['m'], 1, '127.0.0.1', clock.now(), channel);
+    fleet.attach(other); // pulls the request queued at "local"
     expect(req.provider.name).toBe('local');
     expect(req.worker).toBe(other);
     await providers.remove('local');
     expect(sink.outcome.error).toBeUndefined(); // running elsewhere, untouched by the deletion
-    dispatcher.detachWorker(other);
+    fleet.detach(other);
     expect(sink.outcome.error?.code).toBe('provider_deleted');
   });
 });
@@ -221,10 +223,10 @@ describe('Dispatcher: late frames of cancelled requests', () => {
   it('drops a late chunk for a cancelled request even after more than a thousand other requests finished on the worker', async () => {
     const clock = new FakeClock();
     const config = loadConfig({ CANCEL_GRACE_SECS: '1', PROVIDER_NAME: 'local', MAX_QUEUE_LEN: '10' });
-    const { dispatcher } = await dispatchHarness(config, clock);
+    const { dispatcher, fleet } = await dispatchHarness(config, clock);
     const channel = new RecordingChannel();
-    const worker = new LiveWorker('w-late', 'local', 'w-late', ['m'], 1, '127.0.0.1', clock.now(), channel);
-    dispatcher.attachWorker(worker);
+    const worker = workerSession('w-late', 'local', 'w-late', ['m'], 1, '127.0.0.1', clock.now(), channel);
+    fleet.attach(worker);
     const submit = () => {
       const req = new RelayRequest({
         id: `r-${Math.random()}`,
@@ -249,9 +251,9 @@ describe('Dispatcher: late frames of cancelled requests', () => {
     for (let i = 0; i < 1100; i++) {
       worker.lastSeenAt = clock.now();
       const r = submit();
-      expect(dispatcher.onComplete(worker, { type: 'response_complete', request_id: r.id, status_code: 200, body: '{}' })).toBe('ok');
+      expect(dispatcher.frames.onComplete(worker, { type: 'response_complete', request_id: r.id, status_code: 200, body: '{}' })).toBe('ok');
     }
-    expect(dispatcher.onChunk(worker, cancelled.id, 'data: late\n\n')).toBe('ok');
-    expect(dispatcher.onChunk(worker, 'r-never-assigned', 'x')).toBe('unknown');
+    expect(dispatcher.frames.onChunk(worker, cancelled.id, 'data: late\n\n')).toBe('ok');
+    expect(dispatcher.frames.onChunk(worker, 'r-never-assigned', 'x')).toBe('unknown');
   });
 });

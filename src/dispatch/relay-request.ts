@@ -1,7 +1,8 @@
 import { GatewayError, GatewayErrorCode } from '../common/gateway-error';
 import { TokenCounts } from '../protocol';
 import { TimerHandle } from '../common/clock';
-import { LiveWorker } from '../registry/live-worker';
+import type { SlotLease } from '../fleet/slot-lease';
+import type { WorkerSnapshot } from '../fleet/worker-snapshot';
 import { Provider } from '../providers/providers.service';
 import { RoutePlan, RouteRequest } from '../routing/router.service';
 import { replaceTopLevelModel } from '../routing/rewrite-model';
@@ -108,7 +109,9 @@ export class RelayRequest {
   targetModel = '';
 
   phase: RequestPhase = 'queued';
-  worker: LiveWorker | undefined;
+  /** The worker serving it, and its slot there (the lease sends its frames). */
+  worker: WorkerSnapshot | undefined;
+  lease: SlotLease | undefined;
   receivedAt = 0;
   /**
    * Absolute end of the request's lifetime (REQUEST_TIMEOUT), never extended by requeues; with its
@@ -140,8 +143,6 @@ export class RelayRequest {
   heldBytes = 0;
   /** A drain listener is registered: the client's buffer is full (see ClientBuffers). */
   backedUp = false;
-  /** This request's number among those sent to its worker (`LiveWorker.sentSeq`). */
-  sentSeq = 0;
   /** Queue wait not yet recorded in the queue-wait histogram (a reroute carries it on). */
   unrecordedWaitMs = 0;
   waitRecorded = false;

@@ -5,7 +5,7 @@ import { AuthModule } from '../auth/auth.module';
 import { DispatchModule } from '../dispatch/dispatch.module';
 import { GovernanceModule } from '../governance/governance.module';
 import { ProvidersModule } from '../providers/providers.module';
-import { RegistryModule } from '../registry/registry.module';
+import { FleetModule } from '../fleet/fleet.module';
 import { AuditedAdminGuard } from './audited-admin.guard';
 import { LifecycleController } from './lifecycle.controller';
 import { LifecycleService } from './lifecycle.service';
@@ -19,7 +19,7 @@ import { TypeOrmLoadTaskStore } from './load-task-store.typeorm';
  * models being loaded (for `/v1/capabilities`). Needs the global DatabaseModule.
  */
 @Module({
-  imports: [AuthModule, DispatchModule, GovernanceModule, ProvidersModule, RegistryModule, TypeOrmModule.forFeature([LoadTaskEntity])],
+  imports: [AuthModule, DispatchModule, GovernanceModule, ProvidersModule, FleetModule, TypeOrmModule.forFeature([LoadTaskEntity])],
   controllers: [LifecycleController],
   providers: [
     LifecycleService,

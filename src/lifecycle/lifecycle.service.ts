@@ -3,17 +3,16 @@ import { randomUUID } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock, TimerHandle } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
-import { Dispatcher } from '../dispatch/dispatcher.service';
 import { AuditTrail } from '../governance/audit-trail';
 import { GovernanceService } from '../governance/governance.service';
 import { LifecycleOperation } from '../governance/op-token';
 import { OpTokenVerifier } from '../governance/op-token-verifier';
 import { LifecycleCommandMessage, LifecycleStatusMessage } from '../protocol';
 import { ProvidersService } from '../providers/providers.service';
-import { LiveWorker } from '../registry/live-worker';
+import { WorkerSession } from '../fleet/worker-session';
+import { Fleet } from '../fleet/fleet.service';
 import { SerialWriteQueue } from '../common/serial-write-queue';
 import { StaleCleanupService } from '../registry/stale-cleanup.service';
-import { WorkerRegistry } from '../registry/worker-registry.service';
 import type { LifecycleReportHandler } from '../worker-link/worker-connection';
 import { AuditContext, definedOnly } from './audit-context';
 import { flushRequest, loadRequest, unloadRequest } from './bound-request';
@@ -27,7 +26,7 @@ import { flushKey, modelKey, TargetSelector } from './target-selection';
 /** One worker's part while it runs. */
 interface RunningPart {
   part: TaskPart;
-  worker: LiveWorker;
+  worker: WorkerSession;
   /** Conflict keys this part holds on its worker (see target-selection). */
   keys: string[];
   /** Models held out of routing on the worker for this part (see finishPart). */
@@ -87,25 +86,24 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
-    private readonly registry: WorkerRegistry,
+    private readonly fleet: Fleet,
     providers: ProvidersService,
-    private readonly dispatcher: Dispatcher,
     private readonly governance: GovernanceService,
     private readonly audit: AuditTrail,
     private readonly store: LoadTaskStore,
     @Optional() cleanup?: StaleCleanupService,
   ) {
     super();
-    this.selector = new TargetSelector(registry, providers);
+    this.selector = new TargetSelector(fleet.sessions, providers);
     this.settling = new SettlingHolds(
       (worker, models) => this.releaseHolds(worker, models),
-      (worker) => dispatcher.requestModelsRefresh(worker, 'lifecycle'),
+      (worker) => fleet.requestModelsRefresh(worker, 'lifecycle'),
       clock,
       config.lifecycle.settleTimeoutMs,
       this.log,
     );
-    dispatcher.onDetached((worker) => this.onWorkerGone(worker));
-    dispatcher.onModelsUpdated((worker) => this.settling.onModelsUpdate(worker));
+    fleet.on('workerGone', ({ worker }) => this.onWorkerGone(worker));
+    fleet.on('modelsChanged', ({ worker }) => this.settling.onModelsUpdate(worker));
     cleanup?.addRetentionTask('lifecycle_tasks', (now) => this.prune(now));
   }
 
@@ -224,7 +222,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   // ---------------------------------------------------------------- worker reports
 
   /** A worker's `lifecycle_status` (already validated by the codec). Synchronous: memory only, writes go behind. */
-  onLifecycleStatus(worker: LiveWorker, msg: LifecycleStatusMessage): void {
+  onLifecycleStatus(worker: WorkerSession, msg: LifecycleStatusMessage): void {
     if (this.settling.onStatus(worker, msg.task_id, msg.status)) return;
     const rt = this.tasks.get(msg.task_id);
     const rp = rt?.parts.get(worker.id);
@@ -266,7 +264,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   }
 
   /** The worker's connection is gone: its unfinished parts fail. */
-  private onWorkerGone(worker: LiveWorker): void {
+  private onWorkerGone(worker: WorkerSession): void {
     this.settling.forget(worker);
     for (const rt of [...this.tasks.values()]) {
       const rp = rt.parts.get(worker.id);
@@ -302,7 +300,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   // ---------------------------------------------------------------- running tasks
 
   /** The task holding `key` on `worker`, if one runs. */
-  private readonly runningTaskOf = (worker: LiveWorker, key: string): string | undefined => this.running.get(`${worker.id}\u0000${key}`);
+  private readonly runningTaskOf = (worker: WorkerSession, key: string): string | undefined => this.running.get(`${worker.id}\u0000${key}`);
 
   /**
    * Creates the task, records its acceptance durably, and only then starts every worker's part
@@ -313,9 +311,9 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   private async launch(
     operation: LifecycleOperation,
     what: Pick<LifecycleTask, 'modelId' | 'scope' | 'tenantId' | 'tag'> & { options?: LifecycleTask['options'] },
-    workers: LiveWorker[],
+    workers: WorkerSession[],
     audit: AuditContext,
-    plan: (taskId: string, worker: LiveWorker) => PartPlan,
+    plan: (taskId: string, worker: WorkerSession) => PartPlan,
   ): Promise<RunningTask> {
     const now = this.clock.now();
     const id = `${operation === 'model-load' ? 'load' : operation === 'model-unload' ? 'unload' : 'flush'}-${randomUUID()}`;
@@ -402,9 +400,9 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   private drain(rp: RunningPart, model: string): true | Promise<boolean> {
     const { worker } = rp;
     this.settling.takeOver(worker, model);
-    this.registry.holdOut(worker, model);
+    this.fleet.holdOut(worker, model);
     rp.holds.push(model);
-    if (this.dispatcher.inFlightFor(worker, model) === 0) return true;
+    if (this.fleet.inFlightFor(worker, model) === 0) return true;
     return new Promise((resolve) => {
       let done = false;
       const finish = (drained: boolean) => {
@@ -415,8 +413,8 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
         rp.stopDrain = undefined;
         resolve(drained);
       };
-      const stopWatching = this.dispatcher.watchReleases(worker, () => {
-        if (this.dispatcher.inFlightFor(worker, model) === 0) finish(true);
+      const stopWatching = this.fleet.watchReleases(worker, () => {
+        if (this.fleet.inFlightFor(worker, model) === 0) finish(true);
       });
       const timer = this.clock.setTimeout(() => finish(false), this.config.lifecycle.unloadDrainTimeoutMs);
       rp.stopDrain = () => finish(false);
@@ -450,10 +448,9 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   }
 
   /** Models back into routing on the worker, as far as it advertises them; its queued requests for them may go. */
-  private releaseHolds(worker: LiveWorker, models: readonly string[]): void {
+  private releaseHolds(worker: WorkerSession, models: readonly string[]): void {
     if (models.length === 0) return;
-    for (const model of models) this.registry.releaseHold(worker, model);
-    this.dispatcher.offerQueued(worker);
+    this.fleet.releaseHolds(worker, models);
   }
 
   private finishTask(rt: RunningTask, now: number): void {

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { FakeClock } from '../../test/support/fake-clock';
-import type { LiveWorker } from '../registry/live-worker';
+import type { WorkerSession } from '../fleet/worker-session';
 import { SettlingHolds } from './settling-holds';
 
 const TIMEOUT_MS = 600_000;
@@ -10,7 +10,7 @@ describe('SettlingHolds', () => {
   let released: string[];
   let refreshed: number;
   let holds: SettlingHolds;
-  const worker = (models: string[]) => ({ id: 'w-1', wildcard: false, models: new Set(models) }) as unknown as LiveWorker;
+  const worker = (models: string[]) => ({ id: 'w-1', wildcard: false, models: new Set(models) }) as unknown as WorkerSession;
 
   beforeEach(() => {
     clock = new FakeClock();

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { Clock, TimerHandle } from '../common/clock';
 import type { LifecycleStatus } from '../protocol';
-import type { LiveWorker } from '../registry/live-worker';
+import type { WorkerSession } from '../fleet/worker-session';
 
 /**
  * What the hold waits for: the worker's own word on how the operation ended (it timed out after
@@ -32,20 +32,20 @@ interface Settling {
  * the hot path: one map look-up per worker when nothing settles.
  */
 export class SettlingHolds {
-  private readonly byWorker = new Map<LiveWorker, Map<string, Settling>>();
+  private readonly byWorker = new Map<WorkerSession, Map<string, Settling>>();
 
   constructor(
     /** Puts the models back into routing on the worker (as far as it advertises them). */
-    private readonly release: (worker: LiveWorker, models: string[]) => void,
+    private readonly release: (worker: WorkerSession, models: string[]) => void,
     /** Asks the worker for its models (`models_refresh`). */
-    private readonly refresh: (worker: LiveWorker) => void,
+    private readonly refresh: (worker: WorkerSession) => void,
     private readonly clock: Clock,
     private readonly timeoutMs: number,
     private readonly log: Logger,
   ) {}
 
   /** The task completed on `worker`: holds on models it no longer advertises go, the others wait for its refreshed list. */
-  afterCompleted(worker: LiveWorker, taskId: string, models: readonly string[]): void {
+  afterCompleted(worker: WorkerSession, taskId: string, models: readonly string[]): void {
     const listed = this.releaseUnlisted(worker, models);
     if (listed.length === 0) return this.drop(worker, taskId);
     this.entry(worker, taskId, listed).awaiting = 'models';
@@ -53,13 +53,13 @@ export class SettlingHolds {
   }
 
   /** The task was sent to `worker` but its answer never came: its holds wait for the worker's word. */
-  afterTimeout(worker: LiveWorker, taskId: string, models: readonly string[]): void {
+  afterTimeout(worker: WorkerSession, taskId: string, models: readonly string[]): void {
     const listed = this.releaseUnlisted(worker, models);
     if (listed.length) this.entry(worker, taskId, listed).awaiting = 'outcome';
   }
 
   /** A `lifecycle_status` for a task whose part already ended; false when no hold of it settles here. */
-  onStatus(worker: LiveWorker, taskId: string, status: LifecycleStatus): boolean {
+  onStatus(worker: WorkerSession, taskId: string, status: LifecycleStatus): boolean {
     const entry = this.byWorker.get(worker)?.get(taskId);
     if (!entry) return false;
     if (status === 'completed') {
@@ -72,7 +72,7 @@ export class SettlingHolds {
   }
 
   /** The worker sent `models_update` (its new list is in place). */
-  onModelsUpdate(worker: LiveWorker): void {
+  onModelsUpdate(worker: WorkerSession): void {
     const entries = this.byWorker.get(worker);
     if (!entries) return;
     for (const entry of [...entries.values()]) {
@@ -85,20 +85,20 @@ export class SettlingHolds {
   }
 
   /** A new operation holds `model` on `worker` itself now. */
-  takeOver(worker: LiveWorker, model: string): void {
+  takeOver(worker: WorkerSession, model: string): void {
     for (const entry of [...(this.byWorker.get(worker)?.values() ?? [])]) {
       if (entry.models.delete(model) && entry.models.size === 0) this.drop(worker, entry.taskId);
     }
   }
 
   /** The worker left: its holds left with it. */
-  forget(worker: LiveWorker): void {
+  forget(worker: WorkerSession): void {
     for (const entry of this.byWorker.get(worker)?.values() ?? []) this.clock.clearTimeout(entry.timer);
     this.byWorker.delete(worker);
   }
 
   /** Releases the holds on `models` the worker does not advertise any more; answers the others (still held). */
-  private releaseUnlisted(worker: LiveWorker, models: Iterable<string>): string[] {
+  private releaseUnlisted(worker: WorkerSession, models: Iterable<string>): string[] {
     const listed: string[] = [];
     const gone: string[] = [];
     for (const model of models) (worker.wildcard || worker.models.has(model) ? listed : gone).push(model);
@@ -106,7 +106,7 @@ export class SettlingHolds {
     return listed;
   }
 
-  private entry(worker: LiveWorker, taskId: string, models: string[]): Settling {
+  private entry(worker: WorkerSession, taskId: string, models: string[]): Settling {
     let entries = this.byWorker.get(worker);
     if (!entries) this.byWorker.set(worker, (entries = new Map()));
     const existing = entries.get(taskId);
@@ -130,12 +130,12 @@ export class SettlingHolds {
     return entry;
   }
 
-  private settle(worker: LiveWorker, entry: Settling): void {
+  private settle(worker: WorkerSession, entry: Settling): void {
     this.drop(worker, entry.taskId);
     this.release(worker, [...entry.models]);
   }
 
-  private drop(worker: LiveWorker, taskId: string): void {
+  private drop(worker: WorkerSession, taskId: string): void {
     const entries = this.byWorker.get(worker);
     const entry = entries?.get(taskId);
     if (!entry) return;

@@ -1,8 +1,8 @@
 import { Errors, GatewayError } from '../common/gateway-error';
 import { Features } from '../protocol';
 import { ProvidersService } from '../providers/providers.service';
-import { LiveWorker } from '../registry/live-worker';
-import { WorkerRegistry } from '../registry/worker-registry.service';
+import { WorkerSession } from '../fleet/worker-session';
+import { WorkerIndex } from '../fleet/worker-index';
 import { gpuMemoryFreeMB, knownModels, loadedModelMemoryMB } from './runner-document';
 
 /** Where an operation goes: one worker, a pool's workers, or (neither named) every worker. */
@@ -12,7 +12,7 @@ export interface TargetScope {
 }
 
 /** The id of a running task of this kind on the worker (it refuses another one: 409), if any. */
-export type RunningTask = (worker: LiveWorker, key: string) => string | undefined;
+export type RunningTask = (worker: WorkerSession, key: string) => string | undefined;
 
 /** Conflict keys: loads and unloads of one model exclude each other on a worker; flushes of one target too. */
 export const modelKey = (model: string) => `model\u0000${model}`;
@@ -33,7 +33,7 @@ export interface LoadTargetRequest extends TargetScope {
  */
 export class TargetSelector {
   constructor(
-    private readonly registry: WorkerRegistry,
+    private readonly registry: WorkerIndex,
     private readonly providers: ProvidersService,
   ) {}
 
@@ -41,8 +41,8 @@ export class TargetSelector {
    * `replicas` workers for a load, best first: workers that do not serve the model yet, then the
    * most free slots, then the most free GPU memory (where their runner document says).
    */
-  forLoad(req: LoadTargetRequest, running: RunningTask): LiveWorker[] {
-    const conflicts = (w: LiveWorker) => running(w, modelKey(req.modelId)) ?? (req.evictModel ? running(w, modelKey(req.evictModel)) : undefined);
+  forLoad(req: LoadTargetRequest, running: RunningTask): WorkerSession[] {
+    const conflicts = (w: WorkerSession) => running(w, modelKey(req.modelId)) ?? (req.evictModel ? running(w, modelKey(req.evictModel)) : undefined);
     if (req.workerId) {
       const w = this.named(req);
       this.requireUsable(w, true);
@@ -70,8 +70,8 @@ export class TargetSelector {
   }
 
   /** Every worker in scope that serves the model (one named worker: that one). */
-  forUnload(req: TargetScope & { modelId: string }, running: RunningTask): LiveWorker[] {
-    let serving: LiveWorker[];
+  forUnload(req: TargetScope & { modelId: string }, running: RunningTask): WorkerSession[] {
+    let serving: WorkerSession[];
     if (req.workerId) {
       const w = this.named(req);
       if (!advertises(w, req.modelId, true)) throw notServedBy(req.modelId, w);
@@ -93,8 +93,8 @@ export class TargetSelector {
    * The named worker, or every worker in scope that negotiated `model_lifecycle` (workers that did
    * not are left out; a cache flush is best effort). Scope `model`: only workers serving it.
    */
-  forFlush(req: TargetScope & { key: string; modelId?: string }, running: RunningTask): LiveWorker[] {
-    let targets: LiveWorker[];
+  forFlush(req: TargetScope & { key: string; modelId?: string }, running: RunningTask): WorkerSession[] {
+    let targets: WorkerSession[];
     if (req.workerId) {
       const w = this.named(req);
       this.requireUsable(w, false);
@@ -118,7 +118,7 @@ export class TargetSelector {
 
   // ---------------------------------------------------------------- scope
 
-  private named(req: TargetScope): LiveWorker {
+  private named(req: TargetScope): WorkerSession {
     const w = this.registry.get(req.workerId!);
     if (!w) throw Errors.notFound('Worker', req.workerId!);
     if (req.pool !== undefined) {
@@ -128,19 +128,19 @@ export class TargetSelector {
     return w;
   }
 
-  private inScope(req: TargetScope): LiveWorker[] {
+  private inScope(req: TargetScope): WorkerSession[] {
     if (req.pool === undefined) return [...this.registry.all()];
     if (!this.providers.get(req.pool)) throw Errors.notFound('Pool', req.pool);
     return [...this.registry.ofProvider(req.pool)];
   }
 
   /** Connected, not draining, of an enabled provider; a load also needs a provider that is not cordoned. */
-  private usable(w: LiveWorker, forLoad: boolean): boolean {
+  private usable(w: WorkerSession, forLoad: boolean): boolean {
     const provider = this.providers.get(w.provider);
     return this.registry.get(w.id) === w && !w.draining && provider !== undefined && provider.enabled && !(forLoad && provider.cordon);
   }
 
-  private requireUsable(w: LiveWorker, forLoad: boolean): void {
+  private requireUsable(w: WorkerSession, forLoad: boolean): void {
     if (!this.usable(w, forLoad)) throw Errors.conflict(`Worker '${w.id}' (${w.name}) is draining or its pool is disabled${forLoad ? ' or drained' : ''}: it takes no lifecycle operation`);
   }
 
@@ -148,7 +148,7 @@ export class TargetSelector {
    * `all`: every worker must have negotiated `model_lifecycle` (else 422 naming them); otherwise
    * those that did are kept, and none is a 422.
    */
-  private requireFeature(workers: LiveWorker[], all = true): LiveWorker[] {
+  private requireFeature(workers: WorkerSession[], all = true): WorkerSession[] {
     const capable = workers.filter((w) => w.features.has(Features.MODEL_LIFECYCLE));
     const lacking = workers.filter((w) => !capable.includes(w));
     if ((all && lacking.length > 0) || capable.length === 0) {
@@ -162,31 +162,31 @@ export class TargetSelector {
 }
 
 /** Whether the worker lists the model (exactly; through `*` too when `wildcard`), held out or not. */
-function advertises(w: LiveWorker, model: string, wildcard: boolean): boolean {
+function advertises(w: WorkerSession, model: string, wildcard: boolean): boolean {
   return w.models.has(model) || (wildcard && w.wildcard);
 }
 
 /** Whether the worker can load the model, as far as anyone can tell: it serves it, its runner lists it, or its runner says nothing. */
-function knows(w: LiveWorker, model: string): boolean {
+function knows(w: WorkerSession, model: string): boolean {
   if (advertises(w, model, true)) return true;
   const known = knownModels(w.runnerCapabilities);
   return known === undefined || known.has(model);
 }
 
 /** Free GPU memory, counting what the evicted model frees; undefined when the runner does not say. */
-function freeMemoryMB(w: LiveWorker, evictModel: string | undefined): number | undefined {
+function freeMemoryMB(w: WorkerSession, evictModel: string | undefined): number | undefined {
   const free = gpuMemoryFreeMB(w.runnerCapabilities);
   if (free === undefined) return undefined;
   return free + (evictModel ? (loadedModelMemoryMB(w.runnerCapabilities, evictModel) ?? 0) : 0);
 }
 
-function fitsMemory(w: LiveWorker, req: LoadTargetRequest): boolean {
+function fitsMemory(w: WorkerSession, req: LoadTargetRequest): boolean {
   if (req.gpuMemoryBudgetMB === undefined) return true;
   const free = freeMemoryMB(w, req.evictModel);
   return free === undefined || free >= req.gpuMemoryBudgetMB;
 }
 
-function rankForLoad(a: LiveWorker, b: LiveWorker, req: LoadTargetRequest): number {
+function rankForLoad(a: WorkerSession, b: WorkerSession, req: LoadTargetRequest): number {
   const serving = Number(advertises(a, req.modelId, false)) - Number(advertises(b, req.modelId, false));
   if (serving !== 0) return serving;
   if (a.freeSlots !== b.freeSlots) return b.freeSlots - a.freeSlots;
@@ -196,18 +196,18 @@ function rankForLoad(a: LiveWorker, b: LiveWorker, req: LoadTargetRequest): numb
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
-function alreadyRunning(what: string, model: string, w: LiveWorker, taskId: string): GatewayError {
+function alreadyRunning(what: string, model: string, w: WorkerSession, taskId: string): GatewayError {
   return Errors.conflict(`A ${what} of '${model}' is already running on worker '${w.name}' (${w.id}): task ${taskId}`).with({ fields: { task_id: taskId } });
 }
 
-function notEnoughMemory(req: LoadTargetRequest, workers: LiveWorker[]): GatewayError {
+function notEnoughMemory(req: LoadTargetRequest, workers: WorkerSession[]): GatewayError {
   const known = workers.map((w) => freeMemoryMB(w, req.evictModel)).filter((m): m is number => m !== undefined);
   return Errors.conflict(
     `No worker${req.pool ? ` of pool '${req.pool}'` : ''} has ${req.gpuMemoryBudgetMB} MB of GPU memory free for '${req.modelId}'${known.length ? ` (the most: ${Math.max(...known)} MB)` : ''}`,
   );
 }
 
-function notServedBy(model: string, w: LiveWorker): GatewayError {
+function notServedBy(model: string, w: WorkerSession): GatewayError {
   return new GatewayError('model_not_found', `Model '${model.slice(0, 256)}' is not served by worker '${w.name}' (${w.id})`);
 }
 

@@ -1,3 +1,4 @@
 export * from './messages';
 export * from './codec';
 export * from './http-headers';
+export * from './capabilities';

@@ -1,254 +1,116 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
+import { CLOCK, Clock, TimerHandle } from '../common/clock';
+import { Errors, GatewayError } from '../common/gateway-error';
+import { MetricsService } from '../observability/metrics.service';
+import { AdmitResult, Queueable, QueueOrder, ServingWorker } from './queue-order';
 import { QueueStats } from './queue-stats';
 
-/** What the queue needs to know about a waiting request. */
-export interface Queueable {
-  /** When the request first arrived; it keeps its place by it (also when requeued) and ages from it. */
-  readonly receivedAt: number;
-  /** The model it waits for (the routing decision's model). */
-  readonly targetModel: string;
-  /** The provider whose bound and queue-depth figures it counts against. */
-  readonly queueProvider: string;
-  readonly tenant: string;
-  /** 0 = high, 1 = normal, 2 = low. */
-  readonly priority: number;
-}
-
-/** What the queue needs to know about a worker that has a free slot. */
-export interface ServingWorker {
-  readonly wildcard: boolean;
-  readonly models: ReadonlySet<string>;
-}
-
-export type AdmitResult = 'admitted' | 'provider_full' | 'tenant_full';
-
-const LEVELS = 3;
-/** Tenants whose last turn is remembered; beyond it, the oldest idle ones are forgotten. */
-const TENANT_TURNS_KEPT = 4096;
-
-/** Requests waiting for one model: per priority level, per tenant, oldest first. */
-class ModelQueue<T extends Queueable> {
-  readonly levels: Array<Map<string, T[]>> = Array.from({ length: LEVELS }, () => new Map<string, T[]>());
-  size = 0;
-
-  listFor(item: T): T[] {
-    const level = this.levels[item.priority];
-    let list = level.get(item.tenant);
-    if (!list) level.set(item.tenant, (list = []));
-    return list;
-  }
-}
+export type { AdmitResult, Queueable, ServingWorker } from './queue-order';
 
 /**
- * Admission and ordering of requests waiting for a worker slot.
- *
- * - Bounds: per provider (`max_queue_len`) and per tenant (`max_queued`); requeued requests were
- *   admitted already and are never refused.
- * - Order, when a worker frees a slot: among the requests for models it serves and may take,
- *   the highest priority first; within a priority, tenants take turns (the tenant served least
- *   recently goes first), so one tenant's burst cannot starve another; within a tenant, oldest
- *   first. A request waiting longer than the aging period rises one level per period, so `low`
- *   never starves.
- * - Indexed by model, then level, then tenant: a decision looks only at the heads of the lists
- *   for the worker's models.
+ * Requests waiting for a worker slot: admission against the bounds, the order (QueueOrder), each
+ * waiting request's timer, the per-provider depth gauge and the retry hints drawn from the
+ * observed drain rate. Synchronous and in memory; one timer per waiting request.
  */
 @Injectable()
 export class AdmissionQueue<T extends Queueable = Queueable> {
-  private readonly byModel = new Map<string, ModelQueue<T>>();
-  private readonly depthByProvider = new Map<string, number>();
-  private readonly depthByTenant = new Map<string, number>();
-  /** When each tenant with waiting requests was last served (rotation among tenants). */
-  private readonly tenantTurn = new Map<string, number>();
-  private turn = 0;
-  private total = 0;
-  private readonly agingMs: number;
+  private readonly order: QueueOrder<T>;
+  private readonly timers = new Map<T, TimerHandle>();
   /** Drain rate and waits, per provider (Retry-After advice, operators' figures). */
   readonly stats = new QueueStats();
 
-  constructor(@Optional() @Inject(APP_CONFIG) config?: Pick<AppConfig, 'queue'>) {
-    this.agingMs = config?.queue.agingMs ?? 0;
+  constructor(
+    @Inject(APP_CONFIG) config: Pick<AppConfig, 'queue'>,
+    @Inject(CLOCK) private readonly clock: Clock,
+    metrics: MetricsService,
+  ) {
+    this.order = new QueueOrder<T>(config.queue.agingMs, (provider, depth) => metrics.setQueueDepth(provider, depth));
   }
 
   /** Queues a new request unless its provider's or its tenant's share of the queue is full. */
   admit(item: T, providerBound: number, tenantBound = Infinity): AdmitResult {
-    if (this.depth(item.queueProvider) >= providerBound) return 'provider_full';
-    if (this.tenantDepth(item.tenant) >= tenantBound) return 'tenant_full';
-    this.insert(item);
-    return 'admitted';
+    return this.order.admit(item, providerBound, tenantBound);
   }
 
   /** Puts an already admitted request back where its arrival time places it (no bound). */
   requeue(item: T): void {
-    this.insert(item);
+    this.order.requeue(item);
+  }
+
+  /** Calls `onTimeout` if the request is still waiting after `ms` (replaces an earlier timer). */
+  expireAfter(item: T, ms: number, onTimeout: () => void): void {
+    this.stopTimer(item);
+    this.timers.set(
+      item,
+      this.clock.setTimeout(() => {
+        this.timers.delete(item);
+        if (this.order.remove(item)) onTimeout();
+      }, Math.max(0, ms)),
+    );
   }
 
   remove(item: T): boolean {
-    const mq = this.byModel.get(item.targetModel);
-    const list = mq?.levels[item.priority].get(item.tenant);
-    const i = list ? list.indexOf(item) : -1;
-    if (i < 0) return false;
-    this.removeAt(mq!, list!, i);
-    return true;
+    this.stopTimer(item);
+    return this.order.remove(item);
   }
 
-  /**
-   * Removes and returns the next request, among those waiting for a model the worker serves, that
-   * `accept` takes (the worker's capabilities, a pin): see the class comment for the order.
-   */
+  /** The next request a worker with a free slot may take (see QueueOrder.takeFor for the order). */
   takeFor(worker: ServingWorker, accept: (item: T) => boolean, now: number): T | undefined {
-    if (this.total === 0) return undefined;
-    let best: { mq: ModelQueue<T>; list: T[]; index: number; level: number; turn: number } | undefined;
-    const consider = (mq: ModelQueue<T> | undefined) => {
-      if (!mq) return;
-      for (let base = 0; base < LEVELS; base++) {
-        for (const [tenant, list] of mq.levels[base]) {
-          // The oldest acceptable request of the list: it has aged the most of the list.
-          let index = 0;
-          while (index < list.length && !accept(list[index])) index++;
-          if (index === list.length) continue;
-          const item = list[index];
-          const level = this.effectiveLevel(base, now - item.receivedAt);
-          const turn = this.tenantTurn.get(tenant) ?? 0;
-          if (
-            !best ||
-            level < best.level ||
-            (level === best.level && (turn < best.turn || (turn === best.turn && item.receivedAt < best.list[best.index].receivedAt)))
-          ) {
-            best = { mq, list, index, level, turn };
-          }
-        }
-      }
-    };
-    if (worker.wildcard || worker.models.size > this.byModel.size) {
-      for (const [model, mq] of this.byModel) if (worker.wildcard || worker.models.has(model)) consider(mq);
-    } else {
-      for (const model of worker.models) consider(this.byModel.get(model));
-    }
-    if (!best) return undefined;
-    const item = best.list[best.index];
-    this.removeAt(best.mq, best.list, best.index);
-    // Remembered even when the tenant has nothing left waiting: a tenant that keeps one request
-    // queued at a time must not come back as "never served" and jump every backlog.
-    this.tenantTurn.delete(item.tenant);
-    this.tenantTurn.set(item.tenant, ++this.turn);
-    if (this.tenantTurn.size > TENANT_TURNS_KEPT) this.forgetIdleTurns();
+    const item = this.order.takeFor(worker, accept, now);
+    if (item) this.stopTimer(item);
     return item;
-  }
-
-  /** The requests waiting for `model` (a copy; admin and detach paths, never per request). */
-  waitingFor(model: string): T[] {
-    const mq = this.byModel.get(model);
-    const out: T[] = [];
-    if (mq) for (const level of mq.levels) for (const list of level.values()) out.push(...list);
-    return out.sort((a, b) => a.receivedAt - b.receivedAt);
-  }
-
-  /** Models with requests waiting. */
-  waitingModels(): IterableIterator<string> {
-    return this.byModel.keys();
   }
 
   /** Removes every request counted against a provider, oldest first. */
   discard(provider: string): T[] {
-    const out: T[] = [];
-    for (const mq of this.byModel.values()) {
-      for (const level of mq.levels) for (const list of level.values()) for (const item of list) if (item.queueProvider === provider) out.push(item);
-    }
-    for (const item of out) this.remove(item);
-    return out.sort((a, b) => a.receivedAt - b.receivedAt);
-  }
-
-  /**
-   * Every waiting request's place in its provider's line (1 = served next), in the order `takeFor`
-   * serves them when the provider's workers take them one by one: effective level first, then the
-   * round (a tenant's n-th request waits for the n-th turn of every tenant ahead of it), then the
-   * tenants' turns, then arrival. Requests for different models of one provider share the line.
-   * O(n log n) over the whole queue: meant for a periodic report, never for a single request.
-   */
-  positions(now: number): Map<T, number> {
-    type Entry = { item: T; level: number; round: number; turn: number };
-    const lines = new Map<string, Entry[]>();
-    for (const mq of this.byModel.values()) {
-      mq.levels.forEach((level, base) => {
-        for (const [tenant, list] of level) {
-          const turn = this.tenantTurn.get(tenant) ?? 0;
-          for (const item of list) {
-            let line = lines.get(item.queueProvider);
-            if (!line) lines.set(item.queueProvider, (line = []));
-            line.push({ item, level: this.effectiveLevel(base, now - item.receivedAt), round: 0, turn });
-          }
-        }
-      });
-    }
-    const out = new Map<T, number>();
-    for (const line of lines.values()) {
-      // A tenant's requests at one level, oldest first, whatever their model: the n-th is in round n.
-      line.sort((a, b) => a.level - b.level || a.item.tenant.localeCompare(b.item.tenant) || a.item.receivedAt - b.item.receivedAt);
-      for (let i = 1; i < line.length; i++) {
-        const [prev, cur] = [line[i - 1], line[i]];
-        if (prev.level === cur.level && prev.item.tenant === cur.item.tenant) cur.round = prev.round + 1;
-      }
-      line.sort((a, b) => a.level - b.level || a.round - b.round || a.turn - b.turn || a.item.receivedAt - b.item.receivedAt);
-      line.forEach((entry, i) => out.set(entry.item, i + 1));
-    }
+    const out = this.order.discard(provider);
+    for (const item of out) this.stopTimer(item);
     return out;
   }
 
+  /** The requests waiting for `model` (a copy; admin and detach paths, never per request). */
+  waitingFor(model: string): T[] {
+    return this.order.waitingFor(model);
+  }
+
+  waitingModels(): IterableIterator<string> {
+    return this.order.waitingModels();
+  }
+
+  /** Every waiting request's place in its provider's line (periodic reports only). */
+  positions(now: number): Map<T, number> {
+    return this.order.positions(now);
+  }
+
   depth(provider: string): number {
-    return this.depthByProvider.get(provider) ?? 0;
+    return this.order.depth(provider);
   }
 
   tenantDepth(tenant: string): number {
-    return this.depthByTenant.get(tenant) ?? 0;
+    return this.order.tenantDepth(tenant);
   }
 
   totalDepth(): number {
-    return this.total;
+    return this.order.totalDepth();
   }
 
-  /** Turns of tenants with nothing waiting, oldest first, until the map is back to half its bound. */
-  private forgetIdleTurns(): void {
-    for (const tenant of this.tenantTurn.keys()) {
-      if (this.tenantTurn.size <= TENANT_TURNS_KEPT / 2) return;
-      if (this.tenantDepth(tenant) === 0) this.tenantTurn.delete(tenant);
-    }
+  /** How long a new arrival at `provider` should wait before retrying, from the observed drain rate. */
+  retryAfterMs(provider: string): number {
+    return this.stats.retryAfterMs(provider, this.depth(provider) + 1, this.clock.now());
   }
 
-  /** Base level minus one per aging period waited, never above high. */
-  private effectiveLevel(base: number, waitedMs: number): number {
-    if (this.agingMs <= 0 || base === 0) return base;
-    return Math.max(0, base - Math.floor(waitedMs / this.agingMs));
+  /** 429 for a request its provider's (or its tenant's) share of the queue cannot take, with a retry hint. */
+  fullError(item: T, tenantShare: boolean): GatewayError {
+    const provider = item.queueProvider;
+    const ahead = tenantShare ? this.tenantDepth(item.tenant) : this.depth(provider);
+    return Errors.queueFull(this.stats.retryAfterMs(provider, ahead + 1, this.clock.now()), this.depth(provider), this.stats.avgWaitMs(provider), tenantShare);
   }
 
-  private insert(item: T): void {
-    let mq = this.byModel.get(item.targetModel);
-    if (!mq) this.byModel.set(item.targetModel, (mq = new ModelQueue<T>()));
-    const list = mq.listFor(item);
-    let i = list.length;
-    while (i > 0 && list[i - 1].receivedAt > item.receivedAt) i--;
-    list.splice(i, 0, item);
-    mq.size++;
-    this.count(item, 1);
+  private stopTimer(item: T): void {
+    const timer = this.timers.get(item);
+    if (timer === undefined) return;
+    this.clock.clearTimeout(timer);
+    this.timers.delete(item);
   }
-
-  private removeAt(mq: ModelQueue<T>, list: T[], index: number): void {
-    const [item] = list.splice(index, 1);
-    if (list.length === 0) mq.levels[item.priority].delete(item.tenant);
-    if (--mq.size === 0) this.byModel.delete(item.targetModel);
-    this.count(item, -1);
-  }
-
-  private count(item: T, delta: number): void {
-    bump(this.depthByProvider, item.queueProvider, delta);
-    bump(this.depthByTenant, item.tenant, delta);
-    this.total += delta;
-  }
-}
-
-function bump(map: Map<string, number>, key: string, delta: number): number {
-  const n = (map.get(key) ?? 0) + delta;
-  if (n === 0) map.delete(key);
-  else map.set(key, n);
-  return n;
 }

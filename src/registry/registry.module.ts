@@ -5,7 +5,6 @@ import { StaleCleanupService } from './stale-cleanup.service';
 import { WorkerRecordEntity } from './worker-record.entity';
 import { WorkerRecords } from './worker-records.port';
 import { TypeOrmWorkerRecords } from './worker-records.service';
-import { WorkerRegistry } from './worker-registry.service';
 
 /**
  * Worker records (the write-behind store behind `WorkerRecords`) and the cleanup job every
@@ -28,5 +27,6 @@ import { WorkerRegistry } from './worker-registry.service';
 })
 export class WorkerRecordsModule {}
 
-@Module({ imports: [WorkerRecordsModule], providers: [WorkerRegistry], exports: [WorkerRegistry] })
+/** Worker records and the cleanup job; the live workers are the Fleet's (src/fleet). */
+@Module({ imports: [WorkerRecordsModule], exports: [WorkerRecordsModule] })
 export class RegistryModule {}

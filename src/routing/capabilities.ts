@@ -1,23 +1,9 @@
-import { ModelCapabilities } from '../protocol';
+import { CAPABILITY_FIELDS, declaredFor, ModelCapabilities } from '../protocol';
 import { RequestRequirements } from './requirements';
 
-const FIELDS = ['vision', 'tools', 'json_mode', 'context_length'] as const;
+const FIELDS = CAPABILITY_FIELDS;
 
-/**
- * What a set of declarations (a provider's, or a worker's) says about one model: the model's own
- * entry, field by field completed by the `*` entry. Undefined when neither exists.
- */
-export function declaredFor(declarations: Record<string, ModelCapabilities>, model: string): ModelCapabilities | undefined {
-  const own = declarations[model];
-  const all = declarations['*'];
-  if (own === undefined || all === undefined) return own ?? all;
-  const out: ModelCapabilities = {};
-  for (const key of FIELDS) {
-    const v = own[key] ?? all[key];
-    if (v !== undefined) (out as Record<string, unknown>)[key] = v;
-  }
-  return out;
-}
+export { declaredFor };
 
 /**
  * What the worker lacks for this request: `vision`, `tools`, `json_mode`, `context_length`, or the

@@ -1,6 +1,6 @@
 import type { ProvidersService } from '../providers/providers.service';
-import type { LiveWorker } from '../registry/live-worker';
-import type { WorkerRegistry } from '../registry/worker-registry.service';
+import type { WorkerDirectory } from '../fleet/worker-index';
+import { servesModel, WorkerSnapshot } from '../fleet/worker-snapshot';
 
 export interface ListedModel {
   id: string;
@@ -23,12 +23,12 @@ export interface ModelListFilter {
  * request path: it walks the registry.
  */
 export function listModels(
-  registry: WorkerRegistry,
+  registry: WorkerDirectory,
   providers: ProvidersService,
   aliases: ReadonlyMap<string, string>,
   { allowedModels, allowedPools }: ModelListFilter,
 ): ListedModel[] {
-  const usable = (w: LiveWorker, model: string): boolean => {
+  const usable = (w: WorkerSnapshot, model: string): boolean => {
     if (w.draining) return false;
     const p = providers.get(w.provider);
     return p !== undefined && p.enabled && (!allowedPools || allowedPools.has(p.name)) && providers.mayServe(p, model);
@@ -43,7 +43,7 @@ export function listModels(
   }
   // A usable `*` worker serves any target its provider may serve, so aliases of such targets are servable.
   const viaWildcard = (target: string): ListedModel | undefined => {
-    let first: LiveWorker | undefined;
+    let first: WorkerSnapshot | undefined;
     for (const w of registry.wildcardWorkers()) if (usable(w, target) && (!first || w.connectedAt < first.connectedAt)) first = w;
     return first && { id: target, provider: first.provider, createdAt: first.connectedAt };
   };
@@ -57,9 +57,9 @@ export function listModels(
   // A pool-scoped alias is listed while a usable worker of its pool serves the target.
   for (const [alias, { provider, target }] of providers.poolAliases()) {
     if (out.has(alias) || !provider.enabled || provider.cordon || (allowedModels && !allowedModels.has(target))) continue;
-    let first: LiveWorker | undefined;
+    let first: WorkerSnapshot | undefined;
     for (const w of registry.ofProvider(provider.name)) {
-      if (w.supports(target) && usable(w, target) && (!first || w.connectedAt < first.connectedAt)) first = w;
+      if (servesModel(w, target) && usable(w, target) && (!first || w.connectedAt < first.connectedAt)) first = w;
     }
     if (first) out.set(alias, { id: alias, provider: provider.name, createdAt: first.connectedAt });
   }

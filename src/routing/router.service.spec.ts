@@ -4,8 +4,10 @@ import { GatewayError } from '../common/gateway-error';
 import { ModelCapabilities } from '../protocol';
 import { ProviderRecord, ProviderStore } from '../providers/provider-store';
 import { ProvidersService } from '../providers/providers.service';
-import { LiveWorker, WorkerChannel } from '../registry/live-worker';
-import { WorkerRegistry } from '../registry/worker-registry.service';
+import { WorkerChannel, WorkerSession } from '../fleet/worker-session';
+import { Fleet } from '../fleet/fleet.service';
+import { WorkerIndex } from '../fleet/worker-index';
+import { LifecycleState } from '../observability/lifecycle-state';
 import { WorkerRecords } from '../registry/worker-records.port';
 import { MetricsService } from '../observability/metrics.service';
 import { extractRequirements } from './requirements';
@@ -34,7 +36,8 @@ const channel: WorkerChannel = { send() {}, close() {} };
 
 describe('Router', () => {
   let clock: FakeClock;
-  let registry: WorkerRegistry;
+  let registry: WorkerIndex;
+  let fleet: Fleet;
   let providers: ProvidersService;
   let records: Records;
   let router: Router;
@@ -49,19 +52,23 @@ describe('Router', () => {
     });
     providers = new ProvidersService(config, new MemoryStore());
     await providers.onModuleInit();
-    registry = new WorkerRegistry();
     records = new Records();
-    router = new Router(config, clock, providers, registry, records, new MetricsService());
+    const metrics = new MetricsService();
+    fleet = new Fleet(config, clock, records, metrics, new LifecycleState());
+    registry = fleet.sessions;
+    router = new Router(config, clock, providers, fleet, records, metrics);
   }
 
   function worker(
     models: string[],
     opts: { provider?: string; caps?: Record<string, ModelCapabilities>; endpoints?: string[]; priority?: number; slots?: number; name?: string } = {},
-  ): LiveWorker {
+  ): WorkerSession {
     const id = `w-${++seq}`;
-    const w = new LiveWorker(id, opts.provider ?? 'local', opts.name ?? id, models, opts.slots ?? 1, '127.0.0.1', clock.now(), channel, opts.caps, opts.endpoints, opts.priority);
-    router.attach(w);
-    registry.add(w);
+    const w = new WorkerSession(
+      { id, provider: opts.provider ?? 'local', name: opts.name ?? id, models, maxConcurrent: opts.slots ?? 1, remoteAddress: '127.0.0.1', connectedAt: clock.now(), capabilities: opts.caps, endpoints: opts.endpoints, declaredPriority: opts.priority },
+      channel,
+    );
+    fleet.attach(w);
     return w;
   }
 
@@ -117,7 +124,7 @@ describe('Router', () => {
   it('queues when eligible workers are all busy, and does not fall back then (US-05)', () => {
     const big = worker(['llama3:70b']);
     worker(['llama3:8b']);
-    big.assigned.set('r', {});
+    fleet.reserve(big, 'r', 'llama3:70b');
     expect(route('llama3:70b')).toMatchObject({ kind: 'queue', model: 'llama3:70b', provider: { name: 'local' } });
   });
 
@@ -184,7 +191,7 @@ describe('Router', () => {
       worker(['m']);
       const east = worker(['m'], { provider: 'east' });
       expect(router.route(plan('m', {}, 'east'))).toMatchObject({ kind: 'assign', worker: east });
-      east.assigned.set('r', {});
+      fleet.reserve(east, 'r', 'm');
       expect(router.route(plan('m', {}, 'east'))).toMatchObject({ kind: 'queue', provider: { name: 'east' } });
       expect(router.route(plan('other', {}, 'east'))).toMatchObject({ error: { code: 'pool_unready' } });
     });

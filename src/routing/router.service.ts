@@ -6,8 +6,9 @@ import { Errors, GatewayError } from '../common/gateway-error';
 import { cordonCovers, Provider, ProvidersService } from '../providers/providers.service';
 import { ownerAllows } from '../providers/model-ownership';
 import { ModelCapabilities } from '../protocol';
-import { LiveWorker } from '../registry/live-worker';
-import { WorkerRegistry } from '../registry/worker-registry.service';
+import { Fleet } from '../fleet/fleet.service';
+import { WorkerDirectory } from '../fleet/worker-index';
+import { capabilitiesOf, RoutableWorker, servesModel, WorkerSnapshot } from '../fleet/worker-snapshot';
 import { WorkerRecords } from '../registry/worker-records.port';
 import { MetricsService } from '../observability/metrics.service';
 import { declaredFor, missingCapabilities } from './capabilities';
@@ -49,7 +50,7 @@ export interface RoutePlan {
 }
 
 export type RouteDecision =
-  | { kind: 'assign'; worker: LiveWorker; model: string }
+  | { kind: 'assign'; worker: RoutableWorker; model: string }
   | { kind: 'queue'; model: string; provider: Provider }
   | { kind: 'reject'; error: GatewayError };
 
@@ -58,7 +59,7 @@ interface ModelVerdict {
   /** Eligible workers exist (whether or not one has a free slot). */
   eligible: boolean;
   /** The strategy's pick among eligible workers with a free slot. */
-  chosen?: LiveWorker;
+  chosen?: RoutableWorker;
   /** Provider of the first eligible worker (where a request waits when all are busy). */
   provider?: Provider;
   /** Workers that serve the model but lack capabilities: the union of what they lack. */
@@ -86,31 +87,39 @@ const DRAINING_RETRY_MS = 1000;
 export class Router implements OnModuleInit {
   private readonly log = new Logger('Router');
   private routing: RoutingConfig;
-  private strategy: RoutingStrategy<LiveWorker>;
+  private strategy: RoutingStrategy<RoutableWorker>;
   readonly health: HealthTracker;
-  private readonly readyListeners: Array<(worker: LiveWorker) => void> = [];
+  private readonly readyListeners: Array<(worker: RoutableWorker) => void> = [];
+  private readonly registry: WorkerDirectory;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly providers: ProvidersService,
-    private readonly registry: WorkerRegistry,
+    fleet: Fleet,
     private readonly records: WorkerRecords,
     private readonly metrics: MetricsService,
     @Optional() holder?: RoutingConfigHolder,
   ) {
     const routing = (holder ??= new RoutingConfigHolder(config)).current;
     this.routing = routing;
-    this.strategy = createStrategy<LiveWorker>(routing.strategy, routing.weights);
+    this.strategy = createStrategy<RoutableWorker>(routing.strategy, routing.weights);
     this.health = new HealthTracker(routing.ejection);
     holder.onReplace((next, previous) => this.useRouting(next, previous));
+    this.registry = fleet.directory;
+    fleet.on('workerJoined', ({ worker }) => this.health.attachWorker(worker, this.clock.now()));
+    fleet.on('workerGone', ({ worker, orphans }) => {
+      // Losing a request before its first byte counts as one of the worker's failures.
+      if (orphans.some((lease) => !lease.responding)) this.failed(worker, 'disconnect');
+      this.health.detachWorker(worker, this.clock.now());
+    });
   }
 
   /** A reloaded configuration: the strategy starts afresh only if it or its weights changed. */
   private useRouting(next: RoutingConfig, previous: RoutingConfig): void {
     this.routing = next;
     if (next.strategy !== previous.strategy || !isDeepStrictEqual(next.weights, previous.weights)) {
-      this.strategy = createStrategy<LiveWorker>(next.strategy, next.weights);
+      this.strategy = createStrategy<RoutableWorker>(next.strategy, next.weights);
     }
     this.health.setPolicy(next.ejection);
   }
@@ -186,17 +195,17 @@ export class Router implements OnModuleInit {
    * Pull path: whether `worker`, which has a free slot, may take a request waiting for `model`
    * under `plan` (same filters as on arrival).
    */
-  canServe(worker: LiveWorker, plan: RoutePlan, model: string): boolean {
-    if (worker.freeSlots <= 0 || !worker.supports(model) || plan.avoid?.has(worker.id)) return false;
+  canServe(worker: WorkerSnapshot, plan: RoutePlan, model: string): boolean {
+    if (worker.freeSlots <= 0 || !servesModel(worker, model) || plan.avoid?.has(worker.id)) return false;
     const provider = this.providers.get(worker.provider);
     if (!provider || !provider.enabled || (plan.pin && plan.pin !== provider)) return false;
     if ((plan.pools && !plan.pools.has(provider.name)) || !this.providers.mayServe(provider, model)) return false;
     if (!this.isHealthy(worker, this.clock.now())) return false;
-    return !missingCapabilities(plan.requirements, declaredFor(provider.capabilities, model), worker.capabilitiesFor(model), worker.endpoints);
+    return !missingCapabilities(plan.requirements, declaredFor(provider.capabilities, model), capabilitiesOf(worker, model), worker.endpoints);
   }
 
   /** Pull path: the strategy's pick among every free eligible worker for a waiting request. */
-  pick(plan: RoutePlan, model: string): LiveWorker | undefined {
+  pick(plan: RoutePlan, model: string): RoutableWorker | undefined {
     return this.judge(model, plan).chosen;
   }
 
@@ -215,7 +224,7 @@ export class Router implements OnModuleInit {
   }
 
   private judgeWorkers(
-    workers: ReadonlySet<LiveWorker>,
+    workers: ReadonlySet<RoutableWorker>,
     model: string,
     plan: RoutePlan,
     now: number,
@@ -230,7 +239,7 @@ export class Router implements OnModuleInit {
     let permitted = false;
     for (const w of workers) {
       // Already judged by its exact name, or held out of routing by an unload.
-      if (wildcardPass && (w.models.has(model) || w.isHeldOut(model))) continue;
+      if (wildcardPass && (w.models.has(model) || w.heldOut.has(model))) continue;
       if (w.provider !== providerName) {
         providerName = w.provider;
         provider = this.providers.get(providerName);
@@ -243,15 +252,16 @@ export class Router implements OnModuleInit {
         v.cordoned ??= provider;
         continue;
       }
-      const missing = missingCapabilities(plan.requirements, providerCaps, w.capabilitiesFor(model), w.endpoints);
+      const missing = missingCapabilities(plan.requirements, providerCaps, capabilitiesOf(w, model), w.endpoints);
       if (missing) {
         v.missing ??= new Set();
         for (const m of missing) v.missing.add(m);
         continue;
       }
-      if (!this.isHealthy(w, now) || plan.avoid?.has(w.id)) {
+      const health = this.health.of(w);
+      if (!this.isHealthy(w, now, health) || plan.avoid?.has(w.id)) {
         v.unhealthy++;
-        v.soonestReturn = Math.min(v.soonestReturn, w.health.isEjected(now) ? w.health.ejectedUntil - now : DRAINING_RETRY_MS);
+        v.soonestReturn = Math.min(v.soonestReturn, health.isEjected(now) ? health.ejectedUntil - now : DRAINING_RETRY_MS);
         continue;
       }
       if (!v.eligible) {
@@ -261,13 +271,13 @@ export class Router implements OnModuleInit {
       if (w.freeSlots > 0) {
         // Priority: the worker's declared one, never better than its provider's floor; load:
         // assigned + held, plus load the worker reports beyond what the gateway gave it.
-        this.strategy.offer(w, effectivePriority(provider.priority, w.declaredPriority), w.load, w.health.latencyMs);
+        this.strategy.offer(w, effectivePriority(provider.priority, w.declaredPriority), w.load, health.latencyMs);
       }
     }
   }
 
-  private isHealthy(w: LiveWorker, now: number): boolean {
-    if (w.draining || w.health.isEjected(now)) return false;
+  private isHealthy(w: WorkerSnapshot, now: number, health = this.health.of(w)): boolean {
+    if (w.draining || health.isEjected(now)) return false;
     // The link closes a silent worker at the heartbeat timeout; until then it gets no new work.
     return now - w.lastSeenAt <= this.config.heartbeatTimeoutMs;
   }
@@ -326,39 +336,36 @@ export class Router implements OnModuleInit {
     return disabledKnows ? Errors.providerDisabled() : Errors.modelNotFound(model);
   }
 
+  /** The provider of that name as it is now (undefined once deleted; a new object once replaced). */
+  provider(name: string): Provider | undefined {
+    return this.providers.get(name);
+  }
+
   /** The worker's routing priority: its declared one, never better than its provider's floor. */
-  priorityOf(w: LiveWorker): number {
+  priorityOf(w: WorkerSnapshot): number {
     return effectivePriority(this.providers.get(w.provider)?.priority ?? null, w.declaredPriority);
   }
 
   // ---------------------------------------------------------------- worker health
 
-  /** A newly registered worker joins the health record of its name. */
-  attach(worker: LiveWorker): void {
-    worker.health = this.health.attach(worker.provider, worker.name, this.clock.now());
-  }
-
-  detach(worker: LiveWorker): void {
-    this.health.detach(worker.health, this.clock.now());
-  }
-
   /** Called when a worker's ejection ends, so queued requests can reach it. */
-  onWorkerReady(listener: (worker: LiveWorker) => void): void {
+  onWorkerReady(listener: (worker: RoutableWorker) => void): void {
     this.readyListeners.push(listener);
   }
 
-  firstByte(worker: LiveWorker, ms: number): void {
-    this.health.recordLatency(worker.health, ms);
+  firstByte(worker: WorkerSnapshot, ms: number): void {
+    this.health.recordLatency(this.health.of(worker), ms);
   }
 
-  succeeded(worker: LiveWorker): void {
-    this.health.recordSuccess(worker.health);
+  succeeded(worker: WorkerSnapshot): void {
+    this.health.recordSuccess(this.health.of(worker));
   }
 
   /** A request failed on this worker before its first byte (error frame, 5xx, disconnect). */
-  failed(worker: LiveWorker, cause: string): void {
+  failed(worker: WorkerSnapshot, cause: string): void {
     const now = this.clock.now();
-    const outcome = this.health.recordFailure(worker.health, now);
+    const health = this.health.of(worker);
+    const outcome = this.health.recordFailure(health, now);
     if (!outcome) return;
     this.metrics.workerEjection(worker.provider);
     this.log.warn({
@@ -366,11 +373,11 @@ export class Router implements OnModuleInit {
       worker_id: worker.id,
       worker_name: worker.name,
       provider: worker.provider,
-      failures: worker.health.consecutiveFailures,
+      failures: health.consecutiveFailures,
       cause,
       ejected_for_ms: outcome.ejectedForMs,
     });
-    this.wakeWhenBack(worker.provider, worker.health, outcome.ejectedForMs);
+    this.wakeWhenBack(worker.provider, health, outcome.ejectedForMs);
   }
 
   /**
@@ -382,7 +389,7 @@ export class Router implements OnModuleInit {
       const left = health.ejectedUntil - this.clock.now();
       if (left > 0) return this.wakeWhenBack(provider, health, left);
       for (const w of this.registry.ofProvider(provider)) {
-        if (w.health === health) for (const l of this.readyListeners) l(w);
+        if (this.health.of(w) === health) for (const l of this.readyListeners) l(w);
       }
     }, inMs);
   }

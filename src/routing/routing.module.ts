@@ -1,11 +1,11 @@
 import { Module } from '@nestjs/common';
 import { ProvidersModule } from '../providers/providers.module';
-import { RegistryModule } from '../registry/registry.module';
+import { FleetModule } from '../fleet/fleet.module';
 import { RoutingConfigHolder } from './routing-config-holder';
 import { Router } from './router.service';
 
 @Module({
-  imports: [ProvidersModule, RegistryModule],
+  imports: [ProvidersModule, FleetModule],
   providers: [RoutingConfigHolder, Router],
   exports: [RoutingConfigHolder, Router],
 })

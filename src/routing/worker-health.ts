@@ -38,14 +38,43 @@ export class WorkerHealth {
 
 export type FailureOutcome = { ejectedForMs: number } | undefined;
 
+/** Every connected worker's record, read by routing for each candidate worker. */
+const NO_RECORD = new WorkerHealth();
+
+/**
+ * Worker health for routing, keyed by connected worker (the record itself is shared by the
+ * connections of one worker name, see WorkerHealth). Kept here, not on the worker: health is
+ * routing's judgement, not a fact about the worker.
+ */
 export class HealthTracker {
   private readonly byKey = new Map<string, WorkerHealth>();
+  private readonly byWorker = new Map<string, WorkerHealth>();
 
   constructor(private policy: EjectionPolicy) {}
 
   /** A reloaded policy applies from the next failure; ejections under way keep their end. */
   setPolicy(policy: EjectionPolicy): void {
     this.policy = policy;
+  }
+
+  /** The record of a connected worker (a blank one for a worker routing never saw join). */
+  of(worker: { readonly id: string }): WorkerHealth {
+    return this.byWorker.get(worker.id) ?? NO_RECORD;
+  }
+
+  /** A newly registered worker joins the health record of its name. */
+  attachWorker(worker: { readonly id: string; readonly provider: string; readonly name: string }, now: number): WorkerHealth {
+    const h = this.attach(worker.provider, worker.name, now);
+    this.byWorker.set(worker.id, h);
+    return h;
+  }
+
+  /** The worker's connection is gone: its record stays with its name (a reconnect finds it). */
+  detachWorker(worker: { readonly id: string }, now: number): void {
+    const h = this.byWorker.get(worker.id);
+    if (!h) return;
+    this.byWorker.delete(worker.id);
+    this.detach(h, now);
   }
 
   /** The record a newly connected worker shares with earlier connections of the same name. */

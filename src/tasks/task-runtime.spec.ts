@@ -1,11 +1,12 @@
 import { FakeClock } from '../../test/support/fake-clock';
-import { dispatchHarness, RecordingChannel } from '../../test/support/dispatch-harness';
+import { dispatchHarness, RecordingChannel, workerSession } from '../../test/support/dispatch-harness';
 import { JobArtifactInput, JobArtifacts } from '../artifacts/job-artifacts.port';
 import { AppConfig, loadConfig } from '../config';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { CancelMessage } from '../protocol';
 import { MemoryRateLimiter } from '../rate-limit/memory-rate-limiter';
-import { LiveWorker } from '../registry/live-worker';
+import { WorkerSession } from '../fleet/worker-session';
+import { Fleet } from '../fleet/fleet.service';
 import { TenantLimits } from '../tenancy/tenant-limits.service';
 import { TenantsService } from '../tenancy/tenants.service';
 import { InMemorySessionBudgets } from './session-budgets';
@@ -46,6 +47,7 @@ describe('tasks over the dispatcher (fake clock)', () => {
   let clock: FakeClock;
   let config: AppConfig;
   let dispatcher: Dispatcher;
+  let fleet: Fleet;
   let runtime: TaskRuntime;
   let tasks: TasksService;
   let artifacts: RecordedArtifacts;
@@ -58,6 +60,7 @@ describe('tasks over the dispatcher (fake clock)', () => {
     config.providers[0].models = ['m'];
     const harness = await dispatchHarness(config, clock);
     dispatcher = harness.dispatcher;
+    fleet = harness.fleet;
     const { queue, metrics } = harness;
     const tenants = new TenantsService(config);
     limiter = new MemoryRateLimiter(clock);
@@ -71,12 +74,12 @@ describe('tasks over the dispatcher (fake clock)', () => {
     limiter.close();
   });
 
-  function addWorker(maxConcurrent = 1): { worker: LiveWorker; channel: RecordingChannel } {
+  function addWorker(maxConcurrent = 1): { worker: WorkerSession; channel: RecordingChannel } {
     const channel = new RecordingChannel();
     const id = `w-${++seq}`;
-    const worker = new LiveWorker(id, 'local', id, ['m'], maxConcurrent, '127.0.0.1', clock.now(), channel);
+    const worker = workerSession(id, 'local', id, ['m'], maxConcurrent, '127.0.0.1', clock.now(), channel);
     worker.runner = { type: 'vllm', version: '0.6.3' };
-    dispatcher.attachWorker(worker);
+    fleet.attach(worker);
     return { worker, channel };
   }
 
@@ -99,9 +102,9 @@ describe('tasks over the dispatcher (fake clock)', () => {
     task.attach(reader, 0);
     const [requestId] = requestIds(channel);
     clock.advance(1500);
-    dispatcher.onChunk(worker, requestId, chunk('Hello') + chunk(' there'));
+    dispatcher.frames.onChunk(worker, requestId, chunk('Hello') + chunk(' there'));
     clock.advance(500);
-    dispatcher.onComplete(worker, { type: 'response_complete', request_id: requestId, status_code: 200, body: '' });
+    dispatcher.frames.onComplete(worker, { type: 'response_complete', request_id: requestId, status_code: 200, body: '' });
 
     expect(reader.ended).toBe(true);
     expect(artifacts.calls).toEqual([
@@ -141,8 +144,8 @@ describe('tasks over the dispatcher (fake clock)', () => {
     worker.capabilities = { m: { context_length: 8192 } };
     submit({ task_id: 'job-2' });
     const [requestId] = requestIds(channel);
-    dispatcher.onChunk(worker, requestId, chunk('partial'));
-    dispatcher.detachWorker(worker);
+    dispatcher.frames.onChunk(worker, requestId, chunk('partial'));
+    fleet.detach(worker);
     expect(artifacts.calls).toHaveLength(1);
     const [input] = artifacts.calls;
     expect(input).toMatchObject({ jobId: 'job-2', status: 'failed', tokensOut: 1, ctx: 8192, engine: 'vllm', error: { code: 'worker_disconnected', message: 'The worker disconnected during the response', retriable: true } });
@@ -172,12 +175,12 @@ describe('tasks over the dispatcher (fake clock)', () => {
     expect(reader.text).not.toContain(': keepalive');
     clock.advance(1);
     expect(reader.text.match(/: keepalive\n\n/g)).toHaveLength(1);
-    dispatcher.onComplete(worker, { type: 'response_complete', request_id: requestIds(channel)[0], status_code: 200, body: '' });
+    dispatcher.frames.onComplete(worker, { type: 'response_complete', request_id: requestIds(channel)[0], status_code: 200, body: '' });
     // b starts: started {0, 0}; no keepalive once it runs.
     expect(reader.text).toContain('event: started\ndata: {"queue_position":0,"predicted_start_ms":0}');
     clock.advance(30_000);
     expect(reader.text.match(/: keepalive\n\n/g)).toHaveLength(1);
-    dispatcher.onComplete(worker, { type: 'response_complete', request_id: requestIds(channel)[1], status_code: 200, body: '' });
+    dispatcher.frames.onComplete(worker, { type: 'response_complete', request_id: requestIds(channel)[1], status_code: 200, body: '' });
     expect(tasks.status(identity, 'b')).toMatchObject({ status: 'completed' });
     clock.advance(59_999);
     expect(runtime.find('default', 'b')).toBeDefined();
@@ -192,7 +195,7 @@ describe('tasks over the dispatcher (fake clock)', () => {
     clock.advance(30 * 60_000);
     expect(tasks.status(identity, 'patient')).toMatchObject({ status: 'queued', error: null });
     worker.lastSeenAt = clock.now(); // its pongs kept arriving (a silent worker gets no new work)
-    dispatcher.onComplete(worker, { type: 'response_complete', request_id: requestIds(channel)[0], status_code: 200, body: '' });
+    dispatcher.frames.onComplete(worker, { type: 'response_complete', request_id: requestIds(channel)[0], status_code: 200, body: '' });
     expect(tasks.status(identity, 'patient')).toMatchObject({ status: 'running' });
     const started = clock.now();
     submit({ task_id: 'never' });
@@ -212,8 +215,8 @@ describe('tasks over the dispatcher (fake clock)', () => {
     const run = (id: string) => {
       submit({ task_id: id });
       const requestId = requestIds(channel).at(-1)!;
-      dispatcher.onChunk(worker, requestId, chunk(`answer of ${id}`));
-      dispatcher.onComplete(worker, { type: 'response_complete', request_id: requestId, status_code: 200, body: '' });
+      dispatcher.frames.onChunk(worker, requestId, chunk(`answer of ${id}`));
+      dispatcher.frames.onComplete(worker, { type: 'response_complete', request_id: requestId, status_code: 200, body: '' });
     };
     run('t1');
     const footprint = runtime.find('default', 't1')!.footprint;
@@ -248,9 +251,9 @@ describe('tasks over the dispatcher (fake clock)', () => {
     const reader = new Reader();
     runtime.find('default', 'race')!.attach(reader, 0);
     const [requestId] = requestIds(channel);
-    dispatcher.onChunk(worker, requestId, chunk('one'));
+    dispatcher.frames.onChunk(worker, requestId, chunk('one'));
     const view = tasks.cancel(identity, 'race') as { tokens_out: number; last_event_id: number };
-    expect(dispatcher.onChunk(worker, requestId, chunk('two'))).toBe('ok');
+    expect(dispatcher.frames.onChunk(worker, requestId, chunk('two'))).toBe('ok');
     expect(view.tokens_out).toBe(1);
     expect(reader.text.match(/event: token/g)).toHaveLength(1);
     expect(reader.text.endsWith('event: error\ndata: {"code":"cancelled","message":"The task was cancelled by its client","retriable":false}\n\n')).toBe(true);

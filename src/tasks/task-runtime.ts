@@ -3,6 +3,7 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock, TimerHandle } from '../common/clock';
 import { Errors, GatewayError, isRetriable, kindOf } from '../common/gateway-error';
 import { Dispatcher } from '../dispatch/dispatcher.service';
+import { capabilitiesOf } from '../fleet/worker-snapshot';
 import type { RelayRequest } from '../dispatch/relay-request';
 import { AdmissionQueue } from '../queue/admission-queue';
 import { JOB_ARTIFACTS, JobArtifacts, NO_JOB_ARTIFACTS } from '../artifacts/job-artifacts.port';
@@ -154,7 +155,7 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
     const now = this.clock.now();
     task.servedModel = servedModel;
     task.runner = relay.worker?.runner;
-    task.workerContext = relay.worker?.capabilitiesFor(servedModel)?.context_length;
+    task.workerContext = relay.worker && capabilitiesOf(relay.worker, servedModel)?.context_length;
     task.pool = relay.worker?.provider ?? relay.provider?.name;
     task.status = 'running';
     if (!task.runningSince) {

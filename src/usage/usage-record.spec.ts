@@ -1,6 +1,6 @@
 import { RelayRequest, ResponseSink } from '../dispatch/relay-request';
 import { Provider } from '../providers/providers.service';
-import { LiveWorker } from '../registry/live-worker';
+import { WorkerSnapshot } from '../fleet/worker-snapshot';
 import { extractRequirements } from '../routing/requirements';
 import { usageRecordOf, utcDay } from './usage-record';
 
@@ -30,7 +30,7 @@ describe('usageRecordOf', () => {
     const req = request({ keyId: 'key-7' });
     req.provider = { name: 'gpu' } as Provider;
     req.targetModel = 'llama-3-70b';
-    req.worker = { id: 'w-1', name: 'gpu-box-1' } as LiveWorker;
+    req.worker = { id: 'w-1', name: 'gpu-box-1' } as WorkerSnapshot;
     req.waitedMs = 120;
     req.firstByteAt = T0 + 400;
     req.tokenCounts = { prompt_tokens: 12, completion_tokens: 30, total_tokens: 42 };

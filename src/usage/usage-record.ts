@@ -1,4 +1,4 @@
-import type { RelayRequest } from '../dispatch/relay-request';
+import type { TokenCounts } from '../protocol';
 
 /**
  * One finished client request, as chargeback needs it: who (tenant, key), what (models, provider,
@@ -65,8 +65,27 @@ export function utcDay(epochMs: number): string {
   return cachedDay.label;
 }
 
+/** What a usage record is made of: a finished request as the dispatcher knows it (RelayRequest). */
+export interface UsageSource {
+  readonly id: string;
+  readonly receivedAt: number;
+  readonly tenant: string;
+  readonly keyId: string | undefined;
+  /** The model the client asked for. */
+  readonly model: string;
+  readonly targetModel: string;
+  readonly provider: { readonly name: string } | undefined;
+  readonly worker: { readonly id: string; readonly name: string } | undefined;
+  readonly endpointPath: string;
+  readonly errorCode: string | undefined;
+  readonly tokenCounts: TokenCounts | undefined;
+  readonly waitedMs: number;
+  readonly queuedAt: number;
+  readonly firstByteAt: number;
+}
+
 /** The usage record of a request that has just finished with `status` at `finishedAt`. */
-export function usageRecordOf(req: RelayRequest, status: number, finishedAt: number): UsageRecord {
+export function usageRecordOf(req: UsageSource, status: number, finishedAt: number): UsageRecord {
   // A request still queued when it ends (client gone) has not folded its current wait in yet.
   const queueWaitMs = req.waitedMs + (req.queuedAt ? finishedAt - req.queuedAt : 0);
   const counts = req.tokenCounts;

@@ -21,9 +21,9 @@ import {
 } from '../protocol';
 import { FailedAuthLimiter } from '../auth/failed-auth-limiter';
 import { ProvidersService, WorkerAuthResult } from '../providers/providers.service';
-import { LiveWorker, WorkerChannel } from '../registry/live-worker';
-import { WorkerRegistry } from '../registry/worker-registry.service';
-import { Dispatcher } from '../dispatch/dispatcher.service';
+import { WorkerChannel, WorkerSession } from '../fleet/worker-session';
+import { Fleet } from '../fleet/fleet.service';
+import type { ResponseFrames } from '../dispatch/response-frames';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { restrictToProvider, sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName, WorkerLimits } from './sanitize-models';
@@ -38,16 +38,18 @@ export interface WorkerLinkDeps {
   limiter: FailedAuthLimiter;
   /** Admission to scrypt checks of unknown worker secrets (in-flight attempts count as failures). */
   authGate: WorkerAuthGate;
-  dispatcher: Dispatcher;
+  /** The workers of this process: registration, reports, leaving. */
+  fleet: Fleet;
+  /** Frames about requests (chunks, completions, errors) go to the requests' dispatcher. */
+  frames: Pick<ResponseFrames, 'onChunk' | 'onComplete' | 'onResponseStart' | 'onWorkerError'>;
   metrics: MetricsService;
   lifecycle: LifecycleState;
-  registry: WorkerRegistry;
   /** Receives negotiated `lifecycle_status` reports; without it they are logged and dropped. */
   lifecycleReports?: LifecycleReportHandler;
 }
 
 export interface LifecycleReportHandler {
-  onLifecycleStatus(worker: LiveWorker, message: LifecycleStatusMessage): void;
+  onLifecycleStatus(worker: WorkerSession, message: LifecycleStatusMessage): void;
 }
 
 type State = 'authenticating' | 'awaiting_register' | 'registered' | 'closed';
@@ -62,12 +64,12 @@ const MAX_ADDRESS_LENGTH = 128;
 
 /**
  * One worker WebSocket: handshake authentication, registration, heartbeat and frame routing.
- * Scheduling decisions belong to the Dispatcher; this class only translates frames.
+ * Scheduling decisions belong to the Fleet and the Dispatcher; this class only translates frames.
  */
 export class WorkerConnection implements WorkerChannel {
   private state: State = 'authenticating';
   private pending: RawData[] = [];
-  private worker: LiveWorker | undefined;
+  private worker: WorkerSession | undefined;
   private registerTimer: TimerHandle | undefined;
   private heartbeatTimer: TimerHandle | undefined;
   private refreshTimer: TimerHandle | undefined;
@@ -218,23 +220,25 @@ export class WorkerConnection implements WorkerChannel {
     const name = sanitizeWorkerName(message.worker_name, warnings);
     // An operator drained this pool or this worker name until undrain: tell the daemon to wait.
     if (provider.cordon) return this.refuseCordoned(`provider "${provider.name}" is cordoned (POST /v1/pools/${provider.name}/undrain lifts it)`, name);
-    if (this.deps.registry.nameCordon(provider.name, name)) {
+    if (this.deps.fleet.cordons.of(provider.name, name)) {
       return this.refuseCordoned(`worker name "${name}" of provider "${provider.name}" is cordoned (POST /admin/workers/:id/undrain lifts it)`, name);
     }
     const maxConcurrent = sanitizeMaxConcurrent(message.max_concurrent, warnings);
     const now = this.deps.clock.now();
-    const worker = new LiveWorker(
-      `w-${randomUUID()}`,
-      provider.name,
-      name,
-      models,
-      maxConcurrent,
-      this.clientKey,
-      now,
+    const worker = new WorkerSession(
+      {
+        id: `w-${randomUUID()}`,
+        provider: provider.name,
+        name,
+        models,
+        maxConcurrent,
+        remoteAddress: this.clientKey,
+        connectedAt: now,
+        capabilities: message.capabilities,
+        endpoints: message.endpoints,
+        declaredPriority: message.priority,
+      },
       this,
-      message.capabilities,
-      message.endpoints,
-      message.priority,
     );
     worker.externalLoad = message.current_load ?? 0;
     worker.runner = message.runner;
@@ -250,29 +254,29 @@ export class WorkerConnection implements WorkerChannel {
     if (warnings.length) log.warn(`worker ${worker.id} (${worker.name}) registered with warnings: ${warnings.join('; ')}`);
     log.log(`worker ${worker.id} (${worker.name}) registered for provider "${provider.name}" with ${models.length} model(s)`);
     this.startHeartbeat();
-    this.deps.dispatcher.attachWorker(worker);
+    this.deps.fleet.attach(worker);
   }
 
-  private route(message: WorkerToServerMessage, worker: LiveWorker): void {
-    const { dispatcher } = this.deps;
+  private route(message: WorkerToServerMessage, worker: WorkerSession): void {
+    const { frames, fleet } = this.deps;
     worker.lastSeenAt = this.lastInboundAt;
     switch (message.type) {
       case 'response_chunk':
-        if (dispatcher.onChunk(worker, message.request_id, message.chunk) === 'unknown') {
+        if (frames.onChunk(worker, message.request_id, message.chunk) === 'unknown') {
           this.protocolError(`chunk for request ${message.request_id} this worker does not own`);
         }
         return;
       case 'response_complete':
-        if (dispatcher.onComplete(worker, message) === 'unknown') {
+        if (frames.onComplete(worker, message) === 'unknown') {
           this.protocolError(`completion for request ${message.request_id} this worker does not own`);
         }
         return;
       case 'pong':
-        dispatcher.onPong(worker, message.current_load);
+        fleet.onPong(worker, message.current_load);
         return;
       case 'response_start':
         if (!worker.features.has(Features.RESPONSE_START)) return this.protocolError('response_start without the negotiated feature');
-        if (dispatcher.onResponseStart(worker, message) === 'unknown') {
+        if (frames.onResponseStart(worker, message) === 'unknown') {
           this.protocolError(`response_start for request ${message.request_id} this worker does not own`);
         }
         return;
@@ -285,7 +289,7 @@ export class WorkerConnection implements WorkerChannel {
           ? restrictToProvider(sanitized.models, (m) => this.deps.providers.mayServe(provider, m), { name: provider.name, restricted: provider.allowList.restricted }, warnings)
           : [];
         if (warnings.length) log.warn(`worker ${worker.id} models_update: ${warnings.join('; ')}`);
-        dispatcher.onModelsChanged(worker, {
+        fleet.onModelsChanged(worker, {
           models,
           capabilities: message.capabilities,
           endpoints: message.endpoints,
@@ -295,7 +299,7 @@ export class WorkerConnection implements WorkerChannel {
         return;
       }
       case 'error':
-        if (message.request_id) dispatcher.onWorkerError(worker, message.request_id, message.code);
+        if (message.request_id) frames.onWorkerError(worker, message.request_id, message.code);
         else log.warn(`worker ${worker.id} reported error ${message.code}: ${message.message}`);
         return;
       case 'lifecycle_status':
@@ -353,7 +357,7 @@ export class WorkerConnection implements WorkerChannel {
     this.close(CloseCodes.PROTOCOL_ERROR, CloseReasons.PROTOCOL_ERROR);
   }
 
-  /** Idempotent: stops timers and hands the worker's work back to the dispatcher. */
+  /** Idempotent: stops timers and hands the worker back to the Fleet (its requests are requeued or failed). */
   private teardown(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
@@ -363,7 +367,7 @@ export class WorkerConnection implements WorkerChannel {
     if (this.heartbeatTimer) clock.clearInterval(this.heartbeatTimer);
     if (this.refreshTimer) clock.clearInterval(this.refreshTimer);
     if (this.worker) {
-      this.deps.dispatcher.detachWorker(this.worker);
+      this.deps.fleet.detach(this.worker);
     }
   }
 }

@@ -10,7 +10,7 @@ import { ProvidersService } from '../providers/providers.service';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
-import { WorkerRegistry } from '../registry/worker-registry.service';
+import { Fleet } from '../fleet/fleet.service';
 import { LifecycleService } from '../lifecycle/lifecycle.service';
 import { WorkerConnection, WorkerLinkDeps } from './worker-connection';
 import { WorkerAuthGate } from './worker-auth-gate';
@@ -28,11 +28,11 @@ export class WorkerGateway implements OnGatewayConnection, OnGatewayInit {
     dispatcher: Dispatcher,
     metrics: MetricsService,
     lifecycle: LifecycleState,
-    registry: WorkerRegistry,
+    fleet: Fleet,
     @Optional() lifecycleReports?: LifecycleService,
   ) {
     const authGate = new WorkerAuthGate(limiter, config.authLimiter.maxFailures);
-    this.deps = { config, clock, providers, limiter, authGate, dispatcher, metrics, lifecycle, registry, lifecycleReports };
+    this.deps = { config, clock, providers, limiter, authGate, fleet, frames: dispatcher.frames, metrics, lifecycle, lifecycleReports };
   }
 
   /** The 101 Switching Protocols answer carries X-Correlation-Id like every other response. */

@@ -6,11 +6,11 @@
  * the queue wait once.
  */
 import { FakeClock } from '../support/fake-clock';
-import { dispatchHarness, DispatchHarness, RecordingChannel } from '../support/dispatch-harness';
+import { dispatchHarness, DispatchHarness, RecordingChannel, workerSession } from '../support/dispatch-harness';
 import { loadConfig } from '../../src/config';
 import { Errors, GatewayError } from '../../src/common/gateway-error';
 import { extractRequirements } from '../../src/routing/requirements';
-import { LiveWorker } from '../../src/registry/live-worker';
+import { WorkerSession } from '../../src/fleet/worker-session';
 import { RelayRequest, ResponseSink } from '../../src/dispatch/relay-request';
 import { UsageRecord } from '../../src/usage/usage-record';
 
@@ -50,11 +50,11 @@ describe('dispatcher hardening: also-fix items', () => {
     h = await dispatchHarness(config, clock, { record: (r) => usage.push(r) });
   }
 
-  function addWorker(models: string[], maxConcurrent: number): { worker: LiveWorker; channel: RecordingChannel } {
+  function addWorker(models: string[], maxConcurrent: number): { worker: WorkerSession; channel: RecordingChannel } {
     const channel = new RecordingChannel();
     const id = `w-${++seq}`;
-    const worker = new LiveWorker(id, 'local', id, models, maxConcurrent, '127.0.0.1', clock.now(), channel);
-    h.dispatcher.attachWorker(worker);
+    const worker = workerSession(id, 'local', id, models, maxConcurrent, '127.0.0.1', clock.now(), channel);
+    h.fleet.attach(worker);
     return { worker, channel };
   }
 
@@ -91,7 +91,7 @@ describe('dispatcher hardening: also-fix items', () => {
     const running = submit('big');
     const waiting = submit('big'); // big's only worker is busy: it waits for big
     expect(h.queue.depth('local')).toBe(1);
-    h.dispatcher.detachWorker(big.worker);
+    h.fleet.detach(big.worker);
     // Both go to the fallback's idle worker at once, instead of waiting for 'big' until queue_timeout.
     expect(sentRequests(small.channel).map((m) => [m.request_id, m.model])).toEqual([
       [running.req.id, 'small'],
@@ -100,7 +100,7 @@ describe('dispatcher hardening: also-fix items', () => {
     expect(h.queue.depth('local')).toBe(0);
     clock.advance(10_000);
     expect(waiting.sink.error).toBeUndefined();
-    h.dispatcher.onComplete(small.worker, { type: 'response_complete', request_id: waiting.req.id, status_code: 200, body: '{}' });
+    h.dispatcher.frames.onComplete(small.worker, { type: 'response_complete', request_id: waiting.req.id, status_code: 200, body: '{}' });
     expect(waiting.sink.status).toBe(200);
   });
 
@@ -110,7 +110,7 @@ describe('dispatcher hardening: also-fix items', () => {
     const small = addWorker(['small'], 1);
     submit('big');
     const waiting = submit('big');
-    h.dispatcher.onModelsChanged(big.worker, { models: ['other'] }); // 'big' was unloaded
+    h.fleet.onModelsChanged(big.worker, { models: ['other'] }); // 'big' was unloaded
     expect(sentRequests(small.channel).map((m) => [m.request_id, m.model])).toEqual([[waiting.req.id, 'small']]);
     expect(h.queue.depth('local')).toBe(0);
   });
@@ -124,12 +124,12 @@ describe('dispatcher hardening: also-fix items', () => {
     h = await dispatchHarness(config, clock, { record: (r) => usage.push(r) });
     const big = addWorker(['big'], 1);
     const smallChannel = new RecordingChannel();
-    const small = new LiveWorker('w-p2', 'p2', 'w-p2', ['small'], 2, '127.0.0.1', clock.now(), smallChannel);
-    h.dispatcher.attachWorker(small);
+    const small = workerSession('w-p2', 'p2', 'w-p2', ['small'], 2, '127.0.0.1', clock.now(), smallChannel);
+    h.fleet.attach(small);
     submit('big');
     const waiting = submit('big');
     expect(waiting.req.provider.name).toBe('local');
-    h.dispatcher.detachWorker(big.worker);
+    h.fleet.detach(big.worker);
     expect(sentRequests(smallChannel).map((m) => m.request_id)).toContain(waiting.req.id);
     expect(waiting.req.provider.name).toBe('p2'); // metrics, usage and deletion name where it runs
     await h.providers.remove('p2');
@@ -142,7 +142,7 @@ describe('dispatcher hardening: also-fix items', () => {
     const big = addWorker(['big'], 1);
     submit('big');
     const waiting = submit('big');
-    h.dispatcher.detachWorker(big.worker); // 'small' has no worker: nothing to move to
+    h.fleet.detach(big.worker); // 'small' has no worker: nothing to move to
     expect(waiting.req.phase).toBe('queued');
     expect(waiting.sink.error).toBeUndefined();
     const back = addWorker(['big'], 2);
@@ -177,14 +177,14 @@ describe('dispatcher hardening: also-fix items', () => {
     worker.pingSent(); // the link pings; the worker then counts only what it had: the cancelled one
     const fresh = submit('m'); // sent after the ping
     expect(sentRequests(channel)).toHaveLength(2);
-    h.dispatcher.onPong(worker, 1); // "1 active" = the cancelled one, not yet stopped
+    h.fleet.onPong(worker, 1); // "1 active" = the cancelled one, not yet stopped
     expect(worker.held.has(cancelled.req.id)).toBe(true);
     expect(worker.freeSlots).toBe(0);
     const third = submit('m');
     expect(sentRequests(channel)).toHaveLength(2); // no third request on a 2-slot worker
     // The next ping crosses nothing: its pong's "1 active" is the fresh request, so the held slot goes.
     worker.pingSent();
-    h.dispatcher.onPong(worker, 1);
+    h.fleet.onPong(worker, 1);
     expect(worker.held.has(cancelled.req.id)).toBe(false);
     expect(sentRequests(channel).map((m) => m.request_id)).toEqual([cancelled.req.id, fresh.req.id, third.req.id]);
   });
@@ -204,10 +204,10 @@ describe('dispatcher hardening: also-fix items', () => {
     expect(sentRequests(channel)).toHaveLength(2);
     // Each pong answers the oldest ping, sent before the fresh request: "1 active" is the cancelled
     // one, so none of them may free its slot (with dropped marks, pong 33+ took a newer mark and did).
-    for (let i = 0; i < 36; i++) h.dispatcher.onPong(worker, 1);
+    for (let i = 0; i < 36; i++) h.fleet.onPong(worker, 1);
     expect(worker.held.has(cancelled.req.id)).toBe(true);
     // The pongs of pings sent after the fresh request: "1 active" is the fresh one, the held slot goes.
-    h.dispatcher.onPong(worker, 1);
+    h.fleet.onPong(worker, 1);
     expect(worker.held.has(cancelled.req.id)).toBe(false);
   });
 
@@ -217,7 +217,7 @@ describe('dispatcher hardening: also-fix items', () => {
     const cancelled = submit('m');
     cancelled.sink.clientGone = true;
     h.dispatcher.clientGone(cancelled.req);
-    h.dispatcher.onModelsChanged(worker, { models: ['m'], currentLoad: 0 });
+    h.fleet.onModelsChanged(worker, { models: ['m'], currentLoad: 0 });
     expect(worker.held.has(cancelled.req.id)).toBe(true);
     clock.advance(30_000);
     expect(worker.held.size).toBe(0);
@@ -230,9 +230,9 @@ describe('dispatcher hardening: also-fix items', () => {
     const first = submit('m'); // at once: one zero-wait observation
     const rerouted = submit('m');
     clock.advance(2_000);
-    h.dispatcher.rerouteQueued('local'); // routed again as if it had just arrived: it waits on
+    h.dispatcher.rerouteWaiting('local'); // routed again as if it had just arrived: it waits on
     clock.advance(3_000);
-    h.dispatcher.onComplete(worker, { type: 'response_complete', request_id: first.req.id, status_code: 200, body: '{}' });
+    h.dispatcher.frames.onComplete(worker, { type: 'response_complete', request_id: first.req.id, status_code: 200, body: '{}' });
     expect(worker.assigned.has(rerouted.req.id)).toBe(true);
     expect(waits.mock.calls.map((c) => c[1])).toEqual([0, 5]);
     expect(rerouted.req.waitedMs).toBe(5_000);
@@ -247,9 +247,9 @@ describe('dispatcher hardening: also-fix items', () => {
     clock.advance(2_000);
     // The slot frees without pulling work (a draining worker's completion), then the reroute finds it.
     worker.draining = true;
-    h.dispatcher.onComplete(worker, { type: 'response_complete', request_id: first.req.id, status_code: 200, body: '{}' });
+    h.dispatcher.frames.onComplete(worker, { type: 'response_complete', request_id: first.req.id, status_code: 200, body: '{}' });
     worker.draining = false;
-    h.dispatcher.rerouteQueued('local');
+    h.dispatcher.rerouteWaiting('local');
     expect(worker.assigned.has(rerouted.req.id)).toBe(true);
     expect(waits.mock.calls.map((c) => c[1])).toEqual([0, 2]);
   });

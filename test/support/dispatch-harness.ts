@@ -4,15 +4,22 @@ import { Dispatcher } from '../../src/dispatch/dispatcher.service';
 import { RelayRequest } from '../../src/dispatch/relay-request';
 import { LifecycleState } from '../../src/observability/lifecycle-state';
 import { MetricsService } from '../../src/observability/metrics.service';
-import { ServerToWorkerMessage } from '../../src/protocol';
+import { ModelCapabilities, ServerToWorkerMessage } from '../../src/protocol';
 import { ProviderRecord, ProviderStore } from '../../src/providers/provider-store';
 import { ProvidersService } from '../../src/providers/providers.service';
 import { AdmissionQueue } from '../../src/queue/admission-queue';
-import { WorkerChannel } from '../../src/registry/live-worker';
+import { WorkerChannel, WorkerSession } from '../../src/fleet/worker-session';
+import { Fleet } from '../../src/fleet/fleet.service';
 import { WorkerRecords } from '../../src/registry/worker-records.port';
-import { WorkerRegistry } from '../../src/registry/worker-registry.service';
 import { Router } from '../../src/routing/router.service';
-import { UsageRecorder } from '../../src/usage/usage-recorder.port';
+import { NO_USAGE_RECORDS, UsageRecorder } from '../../src/usage/usage-recorder.port';
+import { PoolStats } from '../../src/providers/pool-stats';
+import { MetricsObserver } from '../../src/dispatch/observers/metrics.observer';
+import { PoolStatsObserver } from '../../src/dispatch/observers/pool-stats.observer';
+import { RequestObservers } from '../../src/dispatch/observers/request-observers';
+import { UsageObserver } from '../../src/dispatch/observers/usage.observer';
+import { ProviderChanges } from '../../src/dispatch/provider-changes';
+import { ShutdownCoordinator } from '../../src/control-plane/shutdown-coordinator.service';
 
 /** Providers from the config only: nothing is loaded or saved. */
 export class MemoryProviderStore extends ProviderStore {
@@ -46,26 +53,50 @@ export class RecordingChannel implements WorkerChannel {
   }
 }
 
+/** A worker session as the link builds one at registration (positional, for short tests). */
+export function workerSession(
+  id: string,
+  provider: string,
+  name: string,
+  models: string[],
+  maxConcurrent: number,
+  remoteAddress: string,
+  connectedAt: number,
+  channel: WorkerChannel,
+  capabilities?: Record<string, ModelCapabilities>,
+  endpoints?: string[],
+  declaredPriority?: number,
+): WorkerSession {
+  return new WorkerSession({ id, provider, name, models, maxConcurrent, remoteAddress, connectedAt, capabilities, endpoints, declaredPriority }, channel);
+}
+
 export interface DispatchHarness {
   providers: ProvidersService;
-  registry: WorkerRegistry;
+  fleet: Fleet;
   router: Router;
   queue: AdmissionQueue<RelayRequest>;
   dispatcher: Dispatcher;
   lifecycle: LifecycleState;
   metrics: MetricsService;
+  poolStats: PoolStats;
+  /** The gateway's shutdown: queued requests answered, every worker drained. */
+  shutdown(timeoutMs: number): Promise<void>;
 }
 
 /** A real Dispatcher over real routing and queueing, in memory, driven by `clock`. */
 export async function dispatchHarness(config: AppConfig, clock: Clock, usage?: UsageRecorder): Promise<DispatchHarness> {
   const providers = new ProvidersService(config, new MemoryProviderStore());
   await providers.onModuleInit();
-  const registry = new WorkerRegistry();
   const records = new NoWorkerRecords();
   const metrics = new MetricsService();
   const lifecycle = new LifecycleState();
-  const router = new Router(config, clock, providers, registry, records, metrics);
-  const queue = new AdmissionQueue<RelayRequest>(config);
-  const dispatcher = new Dispatcher(config, clock, providers, registry, queue, router, records, metrics, lifecycle, usage);
-  return { providers, registry, router, queue, dispatcher, lifecycle, metrics };
+  const fleet = new Fleet(config, clock, records, metrics, lifecycle);
+  const router = new Router(config, clock, providers, fleet, records, metrics);
+  const queue = new AdmissionQueue<RelayRequest>(config, clock, metrics);
+  const poolStats = new PoolStats(clock);
+  const observers = new RequestObservers(new MetricsObserver(metrics), new UsageObserver(usage ?? NO_USAGE_RECORDS), new PoolStatsObserver(poolStats));
+  const dispatcher = new Dispatcher(config, clock, router, queue, fleet, observers);
+  new ProviderChanges(providers, fleet, dispatcher, queue, metrics);
+  const coordinator = new ShutdownCoordinator(config, lifecycle, dispatcher, fleet, providers);
+  return { providers, fleet, router, queue, dispatcher, lifecycle, metrics, poolStats, shutdown: (ms) => coordinator.shutdown(ms) };
 }

@@ -7,6 +7,7 @@
 import { AdminApi, ApiError } from './api.js';
 import { h } from './dom.js';
 import { finishedTotal, ratePerSecond } from './model.js';
+import { confirmDrain } from './confirm-dialog.js';
 import { clearAll, render } from './views.js';
 
 /** The page updates at least this often. */
@@ -40,15 +41,6 @@ const ui = {
   lastUpdate: byId('last-update'),
   logout: /** @type {HTMLButtonElement} */ (byId('logout')),
   toasts: byId('toasts'),
-  dialog: /** @type {HTMLDialogElement} */ (byId('confirm-dialog')),
-  dialogForm: /** @type {HTMLFormElement} */ (byId('confirm-form')),
-  dialogTitle: byId('confirm-title'),
-  dialogText: byId('confirm-text'),
-  dialogDeadline: /** @type {HTMLInputElement} */ (byId('confirm-deadline')),
-  dialogReason: /** @type {HTMLInputElement} */ (byId('confirm-reason')),
-  dialogError: byId('confirm-error'),
-  dialogOk: /** @type {HTMLButtonElement} */ (byId('confirm-ok')),
-  dialogCancel: /** @type {HTMLButtonElement} */ (byId('confirm-cancel')),
   overviewTitle: byId('overview-title'),
 };
 
@@ -257,54 +249,6 @@ function describeError(e) {
   if (!(e instanceof ApiError)) return String(e);
   if (e.status === 0) return e.message;
   return `${e.status} ${e.code}: ${e.message}`;
-}
-
-// ---------------------------------------------------------------- confirmation
-
-/**
- * Asks before an action that takes capacity away. Resolves with the optional deadline and reason,
- * or null when cancelled (Cancel, Escape).
- * @param {{ title: string, text: string, ok: string }} what
- * @returns {Promise<{ deadlineSecs?: number, reason?: string } | null>}
- */
-function confirmDrain(what) {
-  ui.dialogTitle.textContent = what.title;
-  ui.dialogText.textContent = what.text;
-  ui.dialogOk.textContent = what.ok;
-  ui.dialogDeadline.value = '';
-  ui.dialogReason.value = '';
-  ui.dialogError.textContent = '';
-  ui.dialogDeadline.setAttribute('aria-invalid', 'false');
-  ui.dialog.returnValue = '';
-  return new Promise((resolve) => {
-    /** @param {SubmitEvent} event */
-    const onSubmit = (event) => {
-      event.preventDefault();
-      const raw = ui.dialogDeadline.value.trim();
-      const secs = raw === '' ? undefined : Number(raw);
-      if (secs !== undefined && !(Number.isInteger(secs) && secs >= 1 && secs <= 86_400)) {
-        ui.dialogError.textContent = 'The deadline is a whole number of seconds, from 1 to 86400, or empty.';
-        ui.dialogDeadline.setAttribute('aria-invalid', 'true');
-        ui.dialogDeadline.focus();
-        return;
-      }
-      ui.dialog.close('ok');
-    };
-    const onCancel = () => ui.dialog.close('cancel');
-    const onClose = () => {
-      ui.dialogForm.removeEventListener('submit', onSubmit);
-      ui.dialogCancel.removeEventListener('click', onCancel);
-      if (ui.dialog.returnValue !== 'ok') return resolve(null);
-      const raw = ui.dialogDeadline.value.trim();
-      const reason = ui.dialogReason.value.trim();
-      resolve({ deadlineSecs: raw === '' ? undefined : Number(raw), reason: reason || undefined });
-    };
-    ui.dialogForm.addEventListener('submit', onSubmit);
-    ui.dialogCancel.addEventListener('click', onCancel);
-    ui.dialog.addEventListener('close', onClose, { once: true });
-    ui.dialog.showModal();
-    ui.dialogCancel.focus();
-  });
 }
 
 // ---------------------------------------------------------------- actions

@@ -140,3 +140,24 @@ export function svgEl(tag, attrs) {
   for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
   return el;
 }
+
+/** The page element `selector` names (it must exist). @param {string} selector @returns {HTMLElement} */
+export function $(selector) {
+  const el = document.querySelector(selector);
+  if (!(el instanceof HTMLElement)) throw new Error(`missing ${selector}`);
+  return el;
+}
+
+/** @param {Element} row @param {string} selector @returns {HTMLElement} */
+export function cell(row, selector) {
+  const el = row.querySelector(selector);
+  if (!(el instanceof HTMLElement)) throw new Error(`missing ${selector}`);
+  return el;
+}
+
+/** @param {Element} row @param {string} selector @returns {HTMLButtonElement} */
+export function button(row, selector) {
+  const el = row.querySelector(selector);
+  if (!(el instanceof HTMLButtonElement)) throw new Error(`missing ${selector}`);
+  return el;
+}

@@ -1,5 +1,5 @@
-import { LiveWorker } from '../registry/live-worker';
-import { RelayRequest } from './relay-request';
+import { WorkerSession } from './worker-session';
+
 
 /**
  * Reconciles the gateway's slot accounting with a load the worker reported. The worker counted
@@ -9,13 +9,13 @@ import { RelayRequest } from './relay-request';
  * (a `models_update`, a pong nobody asked for) the report's moment is unknown: held slots stay
  * until their completion or grace period. O(slots of this worker), once per report.
  */
-export function reconcileLoad(worker: LiveWorker, currentLoad: number, mark: number | undefined, forgetHeld: (id: string) => void): void {
+export function reconcileLoad(worker: WorkerSession, currentLoad: number, mark: number | undefined, forgetHeld: (id: string) => void): void {
   if (mark === undefined) {
     worker.externalLoad = Math.max(0, currentLoad - worker.pending);
     return;
   }
   let unseen = 0;
-  for (const req of worker.assigned.values()) if ((req as RelayRequest).sentSeq > mark) unseen++;
+  for (const lease of worker.assigned.values()) if (lease.sentSeq > mark) unseen++;
   for (const slot of worker.held.values()) if (slot.sentSeq > mark) unseen++;
   // A lower load than we account for means cancelled requests have ended on the worker.
   for (const [id, slot] of worker.held) {

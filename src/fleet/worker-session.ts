@@ -1,7 +1,7 @@
-import { ModelCapabilities, RunnerInfo, ServerToWorkerMessage } from '../protocol';
+import { declaredFor, ModelCapabilities, RunnerInfo, ServerToWorkerMessage } from '../protocol';
 import { TimerHandle } from '../common/clock';
-import { WorkerHealth } from '../routing/worker-health';
-import { declaredFor } from '../routing/capabilities';
+import type { SlotLease } from './slot-lease';
+import { RoutableWorker } from './worker-snapshot';
 
 const RETIRED_IDS_KEPT = 1024;
 const CANCELLED_IDS_KEPT = 16384;
@@ -11,8 +11,6 @@ function remember(set: Set<string>, id: string, max: number): void {
   set.add(id);
   if (set.size > max) set.delete(set.values().next().value as string);
 }
-/** Marks "this model has no declarations" in the per-model cache (one lookup instead of two). */
-const NOTHING_DECLARED: ModelCapabilities = Object.freeze({});
 
 /** The transport side of a worker as the relay sees it (implemented by worker-link). */
 export interface WorkerChannel {
@@ -31,34 +29,53 @@ export interface HeldSlot {
 /** Pings remembered awaiting their pong; a worker that stops answering does not grow this. */
 const PINGS_TRACKED = 32;
 
-/** In-memory state of one connected, registered worker. Mutated only by the relay. */
-export class LiveWorker {
-  models: Set<string>;
-  wildcard: boolean;
+/** What a worker says about itself at registration (sanitised by the link). */
+export interface WorkerIdentity {
+  id: string;
+  provider: string;
+  name: string;
+  models: string[];
+  maxConcurrent: number;
+  remoteAddress: string;
+  connectedAt: number;
+  capabilities?: Record<string, ModelCapabilities>;
+  endpoints?: string[];
+  declaredPriority?: number;
+}
+
+/**
+ * One connected, registered worker in this process: its channel, its in-flight leases, held slots,
+ * drain timer and ping marks (local, never shared), and the plain fields of its `WorkerSnapshot`.
+ * Mutated only by the Fleet and the leases it grants.
+ */
+export class WorkerSession implements RoutableWorker {
+  readonly id: string;
+  readonly provider: string;
+  readonly name: string;
+  readonly maxConcurrent: number;
+  readonly remoteAddress: string;
+  readonly connectedAt: number;
+  /** The replica holding the connection (set by the Fleet that attaches it). */
+  replica = '';
+  models: Set<string> = new Set();
+  wildcard = false;
   /** Accepted models in first-seen order, `*` included. */
   private modelList: string[] = [];
   private declared: Record<string, ModelCapabilities> = {};
-  /** Declarations resolved per advertised model (`*` folded in), so routing does one lookup. */
-  private declaredByModel = new Map<string, ModelCapabilities>();
-  /** Endpoint paths the worker's backend serves; undefined = not declared (every endpoint). */
+  /** Declarations resolved per advertised model (`*` folded in), so routing does one lookup; null = none. */
+  declaredByModel = new Map<string, ModelCapabilities | null>();
   endpoints: ReadonlySet<string> | undefined;
-  /** Routing priority the worker declared (lower is preferred); undefined = not declared. */
   declaredPriority: number | undefined;
-  /** The inference server behind the worker, as its daemon detected it (optional). */
   runner: RunnerInfo | undefined;
-  /** The backend's runner-API capabilities document, as the worker relayed it (optional). */
   runnerCapabilities: Record<string, unknown> | undefined;
-  /** Protocol extensions negotiated at registration (the gateway uses no other). */
   features: ReadonlySet<string> = new Set();
-  /** Failures, ejection and latency, shared by every connection of this worker name. */
-  health = new WorkerHealth();
   /** Bookkeeping of the routing strategy's rotation (when this worker was last picked). */
   rotationSeq = 0;
-  /** Requests this worker is working on, by request id. */
-  readonly assigned = new Map<string, unknown>();
+  /** Leases of the requests this worker is working on, by request id. */
+  readonly assigned = new Map<string, SlotLease>();
   /** Cancelled requests whose slot is kept until the worker completes them or reports lower load. */
   readonly held = new Map<string, HeldSlot>();
-  /** Requests sent to this worker so far: each request records its number when it is sent. */
+  /** Requests sent to this worker so far: each lease records its number when it is granted. */
   sentSeq = 0;
   /** `sentSeq` when each unanswered ping was sent, oldest first (a pong answers the oldest). */
   private readonly pingMarks: number[] = [];
@@ -74,28 +91,23 @@ export class LiveWorker {
   private readonly cancelled = new Set<string>();
   drainTimer: TimerHandle | undefined;
   /** Models it still advertises that routing must not send it: an unload is draining them. */
-  private readonly heldOut = new Set<string>();
+  readonly heldOut = new Set<string>();
 
   constructor(
-    readonly id: string,
-    readonly provider: string,
-    readonly name: string,
-    models: string[],
-    readonly maxConcurrent: number,
-    readonly remoteAddress: string,
-    readonly connectedAt: number,
+    identity: WorkerIdentity,
     readonly channel: WorkerChannel,
-    capabilities: Record<string, ModelCapabilities> = {},
-    endpoints?: string[],
-    declaredPriority?: number,
   ) {
-    this.lastSeenAt = connectedAt;
-    this.endpoints = endpoints ? new Set(endpoints) : undefined;
-    this.declaredPriority = declaredPriority;
-    this.models = new Set();
-    this.wildcard = false;
-    this.setModels(models);
-    this.capabilities = capabilities;
+    this.id = identity.id;
+    this.provider = identity.provider;
+    this.name = identity.name;
+    this.maxConcurrent = identity.maxConcurrent;
+    this.remoteAddress = identity.remoteAddress;
+    this.connectedAt = identity.connectedAt;
+    this.lastSeenAt = identity.connectedAt;
+    this.endpoints = identity.endpoints ? new Set(identity.endpoints) : undefined;
+    this.declaredPriority = identity.declaredPriority;
+    this.setModels(identity.models);
+    this.capabilities = identity.capabilities ?? {};
   }
 
   /** Capabilities the worker advertises per model (`*` = every model). */
@@ -106,17 +118,10 @@ export class LiveWorker {
   set capabilities(declared: Record<string, ModelCapabilities>) {
     this.declared = declared;
     this.declaredByModel = new Map();
-    for (const m of this.models) this.declaredByModel.set(m, declaredFor(declared, m) ?? NOTHING_DECLARED);
+    for (const m of this.models) this.declaredByModel.set(m, declaredFor(declared, m) ?? null);
   }
 
-  /** What the worker declares about one model, `*` included; undefined = nothing declared. */
-  capabilitiesFor(model: string): ModelCapabilities | undefined {
-    const known = this.declaredByModel.get(model);
-    if (known === undefined) return declaredFor(this.declared, model); // a model it serves through `*`
-    return known === NOTHING_DECLARED ? undefined : known;
-  }
-
-  /** Called through WorkerRegistry.setModels, which keeps the model index in step. */
+  /** Called through WorkerIndex.setModels, which keeps the model index in step. */
   setModels(models: string[]): void {
     this.modelList = models;
     this.models = new Set(models.filter((m) => m !== '*'));
@@ -124,16 +129,12 @@ export class LiveWorker {
     this.capabilities = this.declared;
   }
 
-  supports(model: string): boolean {
-    return (this.wildcard || this.models.has(model)) && !this.isHeldOut(model);
-  }
-
   /** Whether an unload holds `model` out of routing on this worker (one size check when none does). */
   isHeldOut(model: string): boolean {
     return this.heldOut.size > 0 && this.heldOut.has(model);
   }
 
-  /** Called through WorkerRegistry.holdOut / releaseHold, which keep the model index in step. */
+  /** Called through WorkerIndex.holdOut / releaseHold, which keep the model index in step. */
   setHeldOut(model: string, held: boolean): void {
     if (held) this.heldOut.add(model);
     else this.heldOut.delete(model);

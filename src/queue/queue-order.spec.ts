@@ -1,4 +1,4 @@
-import { AdmissionQueue, Queueable } from './admission-queue';
+import { QueueOrder, Queueable } from './queue-order';
 
 interface Item extends Queueable {
   id: string;
@@ -16,15 +16,15 @@ const serving = (...models: string[]) => ({ wildcard: false, models: new Set(mod
 const anyModel = { wildcard: true, models: new Set<string>() };
 const all = () => true;
 
-function drain(q: AdmissionQueue<Item>, now = 0): string[] {
+function drain(q: QueueOrder<Item>, now = 0): string[] {
   const out: string[] = [];
   for (let it = q.takeFor(anyModel, all, now); it; it = q.takeFor(anyModel, all, now)) out.push(it.id);
   return out;
 }
 
-describe('AdmissionQueue', () => {
+describe('QueueOrder', () => {
   it('bounds each provider, and each tenant to its own share', () => {
-    const q = new AdmissionQueue<Item>();
+    const q = new QueueOrder<Item>();
     expect(q.admit(item('m', 1, { provider: 'a' }), 2)).toBe('admitted');
     expect(q.admit(item('n', 2, { provider: 'a' }), 2)).toBe('admitted');
     expect(q.admit(item('m', 3, { provider: 'a' }), 2)).toBe('provider_full');
@@ -35,7 +35,7 @@ describe('AdmissionQueue', () => {
   });
 
   it('hands a worker the oldest request for any of its models, skipping models it does not serve', () => {
-    const q = new AdmissionQueue<Item>();
+    const q = new QueueOrder<Item>();
     const [x1, y2, y3, z0] = [item('x', 1), item('y', 2), item('y', 3), item('z', 0)];
     [x1, y2, y3, z0].forEach((i) => q.admit(i, 10));
     expect(q.takeFor(serving('y', 'x'), all, 0)).toBe(x1);
@@ -46,7 +46,7 @@ describe('AdmissionQueue', () => {
   });
 
   it('skips requests the worker may not take (capabilities, pin) without losing their place', () => {
-    const q = new AdmissionQueue<Item>();
+    const q = new QueueOrder<Item>();
     const [vision, plain] = [item('m', 1), item('m', 2)];
     q.admit(vision, 10);
     q.admit(plain, 10);
@@ -55,7 +55,7 @@ describe('AdmissionQueue', () => {
   });
 
   it('serves higher priorities first, and FIFO within a priority and tenant', () => {
-    const q = new AdmissionQueue<Item>();
+    const q = new QueueOrder<Item>();
     const low = item('m', 1, { priority: 2 });
     const normal1 = item('m', 2, { priority: 1 });
     const high = item('m', 3, { priority: 0 });
@@ -65,7 +65,7 @@ describe('AdmissionQueue', () => {
   });
 
   it('takes turns between tenants within a priority: a burst cannot starve a later tenant', () => {
-    const q = new AdmissionQueue<Item>();
+    const q = new QueueOrder<Item>();
     const burst = Array.from({ length: 100 }, (_, i) => item('m', i, { tenant: 'a' }));
     burst.forEach((i) => q.admit(i, 1000));
     const b = [item('m', 200, { tenant: 'b' }), item('m', 201, { tenant: 'b' })];
@@ -77,7 +77,7 @@ describe('AdmissionQueue', () => {
   });
 
   it('promotes a waiting request one level per aging period, so low never starves', () => {
-    const q = new AdmissionQueue<Item>({ queue: { agingMs: 10_000 } });
+    const q = new QueueOrder<Item>(10_000);
     const low = item('m', 0, { priority: 2 });
     q.admit(low, 10);
     const normals = [item('m', 5_000), item('m', 6_000)];
@@ -93,7 +93,7 @@ describe('AdmissionQueue', () => {
   });
 
   it('puts requeued requests back by arrival, ahead of newer ones, past the bound', () => {
-    const q = new AdmissionQueue<Item>();
+    const q = new QueueOrder<Item>();
     const newer = item('m', 50);
     q.admit(newer, 1);
     const [first, second] = [item('m', 10), item('m', 20)];
@@ -104,7 +104,7 @@ describe('AdmissionQueue', () => {
   });
 
   it('removes and discards by provider, oldest first', () => {
-    const q = new AdmissionQueue<Item>();
+    const q = new QueueOrder<Item>();
     const [a1, b2, a3] = [item('m', 1, { provider: 'a' }), item('n', 2, { provider: 'b' }), item('o', 3, { provider: 'a', priority: 0 })];
     [a3, b2, a1].forEach((i) => q.requeue(i));
     expect(q.remove(b2)).toBe(true);
@@ -114,9 +114,9 @@ describe('AdmissionQueue', () => {
   });
 });
 
-describe('AdmissionQueue tenant turns', () => {
+describe('QueueOrder tenant turns', () => {
   it("a tenant that keeps one request queued at a time does not take every slot from a tenant's backlog", () => {
-    const q = new AdmissionQueue<Item>();
+    const q = new QueueOrder<Item>();
     for (let i = 0; i < 10; i++) q.admit(item('m', i, { tenant: 'a' }), 100);
     const served: string[] = [];
     let t = 100;
@@ -130,7 +130,7 @@ describe('AdmissionQueue tenant turns', () => {
 
   describe('positions', () => {
     it('ranks each provider\'s line in the order its workers take the requests: priority, tenant rounds (across models), age', () => {
-      const q = new AdmissionQueue<Item>();
+      const q = new QueueOrder<Item>();
       const a1 = item('m', 1, { tenant: 'a' });
       const a2 = item('m', 2, { tenant: 'a' });
       const a3 = item('n', 3, { tenant: 'a' });
@@ -146,7 +146,7 @@ describe('AdmissionQueue tenant turns', () => {
     });
 
     it('moves a request up as the requests ahead of it leave, and counts aging', () => {
-      const q = new AdmissionQueue<Item>({ queue: { agingMs: 10_000 } });
+      const q = new QueueOrder<Item>(10_000);
       const low = item('m', 0, { priority: 2, tenant: 'x' });
       const normal = item('m', 5_000, { tenant: 'y' });
       [low, normal].forEach((i) => q.admit(i, 10));

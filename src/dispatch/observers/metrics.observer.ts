@@ -1,0 +1,52 @@
+import { Injectable } from '@nestjs/common';
+import type { CancelReason, TokenCounts } from '../../protocol';
+import type { GatewayError } from '../../common/gateway-error';
+import type { WorkerSnapshot } from '../../fleet/worker-snapshot';
+import type { CacheReport } from '../../usage/cache-headers';
+import { MetricsService } from '../../observability/metrics.service';
+import type { RelayRequest } from '../relay-request';
+import { RequestObserver } from './request-observer';
+
+/** A request's life as Prometheus series (docs/observability.md). */
+@Injectable()
+export class MetricsObserver implements RequestObserver {
+  constructor(private readonly metrics: MetricsService) {}
+
+  finished(req: RelayRequest, status: number, now: number): void {
+    // A request no provider took names a model nobody serves: its name is not worth a series.
+    this.metrics.requestFinished(
+      { provider: req.provider?.name ?? 'none', model: req.targetModel || '(unrouted)', endpoint: req.endpointPath, status, tenant: req.tenant },
+      (now - req.receivedAt) / 1000,
+    );
+  }
+
+  rejected(_req: RelayRequest, error: GatewayError): void {
+    this.metrics.rejection(error.code);
+  }
+
+  tokens(req: RelayRequest, counts: TokenCounts): void {
+    const provider = req.provider.name;
+    if (counts.prompt_tokens) this.metrics.tokens(provider, req.targetModel, req.tenant, 'prompt', counts.prompt_tokens);
+    if (counts.completion_tokens) this.metrics.tokens(provider, req.targetModel, req.tenant, 'completion', counts.completion_tokens);
+  }
+
+  firstByte(req: RelayRequest, worker: WorkerSnapshot, now: number): void {
+    this.metrics.timeToFirstByte(worker.provider, req.targetModel, (now - req.receivedAt) / 1000);
+  }
+
+  answered(req: RelayRequest, worker: WorkerSnapshot, cache: CacheReport | undefined): void {
+    if (cache) this.metrics.backendCache(worker.provider, req.targetModel, cache);
+  }
+
+  cancelled(reason: CancelReason): void {
+    this.metrics.cancellation(reason);
+  }
+
+  waited(req: RelayRequest, ms: number): void {
+    this.metrics.queueWait(req.provider.name, ms / 1000);
+  }
+
+  requeued(req: RelayRequest): void {
+    this.metrics.requeue(req.provider.name);
+  }
+}

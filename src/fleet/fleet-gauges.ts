@@ -1,0 +1,40 @@
+import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { ProvidersService } from '../providers/providers.service';
+import { MetricsService } from '../observability/metrics.service';
+import { Fleet } from './fleet.service';
+
+/**
+ * The fleet's gauges: workers connected per provider (zeros from the start, so dashboards and
+ * alerts see zeros, not gaps) and slots busy/held/free, computed when metrics are scraped rather
+ * than on every assignment.
+ */
+@Injectable()
+export class FleetGauges implements OnApplicationBootstrap {
+  constructor(
+    private readonly fleet: Fleet,
+    private readonly providers: ProvidersService,
+    private readonly metrics: MetricsService,
+  ) {
+    metrics.collectSlotsWith(() => this.collectSlots());
+  }
+
+  onApplicationBootstrap(): void {
+    for (const p of this.providers.list()) this.metrics.setWorkersConnected(p.name, this.fleet.sessions.ofProvider(p.name).size);
+  }
+
+  private collectSlots(): void {
+    for (const p of this.providers.all()) {
+      let busy = 0;
+      let held = 0;
+      let free = 0;
+      for (const w of this.fleet.sessions.ofProvider(p.name)) {
+        busy += w.assigned.size;
+        held += w.held.size;
+        free += w.freeSlots;
+      }
+      this.metrics.setWorkerSlots(p.name, 'busy', busy);
+      this.metrics.setWorkerSlots(p.name, 'held', held);
+      this.metrics.setWorkerSlots(p.name, 'free', free);
+    }
+  }
+}
