@@ -19,6 +19,7 @@ import { effectivePriority } from './scoring';
 import { ListedModel, listModels, ModelListFilter } from './model-listing';
 import { createStrategy, RoutingStrategy } from './strategies';
 import { HealthTracker, WorkerHealth } from './worker-health';
+import { ModelVerdict, noEligibleWorker } from './no-eligible-worker';
 
 /** What routing needs to know about a request (serialisable). */
 export interface RouteRequest {
@@ -53,24 +54,6 @@ export type RouteDecision =
   | { kind: 'assign'; worker: RoutableWorker; model: string }
   | { kind: 'queue'; model: string; provider: Provider }
   | { kind: 'reject'; error: GatewayError };
-
-/** Why a candidate model could not take the request right now. */
-interface ModelVerdict {
-  /** Eligible workers exist (whether or not one has a free slot). */
-  eligible: boolean;
-  /** The strategy's pick among eligible workers with a free slot. */
-  chosen?: RoutableWorker;
-  /** Provider of the first eligible worker (where a request waits when all are busy). */
-  provider?: Provider;
-  /** Workers that serve the model but lack capabilities: the union of what they lack. */
-  missing?: Set<string>;
-  /** Workers that serve the model with the right capabilities but are ejected, draining or silent. */
-  unhealthy: number;
-  /** A cordoned pool whose workers serve the model (they are not eligible). */
-  cordoned?: Provider;
-  /** Soonest time an ejected worker returns. */
-  soonestReturn: number;
-}
 
 /** Retry hint for a model whose only workers are draining (they usually come back after a restart). */
 const DRAINING_RETRY_MS = 1000;
@@ -188,7 +171,7 @@ export class Router implements OnModuleInit {
       }
       verdicts.push(v);
     }
-    return this.noEligibleWorker(plan, verdicts);
+    return noEligibleWorker(plan, verdicts, this.providers, this.records);
   }
 
   /**
@@ -280,60 +263,6 @@ export class Router implements OnModuleInit {
     if (w.draining || health.isEjected(now)) return false;
     // The link closes a silent worker at the heartbeat timeout; until then it gets no new work.
     return now - w.lastSeenAt <= this.config.heartbeatTimeoutMs;
-  }
-
-  /**
-   * No candidate has an eligible worker. Without a fallback chain the answer says why (capability
-   * gap 400, only unhealthy workers 503, unknown 404) or the request waits for a known model's
-   * workers to connect; with a chain, 503 fallback_exhausted.
-   */
-  private noEligibleWorker(plan: RoutePlan, verdicts: ModelVerdict[]): RouteDecision {
-    const reject = (error: GatewayError): RouteDecision => ({ kind: 'reject', error });
-    const missing = new Set<string>();
-    for (const v of verdicts) for (const m of v.missing ?? []) missing.add(m);
-    if (plan.pin) {
-      // Never a silent fallback to other providers: say why the pinned one cannot serve.
-      if (plan.pin.cordon) return reject(Errors.poolUnavailable(plan.pin.name));
-      const unhealthy = verdicts.some((v) => v.unhealthy > 0);
-      if (missing.size > 0 && !unhealthy) return reject(Errors.capabilityMismatch(plan.target, [...missing]));
-      return reject(Errors.poolUnready(plan.pin.name, unhealthy ? `no healthy worker for model '${plan.target}'` : `no worker serves model '${plan.target}'`));
-    }
-    if (plan.candidates.length > 1) {
-      return reject(Errors.fallbackExhausted([...plan.candidates], missing.size > 0 ? [...missing] : undefined));
-    }
-    const [v] = verdicts;
-    const model = plan.target;
-    if (v.unhealthy > 0) return reject(Errors.noHealthyWorker(model, Math.max(1, Math.ceil(v.soonestReturn))));
-    if (v.cordoned) return reject(Errors.poolUnavailable(v.cordoned.name));
-    if (missing.size > 0) return reject(Errors.capabilityMismatch(model, [...missing]));
-    const known = this.providerKnowing(model, plan.pools);
-    if (known instanceof GatewayError) {
-      return reject(plan.requested !== plan.target && known.code === 'model_not_found' ? Errors.aliasTargetNotFound(plan.requested, model) : known);
-    }
-    return { kind: 'queue', model, provider: known };
-  }
-
-  /**
-   * A model no live worker serves is still "known" when a provider declares it or one of its
-   * workers served it recently: requests wait for a worker rather than fail.
-   */
-  private providerKnowing(model: string, pools: ReadonlySet<string> | undefined): Provider | GatewayError {
-    let disabledKnows = false;
-    let cordoned: Provider | undefined;
-    const owners = this.providers.ownersOf(model);
-    for (const p of this.providers.all()) {
-      // Only a pool that may serve the model, and that the tenant may use, is worth waiting for:
-      // another tenant's pool is reported as if the model did not exist (404 model_not_found).
-      if ((pools && !pools.has(p.name)) || !ownerAllows(owners, p)) continue;
-      const cordonKnows = p.cordon !== undefined && cordonCovers(p.cordon, model);
-      if (!cordonKnows && !p.declaredModels.has(model) && !this.records.recentlyKnowsModel(p.name, model)) continue;
-      if (!p.enabled) disabledKnows = true;
-      else if (p.cordon) cordoned ??= p;
-      else return p;
-    }
-    // A drained pool is the reason, when no other pool could take the request.
-    if (cordoned) return Errors.poolUnavailable(cordoned.name);
-    return disabledKnows ? Errors.providerDisabled() : Errors.modelNotFound(model);
   }
 
   /** The provider of that name as it is now (undefined once deleted; a new object once replaced). */
