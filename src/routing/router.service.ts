@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
-import { cordonCovers, Provider, ProvidersService } from '../providers/providers.service';
+import { Provider, ProvidersService } from '../providers/providers.service';
 import { ownerAllows } from '../providers/model-ownership';
 import { ModelCapabilities } from '../protocol';
 import { Fleet } from '../fleet/fleet.service';
