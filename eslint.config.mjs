@@ -45,8 +45,8 @@ export default tseslint.config(
     languageOptions: { sourceType: 'module', globals: { ...globals.browser } },
   },
   {
-    // Node scripts in CommonJS (benchmarks, jest configs): `require` is how they import.
-    files: ['bench/**/*.js', '**/jest.config.js'],
+    // Node scripts in CommonJS (benchmarks, scripts/*.js, jest configs): `require` is how they import.
+    files: ['bench/**/*.js', 'scripts/**/*.js', '**/jest.config.js'],
     languageOptions: { sourceType: 'commonjs' },
     rules: {
       '@typescript-eslint/no-require-imports': 'off',

@@ -3,9 +3,9 @@ import { Target } from './target';
 import { uid } from './util';
 
 declare global {
-  // eslint-disable-next-line no-var
+   
   var __CONTRACT_GATEWAY__: SpawnedGateway | undefined;
-  // eslint-disable-next-line no-var
+   
   var __CONTRACT_CLEANUP__: (() => Promise<void>) | undefined;
 }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, EntityMetadata, In, Repository } from 'typeorm';
+import { EntityManager, EntityMetadata, EntityTarget, In, ObjectLiteral, Repository } from 'typeorm';
 import { ArtifactRecord, ArtifactWrite, JsonObject } from './artifact-record';
 import { canonicalJson } from '../common/canonical-json';
 import { ArtifactEntity } from './artifact.entity';
@@ -126,7 +126,7 @@ export class TypeOrmArtifactStore extends ArtifactStore {
    * returned are the ones inserted (both SQLite and PostgreSQL support it). Columns and the table
    * come from the entity metadata.
    */
-  private async insertIgnoring(m: EntityManager, entity: Function, rows: object[], returning?: string): Promise<unknown[]> {
+  private async insertIgnoring(m: EntityManager, entity: EntityTarget<ObjectLiteral>, rows: object[], returning?: string): Promise<unknown[]> {
     if (rows.length === 0) return [];
     const meta: EntityMetadata = m.connection.getMetadata(entity);
     const driver = m.connection.driver;

@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
-import { AdminAuthFailureReason, MetricsService } from '../observability/metrics.service';
+import { MetricsService } from '../observability/metrics.service';
 import { FailedAuthLimiter } from './failed-auth-limiter';
 
 /** Below this length an admin token is guessable enough to warn about at startup. */

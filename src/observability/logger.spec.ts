@@ -171,7 +171,7 @@ describe('the pretty format', () => {
       'request completed',
     );
     expect(out.text()).toMatch(
-      /^\d{2}:\d{2}:\d{2}\.\d{3} INFO  \[AccessLog\] request completed method=POST url=\/v1\/chat\/completions status=200 duration_ms=812\.4 note="two words" ok=true tags=a,b obj=\{"n":1\}\n$/,
+      /^\d{2}:\d{2}:\d{2}\.\d{3} INFO {2}\[AccessLog\] request completed method=POST url=\/v1\/chat\/completions status=200 duration_ms=812\.4 note="two words" ok=true tags=a,b obj=\{"n":1\}\n$/,
     );
     expect(out.text()).not.toContain('pid=');
     expect(out.text()).not.toContain('hostname=');
@@ -185,7 +185,7 @@ describe('the pretty format', () => {
     expect(lines[0]).toMatch(/ERROR \[Dispatch\] upstream refused$/);
     expect(lines[1]).toBe('    Error: refused');
     expect(lines[2]).toBe('        at connect (net.js:1:2)');
-    expect(out.text()).toMatch(/ERROR \[Bootstrap\] kaput err=kaput\n    Error: kaput\n        at /);
+    expect(out.text()).toMatch(/ERROR \[Bootstrap\] kaput err=kaput\n {4}Error: kaput\n {8}at /);
   });
 
   it('redacts secrets exactly like the JSON format', () => {

@@ -16,7 +16,7 @@ import { TenantsService } from '../tenancy/tenants.service';
 import { budgetLimits, BudgetLimits, sessionKey } from './session-budgets';
 import { Task, TaskReader } from './task';
 import { admissionError } from './task-admission';
-import { parseTaskRequest, TaskRequest } from './task-request';
+import { parseTaskRequest } from './task-request';
 import { TaskRuntime } from './task-runtime';
 import { TaskSink } from './task-sink';
 import { taskUrls, taskView, TaskView } from './task-view';

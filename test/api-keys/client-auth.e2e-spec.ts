@@ -27,7 +27,6 @@ describe('client API keys: REQUIRE_API_KEYS=true', () => {
   let gw: TestGateway;
   let worker: ScriptedWorker;
   let key: string;
-  let keyId: string;
 
   beforeAll(async () => {
     const file = configFile(
@@ -45,7 +44,7 @@ describe('client API keys: REQUIRE_API_KEYS=true', () => {
     );
     gw = await startGateway({ REQUIRE_API_KEYS: 'true', CONFIG_FILE: file, CLIENT_AUTH_FAILURE_LIMIT: '1000' });
     ({ worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['m1', 'm2'], max_concurrent: 4 }));
-    ({ key, id: keyId } = await createKey(gw, { name: 'app', tenant: 'team-a' }));
+    ({ key } = await createKey(gw, { name: 'app', tenant: 'team-a' }));
   });
   afterAll(async () => {
     worker.close();

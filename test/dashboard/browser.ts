@@ -45,7 +45,7 @@ export function describeWithBrowser(name: string, fn: (executablePath: string) =
     });
     return;
   }
-  // eslint-disable-next-line no-console
+   
   console.warn(`SKIPPED "${name}": no Chromium binary found (set CHROMIUM_PATH, or apt-get install -y chromium)`);
   describe.skip(name, () => fn(''));
 }

@@ -26,6 +26,8 @@ const rawFrame = (frame: unknown) =>
     .replaceAll(`"${DEEP}"`, `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`);
 
 const absurdNumber = fc.oneof(
+  // 9007199254740993 is 2^53 + 1 on purpose: it cannot be represented, the codec must clamp what it reads.
+  // eslint-disable-next-line no-loss-of-precision
   fc.constantFrom(9e15, 9007199254740993, -1, -9e15, 0.5, 1.0000001, 1e21, 1e308, -1e308, -0, 2 ** 31, 2 ** 32 + 1, 0, 1, 599, 600, 99),
   fc.constant(INF),
   fc.double({ noNaN: true, noDefaultInfinity: true }),

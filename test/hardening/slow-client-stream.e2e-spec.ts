@@ -87,7 +87,7 @@ async function scenario(gw: TestGateway, features: string[] | undefined, expecte
   const gaps = seenAt.slice(1).map((t, i) => t - seenAt[i] - (sentAt[i + 1] - sentAt[i]));
   const maxDelay = Math.max(...delays);
   const maxExtraGap = Math.max(...gaps);
-  // eslint-disable-next-line no-console
+   
   if (process.env.TEST_LOGS) console.log(`fast stream: max delay ${maxDelay} ms, max gap beyond pace ${maxExtraGap} ms`);
   expect(maxExtraGap).toBeLessThan(100 + 400);
   expect(maxDelay).toBeLessThan(100 + 400);

@@ -140,7 +140,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     expect(examples.length).toBeGreaterThan(100);
     const problems = examples.flatMap(({ at, schema, value }) => validate(doc, schema, value, at));
     expect(problems).toEqual([]);
-    for (const { at, type, value } of examples.filter((e) => e.type === 'text/event-stream')) {
+    for (const { at, value } of examples.filter((e) => e.type === 'text/event-stream')) {
       const data = String(value).split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
       expect([at, data.length > 0]).toEqual([at, true]);
       for (const d of data.filter((d) => d !== '[DONE]')) expect(() => JSON.parse(d)).not.toThrow();

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityTarget, ObjectLiteral } from 'typeorm';
 import { AppConfig } from '../../src/config';
 import { ArtifactMetrics } from '../../src/artifacts/artifact-metrics';
 import { ArtifactIdentity, ArtifactRecord, ArtifactWrite, newRecord } from '../../src/artifacts/artifact-record';
@@ -44,7 +44,7 @@ describe('artifact store', () => {
     sql.clear();
   });
 
-  const count = (entity: Function) => ds.getRepository(entity).count();
+  const count = (entity: EntityTarget<ObjectLiteral>) => ds.getRepository(entity).count();
 
   function artifact(n: number, overrides: Partial<ArtifactIdentity> = {}, extra: Partial<{ tenant: string; createdAt: number; jobId: string | null }> = {}): ArtifactRecord {
     return newRecord(

@@ -1,6 +1,6 @@
 import { startGateway, TestGateway, TEST_ADMIN_TOKEN } from '../support/gateway';
 import { ScriptedWorker } from '../support/scripted-worker';
-import { admin, chat, eventually, post, sleep } from '../support/http';
+import { admin, chat, post, sleep } from '../support/http';
 
 const OK_BODY = { id: 'x', object: 'chat.completion', choices: [] };
 

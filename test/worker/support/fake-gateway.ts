@@ -10,7 +10,7 @@ import { CLOSE_MS, START_MS, WAIT_MS as CLOSED_MS, withDeadline } from '../../su
  */
 
 // Frames are kept loosely typed: the tests assert exact wire shapes.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+ 
 export type Frame = Record<string, any>;
 
 const WAIT_MS = 10_000;
