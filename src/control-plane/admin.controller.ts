@@ -13,7 +13,7 @@ import { WorkerSession } from '../fleet/worker-session';
 import { Fleet } from '../fleet/fleet.service';
 import { CreateProviderDto, UpdateProviderDto } from './dto/provider.dto';
 import { DrainWorkerDto } from './dto/drain-worker.dto';
-import { JsonBodyPipe } from './json-body.pipe';
+import { JsonBodyPipe } from '../common/json-body.pipe';
 import { PoolsService } from './pools.service';
 import { ApiDoc } from '../openapi/api-doc';
 import { CONTROL_PLANE_API } from './control-plane.schemas';

@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, UseGuards } from 
 import { APP_CONFIG, AppConfig } from '../config';
 import { AdminGuard } from '../auth/admin.guard';
 import { DrainPoolDto } from './dto/drain-pool.dto';
-import { JsonBodyPipe } from './json-body.pipe';
+import { JsonBodyPipe } from '../common/json-body.pipe';
 import { PoolsService } from './pools.service';
 import { ApiDoc } from '../openapi/api-doc';
 import { CONTROL_PLANE_API } from './control-plane.schemas';

@@ -1,6 +1,6 @@
 import { Allow, IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
 import { Errors } from '../common/gateway-error';
-import { JsonBodyPipe } from '../control-plane/json-body.pipe';
+import { JsonBodyPipe } from '../common/json-body.pipe';
 import { CACHE_FLUSH_SCOPES, CacheFlushScope } from '../protocol';
 
 /**

@@ -11,7 +11,6 @@ import {
   GATEWAY_FEATURES,
   DroppedFrame,
   encodeMessage,
-  LifecycleStatusMessage,
   parseWorkerMessage,
   PROTOCOL_VERSION,
   ProtocolError,
@@ -23,6 +22,7 @@ import { FailedAuthLimiter } from '../auth/failed-auth-limiter';
 import { ProvidersService, WorkerAuthResult } from '../providers/providers.service';
 import { WorkerChannel, WorkerSession } from '../fleet/worker-session';
 import { Fleet } from '../fleet/fleet.service';
+import type { LifecycleReportHandler } from '../lifecycle/lifecycle-report-handler';
 import type { ResponseFrames } from '../dispatch/response-frames';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
@@ -46,10 +46,6 @@ export interface WorkerLinkDeps {
   lifecycle: LifecycleState;
   /** Receives negotiated `lifecycle_status` reports; without it they are logged and dropped. */
   lifecycleReports?: LifecycleReportHandler;
-}
-
-export interface LifecycleReportHandler {
-  onLifecycleStatus(worker: WorkerSession, message: LifecycleStatusMessage): void;
 }
 
 type State = 'authenticating' | 'awaiting_register' | 'registered' | 'closed';

@@ -1,7 +1,7 @@
 import { Injectable, PipeTransform, Type } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { ValidationError, validateSync } from 'class-validator';
-import { Errors } from '../common/gateway-error';
+import { Errors } from './gateway-error';
 
 export interface FieldError {
   /** The body field, dotted for nested ones (`capabilities.m.vision`). */
