@@ -18,9 +18,7 @@
 'use strict';
 const WebSocket = require('ws');
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-);
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 const URL_ = args.url;
 const SECRET = args.secret;
 const COUNT = Number(args.count ?? 1);
@@ -31,7 +29,10 @@ const PROTOCOL_VERSION = '2026-04-bridge-v1';
 // The answer is the same for every request: build it once, splice in the request id per answer.
 const COMPLETION_BODY = JSON.stringify(
   JSON.stringify({
-    id: 'chatcmpl-fleet', object: 'chat.completion', created: 1, model: 'fleet',
+    id: 'chatcmpl-fleet',
+    object: 'chat.completion',
+    created: 1,
+    model: 'fleet',
     choices: [{ index: 0, message: { role: 'assistant', content: 'hello from the fake fleet' }, finish_reason: 'stop' }],
     usage: { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11 },
   }),
@@ -59,10 +60,16 @@ function connect(i) {
     sockets[i] = ws;
     let registered = false;
     ws.on('open', () => {
-      ws.send(JSON.stringify({
-        type: 'register', worker_name: `fleet-w${i}`, models: [`fleet-${i}`], max_concurrent: MAX_CONCURRENT,
-        protocol_version: PROTOCOL_VERSION, current_load: 0,
-      }));
+      ws.send(
+        JSON.stringify({
+          type: 'register',
+          worker_name: `fleet-w${i}`,
+          models: [`fleet-${i}`],
+          max_concurrent: MAX_CONCURRENT,
+          protocol_version: PROTOCOL_VERSION,
+          current_load: 0,
+        }),
+      );
     });
     ws.on('message', (data) => {
       const msg = JSON.parse(data.toString());

@@ -43,9 +43,7 @@ try {
 }
 const { Router, extractRequirements, WorkerRegistry, LiveWorker, ProvidersService, loadConfig, MetricsService } = loaded;
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-);
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 const DECISIONS = Number(args.decisions ?? 20000);
 const WARMUP = Number(args.warmup ?? 5000);
 const ONLY = args.only;
@@ -231,7 +229,10 @@ async function fleetScenario({ strategy = 'smart', workers, modelsOf, models, ca
     if (busy) w.externalLoad = MAX_CONCURRENT; // every slot taken: freeSlots 0
   }
   refresh(ctx.registry);
-  const sequence = spread(models.map((m) => routeRequest(m, body)), DECISIONS);
+  const sequence = spread(
+    models.map((m) => routeRequest(m, body)),
+    DECISIONS,
+  );
   return measure(routerDecide(ctx.router), sequence, expectKind(busy ? 'queue' : 'assign'));
 }
 
@@ -311,10 +312,14 @@ const scenarios = [
       }
       const all = registry.ofProvider(PROVIDER);
       const sequence = spread(models, DECISIONS);
-      return measure((model) => selectWorker(all, model), sequence, (w) => {
-        if (!w) throw new Error('old selectWorker found no worker');
-        return w;
-      });
+      return measure(
+        (model) => selectWorker(all, model),
+        sequence,
+        (w) => {
+          if (!w) throw new Error('old selectWorker found no worker');
+          return w;
+        },
+      );
     },
   },
 ];
@@ -343,7 +348,7 @@ async function main() {
     `Routing decision time — Router.plan() + Router.route() per decision, ${DECISIONS} timed decisions per scenario after ${WARMUP} warm-up, then ${DECISIONS} untimed for decisions/s`,
     `Spec target: a decision takes < ${SPEC_US / 1000} ms. Our goal: p99 ≤ ${GOAL_US} µs. Requests are NOT assigned (route() picks but does not reserve), so workers stay free, except in (f).`,
     `Node ${process.version}, ${cpus().length} CPUs, 1-min load average ${loadStart.toFixed(2)} at the start, ${loadavg()[0].toFixed(2)} at the end; hrtime.bigint() pair overhead p50 ${(overheadNs / 1000).toFixed(3)} µs (included in every timed decision)`,
-    'CPU/wall % = this process\'s CPU time (process.cpuUsage: all its threads, GC helpers included) over wall time during the timed decisions: well below 100 means it was descheduled (other jobs on the cores) and p99/max are inflated.',
+    "CPU/wall % = this process's CPU time (process.cpuUsage: all its threads, GC helpers included) over wall time during the timed decisions: well below 100 means it was descheduled (other jobs on the cores) and p99/max are inflated.",
     '| scenario | strategy | decision | workers picked | p50 µs | p99 µs | max µs | decisions/s | CPU/wall % | goal p99 ≤ 50 µs | spec < 1 ms (p99) |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
   ];

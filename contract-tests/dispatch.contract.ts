@@ -56,16 +56,19 @@ describe('request dispatch', () => {
     expect((await x.done).status).toBe(200);
   });
 
-  test.each(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses', '/v1/messages'])('endpoint_path names the client endpoint: %s', async (path) => {
-    const model = uniqueModel('path');
-    const w = await scope.worker({ models: [model] });
-    const x = scope.post(path, JSON.stringify({ model, input: 'x', max_tokens: 4, messages: [{ role: 'user', content: 'x' }] }));
-    const req = await w.nextRequest();
-    expect(req.endpoint_path).toBe(path);
-    expect(req.is_streaming).toBe(false);
-    w.respondJson(req.request_id, { ok: true });
-    expect((await x.done).status).toBe(200);
-  });
+  test.each(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses', '/v1/messages'])(
+    'endpoint_path names the client endpoint: %s',
+    async (path) => {
+      const model = uniqueModel('path');
+      const w = await scope.worker({ models: [model] });
+      const x = scope.post(path, JSON.stringify({ model, input: 'x', max_tokens: 4, messages: [{ role: 'user', content: 'x' }] }));
+      const req = await w.nextRequest();
+      expect(req.endpoint_path).toBe(path);
+      expect(req.is_streaming).toBe(false);
+      w.respondJson(req.request_id, { ok: true });
+      expect((await x.done).status).toBe(200);
+    },
+  );
 
   test('compatibility headers are forwarded lowercased; transport headers are not', async () => {
     const model = uniqueModel('headers');

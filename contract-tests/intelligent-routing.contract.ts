@@ -21,7 +21,17 @@ routing:
 `;
 
 const visionChat = (model: string) =>
-  chatBody(model, { messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }] });
+  chatBody(model, {
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'what is this?' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+        ],
+      },
+    ],
+  });
 const toolsChat = (model: string) => chatBody(model, { tools: [{ type: 'function', function: { name: 'lookup', parameters: {} } }] });
 
 function dedicated(label: string, configYaml = '', env: Record<string, string> = {}) {
@@ -29,8 +39,7 @@ function dedicated(label: string, configYaml = '', env: Record<string, string> =
   beforeAll(async () => {
     ctx.gw = await spawnGateway({ label, configYaml, env });
     ctx.scope = new Scope({ baseUrl: ctx.gw.url, wsUrl: ctx.gw.wsUrl, adminToken: ctx.gw.env.ADMIN_TOKEN });
-    ctx.worker = (models, extra = {}, name = 'worker') =>
-      ctx.scope.worker({ models, extra }, { secret: ctx.gw.env.WORKER_SECRET, provider: 'local' }, name);
+    ctx.worker = (models, extra = {}, name = 'worker') => ctx.scope.worker({ models, extra }, { secret: ctx.gw.env.WORKER_SECRET, provider: 'local' }, name);
   });
   afterEach(async () => ctx.scope.cleanup());
   afterAll(async () => {
@@ -85,13 +94,14 @@ describe('intelligent routing (dedicated gateway)', () => {
     both.tools = [{ type: 'function', function: { name: 'f' } }];
     const res = await ctx.scope.post('/v1/chat/completions', JSON.stringify(both)).done;
     expect(expectOpenAiError(res, 400, 'capability_mismatch').missing.sort()).toEqual(['tools', 'vision']);
-    const anthropic = await ctx.scope
-      .post('/v1/messages', messagesBody(model, { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] }] }))
-      .done;
+    const anthropic = await ctx.scope.post(
+      '/v1/messages',
+      messagesBody(model, { messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] }] }),
+    ).done;
     expect(expectAnthropicError(anthropic, 400, 'capability_mismatch').missing).toEqual(['vision']);
   });
 
-  test('US-02: a prompt longer than every worker\'s context is capability_mismatch context_length', async () => {
+  test("US-02: a prompt longer than every worker's context is capability_mismatch context_length", async () => {
     const model = uniqueModel('ctx');
     await ctx.worker([model], { capabilities: { [model]: { context_length: 16 } } });
     const res = await ctx.scope.post('/v1/chat/completions', chatBody(model, { messages: [{ role: 'user', content: 'x'.repeat(400) }] })).done;

@@ -101,7 +101,12 @@ describe('model lifecycle under governance', () => {
   beforeAll(async () => {
     keyDir = mkdtempSync(join(tmpdir(), 'switchboard-signers-'));
     const signersFile = join(keyDir, 'signers.yaml');
-    writeFileSync(signersFile, Object.entries(PUBLIC).map(([name, key]) => `${name}: ${key}\n`).join(''));
+    writeFileSync(
+      signersFile,
+      Object.entries(PUBLIC)
+        .map(([name, key]) => `${name}: ${key}\n`)
+        .join(''),
+    );
     gw = await spawnGateway({
       label: 'lifecycle',
       env: { GOVERNANCE_SIGNERS_FILE: signersFile, GOVERNANCE_REQUIRED_SIGNERS: '2', REQUEST_TIMEOUT_SECS: '20' },
@@ -133,14 +138,20 @@ describe('model lifecycle under governance', () => {
     });
   }
 
-  const status = (worker: ScriptedWorker, taskId: string, fields: Record<string, unknown>) => worker.send({ type: 'lifecycle_status', task_id: taskId, ...fields });
+  const status = (worker: ScriptedWorker, taskId: string, fields: Record<string, unknown>) =>
+    worker.send({ type: 'lifecycle_status', task_id: taskId, ...fields });
 
   test('load: 202 loading, progress relayed, listed as loading in /v1/capabilities, routed to only after the worker reports it loaded', async () => {
     const base = uniqueModel('base');
     const model = uniqueModel('new');
     const w = await lifecycleWorker([base]);
     expect(w.ack?.features).toContain('model_lifecycle');
-    const res = await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, quantization: 'q4_k_m', verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId, quantization: 'q4_k_m' }) });
+    const res = await admin('POST', '/v1/models/load', {
+      modelId: model,
+      workerId: w.workerId,
+      quantization: 'q4_k_m',
+      verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId, quantization: 'q4_k_m' }),
+    });
     expect(res.status).toBe(202);
     const accepted = res.json();
     expect(accepted).toMatchObject({ taskId: expect.any(String), status: 'loading', progress: 0 });
@@ -176,7 +187,11 @@ describe('model lifecycle under governance', () => {
   test('a worker without the feature never receives a lifecycle frame; its task fails as unsupported', async () => {
     const model = uniqueModel('legacy');
     const legacy = await scope.worker({ models: [uniqueModel('other')], max_concurrent: 1 }, workerOpts());
-    const res = await admin('POST', '/v1/models/load', { modelId: model, workerId: legacy.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: legacy.workerId }) });
+    const res = await admin('POST', '/v1/models/load', {
+      modelId: model,
+      workerId: legacy.workerId,
+      verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: legacy.workerId }),
+    });
     if (res.status === 202) {
       const final = await waitUntil(async () => {
         const body = (await admin('GET', `/v1/models/load/${res.json().taskId}`)).json();
@@ -194,7 +209,13 @@ describe('model lifecycle under governance', () => {
   test('a worker that disconnects mid-load fails the task with worker_disconnected', async () => {
     const model = uniqueModel('gone');
     const w = await lifecycleWorker([uniqueModel('x')]);
-    const { taskId } = (await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId }) })).json();
+    const { taskId } = (
+      await admin('POST', '/v1/models/load', {
+        modelId: model,
+        workerId: w.workerId,
+        verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId }),
+      })
+    ).json();
     const frame = await w.next('model_load');
     status(w, frame.task_id, { status: 'loading', progress: 0.1 });
     w.terminate();
@@ -208,7 +229,13 @@ describe('model lifecycle under governance', () => {
   test('nonsense reports are dropped without ending the session; a second load of the same model on the same worker is 409 with the running task id', async () => {
     const model = uniqueModel('dup');
     const w = await lifecycleWorker([uniqueModel('y')]);
-    const first = (await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId }) })).json();
+    const first = (
+      await admin('POST', '/v1/models/load', {
+        modelId: model,
+        workerId: w.workerId,
+        verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId }),
+      })
+    ).json();
     const frame = await w.next('model_load');
     status(w, frame.task_id, { status: 'loading', progress: 7 });
     status(w, frame.task_id, { status: 'teleporting' });
@@ -216,7 +243,11 @@ describe('model lifecycle under governance', () => {
     status(w, frame.task_id, { status: 'loading', progress: 0.25 });
     await waitUntil(async () => (await admin('GET', `/v1/models/load/${first.taskId}`)).json().progress === 0.25, 'progress 0.25');
     expect(w.isOpen).toBe(true);
-    const second = await admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId }) });
+    const second = await admin('POST', '/v1/models/load', {
+      modelId: model,
+      workerId: w.workerId,
+      verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: w.workerId }),
+    });
     expect(second.status).toBe(409);
     expect(second.text).toContain(first.taskId);
   });
@@ -228,7 +259,11 @@ describe('model lifecycle under governance', () => {
     const req = await w.nextRequest();
     w.chunk(req.request_id, 'data: {"choices":[{"delta":{"content":"part one"}}]}\n\n');
     await stream.waitForText((t) => t.includes('part one'));
-    const unload = admin('POST', '/v1/models/unload', { modelId: model, workerId: w.workerId, verifiedOpToken: mint({ operation: 'model-unload', modelId: model, workerId: w.workerId }) });
+    const unload = admin('POST', '/v1/models/unload', {
+      modelId: model,
+      workerId: w.workerId,
+      verifiedOpToken: mint({ operation: 'model-unload', modelId: model, workerId: w.workerId }),
+    });
     // Out of routing at once: a new request for the model does not reach this worker.
     await waitUntil(async () => {
       const probe = postJson('/v1/chat/completions', chatBody(model), {}, gw.url);
@@ -252,14 +287,23 @@ describe('model lifecycle under governance', () => {
 
   test('cache flush relays the scope and aggregates the workers answers', async () => {
     const w = await lifecycleWorker([uniqueModel('flush')]);
-    const flush = admin('POST', '/v1/cache/flush', { scope: 'tenant', tenantId: 'acme', workerId: w.workerId, verifiedOpToken: mint({ operation: 'cache-flush', scope: 'tenant', tenantId: 'acme', workerId: w.workerId }) });
+    const flush = admin('POST', '/v1/cache/flush', {
+      scope: 'tenant',
+      tenantId: 'acme',
+      workerId: w.workerId,
+      verifiedOpToken: mint({ operation: 'cache-flush', scope: 'tenant', tenantId: 'acme', workerId: w.workerId }),
+    });
     const frame: Frame = await w.next('cache_flush');
     expect(frame).toMatchObject({ scope: 'tenant', tenant_id: 'acme' });
     status(w, frame.task_id, { status: 'completed', entries_removed: 12, memory_freed_mb: 300 });
     const res = await flush;
     expect(res.status).toBe(200);
     expect(res.json()).toMatchObject({ flushed: true, entriesRemoved: 12, memoryFreedMB: 300 });
-    const incomplete = await admin('POST', '/v1/cache/flush', { scope: 'model', workerId: w.workerId, verifiedOpToken: mint({ operation: 'cache-flush', scope: 'model' }) });
+    const incomplete = await admin('POST', '/v1/cache/flush', {
+      scope: 'model',
+      workerId: w.workerId,
+      verifiedOpToken: mint({ operation: 'cache-flush', scope: 'model' }),
+    });
     // A body that is JSON but misses a field the scope needs: refused like other admin bodies, naming the field.
     expect([400, 422]).toContain(incomplete.status);
     expect(incomplete.text).toContain('modelId');
@@ -269,7 +313,8 @@ describe('model lifecycle under governance', () => {
   test('governance: each refusal is distinct; replay, skew, unknown or too few signers, wrong operation, bad signature, malformed token; all audited', async () => {
     const model = uniqueModel('gov');
     const w = await lifecycleWorker([uniqueModel('z')]);
-    const load = (token: string, adminToken?: string) => admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: token }, adminToken);
+    const load = (token: string, adminToken?: string) =>
+      admin('POST', '/v1/models/load', { modelId: model, workerId: w.workerId, verifiedOpToken: token }, adminToken);
     const codeOf = (r: HttpResult) => r.json().error?.code as string;
 
     const tok = (o: Partial<MintOptions> = {}) => mint({ operation: 'model-load', modelId: model, workerId: w.workerId, ...o });
@@ -320,9 +365,17 @@ describe('model lifecycle under governance', () => {
 
   test('unknown worker or pool is 404', async () => {
     const model = uniqueModel('nf');
-    const noWorker = await admin('POST', '/v1/models/load', { modelId: model, workerId: 'w-does-not-exist', verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: 'w-does-not-exist' }) });
+    const noWorker = await admin('POST', '/v1/models/load', {
+      modelId: model,
+      workerId: 'w-does-not-exist',
+      verifiedOpToken: mint({ operation: 'model-load', modelId: model, workerId: 'w-does-not-exist' }),
+    });
     expect(noWorker.status).toBe(404);
-    const noPool = await admin('POST', '/v1/models/load', { modelId: model, pool: 'no-such-pool', verifiedOpToken: mint({ operation: 'model-load', modelId: model, pool: 'no-such-pool' }) });
+    const noPool = await admin('POST', '/v1/models/load', {
+      modelId: model,
+      pool: 'no-such-pool',
+      verifiedOpToken: mint({ operation: 'model-load', modelId: model, pool: 'no-such-pool' }),
+    });
     expect(noPool.status).toBe(404);
     expect((await admin('GET', '/v1/models/load/no-such-task')).status).toBe(404);
   });

@@ -47,7 +47,7 @@ describe('/v1/models', () => {
     // Keep the draining worker busy so it stays connected while draining.
     const held = scope.post('/v1/chat/completions', chatBody(onlyDraining));
     const req = await draining.nextRequest();
-    expect((await modelIds())).toEqual(expect.arrayContaining([shared, onlyDraining]));
+    expect(await modelIds()).toEqual(expect.arrayContaining([shared, onlyDraining]));
     const res = await scope.admin.drain(draining.workerId, { timeout_secs: 20, reason: 'contract-test' });
     expect(res.status).toBe(202);
     await draining.next('graceful_shutdown');

@@ -52,11 +52,13 @@ describe('models_update / models_refresh', () => {
     const [a, b, c] = [uniqueModel('a'), uniqueModel('b'), uniqueModel('c')];
     const w = await scope.worker({ models: [a] }, { provider: p.name, secret: p.secret });
     w.modelsUpdate([` ${b} `, '', b, a, c], 0);
-    await waitUntil(async () => JSON.stringify((await scope.admin.worker(w.workerId))?.models) === JSON.stringify([b, a]), 'sanitized models on the worker', 5_000).catch(
-      async () => {
-        throw new Error(`admin shows models ${JSON.stringify((await scope.admin.worker(w.workerId))?.models)}, expected ${JSON.stringify([b, a])}`);
-      },
-    );
+    await waitUntil(
+      async () => JSON.stringify((await scope.admin.worker(w.workerId))?.models) === JSON.stringify([b, a]),
+      'sanitized models on the worker',
+      5_000,
+    ).catch(async () => {
+      throw new Error(`admin shows models ${JSON.stringify((await scope.admin.worker(w.workerId))?.models)}, expected ${JSON.stringify([b, a])}`);
+    });
     const ids = (await scope.request('/v1/models').done).json().data.map((m: { id: string }) => m.id);
     expect(ids).toEqual(expect.arrayContaining([a, b]));
     expect(ids).not.toContain(c);

@@ -58,7 +58,13 @@ describe('non-streaming pass-through', () => {
     const req = await w.nextRequest();
     w.complete(req.request_id, {
       status: 200,
-      headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', connection: 'keep-alive, x-hop-marker', 'keep-alive': 'timeout=5', 'x-kept': 'yes' },
+      headers: {
+        'content-type': 'application/json',
+        'transfer-encoding': 'chunked',
+        connection: 'keep-alive, x-hop-marker',
+        'keep-alive': 'timeout=5',
+        'x-kept': 'yes',
+      },
       body,
     });
     const res = await x.done;

@@ -33,7 +33,7 @@ describe('provider lifecycle', () => {
     expect(await scope.admin.provider(p.name)).toBeUndefined();
   });
 
-  test('after deletion the provider\'s secret no longer authenticates workers', async () => {
+  test("after deletion the provider's secret no longer authenticates workers", async () => {
     const p = await scope.provider({}, 'delauth');
     expect((await scope.admin.deleteProvider(p.name)).status).toBe(200);
     const w = await scope.connect({ provider: p.name, secret: p.secret });

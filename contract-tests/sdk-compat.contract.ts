@@ -49,7 +49,16 @@ function anthropicEvents(model: string, parts: string[]): string[] {
   const ev = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
   return [
     ev('message_start', {
-      message: { id: 'msg_contract', type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 3, output_tokens: 0 } },
+      message: {
+        id: 'msg_contract',
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 3, output_tokens: 0 },
+      },
     }),
     ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
     ...parts.map((text) => ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text } })),
@@ -114,7 +123,10 @@ describe('OpenAI SDK', () => {
     const model = uniqueModel('oai404');
     const err = await openai()
       .chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }] })
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     const e = err as InstanceType<typeof OpenAI.NotFoundError>;
     expect(e.status).toBe(404);
@@ -163,7 +175,10 @@ describe('Anthropic SDK (/v1/messages)', () => {
     const model = uniqueModel('ant404');
     const err = await anthropic()
       .messages.create({ model, max_tokens: 8, messages: [{ role: 'user', content: 'x' }] })
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(Anthropic.NotFoundError);
     const e = err as InstanceType<typeof Anthropic.NotFoundError>;
     expect(e.status).toBe(404);

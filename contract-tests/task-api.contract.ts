@@ -78,7 +78,14 @@ describe('task API', () => {
   test('submit → stream → end: started first, tokens with consecutive indices, end with tokens_out; the worker got a streaming chat request without gateway fields', async () => {
     const model = uniqueModel('task');
     const w = await streamingWorker(model);
-    const res = await submit({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 32, temperature: 0.2, session_id: `s-${uid()}`, output_mode: 'text' });
+    const res = await submit({
+      model,
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 32,
+      temperature: 0.2,
+      session_id: `s-${uid()}`,
+      output_mode: 'text',
+    });
     expect(res.status).toBe(202);
     const accepted = res.json();
     expect(accepted).toMatchObject({ task_id: expect.any(String), queue_position: expect.any(Number), predicted_start_ms: expect.any(Number) });
@@ -357,7 +364,9 @@ describe('task API', () => {
     expect(parent.id).toMatch(/^[0-9a-f]{64}$/);
     const again = (await postJson('/v1/artifacts', JSON.stringify({ kind: 'plan', content: { steps: ['a', 'b'] }, tags: [tag] })).done).json();
     expect(again.id).toBe(parent.id);
-    const child = (await postJson('/v1/artifacts', JSON.stringify({ kind: 'summary', content: { text: 'done' }, tags: [tag], parents: [parent.id] })).done).json();
+    const child = (
+      await postJson('/v1/artifacts', JSON.stringify({ kind: 'summary', content: { text: 'done' }, tags: [tag], parents: [parent.id] })).done
+    ).json();
     const read = (await httpCall(`/v1/artifacts/${child.id}`)).json();
     expect(JSON.stringify(read)).toContain(parent.id);
     expect(JSON.stringify(read)).toContain(tag);

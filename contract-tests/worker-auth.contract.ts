@@ -55,7 +55,7 @@ describe('worker auth', () => {
     expect(info?.provider).toBe('local');
   });
 
-  test('a worker of a second provider authenticates with that provider\'s own secret', async () => {
+  test("a worker of a second provider authenticates with that provider's own secret", async () => {
     const { name, secret } = target().second;
     const w = await scope.connect({ provider: name, secret });
     const ack = await w.register({ models: [uniqueModel('auth')] });

@@ -81,8 +81,35 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
     app.enableCors({
       origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
       methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-      allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'x-correlation-id', 'x-tenant-id', 'x-priority', 'last-event-id', 'x-switchboard-provider', 'anthropic-version', 'anthropic-beta', 'openai-organization'],
-      exposedHeaders: ['x-correlation-id', 'x-queue-wait-ms', 'x-switchboard-model', 'x-switchboard-fallback', 'retry-after', 'x-backoff-ms', 'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests', 'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens', 'x-budget-remaining-tokens', 'location'],
+      allowedHeaders: [
+        'authorization',
+        'content-type',
+        'x-api-key',
+        'x-correlation-id',
+        'x-tenant-id',
+        'x-priority',
+        'last-event-id',
+        'x-switchboard-provider',
+        'anthropic-version',
+        'anthropic-beta',
+        'openai-organization',
+      ],
+      exposedHeaders: [
+        'x-correlation-id',
+        'x-queue-wait-ms',
+        'x-switchboard-model',
+        'x-switchboard-fallback',
+        'retry-after',
+        'x-backoff-ms',
+        'x-ratelimit-limit-requests',
+        'x-ratelimit-remaining-requests',
+        'x-ratelimit-reset-requests',
+        'x-ratelimit-limit-tokens',
+        'x-ratelimit-remaining-tokens',
+        'x-ratelimit-reset-tokens',
+        'x-budget-remaining-tokens',
+        'location',
+      ],
       maxAge: 600,
     });
   }
@@ -93,7 +120,10 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
   const port = typeof address === 'object' && address ? address.port : config.listenPort;
   const summary = bootSummary(config, { host: config.listenHost, port }, providers, appVersion());
   logger.child({ context: 'Boot' }).pino.info(summary.fields, summary.message);
-  const fdWarning = openFilesWarning(readSoftOpenFilesLimit(), providers.map((p) => p.maxQueueLen));
+  const fdWarning = openFilesWarning(
+    readSoftOpenFilesLimit(),
+    providers.map((p) => p.maxQueueLen),
+  );
   if (fdWarning) new Logger('Boot').warn(fdWarning);
   return app;
 }

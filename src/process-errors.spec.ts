@@ -7,7 +7,13 @@ describe('process-level error handlers', () => {
     const lines: string[] = [];
     const stops: string[] = [];
     let t = 0;
-    const remove = installProcessErrorHandlers(proc, { log: { error: (m) => lines.push(m) }, stop: (r) => stops.push(r), burstLimit: 3, burstWindowMs: 1000, now: () => t });
+    const remove = installProcessErrorHandlers(proc, {
+      log: { error: (m) => lines.push(m) },
+      stop: (r) => stops.push(r),
+      burstLimit: 3,
+      burstWindowMs: 1000,
+      now: () => t,
+    });
     return { proc, lines, stops, remove, advance: (ms: number) => (t += ms) };
   };
 

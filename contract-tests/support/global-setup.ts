@@ -3,9 +3,8 @@ import { Target } from './target';
 import { uid } from './util';
 
 declare global {
-   
   var __CONTRACT_GATEWAY__: SpawnedGateway | undefined;
-   
+
   var __CONTRACT_CLEANUP__: (() => Promise<void>) | undefined;
 }
 

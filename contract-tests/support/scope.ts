@@ -63,7 +63,9 @@ export class Scope {
 }
 
 /** A Scope whose resources are released after every test of the enclosing describe. */
-export function useScope(opts: { baseUrl?: string; adminToken?: string; wsUrl?: string } | (() => { baseUrl?: string; adminToken?: string; wsUrl?: string }) = {}): Scope {
+export function useScope(
+  opts: { baseUrl?: string; adminToken?: string; wsUrl?: string } | (() => { baseUrl?: string; adminToken?: string; wsUrl?: string }) = {},
+): Scope {
   const holder: { scope?: Scope } = {};
   const proxy = new Proxy({} as Scope, {
     get(_t, prop) {

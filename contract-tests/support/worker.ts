@@ -79,7 +79,10 @@ export class ScriptedWorker {
   private waiters: Waiter[] = [];
   private opened = false;
 
-  private constructor(readonly ws: WebSocket, readonly label: string) {
+  private constructor(
+    readonly ws: WebSocket,
+    readonly label: string,
+  ) {
     this.closed = new Promise((resolve) => {
       ws.on('close', (code, reason) => {
         this.closeInfo ??= { code, reason: reason.toString() };
@@ -321,17 +324,19 @@ export async function firstRequest(
   match: (f: Frame) => boolean = () => true,
   timeoutMs = DEFAULT_WAIT_MS,
 ): Promise<{ worker: ScriptedWorker; frame: Frame }> {
-  const cancels = workers.map(() => ({} as { fn?: () => void }));
+  const cancels = workers.map(() => ({}) as { fn?: () => void });
   try {
     return await new Promise((resolve, reject) => {
       let failures = 0;
       workers.forEach((w, i) =>
-        w.waitFor((f) => f.type === 'request' && match(f), 'a request', timeoutMs, cancels[i]).then(
-          (frame) => resolve({ worker: w, frame }),
-          (e) => {
-            if (++failures === workers.length) reject(e);
-          },
-        ),
+        w
+          .waitFor((f) => f.type === 'request' && match(f), 'a request', timeoutMs, cancels[i])
+          .then(
+            (frame) => resolve({ worker: w, frame }),
+            (e) => {
+              if (++failures === workers.length) reject(e);
+            },
+          ),
       );
     });
   } finally {

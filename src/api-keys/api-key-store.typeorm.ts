@@ -26,13 +26,7 @@ export class TypeOrmApiKeyStore extends ApiKeyStore {
 
   /** Insert-or-update in one statement (ON CONFLICT, supported by SQLite and PostgreSQL). */
   async save(record: ApiKeyRecord): Promise<void> {
-    await this.repo.manager
-      .createQueryBuilder()
-      .insert()
-      .into(ApiKeyEntity)
-      .values(toRow(record))
-      .orUpdate(UPDATED_ON_SAVE, ['id'])
-      .execute();
+    await this.repo.manager.createQueryBuilder().insert().into(ApiKeyEntity).values(toRow(record)).orUpdate(UPDATED_ON_SAVE, ['id']).execute();
   }
 
   async delete(id: string): Promise<void> {

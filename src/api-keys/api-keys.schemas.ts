@@ -43,10 +43,31 @@ const KEY_EXAMPLE = {
 
 export const API_KEYS_SCHEMAS: Record<string, SchemaObject> = {
   CreateKey: { type: 'object', required: ['name', 'tenant'], properties: keyFields(false), additionalProperties: false },
-  UpdateKey: { type: 'object', properties: keyFields(true), additionalProperties: false, description: '`null` clears rpm, tpm, priority, models, expires_at. Keys from the config file take only `enabled`.' },
+  UpdateKey: {
+    type: 'object',
+    properties: keyFields(true),
+    additionalProperties: false,
+    description: '`null` clears rpm, tpm, priority, models, expires_at. Keys from the config file take only `enabled`.',
+  },
   ApiKey: {
     type: 'object',
-    required: ['id', 'name', 'tenant', 'prefix', 'source', 'enabled', 'status', 'rpm', 'tpm', 'priority', 'models', 'expires_at', 'created_at', 'last_used_at', 'revoked_at'],
+    required: [
+      'id',
+      'name',
+      'tenant',
+      'prefix',
+      'source',
+      'enabled',
+      'status',
+      'rpm',
+      'tpm',
+      'priority',
+      'models',
+      'expires_at',
+      'created_at',
+      'last_used_at',
+      'revoked_at',
+    ],
     properties: {
       id: { type: 'string' },
       name: { type: 'string' },
@@ -68,7 +89,11 @@ export const API_KEYS_SCHEMAS: Record<string, SchemaObject> = {
   CreatedApiKey: {
     allOf: [
       ref('ApiKey'),
-      { type: 'object', required: ['key'], properties: { key: { type: 'string', pattern: '^sb-.{43}$', description: 'Shown only here: only its SHA-256 is stored.' } } },
+      {
+        type: 'object',
+        required: ['key'],
+        properties: { key: { type: 'string', pattern: '^sb-.{43}$', description: 'Shown only here: only its SHA-256 is stored.' } },
+      },
     ],
   },
   ApiKeyList: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('ApiKey') } } },
@@ -86,7 +111,10 @@ export const API_KEYS_API = {
     description: 'The answer carries the key in `key`: the only time it is shown.',
     tags: [TAGS.keys],
     security: ADMIN_SECURITY,
-    requestBody: { required: true, content: json(ref('CreateKey'), { typical: { summary: 'A key for one service', value: { name: 'billing-service', tenant: 'team-a', rpm: 600 } } }) },
+    requestBody: {
+      required: true,
+      content: json(ref('CreateKey'), { typical: { summary: 'A key for one service', value: { name: 'billing-service', tenant: 'team-a', rpm: 600 } } }),
+    },
     responses: {
       201: jsonResponse('Created', ref('CreatedApiKey'), { ...KEY_EXAMPLE, key: 'sb-Xk3v9QpLmZ2wR8tY4uI0oP6aS1dF5gH7jK9lQ3xCv8b' }),
       ...adminErrors(['invalid_request'], keyInvalid),

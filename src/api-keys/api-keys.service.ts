@@ -72,7 +72,9 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
       if (!this.flushRunning) void this.flushLastUsed();
     }, this.config.apiKeys.lastUsedFlushIntervalMs);
     if (this.required && ![...this.byId.values()].some((k) => this.statusOf(k) === 'active')) {
-      this.log.warn('REQUIRE_API_KEYS is on and no usable API key exists: every client request is refused until one is created (POST /admin/keys) or declared (keys: in the config file)');
+      this.log.warn(
+        'REQUIRE_API_KEYS is on and no usable API key exists: every client request is refused until one is created (POST /admin/keys) or declared (keys: in the config file)',
+      );
     }
   }
 
@@ -148,7 +150,10 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     if (this.limiter.isBlocked(client)) return this.refuse('rate_limited', Errors.authRateLimited(this.config.apiKeys.authLimiter.blockMs));
     const malformed = gateway.find((v) => v.kind === 'malformed');
     if (malformed) {
-      return this.refuse('malformed', Errors.invalidRequest(`The API key in ${malformed.p.header} has characters an API key cannot have (only visible ASCII)`, malformed.p.header));
+      return this.refuse(
+        'malformed',
+        Errors.invalidRequest(`The API key in ${malformed.p.header} has characters an API key cannot have (only visible ASCII)`, malformed.p.header),
+      );
     }
     if (gateway.length === 0 && presented.length === 0) return this.refuse('missing', Errors.missingApiKey());
     // An unknown gateway key, or (keys required) only credentials that are not keys: counted like a guess.

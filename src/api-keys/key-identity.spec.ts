@@ -44,7 +44,7 @@ describe('identifyByKey', () => {
     expect((identifyByKey(key(), { 'x-priority': 'urgent' }, settingsOf) as GatewayError).code).toBe('invalid_request');
   });
 
-  it("allows the models both the key and the tenant allow", () => {
+  it('allows the models both the key and the tenant allow', () => {
     expect(allowedModels(null, undefined)).toBeUndefined();
     expect(allowedModels(['a'], undefined)).toEqual(new Set(['a']));
     expect(allowedModels(null, ['b'])).toEqual(new Set(['b']));

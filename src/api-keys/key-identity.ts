@@ -20,7 +20,11 @@ export interface IdentifyingKey {
  * priority or else the tenant's, capped at the tenant's `max_priority`, and the models both the key
  * and the tenant allow.
  */
-export function identifyByKey(key: IdentifyingKey, headers: IncomingHttpHeaders, settingsOf: (tenant: string) => TenantSettings): ClientIdentity | GatewayError {
+export function identifyByKey(
+  key: IdentifyingKey,
+  headers: IncomingHttpHeaders,
+  settingsOf: (tenant: string) => TenantSettings,
+): ClientIdentity | GatewayError {
   const claimed = single(headers[TENANT_HEADER]);
   if (claimed !== undefined && claimed !== '' && claimed !== key.tenant) {
     if (!TENANT_ID.test(claimed)) return Errors.invalidRequest('x-tenant-id must be 1-64 characters of A-Z a-z 0-9 . _ -', TENANT_HEADER);
@@ -33,7 +37,13 @@ export function identifyByKey(key: IdentifyingKey, headers: IncomingHttpHeaders,
   const settings = settingsOf(key.tenant);
   const priority = resolvePriority(single(headers[PRIORITY_HEADER]), key.priority ?? settings.priority, settings.maxPriority);
   if (priority instanceof GatewayError) return priority;
-  const identity: ClientIdentity = { tenant: key.tenant, priority, allowedModels: allowedModels(key.models, settings.models), allowedPools: poolsOf(settings), keyId: key.id };
+  const identity: ClientIdentity = {
+    tenant: key.tenant,
+    priority,
+    allowedModels: allowedModels(key.models, settings.models),
+    allowedPools: poolsOf(settings),
+    keyId: key.id,
+  };
   if (key.rpm !== null || key.tpm !== null) {
     identity.keyLimits = {};
     if (key.rpm !== null) identity.keyLimits.rpm = key.rpm;

@@ -34,7 +34,11 @@ export class TypeOrmArtifactStore extends ArtifactStore {
     if (writes.length === 0) return;
     await this.repo.manager.transaction(async (m) => {
       for (let i = 0; i < writes.length; i += ROWS_PER_INSERT) {
-        await this.insertIgnoring(m, ArtifactEntity, writes.slice(i, i + ROWS_PER_INSERT).map((w) => toRow(w.record)));
+        await this.insertIgnoring(
+          m,
+          ArtifactEntity,
+          writes.slice(i, i + ROWS_PER_INSERT).map((w) => toRow(w.record)),
+        );
       }
       // Tags and transcripts of artifacts that existed are identical (same id, same content): skipped alike.
       await this.insertDependents(m, writes);
@@ -71,7 +75,11 @@ export class TypeOrmArtifactStore extends ArtifactStore {
   }
 
   async storedBytes(tenant: string): Promise<number> {
-    const row = await this.repo.createQueryBuilder('a').select('COALESCE(SUM(a.size), 0)', 'bytes').where('a.tenant = :tenant', { tenant }).getRawOne<{ bytes: string | number }>();
+    const row = await this.repo
+      .createQueryBuilder('a')
+      .select('COALESCE(SUM(a.size), 0)', 'bytes')
+      .where('a.tenant = :tenant', { tenant })
+      .getRawOne<{ bytes: string | number }>();
     return Number(row?.bytes ?? 0);
   }
 
@@ -140,7 +148,10 @@ export class TypeOrmArtifactStore extends ArtifactStore {
       });
       return `(${marks.join(', ')})`;
     });
-    const table = meta.tablePath.split('.').map((part) => driver.escape(part)).join('.');
+    const table = meta.tablePath
+      .split('.')
+      .map((part) => driver.escape(part))
+      .join('.');
     const names = meta.columns.map((c) => driver.escape(c.databaseName)).join(', ');
     const key = meta.primaryColumns.map((c) => driver.escape(c.databaseName)).join(', ');
     const tail = returning ? ` RETURNING ${driver.escape(returning)}` : '';

@@ -10,7 +10,11 @@ import { CLIENT_AUTH_ERRORS, errorResponses } from '../openapi/doc-errors';
 
 /** `/v1/artifacts`: the artifact registry (docs/artifacts.md). */
 
-const ARTIFACT_ID: SchemaObject = { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'SHA-256 (lower-case hex) of the canonical record; see docs/artifacts.md.' };
+const ARTIFACT_ID: SchemaObject = {
+  type: 'string',
+  pattern: '^[0-9a-f]{64}$',
+  description: 'SHA-256 (lower-case hex) of the canonical record; see docs/artifacts.md.',
+};
 const tagSchema: SchemaObject = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._:/=+@-]{0,127}$' };
 const sessionSchema: SchemaObject = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$' };
 const kindSchema: SchemaObject = { type: 'string', pattern: '^[a-z][a-z0-9_-]{0,31}$' };
@@ -94,8 +98,18 @@ export const ARTIFACTS_SCHEMAS: Record<string, SchemaObject> = {
       kind: { ...kindSchema, description: 'Any lower-case name but `job` (reserved for task records): `plan`, `summary`, `diff`, `trace`, …' },
       content: { description: 'Any JSON value but null; hashed as canonical JSON.' },
       session_id: sessionSchema,
-      tags: { type: 'array', maxItems: MAX_TAGS, items: tagSchema, description: 'Exact-match labels for `GET /v1/artifacts?tag=`; a set (order and duplicates do not matter).' },
-      parents: { type: 'array', maxItems: MAX_PARENTS, items: ARTIFACT_ID, description: "Ids of this tenant's artifacts it derives from; an unknown one is a 400 naming it." },
+      tags: {
+        type: 'array',
+        maxItems: MAX_TAGS,
+        items: tagSchema,
+        description: 'Exact-match labels for `GET /v1/artifacts?tag=`; a set (order and duplicates do not matter).',
+      },
+      parents: {
+        type: 'array',
+        maxItems: MAX_PARENTS,
+        items: ARTIFACT_ID,
+        description: "Ids of this tenant's artifacts it derives from; an unknown one is a 400 naming it.",
+      },
       metadata: { type: 'object', additionalProperties: true, description: 'Free-form; part of the id.' },
     },
     additionalProperties: false,
@@ -119,17 +133,35 @@ export const ARTIFACTS_SCHEMAS: Record<string, SchemaObject> = {
       status: { type: 'string', enum: ['completed', 'failed', 'cancelled'] },
       model_ref: { type: 'string' },
       pool: { type: 'string' },
-      engine: { type: 'string', nullable: true, description: "The worker's inference server (`vllm`, `llama-server`, …); null when unknown (the task never ran, or its worker did not say)." },
+      engine: {
+        type: 'string',
+        nullable: true,
+        description: "The worker's inference server (`vllm`, `llama-server`, …); null when unknown (the task never ran, or its worker did not say).",
+      },
       engine_version: { type: 'string', nullable: true, description: 'Null when unknown.' },
       seed: { type: 'integer' },
       output_mode: { type: 'string', enum: ['text', 'json', 'edits'] },
-      params: { type: 'object', nullable: true, additionalProperties: true, description: 'The request parameters; `messages`, `prompt`, `input` and `system` (at any depth) are `[redacted]`. Null when larger than `artifacts.max_bytes`.' },
+      params: {
+        type: 'object',
+        nullable: true,
+        additionalProperties: true,
+        description:
+          'The request parameters; `messages`, `prompt`, `input` and `system` (at any depth) are `[redacted]`. Null when larger than `artifacts.max_bytes`.',
+      },
       params_omitted_bytes: { type: 'integer' },
       max_tokens: { type: 'integer' },
-      ctx: { type: 'integer', nullable: true, description: "The client's `ctx`, else the context length the serving worker advertised for the model; null when unknown." },
+      ctx: {
+        type: 'integer',
+        nullable: true,
+        description: "The client's `ctx`, else the context length the serving worker advertised for the model; null when unknown.",
+      },
       tokens_out: { type: 'integer' },
       decode_time_ms: { type: 'number' },
-      error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, retriable: { type: 'boolean' } } },
+      error: {
+        type: 'object',
+        required: ['code', 'message'],
+        properties: { code: { type: 'string' }, message: { type: 'string' }, retriable: { type: 'boolean' } },
+      },
       transcript: {
         type: 'object',
         required: ['storage', 'bytes', 'sha256', 'truncated'],
@@ -160,17 +192,40 @@ const ERRORS: GatewayErrorCode[] = [...CLIENT_AUTH_ERRORS, 'invalid_params', 'te
 const body = (error: Parameters<typeof errorBody>[1]) => errorBody('openai', error);
 const notFound = Errors.notFound('Artifact', '0000000000000000000000000000000000000000000000000000000000000000');
 const idParam = { name: 'id', in: 'path' as const, required: true, description: 'The artifact id.', schema: ARTIFACT_ID, example: plan.id };
-const query = (name: string, description: string, schema: SchemaObject, example?: unknown) => ({ name, in: 'query' as const, required: false, description, schema, ...(example !== undefined ? { example } : {}) });
+const query = (name: string, description: string, schema: SchemaObject, example?: unknown) => ({
+  name,
+  in: 'query' as const,
+  required: false,
+  description,
+  schema,
+  ...(example !== undefined ? { example } : {}),
+});
 
 const BAD_FIELD = Errors.invalidParams("'tags[1]' must be 1-128 characters of A-Z a-z 0-9 . _ : / = + @ -, starting with a letter or digit", 'tags[1]');
 const UNKNOWN_PARENT = Errors.invalidParams(`Unknown parent artifact '${'ab'.repeat(32)}'`, 'parents[0]');
 
 const createExamples: Record<string, XExample> = {
   created: { summary: 'A plan, stored', request: { path: '/v1/artifacts', body: PLAN_BODY }, response: { status: 201, body: PLAN } },
-  again: { summary: 'The same artifact again: nothing changes', request: { path: '/v1/artifacts', body: { ...PLAN_BODY, tags: ['v1', 'agent:planner'] } }, response: { status: 200, body: PLAN } },
-  bad_tag: { summary: 'A malformed field', request: { path: '/v1/artifacts', body: { ...PLAN_BODY, tags: ['v1', 'has space'] } }, response: { status: 400, body: body(BAD_FIELD) } },
-  unknown_parent: { summary: 'A parent the tenant does not have', request: { path: '/v1/artifacts', body: { ...PLAN_BODY, parents: ['ab'.repeat(32)] } }, response: { status: 400, body: body(UNKNOWN_PARENT) } },
-  too_large: { summary: 'A body above artifacts.max_bytes', request: { path: '/v1/artifacts', body: { kind: 'trace', content: '…1 MiB…' } }, response: { status: 413, body: body(Errors.payloadTooLarge(1048576)) } },
+  again: {
+    summary: 'The same artifact again: nothing changes',
+    request: { path: '/v1/artifacts', body: { ...PLAN_BODY, tags: ['v1', 'agent:planner'] } },
+    response: { status: 200, body: PLAN },
+  },
+  bad_tag: {
+    summary: 'A malformed field',
+    request: { path: '/v1/artifacts', body: { ...PLAN_BODY, tags: ['v1', 'has space'] } },
+    response: { status: 400, body: body(BAD_FIELD) },
+  },
+  unknown_parent: {
+    summary: 'A parent the tenant does not have',
+    request: { path: '/v1/artifacts', body: { ...PLAN_BODY, parents: ['ab'.repeat(32)] } },
+    response: { status: 400, body: body(UNKNOWN_PARENT) },
+  },
+  too_large: {
+    summary: 'A body above artifacts.max_bytes',
+    request: { path: '/v1/artifacts', body: { kind: 'trace', content: '…1 MiB…' } },
+    response: { status: 413, body: body(Errors.payloadTooLarge(1048576)) },
+  },
 };
 
 export const ARTIFACTS_API = {
@@ -178,9 +233,9 @@ export const ARTIFACTS_API = {
     operationId: 'createArtifact',
     summary: 'Store an artifact',
     description:
-      'Stores a client artifact (plan, summary, diff, trace, …) in the caller\'s tenant under its content address. `201` when stored; `200` with the stored artifact ' +
+      "Stores a client artifact (plan, summary, diff, trace, …) in the caller's tenant under its content address. `201` when stored; `200` with the stored artifact " +
       '(its first `created_at`) when the tenant already had it. Bodies above `artifacts.max_bytes` are `413 payload_too_large`; an artifact that would take the tenant ' +
-      'past `artifacts.max_bytes_per_tenant` stored bytes is `413 artifact_quota_exceeded`. Each call counts against the tenant\'s and key\'s request limits (`429 rate_limit_exceeded`).',
+      "past `artifacts.max_bytes_per_tenant` stored bytes is `413 artifact_quota_exceeded`. Each call counts against the tenant's and key's request limits (`429 rate_limit_exceeded`).",
     tags: [TAGS.artifacts],
     security: CLIENT_SECURITY,
     parameters: CLIENT_HEADERS,
@@ -188,7 +243,10 @@ export const ARTIFACTS_API = {
     responses: {
       200: jsonResponse('Already stored: the stored artifact', ref('ArtifactMetadata'), PLAN),
       201: jsonResponse('Stored', ref('ArtifactMetadata'), PLAN),
-      ...errorResponses('openai', [...ERRORS, 'payload_too_large', 'artifact_quota_exceeded', 'rate_limit_exceeded'], { invalid_params: BAD_FIELD, payload_too_large: Errors.payloadTooLarge(1048576) }),
+      ...errorResponses('openai', [...ERRORS, 'payload_too_large', 'artifact_quota_exceeded', 'rate_limit_exceeded'], {
+        invalid_params: BAD_FIELD,
+        payload_too_large: Errors.payloadTooLarge(1048576),
+      }),
     },
     xExamples: createExamples,
   },
@@ -211,7 +269,11 @@ export const ARTIFACTS_API = {
       ...errorResponses('openai', ERRORS, { invalid_params: Errors.invalidParams("Query parameter 'limit' must be an integer from 1 to 100", 'limit') }),
     },
     xExamples: {
-      session: { summary: "A session's artifacts", request: { path: '/v1/artifacts?session_id=sess-42&limit=2' }, response: { status: 200, body: { object: 'list', data: [JOB, PLAN], has_more: false, next_cursor: null } } },
+      session: {
+        summary: "A session's artifacts",
+        request: { path: '/v1/artifacts?session_id=sess-42&limit=2' },
+        response: { status: 200, body: { object: 'list', data: [JOB, PLAN], has_more: false, next_cursor: null } },
+      },
       bad_limit: {
         summary: 'A malformed parameter',
         request: { path: '/v1/artifacts?limit=1000' },
@@ -227,7 +289,11 @@ export const ARTIFACTS_API = {
       'unless `include=transcript`; `GET /v1/artifacts/{id}/transcript` serves it either way. A job artifact can be read as soon as its id is known, before it is written.',
     tags: [TAGS.artifacts],
     security: CLIENT_SECURITY,
-    parameters: [...CLIENT_HEADERS, idParam, query('include', '`transcript`: put a separately stored transcript in `content.transcript.text`.', { type: 'string', enum: ['transcript'] })],
+    parameters: [
+      ...CLIENT_HEADERS,
+      idParam,
+      query('include', '`transcript`: put a separately stored transcript in `content.transcript.text`.', { type: 'string', enum: ['transcript'] }),
+    ],
     responses: {
       200: {
         description: 'The artifact',
@@ -239,26 +305,41 @@ export const ARTIFACTS_API = {
       ...errorResponses('openai', [...ERRORS, 'not_found'], { not_found: notFound }),
     },
     xExamples: {
-      plan: { summary: 'A client artifact', request: { path: `/v1/artifacts/${plan.id}` }, response: { status: 200, body: { ...PLAN, content: plan.content } } },
+      plan: {
+        summary: 'A client artifact',
+        request: { path: `/v1/artifacts/${plan.id}` },
+        response: { status: 200, body: { ...PLAN, content: plan.content } },
+      },
       job: { summary: 'The record of a task', request: { path: `/v1/artifacts/${job.id}` }, response: { status: 200, body: { ...JOB, content: job.content } } },
-      unknown: { summary: 'Not an artifact of this tenant', request: { path: `/v1/artifacts/${'0'.repeat(64)}` }, response: { status: 404, body: body(notFound) } },
+      unknown: {
+        summary: 'Not an artifact of this tenant',
+        request: { path: `/v1/artifacts/${'0'.repeat(64)}` },
+        response: { status: 404, body: body(notFound) },
+      },
     },
   },
   transcript: {
     operationId: 'getArtifactTranscript',
     summary: "A job artifact's SSE transcript",
     description:
-      'The task\'s events as a stream reader received them (`id:`, `event:`, `data:` lines), inline or stored apart. A transcript above `artifacts.max_transcript_bytes` ' +
+      "The task's events as a stream reader received them (`id:`, `event:`, `data:` lines), inline or stored apart. A transcript above `artifacts.max_transcript_bytes` " +
       'keeps its head and tail with a `: transcript truncated, N bytes omitted` comment between. `404` for artifacts without a transcript.',
     tags: [TAGS.artifacts],
     security: CLIENT_SECURITY,
     parameters: [...CLIENT_HEADERS, { ...idParam, example: job.id }],
     responses: {
-      200: { description: 'The transcript', content: { 'text/event-stream': { schema: { type: 'string' }, examples: { transcript: { summary: 'A completed task', value: TRANSCRIPT } } } } },
+      200: {
+        description: 'The transcript',
+        content: { 'text/event-stream': { schema: { type: 'string' }, examples: { transcript: { summary: 'A completed task', value: TRANSCRIPT } } } },
+      },
       ...errorResponses('openai', [...ERRORS, 'not_found'], { not_found: Errors.notFound('Transcript of artifact', plan.id) }),
     },
     xExamples: {
-      none: { summary: 'An artifact without a transcript', request: { path: `/v1/artifacts/${plan.id}/transcript` }, response: { status: 404, body: body(Errors.notFound('Transcript of artifact', plan.id)) } },
+      none: {
+        summary: 'An artifact without a transcript',
+        request: { path: `/v1/artifacts/${plan.id}/transcript` },
+        response: { status: 404, body: body(Errors.notFound('Transcript of artifact', plan.id)) },
+      },
     },
   },
 } satisfies Record<string, OperationDoc>;

@@ -83,10 +83,19 @@ describe('buildJobArtifact', () => {
 
   it('keeps the error context of a failed task, and tags the output mode', () => {
     const { record } = buildJobArtifact(
-      job({ status: 'failed', outputMode: 'json', tags: ['batch-7'], error: { code: 'worker_disconnected', message: 'The worker disconnected during the response', retriable: true } }),
+      job({
+        status: 'failed',
+        outputMode: 'json',
+        tags: ['batch-7'],
+        error: { code: 'worker_disconnected', message: 'The worker disconnected during the response', retriable: true },
+      }),
       LIMITS,
     );
-    expect(record.content).toMatchObject({ status: 'failed', output_mode: 'json', error: { code: 'worker_disconnected', message: 'The worker disconnected during the response', retriable: true } });
+    expect(record.content).toMatchObject({
+      status: 'failed',
+      output_mode: 'json',
+      error: { code: 'worker_disconnected', message: 'The worker disconnected during the response', retriable: true },
+    });
     expect(record.metadata).toMatchObject({ status: 'failed', error_code: 'worker_disconnected' });
     expect(record.tags).toEqual(['batch-7', 'output_mode:json']);
   });
@@ -96,7 +105,12 @@ describe('buildJobArtifact', () => {
     expect(Buffer.byteLength(large)).toBeGreaterThan(LIMITS.inlineTranscriptBytes);
     const { record, transcript } = buildJobArtifact(job({ transcript: large }), LIMITS);
     expect(transcript).toEqual({ text: large });
-    expect((record.content as { transcript: unknown }).transcript).toEqual({ storage: 'separate', bytes: Buffer.byteLength(large), sha256: sha256Hex(large), truncated: false });
+    expect((record.content as { transcript: unknown }).transcript).toEqual({
+      storage: 'separate',
+      bytes: Buffer.byteLength(large),
+      sha256: sha256Hex(large),
+      truncated: false,
+    });
     // The id covers the transcript through its hash.
     expect(buildJobArtifact(job({ transcript: `${large}: x\n\n` }), LIMITS).record.id).not.toBe(record.id);
   });
@@ -106,7 +120,12 @@ describe('buildJobArtifact', () => {
     const { record, transcript } = buildJobArtifact(job({ transcript: huge }), LIMITS);
     expect(transcript!.text.length).toBeLessThanOrEqual(LIMITS.maxTranscriptBytes);
     expect(transcript!.text).toContain(': transcript truncated,');
-    expect((record.content as { transcript: unknown }).transcript).toMatchObject({ storage: 'separate', truncated: true, original_bytes: Buffer.byteLength(huge), sha256: sha256Hex(transcript!.text) });
+    expect((record.content as { transcript: unknown }).transcript).toMatchObject({
+      storage: 'separate',
+      truncated: true,
+      original_bytes: Buffer.byteLength(huge),
+      sha256: sha256Hex(transcript!.text),
+    });
   });
 
   it('never fails on odd input: bad tags and parents are left out, ids a column cannot hold stay in the content only, huge params become their size', () => {
@@ -136,7 +155,11 @@ describe('buildJobArtifact', () => {
   it('records ctx, engine and engine_version as null when the task did not know them, never leaves them out', () => {
     const { ctx: _ctx, engine: _engine, engineVersion: _version, ...unknown } = job();
     expect(buildJobArtifact(unknown, LIMITS).record.content).toMatchObject({ ctx: null, engine: null, engine_version: null });
-    expect(buildJobArtifact(job({ ctx: null, engine: null, engineVersion: null }), LIMITS).record.content).toMatchObject({ ctx: null, engine: null, engine_version: null });
+    expect(buildJobArtifact(job({ ctx: null, engine: null, engineVersion: null }), LIMITS).record.content).toMatchObject({
+      ctx: null,
+      engine: null,
+      engine_version: null,
+    });
   });
 
   it('the same finished task gives the same id; another task, another id', () => {

@@ -1,5 +1,16 @@
 import { REDACTED } from '../observability/redaction';
-import { ARTIFACT_ID_PATTERN, ArtifactWrite, JOB_ID_PATTERN, JOB_KIND, JsonObject, MAX_PARENTS, MAX_TAGS, newRecord, SESSION_ID_PATTERN, TAG_PATTERN } from './artifact-record';
+import {
+  ARTIFACT_ID_PATTERN,
+  ArtifactWrite,
+  JOB_ID_PATTERN,
+  JOB_KIND,
+  JsonObject,
+  MAX_PARENTS,
+  MAX_TAGS,
+  newRecord,
+  SESSION_ID_PATTERN,
+  TAG_PATTERN,
+} from './artifact-record';
 import { canonicalJson, sha256Hex } from '../common/canonical-json';
 import type { JobArtifactInput } from './job-artifacts.port';
 import { boundTranscript } from './transcript';

@@ -1,14 +1,5 @@
 import { Errors, GatewayError } from '../common/gateway-error';
-import {
-  ARTIFACT_ID_PATTERN,
-  JOB_KIND,
-  JsonObject,
-  KIND_PATTERN,
-  MAX_PARENTS,
-  MAX_TAGS,
-  SESSION_ID_PATTERN,
-  TAG_PATTERN,
-} from './artifact-record';
+import { ARTIFACT_ID_PATTERN, JOB_KIND, JsonObject, KIND_PATTERN, MAX_PARENTS, MAX_TAGS, SESSION_ID_PATTERN, TAG_PATTERN } from './artifact-record';
 import type { ListPosition } from './artifact-store';
 
 /** A validated `POST /v1/artifacts` body. */

@@ -35,9 +35,14 @@ export class AdminAuth implements OnModuleDestroy {
   ) {
     this.expected = config.adminToken ? digest(config.adminToken) : undefined;
     const limit = config.adminAuthFailureLimit ?? 10;
-    this.limiter = new FailedAuthLimiter({ maxFailures: limit, windowMs: MINUTE_MS, blockMs: MINUTE_MS, trustedProxies: config.authLimiter?.trustedProxies ?? [] }, clock);
+    this.limiter = new FailedAuthLimiter(
+      { maxFailures: limit, windowMs: MINUTE_MS, blockMs: MINUTE_MS, trustedProxies: config.authLimiter?.trustedProxies ?? [] },
+      clock,
+    );
     if (config.adminToken && config.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
-      this.log.warn(`ADMIN_TOKEN is ${config.adminToken.length} characters long: use at least ${MIN_ADMIN_TOKEN_LENGTH} random characters (e.g. openssl rand -base64 32)`);
+      this.log.warn(
+        `ADMIN_TOKEN is ${config.adminToken.length} characters long: use at least ${MIN_ADMIN_TOKEN_LENGTH} random characters (e.g. openssl rand -base64 32)`,
+      );
     }
   }
 

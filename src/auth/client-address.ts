@@ -28,7 +28,8 @@ export function trustedProxySet(addresses: readonly string[]): ReadonlySet<strin
 
 export function normalizeAddress(address: string): string {
   let a = address.trim().replace(/^"|"$/g, '');
-  if (a.startsWith('[')) a = a.slice(1, a.indexOf(']') > 0 ? a.indexOf(']') : undefined); // [v6]:port
+  if (a.startsWith('['))
+    a = a.slice(1, a.indexOf(']') > 0 ? a.indexOf(']') : undefined); // [v6]:port
   else if (isIP(a) === 0 && /^[\d.]+:\d+$/.test(a)) a = a.slice(0, a.lastIndexOf(':')); // v4:port
   if (a.startsWith('::ffff:') && isIP(a.slice(7)) === 4) a = a.slice(7);
   return a.toLowerCase();
@@ -48,5 +49,10 @@ function forwardedChain(headers: Headers): string[] {
   }
   if (out.length > 0) return out;
   const xff = headerValue(headers['x-forwarded-for']);
-  return xff ? xff.split(',').map((s) => s.trim()).filter(Boolean) : [];
+  return xff
+    ? xff
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [];
 }

@@ -22,7 +22,10 @@ export function answerBadHeaderCharacters(server: Pick<Server, 'prependListener'
     if (inFlight?.headersSent) return;
     const found = offendingHeader(err.rawPacket.subarray(0, MAX_SCAN).toString('latin1'));
     if (!found) return;
-    const error = Errors.invalidRequest(`Header '${found.header}' has a character a header value cannot have (a control character such as CR, LF or NUL)`, found.header);
+    const error = Errors.invalidRequest(
+      `Header '${found.header}' has a character a header value cannot have (a control character such as CR, LF or NUL)`,
+      found.header,
+    );
     const body = JSON.stringify(errorBody(dialectOf(found.path), error));
     socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
     socket.destroySoon?.();

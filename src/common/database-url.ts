@@ -1,7 +1,5 @@
 /** Where DATABASE_URL points. Pure (no TypeORM), so configuration can validate it at boot. */
-export type DatabaseTarget =
-  | { kind: 'sqlite'; database: string; enableWAL: boolean }
-  | { kind: 'postgres'; url: string; schema?: string };
+export type DatabaseTarget = { kind: 'sqlite'; database: string; enableWAL: boolean } | { kind: 'postgres'; url: string; schema?: string };
 
 /** Parses DATABASE_URL; throws an Error whose message names the problem. */
 export function parseDatabaseUrl(databaseUrl: string): DatabaseTarget {

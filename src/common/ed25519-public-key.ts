@@ -25,4 +25,3 @@ export function parsePublicKey(text: string): KeyObject {
 export function publicKeyText(key: KeyObject): string {
   return key.export({ format: 'der', type: 'spki' }).subarray(SPKI_PREFIX.length).toString('base64');
 }
-

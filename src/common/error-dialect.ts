@@ -4,9 +4,7 @@ import { boundedRetryMs, GatewayError, GatewayErrorCode, isRetriable, kindOf, st
 export type Dialect = 'openai' | 'anthropic';
 
 export function dialectOf(path: string): Dialect {
-  return path === '/v1/messages' || path.startsWith('/v1/messages/') || path.startsWith('/v1/messages?')
-    ? 'anthropic'
-    : 'openai';
+  return path === '/v1/messages' || path.startsWith('/v1/messages/') || path.startsWith('/v1/messages?') ? 'anthropic' : 'openai';
 }
 
 function openAiType(status: number): string {

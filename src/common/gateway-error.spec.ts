@@ -11,7 +11,10 @@ describe('errors never throw on bad numbers (issue 16, H1)', () => {
   });
 
   it('writes Retry-After and X-Backoff-Ms as bounded whole numbers whatever the hint', () => {
-    expect(errorHeaders(Errors.noHealthyWorker('m', Infinity))).toEqual({ 'retry-after': String(MAX_RETRY_AFTER_MS / 1000), 'x-backoff-ms': String(MAX_RETRY_AFTER_MS) });
+    expect(errorHeaders(Errors.noHealthyWorker('m', Infinity))).toEqual({
+      'retry-after': String(MAX_RETRY_AFTER_MS / 1000),
+      'x-backoff-ms': String(MAX_RETRY_AFTER_MS),
+    });
     expect(errorHeaders(Errors.noHealthyWorker('m', Number.NaN))['retry-after']).toBe(String(MAX_RETRY_AFTER_MS / 1000));
     expect(errorHeaders(Errors.noHealthyWorker('m', 1500))).toEqual({ 'retry-after': '2', 'x-backoff-ms': '1500' });
   });

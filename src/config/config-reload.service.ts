@@ -141,7 +141,9 @@ export class ConfigReloadService {
     for (const { participant, change } of prepared) changes[participant.section] = change.commit();
 
     for (const { participant, change } of prepared) {
-      await change.persist?.().catch((e: unknown) => this.log.warn(`${participant.section}: writing the reloaded configuration to the database failed: ${(e as Error).message}`));
+      await change
+        .persist?.()
+        .catch((e: unknown) => this.log.warn(`${participant.section}: writing the reloaded configuration to the database failed: ${(e as Error).message}`));
     }
     return {
       reloaded: true,

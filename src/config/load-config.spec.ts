@@ -26,7 +26,9 @@ describe('loadConfig', () => {
       logLevel: 'info',
       adminToken: undefined,
     });
-    expect(c.providers).toEqual([expect.objectContaining({ name: 'local', secret: undefined, maxQueueLen: 100, queueTimeoutMs: 30000, requestTimeoutMs: 300000 })]);
+    expect(c.providers).toEqual([
+      expect.objectContaining({ name: 'local', secret: undefined, maxQueueLen: 100, queueTimeoutMs: 30000, requestTimeoutMs: 300000 }),
+    ]);
   });
 
   it('accepts fractional durations', () => {
@@ -50,7 +52,10 @@ describe('loadConfig', () => {
 
   it('reads providers from the YAML file and lets the environment override it', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'sb-')), 'c.yaml');
-    writeFileSync(path, 'max_queue_len: 7\nproviders:\n  - name: local\n    secret: from-file\n  - name: gpu\n    secret: s2\n    max_queue_len: 3\n    models: [llama]\n');
+    writeFileSync(
+      path,
+      'max_queue_len: 7\nproviders:\n  - name: local\n    secret: from-file\n  - name: gpu\n    secret: s2\n    max_queue_len: 3\n    models: [llama]\n',
+    );
     const c = loadConfig({ CONFIG_FILE: path, WORKER_SECRET: 'from-env', MAX_QUEUE_LEN: '9' });
     expect(c.providers.map((p) => p.name)).toEqual(['local', 'gpu']);
     expect(c.providers[0].secret).toBe('from-env');
@@ -127,4 +132,3 @@ describe('loadConfig', () => {
     expect(c.providerDefaults).toEqual({ maxQueueLen: 7, queueTimeoutMs: 5000, requestTimeoutMs: 300000, maxModelsPerWorker: 256 });
   });
 });
-

@@ -30,7 +30,6 @@ export class ConfigError extends Error {
   }
 }
 
-
 const S = SERVER_SETTINGS.settings;
 const P = PROVIDER_DEFAULT_SETTINGS.settings;
 const W = WORKER_RECORD_SETTINGS.settings;
@@ -91,7 +90,10 @@ function readTls(certFile: string | undefined, keyFile: string | undefined, prob
     problems.push('TLS_CERT_FILE and TLS_KEY_FILE go together: set both to serve HTTPS, or neither');
     return undefined;
   }
-  for (const [name, file] of [['TLS_CERT_FILE', certFile], ['TLS_KEY_FILE', keyFile]]) {
+  for (const [name, file] of [
+    ['TLS_CERT_FILE', certFile],
+    ['TLS_KEY_FILE', keyFile],
+  ]) {
     try {
       accessSync(file, constants.R_OK);
     } catch (e) {
@@ -103,7 +105,10 @@ function readTls(certFile: string | undefined, keyFile: string | undefined, prob
 
 /** `CORS_ORIGINS`: comma-separated origins (`https://dash.example.com`) or `*`. */
 function readCorsOrigins(value: string, problems: string[]): string[] {
-  const origins = value.split(',').map((o) => o.trim()).filter(Boolean);
+  const origins = value
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
   for (const o of origins) {
     if (o === '*') continue;
     let ok = false;

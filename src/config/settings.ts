@@ -17,7 +17,15 @@ import { TENANCY_SETTINGS } from './sections/tenancy';
 import { USAGE_SETTINGS } from './sections/usage';
 
 /** The groups that are YAML sections of their own (`routing:`, `usage:`, …), in the file's order. */
-export const SECTION_GROUPS: SettingGroup[] = [ROUTING_SETTINGS, QUEUE_SETTINGS, USAGE_SETTINGS, ARTIFACTS_SETTINGS, TASKS_SETTINGS, GOVERNANCE_SETTINGS, LIFECYCLE_SETTINGS];
+export const SECTION_GROUPS: SettingGroup[] = [
+  ROUTING_SETTINGS,
+  QUEUE_SETTINGS,
+  USAGE_SETTINGS,
+  ARTIFACTS_SETTINGS,
+  TASKS_SETTINGS,
+  GOVERNANCE_SETTINGS,
+  LIFECYCLE_SETTINGS,
+];
 
 export const SETTING_GROUPS: SettingGroup[] = [
   SERVER_SETTINGS,

@@ -1,9 +1,5 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import { Errors, GatewayError } from '../common/gateway-error';
-import { errorBody } from '../common/error-dialect';
-import type { OperationDoc, XExample } from '../openapi/api-doc';
-import { ADMIN_SECURITY, ISO_TIME, json, jsonResponse, NULLABLE_ISO_TIME, pathParam, ref, TAGS } from '../openapi/doc-common';
-import { adminErrors } from '../openapi/doc-errors';
+import { ISO_TIME, NULLABLE_ISO_TIME, ref } from '../openapi/doc-common';
 
 /** OpenAPI of the admin providers, workers, cordons and stats routes (admin.controller.ts). */
 
@@ -20,12 +16,18 @@ const providerFields: Record<string, SchemaObject> = {
   queue_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
   request_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
   max_models: { type: 'integer', minimum: 1 },
-  models: { type: 'array', maxItems: 10000, items: { type: 'string' }, description: 'Exact names and `*` globs: the models this provider\'s workers may serve (its allow-list; a model a provider lists belongs to the providers that list it). Exact names are declared even while no worker serves them. Empty = any model no provider lists.' },
+  models: {
+    type: 'array',
+    maxItems: 10000,
+    items: { type: 'string' },
+    description:
+      "Exact names and `*` globs: the models this provider's workers may serve (its allow-list; a model a provider lists belongs to the providers that list it). Exact names are declared even while no worker serves them. Empty = any model no provider lists.",
+  },
   priority: { type: 'integer', minimum: 0, nullable: true, description: 'Routing priority of its workers (lower is preferred); `null` clears it.' },
   capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Per model; overrides what the workers declare.' },
 };
 
-const WORKER_EXAMPLE = {
+export const WORKER_EXAMPLE = {
   id: 'w-7c9e6679-7425-40de-944b-e07fc1f90ae7',
   name: 'gpu-node-1',
   provider: 'gpu-a',
@@ -49,13 +51,12 @@ const WORKER_EXAMPLE = {
   last_seen_at: '2026-11-22T20:49:58.000Z',
 };
 
-
 const byCode: SchemaObject = { type: 'object', additionalProperties: { type: 'integer' } };
 export const names: SchemaObject = { type: 'array', items: { type: 'string' } };
 const rates: Record<string, SchemaObject> = { requests_per_min: { type: 'integer' }, error_rate: { type: 'number', minimum: 0, maximum: 1 } };
 const ratesFigures = ['requests_per_min', 'error_rate', 'latency_ms', 'history'];
 
-const HISTORY_EXAMPLE = {
+export const HISTORY_EXAMPLE = {
   bucket_secs: 10,
   start: '2026-05-01T09:55:10.000Z',
   requests: [7, 6, 8],
@@ -75,7 +76,22 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
   UpdateProvider: { type: 'object', properties: providerFields, additionalProperties: false },
   Provider: {
     type: 'object',
-    required: ['name', 'enabled', 'source', 'has_secret', 'max_queue_len', 'queue_timeout_secs', 'request_timeout_secs', 'max_models', 'models', 'priority', 'capabilities', 'aliases', 'workers_connected', 'queue_depth'],
+    required: [
+      'name',
+      'enabled',
+      'source',
+      'has_secret',
+      'max_queue_len',
+      'queue_timeout_secs',
+      'request_timeout_secs',
+      'max_models',
+      'models',
+      'priority',
+      'capabilities',
+      'aliases',
+      'workers_connected',
+      'queue_depth',
+    ],
     properties: {
       name: { type: 'string' },
       enabled: { type: 'boolean' },
@@ -101,7 +117,29 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
   },
   Worker: {
     type: 'object',
-    required: ['id', 'name', 'provider', 'models', 'capabilities', 'endpoints', 'runner', 'priority', 'max_concurrent', 'in_flight', 'held_slots', 'load', 'draining', 'cordoned', 'cordon', 'latency_ms', 'consecutive_failures', 'ejected', 'ejected_until', 'connected_at', 'last_seen_at'],
+    required: [
+      'id',
+      'name',
+      'provider',
+      'models',
+      'capabilities',
+      'endpoints',
+      'runner',
+      'priority',
+      'max_concurrent',
+      'in_flight',
+      'held_slots',
+      'load',
+      'draining',
+      'cordoned',
+      'cordon',
+      'latency_ms',
+      'consecutive_failures',
+      'ejected',
+      'ejected_until',
+      'connected_at',
+      'last_seen_at',
+    ],
     properties: {
       id: { type: 'string' },
       name: { type: 'string' },
@@ -140,7 +178,12 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
   DrainWorker: {
     type: 'object',
     properties: {
-      timeout_secs: { type: 'number', minimum: 0.001, maximum: 86400, description: 'Seconds to finish in-flight work (default `SHUTDOWN_DRAIN_TIMEOUT_SECS`).' },
+      timeout_secs: {
+        type: 'number',
+        minimum: 0.001,
+        maximum: 86400,
+        description: 'Seconds to finish in-flight work (default `SHUTDOWN_DRAIN_TIMEOUT_SECS`).',
+      },
       reason: { type: 'string', maxLength: 200 },
     },
     additionalProperties: false,
@@ -162,14 +205,24 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
     properties: {
       pools: {
         type: 'array',
-        items: { type: 'object', required: ['pool', 'since', 'reason', 'deadline_ms'], properties: { pool: { type: 'string' }, since: ISO_TIME, reason: { type: 'string' }, deadline_ms: { type: 'integer' } } },
+        items: {
+          type: 'object',
+          required: ['pool', 'since', 'reason', 'deadline_ms'],
+          properties: { pool: { type: 'string' }, since: ISO_TIME, reason: { type: 'string' }, deadline_ms: { type: 'integer' } },
+        },
       },
       workers: {
         type: 'array',
         items: {
           type: 'object',
           required: ['provider', 'name', 'since', 'reason', 'worker_ids'],
-          properties: { provider: { type: 'string' }, name: { type: 'string' }, since: ISO_TIME, reason: { type: 'string' }, worker_ids: { type: 'array', items: { type: 'string' } } },
+          properties: {
+            provider: { type: 'string' },
+            name: { type: 'string' },
+            since: ISO_TIME,
+            reason: { type: 'string' },
+            worker_ids: { type: 'array', items: { type: 'string' } },
+          },
         },
       },
     },
@@ -183,7 +236,20 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
         type: 'array',
         items: {
           type: 'object',
-          required: ['pool', 'draining', 'workers', 'queue_depth', 'in_flight', 'served', 'cancelled', 'rejected_by_code', 'errors_by_code', 'queue_wait_ms', 'tokens', ...ratesFigures],
+          required: [
+            'pool',
+            'draining',
+            'workers',
+            'queue_depth',
+            'in_flight',
+            'served',
+            'cancelled',
+            'rejected_by_code',
+            'errors_by_code',
+            'queue_wait_ms',
+            'tokens',
+            ...ratesFigures,
+          ],
           properties: {
             pool: { type: 'string' },
             draining: { type: 'boolean' },
@@ -195,7 +261,11 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
             rejected_by_code: byCode,
             errors_by_code: byCode,
             queue_wait_ms: { type: 'object', required: ['avg', 'p95'], properties: { avg: { type: 'number' }, p95: { type: 'number' } } },
-            tokens: { type: 'object', required: ['prompt', 'completion', 'total'], properties: { prompt: { type: 'integer' }, completion: { type: 'integer' }, total: { type: 'integer' } } },
+            tokens: {
+              type: 'object',
+              required: ['prompt', 'completion', 'total'],
+              properties: { prompt: { type: 'integer' }, completion: { type: 'integer' }, total: { type: 'integer' } },
+            },
             ...rates,
             latency_ms: ref('LatencyPercentiles'),
             history: ref('PoolHistory'),
@@ -231,156 +301,3 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
     },
   },
 };
-
-const workerId = pathParam('id', "The worker's connection id (`GET /admin/workers`).", WORKER_EXAMPLE.id);
-const providerName = pathParam('name', 'The provider name.', 'gpu-a');
-const notFoundWorker = Errors.notFound('Worker', 'no-such-worker');
-/** The body the gateway writes for an admin error. */
-const body = (e: GatewayError) => errorBody('openai', e);
-
-const DRAIN_WORKER_EXAMPLES: Record<string, XExample> = {
-  drain: {
-    summary: "Drain a worker within 30 s; its name stays cordoned (reconnections refused with close 1013) until undrain",
-    request: { path: `/admin/workers/${WORKER_EXAMPLE.id}/drain`, body: { timeout_secs: 30, reason: 'kernel upgrade' } },
-    response: { status: 202, body: WORKER_EXAMPLE },
-  },
-  invalid: {
-    summary: 'An unknown field',
-    request: { path: `/admin/workers/${WORKER_EXAMPLE.id}/drain`, body: { timeout: 30 } },
-    response: { status: 422, body: body(Errors.validationFailed([{ field: 'timeout', message: 'property timeout should not exist' }])) },
-  },
-  unknown: { summary: 'An unknown worker id', request: { path: '/admin/workers/no-such-worker/drain', body: {} }, response: { status: 404, body: body(notFoundWorker) } },
-};
-
-export const ADMIN_API = {
-  listProviders: {
-    operationId: 'listProviders',
-    summary: 'Providers (pools)',
-    description: 'Limits, `has_secret`, live worker count and queue depth; never secrets.',
-    tags: [TAGS.providers],
-    security: ADMIN_SECURITY,
-    responses: { 200: jsonResponse('The providers', ref('ProviderList')), ...adminErrors() },
-  },
-  createProvider: {
-    operationId: 'createProvider',
-    summary: 'Create a provider',
-    tags: [TAGS.providers],
-    security: ADMIN_SECURITY,
-    requestBody: { required: true, content: json(ref('CreateProvider'), { typical: { summary: 'A pool with its own secret and limits', value: { name: 'gpu-a', secret: 'a-long-worker-secret', max_queue_len: 200, models: ['llama3:70b'] } } }) },
-    responses: { 201: jsonResponse('Created', ref('Provider')), ...adminErrors(['invalid_request', 'conflict', 'validation_failed']) },
-  },
-  updateProvider: {
-    operationId: 'updateProvider',
-    summary: 'Update a provider',
-    description: '`enabled: false` refuses new workers and answers `503 provider_disabled`.',
-    tags: [TAGS.providers],
-    security: ADMIN_SECURITY,
-    parameters: [providerName],
-    requestBody: { required: true, content: json(ref('UpdateProvider'), { disable: { summary: 'Disable the provider', value: { enabled: false } } }) },
-    responses: { 200: jsonResponse('The provider', ref('Provider')), ...adminErrors(['invalid_request', 'not_found', 'validation_failed']) },
-  },
-  deleteProvider: {
-    operationId: 'deleteProvider',
-    summary: 'Delete a provider',
-    description:
-      'Queued and in-flight requests fail `503 provider_deleted`; its workers are closed. A provider from configuration returns at the next boot: without `force=true` that is `409 conflict`.',
-    tags: [TAGS.providers],
-    security: ADMIN_SECURITY,
-    parameters: [providerName, { name: 'force', in: 'query', required: false, description: 'Delete a provider from configuration until the next boot.', schema: { type: 'string', enum: ['true', 'false'] } }],
-    responses: { 200: jsonResponse('Deleted', ref('ProviderDeleted'), { deleted: 'gpu-a' }), ...adminErrors(['invalid_request', 'not_found', 'conflict']) },
-  },
-  listWorkers: {
-    operationId: 'listWorkers',
-    summary: 'Connected workers',
-    tags: [TAGS.providers],
-    security: ADMIN_SECURITY,
-    responses: { 200: jsonResponse('The workers', ref('WorkerList')), ...adminErrors() },
-  },
-  getWorker: {
-    operationId: 'getWorker',
-    summary: 'One worker',
-    description: 'The list fields plus `in_flight_request_ids` and `held_request_ids`.',
-    tags: [TAGS.providers],
-    security: ADMIN_SECURITY,
-    parameters: [workerId],
-    responses: { 200: jsonResponse('The worker', ref('WorkerDetail')), ...adminErrors(['not_found'], { not_found: notFoundWorker }) },
-  },
-  drainWorker: {
-    operationId: 'drainWorker',
-    summary: "Drain a worker and cordon its name",
-    description:
-      'Every live connection with the worker\'s name drains (`graceful_shutdown`, no new work, closed when idle or at the deadline, ' +
-      'what is left failing `drain_timeout`); reconnections with that name are refused with close `1013` until `POST /admin/workers/{id}/undrain`.',
-    tags: [TAGS.providers],
-    security: ADMIN_SECURITY,
-    parameters: [workerId],
-    requestBody: { required: false, content: json(ref('DrainWorker'), { typical: { summary: 'Drain within 30 s', value: DRAIN_WORKER_EXAMPLES.drain.request.body } }) },
-    responses: {
-      202: jsonResponse('Draining', ref('Worker'), WORKER_EXAMPLE),
-      ...adminErrors(['invalid_request', 'not_found', 'validation_failed'], { not_found: notFoundWorker, validation_failed: Errors.validationFailed([{ field: 'timeout_secs', message: 'timeout_secs must not be greater than 86400' }]) }),
-    },
-    xExamples: DRAIN_WORKER_EXAMPLES,
-  },
-  undrainWorker: {
-    operationId: 'undrainWorker',
-    summary: "Lift a worker name's cordon",
-    description: 'The id may be a live worker\'s or that of a drained connection that has gone (`connected: false`).',
-    tags: [TAGS.providers],
-    security: ADMIN_SECURITY,
-    parameters: [workerId],
-    responses: {
-      200: jsonResponse('Undrained', ref('WorkerUndrained'), { id: WORKER_EXAMPLE.id, provider: 'gpu-a', name: 'gpu-node-1', undrained: true, connected: false }),
-      ...adminErrors(['not_found'], { not_found: notFoundWorker }),
-    },
-  },
-  refreshModels: {
-    operationId: 'refreshWorkerModels',
-    summary: "Ask a worker to refresh its models",
-    description: 'Sends `models_refresh`; the worker answers with `models_update`.',
-    tags: [TAGS.providers],
-    security: ADMIN_SECURITY,
-    parameters: [workerId],
-    responses: { 202: jsonResponse('Asked', ref('Worker')), ...adminErrors(['not_found'], { not_found: notFoundWorker }) },
-  },
-  cordons: {
-    operationId: 'listCordons',
-    summary: 'What is cordoned now',
-    tags: [TAGS.providers],
-    security: ADMIN_SECURITY,
-    responses: {
-      200: jsonResponse('Cordons', ref('Cordons'), {
-        pools: [{ pool: 'gpu-b', since: '2026-11-22T20:50:00.000Z', reason: 'maintenance', deadline_ms: 60000 }],
-        workers: [{ provider: 'gpu-a', name: 'gpu-node-1', since: '2026-11-22T20:40:00.000Z', reason: 'kernel upgrade', worker_ids: [WORKER_EXAMPLE.id] }],
-      }),
-      ...adminErrors(),
-    },
-  },
-  stats: {
-    operationId: 'getStats',
-    summary: 'Per-pool figures since start',
-    tags: [TAGS.providers],
-    security: ADMIN_SECURITY,
-    responses: {
-      200: jsonResponse('Stats', ref('Stats'), {
-        since: '2026-05-01T08:00:00.000Z',
-        pools: [
-          {
-            pool: 'local', draining: false, workers: 2, queue_depth: 0, in_flight: 1, served: 1200, cancelled: 4,
-            rejected_by_code: { queue_full: 3 }, errors_by_code: { queue_full: 3, worker_error: 1 },
-            queue_wait_ms: { avg: 35, p95: 210 }, tokens: { prompt: 91000, completion: 40200, total: 131200 }, requests_per_min: 42, error_rate: 0.024,
-            latency_ms: { p50: 180, p90: 610, p95: 830, p99: 1900, samples: 41 }, history: HISTORY_EXAMPLE,
-          },
-        ],
-        unrouted: { rejected_by_code: { model_not_found: 2 }, errors_by_code: { model_not_found: 2 } },
-        overall: { requests_per_min: 44, error_rate: 0.023, latency_ms: { p50: 175, p90: 600, p95: 820, p99: 1850, samples: 43 }, history: HISTORY_EXAMPLE },
-        recent_errors: [
-          {
-            at: '2026-05-01T09:59:41.003Z', pool: null, status: 404, code: 'model_not_found', message: "Model 'gpt-5' not found",
-            correlation_id: 'req-42', model: 'gpt-5', tenant: 'default', worker_id: null,
-          },
-        ],
-      }),
-      ...adminErrors(),
-    },
-  },
-} satisfies Record<string, OperationDoc>;

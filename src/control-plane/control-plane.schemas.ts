@@ -1,6 +1,7 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import type { OperationDoc } from '../openapi/api-doc';
-import { ADMIN_API, ADMIN_SCHEMAS } from './admin.schemas';
+import { ADMIN_SCHEMAS } from './admin.schemas';
+import { ADMIN_API } from './admin-operations.schemas';
 import { POOLS_API, POOLS_SCHEMAS } from './pools.schemas';
 import { RELOAD_API, RELOAD_SCHEMAS } from './reload.schemas';
 

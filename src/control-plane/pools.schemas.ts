@@ -14,9 +14,15 @@ const poolHealthExample = (draining: boolean) => ({
   draining,
   enabled: true,
   cordon: draining ? { since: '2026-11-22T20:50:00.000Z', reason: 'maintenance', deadline_ms: 60000 } : null,
-  metrics: { queue_depth: 0, in_flight: draining ? 2 : 3, slots: { total: draining ? 0 : 8, busy: draining ? 0 : 3, free: draining ? 0 : 5 }, workers: 2, requests_per_min: 42, error_rate: 0.024 },
+  metrics: {
+    queue_depth: 0,
+    in_flight: draining ? 2 : 3,
+    slots: { total: draining ? 0 : 8, busy: draining ? 0 : 3, free: draining ? 0 : 5 },
+    workers: 2,
+    requests_per_min: 42,
+    error_rate: 0.024,
+  },
 });
-
 
 export const CAPABILITIES_EXAMPLE = {
   api_version: '0.1.0',
@@ -32,12 +38,24 @@ export const CAPABILITIES_EXAMPLE = {
       models: { loaded: [{ id: 'llama3:8b', context_length: 8192, capabilities: ['tools'], workers: 1 }], loading: [], available: ['declared-but-not-served'] },
       queue: { depth: 0, max_depth: 100, avg_wait_ms: 0, p95_wait_ms: 0 },
       rate_limits: { default_rpm: 60, per_tenant: true },
-      features: ['streaming', 'cancellation', 'openai', 'anthropic', 'aliases', 'fallbacks', 'priorities', 'tenant_fairness', 'tasks', 'completions', 'tools', 'pinning'],
+      features: [
+        'streaming',
+        'cancellation',
+        'openai',
+        'anthropic',
+        'aliases',
+        'fallbacks',
+        'priorities',
+        'tenant_fairness',
+        'tasks',
+        'completions',
+        'tools',
+        'pinning',
+      ],
       health: { enabled: true, ready: true },
     },
   ],
 };
-
 
 const nullableMs: SchemaObject = { type: 'integer', nullable: true };
 const nullableSeries: SchemaObject = { type: 'array', items: nullableMs };
@@ -83,7 +101,11 @@ export const POOLS_SCHEMAS: Record<string, SchemaObject> = {
         properties: {
           queue_depth: { type: 'integer' },
           in_flight: { type: 'integer' },
-          slots: { type: 'object', required: ['total', 'busy', 'free'], properties: { total: { type: 'integer' }, busy: { type: 'integer' }, free: { type: 'integer' } } },
+          slots: {
+            type: 'object',
+            required: ['total', 'busy', 'free'],
+            properties: { total: { type: 'integer' }, busy: { type: 'integer' }, free: { type: 'integer' } },
+          },
           workers: { type: 'integer' },
           requests_per_min: { type: 'integer' },
           error_rate: { type: 'number', minimum: 0, maximum: 1 },
@@ -95,7 +117,12 @@ export const POOLS_SCHEMAS: Record<string, SchemaObject> = {
   DrainPool: {
     type: 'object',
     properties: {
-      deadline_ms: { type: 'integer', minimum: 1, maximum: 86400000, description: 'Each worker gets this long to finish (default `SHUTDOWN_DRAIN_TIMEOUT_SECS`).' },
+      deadline_ms: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 86400000,
+        description: 'Each worker gets this long to finish (default `SHUTDOWN_DRAIN_TIMEOUT_SECS`).',
+      },
       reason: { type: 'string', maxLength: 200, description: 'Default `pool_drain`.' },
     },
     additionalProperties: false,
@@ -115,7 +142,11 @@ export const POOLS_SCHEMAS: Record<string, SchemaObject> = {
             id: { type: 'string' },
             engines: { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, version: { type: 'string' } } } },
             ctx_max: { type: 'integer' },
-            slots: { type: 'object', required: ['total', 'busy', 'free'], properties: { total: { type: 'integer' }, busy: { type: 'integer' }, free: { type: 'integer' } } },
+            slots: {
+              type: 'object',
+              required: ['total', 'busy', 'free'],
+              properties: { total: { type: 'integer' }, busy: { type: 'integer' }, free: { type: 'integer' } },
+            },
             workers: { type: 'integer' },
             supported_workloads: { type: 'array', items: { type: 'string' } },
             models: {
@@ -127,10 +158,22 @@ export const POOLS_SCHEMAS: Record<string, SchemaObject> = {
                   items: {
                     type: 'object',
                     required: ['id', 'capabilities', 'workers'],
-                    properties: { id: { type: 'string' }, context_length: { type: 'integer' }, capabilities: { type: 'array', items: { type: 'string' } }, workers: { type: 'integer' } },
+                    properties: {
+                      id: { type: 'string' },
+                      context_length: { type: 'integer' },
+                      capabilities: { type: 'array', items: { type: 'string' } },
+                      workers: { type: 'integer' },
+                    },
                   },
                 },
-                loading: { type: 'array', items: { type: 'object', required: ['id', 'progress'], properties: { id: { type: 'string' }, progress: { type: 'number' }, eta: { type: 'number' } } } },
+                loading: {
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    required: ['id', 'progress'],
+                    properties: { id: { type: 'string' }, progress: { type: 'number' }, eta: { type: 'number' } },
+                  },
+                },
                 available: { type: 'array', items: { type: 'string' } },
               },
             },
@@ -139,13 +182,21 @@ export const POOLS_SCHEMAS: Record<string, SchemaObject> = {
               required: ['depth', 'max_depth', 'avg_wait_ms', 'p95_wait_ms'],
               properties: { depth: { type: 'integer' }, max_depth: { type: 'integer' }, avg_wait_ms: { type: 'number' }, p95_wait_ms: { type: 'number' } },
             },
-            rate_limits: { type: 'object', required: ['per_tenant'], properties: { default_rpm: { type: 'integer' }, default_tpm: { type: 'integer' }, per_tenant: { type: 'boolean' } } },
+            rate_limits: {
+              type: 'object',
+              required: ['per_tenant'],
+              properties: { default_rpm: { type: 'integer' }, default_tpm: { type: 'integer' }, per_tenant: { type: 'boolean' } },
+            },
             features: { type: 'array', items: { type: 'string' } },
             health: { type: 'object', required: ['enabled', 'ready'], properties: { enabled: { type: 'boolean' }, ready: { type: 'boolean' } } },
             runners: {
               type: 'array',
               description: 'When any: the runner-API capability documents workers relayed from their backends, as the backends wrote them.',
-              items: { type: 'object', required: ['worker', 'capabilities'], properties: { worker: { type: 'string' }, capabilities: { type: 'object', additionalProperties: true } } },
+              items: {
+                type: 'object',
+                required: ['worker', 'capabilities'],
+                properties: { worker: { type: 'string' }, capabilities: { type: 'object', additionalProperties: true } },
+              },
             },
           },
         },
@@ -175,9 +226,12 @@ const DRAIN_POOL_EXAMPLES: Record<string, XExample> = {
     request: { path: '/v1/pools/gpu-a/drain', body: { deadline_ms: 0 } },
     response: { status: 422, body: body(Errors.validationFailed([{ field: 'deadline_ms', message: 'deadline_ms must not be less than 1' }])) },
   },
-  unknown: { summary: 'An unknown pool (checked before the body)', request: { path: '/v1/pools/gpu-z/drain', body: {} }, response: { status: 404, body: body(notFoundPool) } },
+  unknown: {
+    summary: 'An unknown pool (checked before the body)',
+    request: { path: '/v1/pools/gpu-z/drain', body: {} },
+    response: { status: 404, body: body(notFoundPool) },
+  },
 };
-
 
 export const POOLS_API = {
   listPools: {
@@ -204,7 +258,10 @@ export const POOLS_API = {
     tags: [TAGS.pools],
     security: ADMIN_SECURITY,
     parameters: [poolId],
-    requestBody: { required: false, content: json(ref('DrainPool'), { typical: { summary: 'Drain within 60 s', value: DRAIN_POOL_EXAMPLES.drain.request.body } }) },
+    requestBody: {
+      required: false,
+      content: json(ref('DrainPool'), { typical: { summary: 'Drain within 60 s', value: DRAIN_POOL_EXAMPLES.drain.request.body } }),
+    },
     responses: {
       202: jsonResponse('Draining: the health, cordoned', ref('PoolHealth'), poolHealthExample(true)),
       ...adminErrors(['invalid_request', 'not_found', 'validation_failed'], { not_found: notFoundPool }),
@@ -222,20 +279,38 @@ export const POOLS_API = {
   capabilities: {
     operationId: 'getCapabilities',
     summary: 'What each pool can do right now',
-    description: 'Engines, models and their context, slots, endpoints, queue, limits and features; cached for at most 5 s. `api_version` equals this document\'s `info.version`.',
+    description:
+      "Engines, models and their context, slots, endpoints, queue, limits and features; cached for at most 5 s. `api_version` equals this document's `info.version`.",
     tags: [TAGS.client],
     security: CLIENT_SECURITY,
     parameters: CLIENT_HEADERS,
-    responses: { 200: jsonResponse('The capabilities', ref('Capabilities'), CAPABILITIES_EXAMPLE), ...errorResponses('openai', [...CLIENT_AUTH_ERRORS, 'server_shutdown']) },
+    responses: {
+      200: jsonResponse('The capabilities', ref('Capabilities'), CAPABILITIES_EXAMPLE),
+      ...errorResponses('openai', [...CLIENT_AUTH_ERRORS, 'server_shutdown']),
+    },
     xExamples: {
-      discovery: { summary: 'One pool with one llama-server worker', request: { path: '/v1/capabilities' }, response: { status: 200, body: CAPABILITIES_EXAMPLE } },
+      discovery: {
+        summary: 'One pool with one llama-server worker',
+        request: { path: '/v1/capabilities' },
+        response: { status: 200, body: CAPABILITIES_EXAMPLE },
+      },
       shutting_down: {
         summary: 'While the gateway shuts down',
         request: { path: '/v1/capabilities' },
         response: {
           status: 503,
           headers: { 'retry-after': '1', 'x-backoff-ms': '1000' },
-          body: { error: { message: 'The gateway is shutting down', type: 'server_error', code: 'server_shutdown', param: null, kind: 'POOL_UNAVAILABLE', retriable: true, retry_after_ms: 1000 } },
+          body: {
+            error: {
+              message: 'The gateway is shutting down',
+              type: 'server_error',
+              code: 'server_shutdown',
+              param: null,
+              kind: 'POOL_UNAVAILABLE',
+              retriable: true,
+              retry_after_ms: 1000,
+            },
+          },
         },
       },
     },

@@ -152,12 +152,16 @@ export class PoolsService {
       const served = new Set<string>();
       for (const w of this.fleet.sessions.ofProvider(pool.name)) for (const m of w.models) served.add(m);
       const problems: string[] = [];
-      const next = readPoolReload(body, {
-        pool,
-        servedModels: served,
-        globalAliases: this.routing.current.aliases,
-        aliasOwner: (alias) => this.providers.poolAlias(alias)?.provider.name,
-      }, problems);
+      const next = readPoolReload(
+        body,
+        {
+          pool,
+          servedModels: served,
+          globalAliases: this.routing.current.aliases,
+          aliasOwner: (alias) => this.providers.poolAlias(alias)?.provider.name,
+        },
+        problems,
+      );
       if (problems.length > 0) throw rejectedWithProblems(`Reload of pool '${pool.name}'`, problems);
       let reloaded: Provider | undefined;
       try {
@@ -167,7 +171,9 @@ export class PoolsService {
         throw new GatewayError('internal_error', `Pool '${pool.name}' could not be stored; its previous models, aliases and capabilities stay`);
       }
       if (!reloaded) throw Errors.notFound('Pool', id);
-      this.log.log(`pool "${pool.name}" reloaded: ${next.models.length} model(s), ${Object.keys(next.aliases).length} alias(es), capabilities for ${Object.keys(next.capabilities).length} model(s)`);
+      this.log.log(
+        `pool "${pool.name}" reloaded: ${next.models.length} model(s), ${Object.keys(next.aliases).length} alias(es), capabilities for ${Object.keys(next.capabilities).length} model(s)`,
+      );
       return this.declarations(reloaded);
     });
   }

@@ -23,7 +23,8 @@ export const RELOAD_SCHEMAS: Record<string, SchemaObject> = {
       config_file: { type: 'string', nullable: true },
       changes: {
         type: 'object',
-        description: 'What the reload changed, by part: names added, updated and removed; `routing` has one entry per changed key, `{from, to}` or `{added, updated, removed}`.',
+        description:
+          'What the reload changed, by part: names added, updated and removed; `routing` has one entry per changed key, `{from, to}` or `{added, updated, removed}`.',
         properties: {
           providers: nameChanges(),
           tenants: nameChanges('overridden'),
@@ -40,8 +41,16 @@ export const RELOAD_SCHEMAS: Record<string, SchemaObject> = {
     description: 'A field left out keeps its value; a field given replaces it as a whole (`{}` or `[]` clears it; `null` is refused).',
     properties: {
       models: { type: 'array', maxItems: 10000, items: { type: 'string', minLength: 1, maxLength: 256 }, description: "The pool's declared models." },
-      aliases: { type: 'object', additionalProperties: { type: 'string' }, description: "Pool aliases, `{alias: target}`: each target a model of the pool; single level." },
-      capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Per-model capability declarations (`"*"` for every model).' },
+      aliases: {
+        type: 'object',
+        additionalProperties: { type: 'string' },
+        description: 'Pool aliases, `{alias: target}`: each target a model of the pool; single level.',
+      },
+      capabilities: {
+        type: 'object',
+        additionalProperties: ref('ModelCapabilities'),
+        description: 'Per-model capability declarations (`"*"` for every model).',
+      },
     },
     additionalProperties: false,
   },
@@ -78,7 +87,11 @@ const RELOADED = {
 };
 export const POOL_RELOAD_EXAMPLE = {
   path: '/v1/pools/gpu-east/reload',
-  body: { models: ['llama-3.1-70b', 'llama-3.1-8b'], aliases: { fast: 'llama-3.1-8b' }, capabilities: { 'llama-3.1-70b': { vision: false, context_length: 32768 } } },
+  body: {
+    models: ['llama-3.1-70b', 'llama-3.1-8b'],
+    aliases: { fast: 'llama-3.1-8b' },
+    capabilities: { 'llama-3.1-70b': { vision: false, context_length: 32768 } },
+  },
 };
 export const POOL_RELOAD_REFUSED = {
   path: '/v1/pools/gpu-east/reload',
@@ -108,7 +121,11 @@ export const RELOAD_API = {
       ...adminErrors(['invalid_request'], { invalid_request: rejectedWithProblems('Configuration', CONFIG_RELOAD_REFUSED.problems) }),
     },
     xExamples: {
-      reloaded: { summary: 'A new global alias, strategy, provider and tenant; a restart-only setting changed', request: { path: '/admin/reload' }, response: { status: 200, body: RELOADED } },
+      reloaded: {
+        summary: 'A new global alias, strategy, provider and tenant; a restart-only setting changed',
+        request: { path: '/admin/reload' },
+        response: { status: 200, body: RELOADED },
+      },
       refused: {
         summary: 'The file has problems: nothing changes',
         request: { path: '/admin/reload' },
@@ -148,7 +165,11 @@ export const RELOAD_API = {
         request: { path: POOL_RELOAD_REFUSED.path, body: POOL_RELOAD_REFUSED.body },
         response: { status: 400, body: body(rejectedWithProblems("Reload of pool 'gpu-east'", POOL_RELOAD_REFUSED.problems)) },
       },
-      unknown: { summary: 'An unknown pool (checked before the body)', request: { path: '/v1/pools/gpu-z/reload', body: {} }, response: { status: 404, body: body(notFoundPool) } },
+      unknown: {
+        summary: 'An unknown pool (checked before the body)',
+        request: { path: '/v1/pools/gpu-z/reload', body: {} },
+        response: { status: 404, body: body(notFoundPool) },
+      },
     },
   },
 } satisfies Record<string, OperationDoc>;

@@ -19,9 +19,7 @@ export function entitiesGlob(): string {
  * `dist/database` (the build compiles migrations/ into dist/migrations with tsconfig.migrations.json).
  */
 export function migrationsGlob(): string {
-  return __filename.endsWith('.ts')
-    ? join(__dirname, '..', '..', 'migrations', '*.ts')
-    : join(__dirname, '..', 'migrations', '*.js');
+  return __filename.endsWith('.ts') ? join(__dirname, '..', '..', 'migrations', '*.ts') : join(__dirname, '..', 'migrations', '*.js');
 }
 
 export interface DataSourceExtras {
@@ -64,4 +62,3 @@ export function buildDataSourceOptions(databaseUrl: string, extras: DataSourceEx
 export function createDataSource(databaseUrl: string, extras: DataSourceExtras = {}): DataSource {
   return new DataSource(buildDataSourceOptions(databaseUrl, extras));
 }
-

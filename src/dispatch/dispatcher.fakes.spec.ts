@@ -165,7 +165,15 @@ describe('Dispatcher on fakes (scripted router, recording observers)', () => {
     const { worker, channel } = addWorker();
     const { req, sink } = submit();
     expect(channel.sent).toEqual([
-      { type: 'request', request_id: req.id, model: 'm', endpoint_path: '/v1/chat/completions', is_streaming: false, body: '{"model":"m"}', headers: { 'content-type': 'application/json' } },
+      {
+        type: 'request',
+        request_id: req.id,
+        model: 'm',
+        endpoint_path: '/v1/chat/completions',
+        is_streaming: false,
+        body: '{"model":"m"}',
+        headers: { 'content-type': 'application/json' },
+      },
     ]);
     expect(dispatcher.frames.onComplete(worker, { type: 'response_complete', request_id: req.id, status_code: 200, body: '{}' })).toBe('ok');
     expect(sink.complete).toEqual({ status: 200, body: '{}' });
@@ -216,7 +224,11 @@ describe('Dispatcher on fakes (scripted router, recording observers)', () => {
     expect(unknown.sink.error?.code).toBe('model_not_found');
     expect(refused.sink.error?.code).toBe('server_shutdown');
     expect(overflow.sink.error?.code).toBe('queue_full');
-    expect(observers.of('rejected')).toEqual([`rejected:${unknown.req.id}:model_not_found`, `rejected:${refused.req.id}:server_shutdown`, `rejected:${overflow.req.id}:queue_full`]);
+    expect(observers.of('rejected')).toEqual([
+      `rejected:${unknown.req.id}:model_not_found`,
+      `rejected:${refused.req.id}:server_shutdown`,
+      `rejected:${overflow.req.id}:queue_full`,
+    ]);
     expect(observers.of('finished')).toEqual([`finished:${unknown.req.id}:404`, `finished:${refused.req.id}:503`, `finished:${overflow.req.id}:429`]);
   });
 

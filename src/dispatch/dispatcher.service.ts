@@ -162,7 +162,16 @@ export class Dispatcher implements LeaseControl {
     req.phase = 'queued';
     req.queuedAt = now;
     req.queuePosition = this.queue.depth(p.name);
-    this.log.debug({ msg: 'request queued', correlation_id: req.correlationId, request_id: req.id, pool: p.name, model, tenant: req.tenant, priority: req.priority, queue_position: req.queuePosition });
+    this.log.debug({
+      msg: 'request queued',
+      correlation_id: req.correlationId,
+      request_id: req.id,
+      pool: p.name,
+      model,
+      tenant: req.tenant,
+      priority: req.priority,
+      queue_position: req.queuePosition,
+    });
     // A requeued request waits at most one more queue timeout, never past its lifetime.
     const waitUntil = Math.min(req.deadline, now + (req.timeouts?.queueMs ?? p.queueTimeoutMs));
     this.queue.expireAfter(req, waitUntil - now, () => this.onQueueTimeout(req));
@@ -222,7 +231,16 @@ export class Dispatcher implements LeaseControl {
     this.onWorkers.set(req.id, req);
     req.timer = this.clock.setTimeout(() => this.onRequestTimeout(req), Math.max(0, req.deadline - now));
     req.sink.routed(model, model === req.plan.target ? undefined : req.model);
-    this.log.debug({ msg: 'request placed', correlation_id: req.correlationId, request_id: req.id, pool: worker.provider, worker_id: worker.id, worker_name: worker.name, model, queue_wait_ms: req.waitedMs });
+    this.log.debug({
+      msg: 'request placed',
+      correlation_id: req.correlationId,
+      request_id: req.id,
+      pool: worker.provider,
+      worker_id: worker.id,
+      worker_name: worker.name,
+      model,
+      queue_wait_ms: req.waitedMs,
+    });
     lease.send({
       type: 'request',
       request_id: req.id,
@@ -312,7 +330,13 @@ export class Dispatcher implements LeaseControl {
         const decision = this.router.route(req.plan);
         if (decision.kind === 'reject' || decision.model === model) continue;
         this.queue.remove(req);
-        this.log.debug({ msg: 'queued request re-planned', request_id: req.id, correlation_id: req.correlationId, from_model: model, to_model: decision.model });
+        this.log.debug({
+          msg: 'queued request re-planned',
+          request_id: req.id,
+          correlation_id: req.correlationId,
+          from_model: model,
+          to_model: decision.model,
+        });
         // The wait is carried on (recorded once, on assignment) and the request now belongs to the
         // fallback's provider (metrics, usage, provider deletion); it was admitted already, so a
         // fallback's queue takes it without its bound.

@@ -90,7 +90,9 @@ describe('Fleet', () => {
       expect([...fleet.directory.servingExactly('n')]).toEqual([w]);
       expect([...fleet.sessions.ofProvider('local')]).toEqual([w]);
       expect(w.replica).toBe('replica-1');
-      expect(records.connected).toEqual([{ id: 'w-a', provider: 'local', name: 'name-w-a', models: ['m', 'n'], maxConcurrent: 2, remoteAddress: '10.0.0.1', connectedAt: clock.now() }]);
+      expect(records.connected).toEqual([
+        { id: 'w-a', provider: 'local', name: 'name-w-a', models: ['m', 'n'], maxConcurrent: 2, remoteAddress: '10.0.0.1', connectedAt: clock.now() },
+      ]);
     });
 
     it('while shutting down: the worker joins but is drained at once and offered nothing', () => {

@@ -1,6 +1,5 @@
 import { WorkerSession } from './worker-session';
 
-
 /**
  * Reconciles the gateway's slot accounting with a load the worker reported. The worker counted
  * only requests that reached it before it answered: with `mark` (the worker's `sentSeq` when the

@@ -49,5 +49,4 @@ export class NameCordons {
   clear(provider: string): void {
     for (const c of this.list(provider)) this.uncordon(provider, c.name);
   }
-
 }

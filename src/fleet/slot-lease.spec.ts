@@ -71,7 +71,7 @@ describe('SlotLease', () => {
     expect(host.calls).toEqual([]);
   });
 
-  it('a lease no longer in its worker\'s assignments (replaced under the same id) does nothing', () => {
+  it("a lease no longer in its worker's assignments (replaced under the same id) does nothing", () => {
     const stale = lease('r1', 1);
     lease('r1', 2);
     stale.release();

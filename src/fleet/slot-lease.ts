@@ -71,7 +71,8 @@ export class SlotLease {
   cancel(reason: CancelReason): CancelReason | undefined {
     if (!this.deactivate()) return undefined;
     this.host.released(this.session);
-    const wire = (EXTENDED_CANCEL_REASONS as readonly string[]).includes(reason) && !this.session.features.has(Features.CANCEL_REASONS) ? 'client_disconnect' : reason;
+    const wire =
+      (EXTENDED_CANCEL_REASONS as readonly string[]).includes(reason) && !this.session.features.has(Features.CANCEL_REASONS) ? 'client_disconnect' : reason;
     this.session.channel.send({ type: 'cancel', request_id: this.requestId, reason: wire });
     this.host.hold(this.session, this.requestId, this.sentSeq);
     return wire;

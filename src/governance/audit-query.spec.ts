@@ -7,7 +7,18 @@ describe('GET /admin/audit query', () => {
   });
 
   it('reads every filter', () => {
-    expect(parseAuditQuery({ operation: 'cache-flush', outcome: 'refused', model: 'llama3:8b', task: 'flush-1', since: '2026-12-01', until: '1796169600000', before: '42', limit: '5' })).toEqual({
+    expect(
+      parseAuditQuery({
+        operation: 'cache-flush',
+        outcome: 'refused',
+        model: 'llama3:8b',
+        task: 'flush-1',
+        since: '2026-12-01',
+        until: '1796169600000',
+        before: '42',
+        limit: '5',
+      }),
+    ).toEqual({
       operation: 'cache-flush',
       outcome: 'refused',
       modelId: 'llama3:8b',
@@ -25,7 +36,11 @@ describe('GET /admin/audit query', () => {
     [{ limit: '0' }, 'limit', "Query parameter 'limit' must be an integer from 1 to 1000, got '0'"],
     [{ limit: '1001' }, 'limit', "Query parameter 'limit' must be an integer from 1 to 1000, got '1001'"],
     [{ before: '-1' }, 'before', "Query parameter 'before' must be an audit row id (a positive integer), got '-1'"],
-    [{ since: 'yesterday' }, 'since', "Query parameter 'since' must be an ISO-8601 date or date-time (2025-01-31, 2025-01-31T12:00:00Z) or epoch milliseconds, got 'yesterday'"],
+    [
+      { since: 'yesterday' },
+      'since',
+      "Query parameter 'since' must be an ISO-8601 date or date-time (2025-01-31, 2025-01-31T12:00:00Z) or epoch milliseconds, got 'yesterday'",
+    ],
     [{ since: '2026-12-02', until: '2026-12-01' }, 'since', "Query parameter 'since' must be before 'until' (since is inclusive, until exclusive)"],
     [{ operation: ['model-load', 'cache-flush'] }, 'operation', "Query parameter 'operation' must be given once"],
     [{ limit: '' }, 'limit', "Query parameter 'limit' must not be empty"],

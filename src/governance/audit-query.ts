@@ -37,11 +37,13 @@ export function parseAuditQuery(raw: Record<string, unknown>): AuditQuery | Gate
 function apply(query: AuditQuery, name: string, value: string): string | undefined {
   switch (name) {
     case 'operation':
-      if (!(LIFECYCLE_OPERATIONS as readonly string[]).includes(value)) return `Query parameter 'operation' must be one of ${LIFECYCLE_OPERATIONS.join(', ')}, got '${shown(value)}'`;
+      if (!(LIFECYCLE_OPERATIONS as readonly string[]).includes(value))
+        return `Query parameter 'operation' must be one of ${LIFECYCLE_OPERATIONS.join(', ')}, got '${shown(value)}'`;
       query.operation = value as LifecycleOperation;
       return undefined;
     case 'outcome':
-      if (!(AUDIT_OUTCOMES as readonly string[]).includes(value)) return `Query parameter 'outcome' must be one of ${AUDIT_OUTCOMES.join(', ')}, got '${shown(value)}'`;
+      if (!(AUDIT_OUTCOMES as readonly string[]).includes(value))
+        return `Query parameter 'outcome' must be one of ${AUDIT_OUTCOMES.join(', ')}, got '${shown(value)}'`;
       query.outcome = value as AuditOutcome;
       return undefined;
     case 'model':
@@ -57,7 +59,8 @@ function apply(query: AuditQuery, name: string, value: string): string | undefin
     case 'since':
     case 'until': {
       const time = parseTime(value);
-      if (time === undefined) return `Query parameter '${name}' must be an ISO-8601 date or date-time (2025-01-31, 2025-01-31T12:00:00Z) or epoch milliseconds, got '${shown(value)}'`;
+      if (time === undefined)
+        return `Query parameter '${name}' must be an ISO-8601 date or date-time (2025-01-31, 2025-01-31T12:00:00Z) or epoch milliseconds, got '${shown(value)}'`;
       query[name] = time;
       return undefined;
     }
@@ -66,7 +69,8 @@ function apply(query: AuditQuery, name: string, value: string): string | undefin
       query.before = Number(value);
       return undefined;
     case 'limit':
-      if (!POSITIVE_INT.test(value) || Number(value) > MAX_AUDIT_LIMIT) return `Query parameter 'limit' must be an integer from 1 to ${MAX_AUDIT_LIMIT}, got '${shown(value)}'`;
+      if (!POSITIVE_INT.test(value) || Number(value) > MAX_AUDIT_LIMIT)
+        return `Query parameter 'limit' must be an integer from 1 to ${MAX_AUDIT_LIMIT}, got '${shown(value)}'`;
       query.limit = Number(value);
       return undefined;
   }

@@ -2,7 +2,7 @@ import { Controller, Get, Query, UseGuards } from '@nestjs/common';
 import { AdminGuard } from '../auth/admin.guard';
 import { GatewayError } from '../common/gateway-error';
 import { ApiDoc } from '../openapi/api-doc';
-import { LIFECYCLE_API } from '../lifecycle/lifecycle.schemas';
+import { LIFECYCLE_API } from '../lifecycle/lifecycle-operations.schemas';
 import { AuditRecord } from './audit-log';
 import { parseAuditQuery } from './audit-query';
 import { AuditTrail } from './audit-trail';

@@ -22,12 +22,7 @@ export class GovernanceService {
   private readonly log = new Logger('Governance');
   private readonly verifier: OpTokenVerifier | undefined;
 
-  constructor(
-    @Inject(APP_CONFIG) config: AppConfig,
-    @Inject(CLOCK) clock: Clock,
-    nonces: NonceStore,
-    @Optional() cleanup?: RetentionTasks,
-  ) {
+  constructor(@Inject(APP_CONFIG) config: AppConfig, @Inject(CLOCK) clock: Clock, nonces: NonceStore, @Optional() cleanup?: RetentionTasks) {
     const { keyPath, signers, signerKeys, sharedKeyCompat, requiredSigners } = config.governance;
     if (lifecycleEnabled(config.governance)) {
       const publicKeys = new Map(Object.entries(signerKeys).map(([name, key]) => [name, parsePublicKey(key)]));

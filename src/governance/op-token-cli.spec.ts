@@ -13,18 +13,52 @@ describe('switchboard op-token arguments', () => {
   it('takes --name value and --name=value; every bound field has its option', () => {
     expect(
       parseOpTokenArgs(
-        ['--operation', 'model-load', '--model=llama3:8b', '--evict', 'old', '--pool', 'gpu-a', '--worker', 'w-1', '--replicas', '1', '--quantization', 'q4', '--gpu-memory-budget-mb', '40000', '--max-context-length=8192'],
+        [
+          '--operation',
+          'model-load',
+          '--model=llama3:8b',
+          '--evict',
+          'old',
+          '--pool',
+          'gpu-a',
+          '--worker',
+          'w-1',
+          '--replicas',
+          '1',
+          '--quantization',
+          'q4',
+          '--gpu-memory-budget-mb',
+          '40000',
+          '--max-context-length=8192',
+        ],
         {},
       ),
     ).toEqual({
-      claims: { operation: 'model-load', modelId: 'llama3:8b', evictModel: 'old', pool: 'gpu-a', workerId: 'w-1', replicas: 1, quantization: 'q4', gpuMemoryBudgetMB: 40000, maxContextLength: 8192 },
+      claims: {
+        operation: 'model-load',
+        modelId: 'llama3:8b',
+        evictModel: 'old',
+        pool: 'gpu-a',
+        workerId: 'w-1',
+        replicas: 1,
+        quantization: 'q4',
+        gpuMemoryBudgetMB: 40000,
+        maxContextLength: 8192,
+      },
       signers: [],
     });
-    expect(parseOpTokenArgs(['--operation', 'cache-flush', '--scope', 'tenant', '--tenant', 't1'], {}).claims).toEqual({ operation: 'cache-flush', scope: 'tenant', tenantId: 't1' });
+    expect(parseOpTokenArgs(['--operation', 'cache-flush', '--scope', 'tenant', '--tenant', 't1'], {}).claims).toEqual({
+      operation: 'cache-flush',
+      scope: 'tenant',
+      tenantId: 't1',
+    });
   });
 
   it('shared-key (compat) format: --key-file, or $VERIFIED_OP_TOKEN_KEY_PATH when --signer comes without --key', () => {
-    expect(parseOpTokenArgs(['--operation', 'model-load', '--model', 'm', '--signer', 'alice', '--signer=bob'], env)).toMatchObject({ signers: ['alice', 'bob'], keyFile: env.VERIFIED_OP_TOKEN_KEY_PATH });
+    expect(parseOpTokenArgs(['--operation', 'model-load', '--model', 'm', '--signer', 'alice', '--signer=bob'], env)).toMatchObject({
+      signers: ['alice', 'bob'],
+      keyFile: env.VERIFIED_OP_TOKEN_KEY_PATH,
+    });
     expect(parseOpTokenArgs(['--operation', 'model-load', '--model', 'm', '--signer', 'a', '--key-file', '/k'], {})).toMatchObject({ keyFile: '/k' });
     expect(parseOpTokenArgs(['--operation', 'model-load', '--model', 'm'], env)).not.toHaveProperty('keyFile');
   });
@@ -47,9 +81,15 @@ describe('switchboard op-token arguments', () => {
     [['--operation', 'model-unload', '--model', 'm', '--evict', 'old'], '--evict goes with model-load only'],
     [['--operation', 'model-load', '--model', 'm', '--signer', 'a'], "--signer needs --key (the signer's private key file)"],
     [['--operation', 'model-load', '--model', 'm', '--key', 'k'], '--key signs as one signer: give exactly one --signer'],
-    [['--operation', 'model-load', '--model', 'm', '--key', 'k', '--signer', 'a', '--key-file', 'f'], '--key (Ed25519) and --key-file (shared HMAC key) do not go together'],
+    [
+      ['--operation', 'model-load', '--model', 'm', '--key', 'k', '--signer', 'a', '--key-file', 'f'],
+      '--key (Ed25519) and --key-file (shared HMAC key) do not go together',
+    ],
     [['model-load'], 'unexpected argument "model-load"'],
-    [['--operation', 'model-load', '--model', 'm'.repeat(256)], 'the gateway would refuse this token as malformed: opToken.modelId: expected a string of 1-255 characters'],
+    [
+      ['--operation', 'model-load', '--model', 'm'.repeat(256)],
+      'the gateway would refuse this token as malformed: opToken.modelId: expected a string of 1-255 characters',
+    ],
   ])('%j is refused: %s', (args, message) => {
     expect(() => parseOpTokenArgs(args, {})).toThrow(message);
   });
@@ -60,7 +100,9 @@ describe('switchboard op-token arguments', () => {
       const keyFile = join(dir, 'k');
       writeFileSync(keyFile, 'the-key\n');
       const now = Date.UTC(2026, 11, 5, 10, 0, 0, 900);
-      const token = decodeOpToken(opTokenFor(parseOpTokenArgs(['--operation', 'model-unload', '--model', 'm', '--signer', 'alice', '--signer', 'bob', '--key-file', keyFile], {}), now));
+      const token = decodeOpToken(
+        opTokenFor(parseOpTokenArgs(['--operation', 'model-unload', '--model', 'm', '--signer', 'alice', '--signer', 'bob', '--key-file', keyFile], {}), now),
+      );
       expect(token.format).toBe('shared-key');
       expect(token.claims).toMatchObject({ operation: 'model-unload', modelId: 'm', issuedAt: Math.floor(now / 1000), signers: ['alice', 'bob'] });
       expect(token.claims.nonce).toMatch(/^[0-9a-f]{32}$/);
@@ -111,7 +153,7 @@ describe('switchboard op-token keygen, sign, verify (in process)', () => {
     expect(decodeOpToken(unsigned)).toMatchObject({ format: 'ed25519', signatures: new Map() });
 
     const byAlice = run(['sign', '--key', join(dir, 'alice.key'), '--signer', 'alice', unsigned]);
-    expect(byAlice.err).toContain("alice signs: model-load of 'llama3:8b', workerId \"w-1\", gpuMemoryBudgetMB 20000");
+    expect(byAlice.err).toContain('alice signs: model-load of \'llama3:8b\', workerId "w-1", gpuMemoryBudgetMB 20000');
     const one = run(['verify', '--signers-file', signersFile], byAlice.out, now + 60_000);
     expect([one.code, one.out]).toEqual([1, expect.stringContaining('INVALID:    1 valid signature(s), 2 needed')]);
 
@@ -125,7 +167,7 @@ describe('switchboard op-token keygen, sign, verify (in process)', () => {
 
     const ok = run(['verify', token], '', now + 120_000, { GOVERNANCE_SIGNERS_FILE: signersFile });
     expect(ok.code).toBe(0);
-    expect(ok.out).toContain("authorises: model-load of 'llama3:8b', workerId \"w-1\", gpuMemoryBudgetMB 20000; nothing else");
+    expect(ok.out).toContain('authorises: model-load of \'llama3:8b\', workerId "w-1", gpuMemoryBudgetMB 20000; nothing else');
     expect(ok.out).toContain('signed by:  alice, bob (2 of 2 required; signers: alice, bob, carol)');
     expect(run(['verify', '--signers-file', signersFile, '--required-signers', '3', token], '', now).code).toBe(1);
     expect(run(['verify', '--signers-file', signersFile, token], '', now + 301_000).out).toContain('INVALID:    expired 1 s ago');

@@ -47,8 +47,21 @@ The format, for other tools: docs/lifecycle.md#tokens.
 `;
 
 const VALUE_OPTIONS = new Set([
-  '--operation', '--model', '--scope', '--tenant', '--tag', '--evict', '--pool', '--worker', '--replicas', '--quantization',
-  '--gpu-memory-budget-mb', '--max-context-length', '--signer', '--key', '--key-file',
+  '--operation',
+  '--model',
+  '--scope',
+  '--tenant',
+  '--tag',
+  '--evict',
+  '--pool',
+  '--worker',
+  '--replicas',
+  '--quantization',
+  '--gpu-memory-budget-mb',
+  '--max-context-length',
+  '--signer',
+  '--key',
+  '--key-file',
 ]);
 
 /** What went wrong with the arguments (a usage error, exit status 2). */
@@ -103,7 +116,8 @@ export function parseOpTokenArgs(args: readonly string[], env: Record<string, st
   const one = (name: string) => oneOf(values, name);
   const operation = one('--operation');
   if (!operation) throw new OpTokenUsageError(`--operation is required (${LIFECYCLE_OPERATIONS.join(', ')})`);
-  if (!(LIFECYCLE_OPERATIONS as readonly string[]).includes(operation)) throw new OpTokenUsageError(`--operation must be one of ${LIFECYCLE_OPERATIONS.join(', ')}, got "${operation}"`);
+  if (!(LIFECYCLE_OPERATIONS as readonly string[]).includes(operation))
+    throw new OpTokenUsageError(`--operation must be one of ${LIFECYCLE_OPERATIONS.join(', ')}, got "${operation}"`);
   const claims: BoundClaims = dropUndefined({
     operation: operation as LifecycleOperation,
     modelId: one('--model'),
@@ -130,19 +144,28 @@ export function parseOpTokenArgs(args: readonly string[], env: Record<string, st
   const key = one('--key');
   const keyFile = one('--key-file') ?? (key === undefined && signers.length > 0 ? env.VERIFIED_OP_TOKEN_KEY_PATH || undefined : undefined);
   if (key !== undefined && keyFile !== undefined) throw new OpTokenUsageError('--key (Ed25519) and --key-file (shared HMAC key) do not go together');
-  if (keyFile === undefined && key === undefined && signers.length > 0) throw new OpTokenUsageError('--signer needs --key (the signer\'s private key file)');
-  if (key !== undefined && signers.length !== 1) throw new OpTokenUsageError('--key signs as one signer: give exactly one --signer (the others sign with `switchboard op-token sign`)');
+  if (keyFile === undefined && key === undefined && signers.length > 0) throw new OpTokenUsageError("--signer needs --key (the signer's private key file)");
+  if (key !== undefined && signers.length !== 1)
+    throw new OpTokenUsageError('--key signs as one signer: give exactly one --signer (the others sign with `switchboard op-token sign`)');
   if (keyFile !== undefined && signers.length === 0) throw new OpTokenUsageError('at least one --signer is required with --key-file');
-  if (keyFile !== undefined && signers.some((s) => !/^[\x21-\x7e]{1,64}$/.test(s))) throw new OpTokenUsageError(`the gateway would refuse this token as malformed: opToken.signers: expected 1-64 names of 1-64 printable characters`);
+  if (keyFile !== undefined && signers.some((s) => !/^[\x21-\x7e]{1,64}$/.test(s)))
+    throw new OpTokenUsageError(`the gateway would refuse this token as malformed: opToken.signers: expected 1-64 names of 1-64 printable characters`);
   return dropUndefined({ claims, signers, key, keyFile });
 }
 
 function checkOperation(c: BoundClaims): void {
   const loadOnly = ['replicas', 'quantization', 'gpuMemoryBudgetMB', 'maxContextLength', 'evictModel'] as const;
-  const flag: Record<string, string> = { replicas: '--replicas', quantization: '--quantization', gpuMemoryBudgetMB: '--gpu-memory-budget-mb', maxContextLength: '--max-context-length', evictModel: '--evict' };
+  const flag: Record<string, string> = {
+    replicas: '--replicas',
+    quantization: '--quantization',
+    gpuMemoryBudgetMB: '--gpu-memory-budget-mb',
+    maxContextLength: '--max-context-length',
+    evictModel: '--evict',
+  };
   if (c.operation === 'cache-flush') {
     if (!c.scope) throw new OpTokenUsageError(`--scope is required for cache-flush (${CACHE_FLUSH_SCOPES.join(', ')})`);
-    if (!(CACHE_FLUSH_SCOPES as readonly string[]).includes(c.scope)) throw new OpTokenUsageError(`--scope must be one of ${CACHE_FLUSH_SCOPES.join(', ')}, got "${c.scope}"`);
+    if (!(CACHE_FLUSH_SCOPES as readonly string[]).includes(c.scope))
+      throw new OpTokenUsageError(`--scope must be one of ${CACHE_FLUSH_SCOPES.join(', ')}, got "${c.scope}"`);
     if (c.scope === 'model' && !c.modelId) throw new OpTokenUsageError('--model is required with --scope model');
     if (c.scope !== 'model' && c.modelId) throw new OpTokenUsageError(`--model does not go with --scope ${c.scope}`);
     if (c.scope === 'tenant' && !c.tenantId) throw new OpTokenUsageError('--tenant is required with --scope tenant');

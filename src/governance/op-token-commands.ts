@@ -85,7 +85,8 @@ function signCommand(args: readonly string[], io: OpTokenIo): number {
   const token = tokenArgument(values, positional, io);
   const decoded = decode(token);
   const age = io.nowMs - decoded.claims.issuedAt * 1000;
-  if (Math.abs(age) > OP_TOKEN_WINDOW_MS) throw new Error(`the token was issued ${Math.round(age / 1000)} s ago: outside the ±${OP_TOKEN_WINDOW_MS / 1000} s the gateway accepts; create a new one`);
+  if (Math.abs(age) > OP_TOKEN_WINDOW_MS)
+    throw new Error(`the token was issued ${Math.round(age / 1000)} s ago: outside the ±${OP_TOKEN_WINDOW_MS / 1000} s the gateway accepts; create a new one`);
   const signed = addSignature(token, signer, readPrivateKey(keyFile));
   io.err(`${signer} signs: ${describe(decoded.claims)}\n`);
   io.out(`${signed}\n`);
@@ -100,7 +101,11 @@ function verifyCommand(args: readonly string[], io: OpTokenIo): number {
   if (!signersFile) throw new OpTokenUsageError('--signers-file is required (or GOVERNANCE_SIGNERS_FILE)');
   const required = oneOf(values, '--required-signers') ?? io.env.GOVERNANCE_REQUIRED_SIGNERS;
   const problems: string[] = [];
-  const config = readGovernanceConfig({ GOVERNANCE_SIGNERS_FILE: signersFile, ...(required ? { GOVERNANCE_REQUIRED_SIGNERS: required } : {}) }, undefined, problems);
+  const config = readGovernanceConfig(
+    { GOVERNANCE_SIGNERS_FILE: signersFile, ...(required ? { GOVERNANCE_REQUIRED_SIGNERS: required } : {}) },
+    undefined,
+    problems,
+  );
   if (problems.length) throw new OpTokenUsageError(problems[0]);
   const decoded = decode(tokenArgument(values, positional, io));
   if (decoded.format !== 'ed25519') throw new Error('a shared-key (HMAC) token: only the holder of that key can check it');
@@ -110,9 +115,10 @@ function verifyCommand(args: readonly string[], io: OpTokenIo): number {
   const failures: string[] = [];
   if (invalid.length) failures.push(`signature of ${invalid.join(', ')} does not verify`);
   if (unknown.length) failures.push(`unknown signer(s): ${unknown.join(', ')}`);
-  if (Math.abs(skewMs) > OP_TOKEN_WINDOW_MS) failures.push(skewMs > 0 ? `expired ${Math.round((skewMs - OP_TOKEN_WINDOW_MS) / 1000)} s ago` : 'issued in the future, beyond the clock skew allowed');
+  if (Math.abs(skewMs) > OP_TOKEN_WINDOW_MS)
+    failures.push(skewMs > 0 ? `expired ${Math.round((skewMs - OP_TOKEN_WINDOW_MS) / 1000)} s ago` : 'issued in the future, beyond the clock skew allowed');
   if (valid.length < config.requiredSigners) failures.push(`${valid.length} valid signature(s), ${config.requiredSigners} needed`);
-  const until = new Date((decoded.claims.issuedAt * 1000 + OP_TOKEN_WINDOW_MS)).toISOString();
+  const until = new Date(decoded.claims.issuedAt * 1000 + OP_TOKEN_WINDOW_MS).toISOString();
   io.out(
     [
       `authorises: ${describe(decoded.claims)}`,

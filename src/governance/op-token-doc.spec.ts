@@ -49,7 +49,10 @@ describe('docs/lifecycle.md Ed25519 worked example', () => {
     expect(outer.signatures).toEqual({ alice: line('alice signature'), bob: line('bob signature') });
     const publicKeys = new Map(['alice', 'bob', 'carol'].map((n) => [n, parsePublicKey(line(`${n} public key`))]));
     const verifier = new OpTokenVerifier({ publicKeys, requiredSigners: 2 }, new OnceNonces(), new FakeClock(decodeOpToken(token).claims.issuedAt * 1000));
-    await expect(verifier.verify(token, { operation: 'model-unload', modelId: 'llama3:8b', workerId: 'w-1' })).resolves.toMatchObject({ signers: ['alice', 'bob'], nonce: '9f2c4e7a1b3d5f60' });
+    await expect(verifier.verify(token, { operation: 'model-unload', modelId: 'llama3:8b', workerId: 'w-1' })).resolves.toMatchObject({
+      signers: ['alice', 'bob'],
+      nonce: '9f2c4e7a1b3d5f60',
+    });
   });
 });
 
@@ -65,7 +68,14 @@ describe('docs/lifecycle.md shared-key worked example', () => {
     const decoded = decodeOpToken(token);
     expect(hasValidSignature(Buffer.from(key), decoded)).toBe(true);
     const clock = new FakeClock(decoded.claims.issuedAt * 1000);
-    const verifier = new OpTokenVerifier({ publicKeys: new Map(), sharedKey: Buffer.from(key), sharedKeySigners: ['alice', 'bob', 'carol'], requiredSigners: 2 }, new OnceNonces(), clock);
-    await expect(verifier.verify(token, { operation: 'model-unload', modelId: 'llama3:8b' })).resolves.toMatchObject({ signers: ['alice', 'bob'], nonce: '9f2c4e7a1b3d5f60' });
+    const verifier = new OpTokenVerifier(
+      { publicKeys: new Map(), sharedKey: Buffer.from(key), sharedKeySigners: ['alice', 'bob', 'carol'], requiredSigners: 2 },
+      new OnceNonces(),
+      clock,
+    );
+    await expect(verifier.verify(token, { operation: 'model-unload', modelId: 'llama3:8b' })).resolves.toMatchObject({
+      signers: ['alice', 'bob'],
+      nonce: '9f2c4e7a1b3d5f60',
+    });
   });
 });

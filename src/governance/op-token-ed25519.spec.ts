@@ -76,26 +76,61 @@ describe('OpTokenVerifier, Ed25519 M of N (2 of alice, bob, carol)', () => {
   });
 
   it('M distinct valid signatures pass, in any order, and the claims name the signers that verified', async () => {
-    const t = token([['carol', carol.privateKey], ['alice', alice.privateKey]], { nonce: 'ed-ok-0001' });
+    const t = token(
+      [
+        ['carol', carol.privateKey],
+        ['alice', alice.privateKey],
+      ],
+      { nonce: 'ed-ok-0001' },
+    );
     await expect(verifier.verify(t, FULL_LOAD)).resolves.toEqual({ ...FULL_LOAD, issuedAt: now(), nonce: 'ed-ok-0001', signers: ['carol', 'alice'] });
-    expect(await code(token([['alice', alice.privateKey], ['bob', bob.privateKey], ['carol', carol.privateKey]]))).toBe('ok');
+    expect(
+      await code(
+        token([
+          ['alice', alice.privateKey],
+          ['bob', bob.privateKey],
+          ['carol', carol.privateKey],
+        ]),
+      ),
+    ).toBe('ok');
   });
 
   it('each signer signs the same canonical bytes: a signature made independently of the CLI verifies', async () => {
     const opToken = { nonce: 'by-hand-0001', operation: 'model-unload', modelId: 'm', issuedAt: now() };
     expect(canonicalJson(opToken)).toBe(`{"issuedAt":${now()},"modelId":"m","nonce":"by-hand-0001","operation":"model-unload"}`);
-    const t = encodeToken(opToken, new Map([['alice', signClaims(alice.privateKey, opToken)], ['bob', signClaims(bob.privateKey, opToken)]]));
+    const t = encodeToken(
+      opToken,
+      new Map([
+        ['alice', signClaims(alice.privateKey, opToken)],
+        ['bob', signClaims(bob.privateKey, opToken)],
+      ]),
+    );
     expect(await code(t, { operation: 'model-unload', modelId: 'm' })).toBe('ok');
   });
 
   it('M-1 valid signatures and one bad one (a known signer, the wrong key) is op_token_bad_signature, before the nonce is spent', async () => {
-    const t = token([['alice', alice.privateKey], ['bob', mallory.privateKey]], { nonce: 'ed-bad-0001' });
-    await expect(verifier.verify(t, FULL_LOAD)).rejects.toMatchObject({ code: 'op_token_bad_signature', message: expect.stringContaining('signature of bob does not verify') });
+    const t = token(
+      [
+        ['alice', alice.privateKey],
+        ['bob', mallory.privateKey],
+      ],
+      { nonce: 'ed-bad-0001' },
+    );
+    await expect(verifier.verify(t, FULL_LOAD)).rejects.toMatchObject({
+      code: 'op_token_bad_signature',
+      message: expect.stringContaining('signature of bob does not verify'),
+    });
     expect(nonces.seen.has('ed-bad-0001')).toBe(false);
   });
 
   it('M valid signatures plus a bad one from a known signer still fail (a bad signature is never ignored)', async () => {
-    const t = outer(token([['alice', alice.privateKey], ['bob', bob.privateKey], ['carol', carol.privateKey]]));
+    const t = outer(
+      token([
+        ['alice', alice.privateKey],
+        ['bob', bob.privateKey],
+        ['carol', carol.privateKey],
+      ]),
+    );
     t.signatures.carol = t.signatures.alice; // alice's signature presented as carol's
     expect(await code(encode(t))).toBe('op_token_bad_signature');
   });
@@ -113,24 +148,49 @@ describe('OpTokenVerifier, Ed25519 M of N (2 of alice, bob, carol)', () => {
   });
 
   it('an unknown signer beside M valid ones is op_token_unknown_signer; a token only strangers signed is op_token_bad_signature and spends no nonce', async () => {
-    expect(await code(token([['alice', alice.privateKey], ['bob', bob.privateKey], ['mallory', mallory.privateKey]]))).toBe('op_token_unknown_signer');
-    const strangers = token([['mallory', mallory.privateKey], ['eve', mallory.privateKey]], { nonce: 'strangers-1' });
+    expect(
+      await code(
+        token([
+          ['alice', alice.privateKey],
+          ['bob', bob.privateKey],
+          ['mallory', mallory.privateKey],
+        ]),
+      ),
+    ).toBe('op_token_unknown_signer');
+    const strangers = token(
+      [
+        ['mallory', mallory.privateKey],
+        ['eve', mallory.privateKey],
+      ],
+      { nonce: 'strangers-1' },
+    );
     expect(await code(strangers)).toBe('op_token_bad_signature');
     expect(nonces.seen.has('strangers-1')).toBe(false);
   });
 
   it('an unsigned token is op_token_bad_signature', async () => {
-    await expect(verifier.verify(token([]), FULL_LOAD)).rejects.toMatchObject({ code: 'op_token_bad_signature', message: expect.stringContaining('carries no signature') });
+    await expect(verifier.verify(token([]), FULL_LOAD)).rejects.toMatchObject({
+      code: 'op_token_bad_signature',
+      message: expect.stringContaining('carries no signature'),
+    });
   });
 
   it('claims altered after signing (a bigger memory budget) fail every signature', async () => {
-    const t = outer(token([['alice', alice.privateKey], ['bob', bob.privateKey]]));
+    const t = outer(
+      token([
+        ['alice', alice.privateKey],
+        ['bob', bob.privateKey],
+      ]),
+    );
     t.opToken.gpuMemoryBudgetMB = 80000;
     expect(await code(encode(t), { ...FULL_LOAD, gpuMemoryBudgetMB: 80000 })).toBe('op_token_bad_signature');
   });
 
   it('keeps the order: then time (±5 min), then the nonce, then the request', async () => {
-    const signers: Array<[string, KeyObject]> = [['alice', alice.privateKey], ['bob', bob.privateKey]];
+    const signers: Array<[string, KeyObject]> = [
+      ['alice', alice.privateKey],
+      ['bob', bob.privateKey],
+    ];
     expect(await code(token(signers, { issuedAt: now() - 301 }))).toBe('op_token_expired');
     expect(await code(token(signers, { issuedAt: now() + 300 }))).toBe('ok');
     const once = token(signers, { nonce: 'ed-once-001' });
@@ -140,7 +200,10 @@ describe('OpTokenVerifier, Ed25519 M of N (2 of alice, bob, carol)', () => {
   });
 
   describe('every bound field is compared, present-vs-absent included', () => {
-    const signers: Array<[string, KeyObject]> = [['alice', alice.privateKey], ['bob', bob.privateKey]];
+    const signers: Array<[string, KeyObject]> = [
+      ['alice', alice.privateKey],
+      ['bob', bob.privateKey],
+    ];
     const changed: Record<string, unknown> = {
       modelId: 'llama3:8b-instruct',
       evictModel: 'qwen2.5:7b',
@@ -160,7 +223,17 @@ describe('OpTokenVerifier, Ed25519 M of N (2 of alice, bob, carol)', () => {
     });
 
     it('operation, scope, tenantId and tag of a flush', async () => {
-      const flush = (claims: Partial<OpTokenClaims>) => token(signers, { operation: 'cache-flush', modelId: undefined, evictModel: undefined, replicas: undefined, quantization: undefined, gpuMemoryBudgetMB: undefined, maxContextLength: undefined, ...claims });
+      const flush = (claims: Partial<OpTokenClaims>) =>
+        token(signers, {
+          operation: 'cache-flush',
+          modelId: undefined,
+          evictModel: undefined,
+          replicas: undefined,
+          quantization: undefined,
+          gpuMemoryBudgetMB: undefined,
+          maxContextLength: undefined,
+          ...claims,
+        });
       const asked: RequestedOperation = { operation: 'cache-flush', scope: 'tenant', tenantId: 't-1', pool: 'gpu-a', workerId: 'w-1' };
       expect(await code(flush({ scope: 'tenant', tenantId: 't-1' }), asked)).toBe('ok');
       expect(await code(flush({ scope: 'tenant', tenantId: 't-1' }), { ...asked, operation: 'model-unload' })).toBe('op_token_mismatch');
@@ -174,8 +247,23 @@ describe('OpTokenVerifier, Ed25519 M of N (2 of alice, bob, carol)', () => {
 
   it('with M = N every signer must sign', async () => {
     verifier = new OpTokenVerifier({ publicKeys: PUBLIC, requiredSigners: 3 }, nonces, clock);
-    expect(await code(token([['alice', alice.privateKey], ['bob', bob.privateKey]]))).toBe('op_token_insufficient_signers');
-    expect(await code(token([['alice', alice.privateKey], ['bob', bob.privateKey], ['carol', carol.privateKey]]))).toBe('ok');
+    expect(
+      await code(
+        token([
+          ['alice', alice.privateKey],
+          ['bob', bob.privateKey],
+        ]),
+      ),
+    ).toBe('op_token_insufficient_signers');
+    expect(
+      await code(
+        token([
+          ['alice', alice.privateKey],
+          ['bob', bob.privateKey],
+          ['carol', carol.privateKey],
+        ]),
+      ),
+    ).toBe('ok');
   });
 
   it.each([

@@ -79,7 +79,10 @@ export function addSignature(token: string, signer: string, privateKey: KeyObjec
 }
 
 /** Per signature of an Ed25519 token: whether it is a configured signer's and verifies. */
-export function checkSignatures(token: Extract<DecodedOpToken, { format: 'ed25519' }>, keys: ReadonlyMap<string, KeyObject>): { valid: string[]; invalid: string[]; unknown: string[] } {
+export function checkSignatures(
+  token: Extract<DecodedOpToken, { format: 'ed25519' }>,
+  keys: ReadonlyMap<string, KeyObject>,
+): { valid: string[]; invalid: string[]; unknown: string[] } {
   const out = { valid: [] as string[], invalid: [] as string[], unknown: [] as string[] };
   for (const [name, sig] of token.signatures) {
     const key = keys.get(name);

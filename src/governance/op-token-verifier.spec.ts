@@ -80,10 +80,33 @@ describe('OpTokenVerifier, shared-key compat format', () => {
       ['not base64url', 'not a token!'],
       ['not JSON', Buffer.from('{opToken').toString('base64url')],
       ['no signature', Buffer.from(JSON.stringify({ opToken: { operation: 'model-load' } })).toString('base64url')],
-      ['a field that is not an op token field', Buffer.from(JSON.stringify({ opToken: { operation: 'model-load', modelId: 'm', issuedAt: 1, signers: ['a'], nonce: 'n-12345678', priority: 1 }, signature: 'a'.repeat(64) })).toString('base64url')],
-      ['an unknown operation', Buffer.from(JSON.stringify({ opToken: { operation: 'model-delete', modelId: 'm', issuedAt: 1, signers: ['a'], nonce: 'n-12345678' }, signature: 'a'.repeat(64) })).toString('base64url')],
-      ['issuedAt in milliseconds as a string', Buffer.from(JSON.stringify({ opToken: { operation: 'model-load', modelId: 'm', issuedAt: '1', signers: ['a'], nonce: 'n-12345678' }, signature: 'a'.repeat(64) })).toString('base64url')],
-      ['a short nonce', Buffer.from(JSON.stringify({ opToken: { operation: 'model-load', modelId: 'm', issuedAt: 1, signers: ['a'], nonce: 'abc' }, signature: 'a'.repeat(64) })).toString('base64url')],
+      [
+        'a field that is not an op token field',
+        Buffer.from(
+          JSON.stringify({
+            opToken: { operation: 'model-load', modelId: 'm', issuedAt: 1, signers: ['a'], nonce: 'n-12345678', priority: 1 },
+            signature: 'a'.repeat(64),
+          }),
+        ).toString('base64url'),
+      ],
+      [
+        'an unknown operation',
+        Buffer.from(
+          JSON.stringify({ opToken: { operation: 'model-delete', modelId: 'm', issuedAt: 1, signers: ['a'], nonce: 'n-12345678' }, signature: 'a'.repeat(64) }),
+        ).toString('base64url'),
+      ],
+      [
+        'issuedAt in milliseconds as a string',
+        Buffer.from(
+          JSON.stringify({ opToken: { operation: 'model-load', modelId: 'm', issuedAt: '1', signers: ['a'], nonce: 'n-12345678' }, signature: 'a'.repeat(64) }),
+        ).toString('base64url'),
+      ],
+      [
+        'a short nonce',
+        Buffer.from(
+          JSON.stringify({ opToken: { operation: 'model-load', modelId: 'm', issuedAt: 1, signers: ['a'], nonce: 'abc' }, signature: 'a'.repeat(64) }),
+        ).toString('base64url'),
+      ],
     ])('malformed (%s): op_token_malformed, a 400', async (_why, token) => {
       expect(await code(token)).toBe('op_token_malformed');
     });
@@ -99,7 +122,11 @@ describe('OpTokenVerifier, shared-key compat format', () => {
       const padded = valid + '='.repeat((4 - (valid.length % 4)) % 4);
       expect(await code(padded)).toBe('ok');
 
-      const latin1 = Buffer.concat([Buffer.from('{"opToken":{"operation":"model-load","modelId":"'), Buffer.from([0xe9]), Buffer.from(`","issuedAt":${nowSecs()},"signers":["alice","bob"],"nonce":"bad-utf8-1"},"signature":"${'a'.repeat(64)}"}`)]);
+      const latin1 = Buffer.concat([
+        Buffer.from('{"opToken":{"operation":"model-load","modelId":"'),
+        Buffer.from([0xe9]),
+        Buffer.from(`","issuedAt":${nowSecs()},"signers":["alice","bob"],"nonce":"bad-utf8-1"},"signature":"${'a'.repeat(64)}"}`),
+      ]);
       expect(await code(latin1.toString('base64url'))).toBe('op_token_malformed');
     });
 
@@ -157,7 +184,10 @@ describe('OpTokenVerifier, shared-key compat format', () => {
 
     it('without compat (no shared key configured) a shared-key token is op_token_bad_signature', async () => {
       verifier = new OpTokenVerifier({ publicKeys: new Map(), requiredSigners: 2 }, nonces, clock);
-      await expect(verifier.verify(mint({ nonce: 'no-compat-1' }), LOAD)).rejects.toMatchObject({ code: 'op_token_bad_signature', message: expect.stringContaining('GOVERNANCE_SHARED_KEY_COMPAT is off') });
+      await expect(verifier.verify(mint({ nonce: 'no-compat-1' }), LOAD)).rejects.toMatchObject({
+        code: 'op_token_bad_signature',
+        message: expect.stringContaining('GOVERNANCE_SHARED_KEY_COMPAT is off'),
+      });
       expect(nonces.seen.has('no-compat-1')).toBe(false);
     });
 
@@ -251,7 +281,10 @@ describe('OpTokenVerifier with the nonce store in a SQLite file', () => {
   it('of two concurrent uses of one token, exactly one passes', async () => {
     const { verifier } = await verifierOnFile();
     const token = mintOpToken(KEY, { operation: 'model-load', modelId: 'race', issuedAt: Math.floor(clock.now() / 1000), signers: ['alice', 'bob'] });
-    const results = await Promise.allSettled([verifier.verify(token, { operation: 'model-load', modelId: 'race' }), verifier.verify(token, { operation: 'model-load', modelId: 'race' })]);
+    const results = await Promise.allSettled([
+      verifier.verify(token, { operation: 'model-load', modelId: 'race' }),
+      verifier.verify(token, { operation: 'model-load', modelId: 'race' }),
+    ]);
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
   });
 
@@ -259,7 +292,10 @@ describe('OpTokenVerifier with the nonce store in a SQLite file', () => {
     const { verifier, store, ds } = await verifierOnFile();
     await ds.getRepository(OpTokenNonceEntity).clear();
     const issuedAt = Math.floor(clock.now() / 1000);
-    await verifier.verify(mintOpToken(KEY, { operation: 'model-load', modelId: 'p', issuedAt, signers: ['alice', 'bob'], nonce: 'prune-me-1' }), { operation: 'model-load', modelId: 'p' });
+    await verifier.verify(mintOpToken(KEY, { operation: 'model-load', modelId: 'p', issuedAt, signers: ['alice', 'bob'], nonce: 'prune-me-1' }), {
+      operation: 'model-load',
+      modelId: 'p',
+    });
     expect(await store.prune(issuedAt * 1000 + 5 * 60_000)).toBe(0); // still inside the window
     expect(await store.prune(issuedAt * 1000 + 5 * 60_000 + 1)).toBe(1);
     expect(await ds.getRepository(OpTokenNonceEntity).count()).toBe(0);

@@ -88,7 +88,10 @@ export class OpTokenVerifier {
   private checkSignatures(decoded: DecodedOpToken): { valid: string[]; unknown: string[] } {
     if (decoded.format === 'ed25519') {
       const { valid, invalid, unknown } = checkSignatures(decoded, this.policy.publicKeys);
-      if (invalid.length) throw Errors.opTokenBadSignature(`the signature of ${invalid.join(', ')} does not verify (the claims were altered after signing, or another key signed)`);
+      if (invalid.length)
+        throw Errors.opTokenBadSignature(
+          `the signature of ${invalid.join(', ')} does not verify (the claims were altered after signing, or another key signed)`,
+        );
       if (valid.length === 0) throw Errors.opTokenBadSignature(decoded.signatures.size ? 'no configured signer signed it' : 'it carries no signature');
       return { valid, unknown };
     }
@@ -104,7 +107,8 @@ function firstMismatch(claims: OpTokenClaims, requested: RequestedOperation): Ga
   for (const field of BOUND_FIELDS) {
     const signed = claims[field];
     const asked = requested[field];
-    if (signed !== asked) return Errors.opTokenMismatch(field, signed === undefined ? undefined : String(signed), asked === undefined ? undefined : String(asked));
+    if (signed !== asked)
+      return Errors.opTokenMismatch(field, signed === undefined ? undefined : String(signed), asked === undefined ? undefined : String(asked));
   }
   return undefined;
 }

@@ -116,7 +116,8 @@ export function decodeOpToken(token: string): DecodedOpToken {
     const claims = readClaims(opToken, ED25519_FIELDS);
     return { format: 'ed25519', claims: { ...claims, signers: [...sigs.keys()] }, signed: opToken, signatures: sigs };
   }
-  if (typeof signature !== 'string' || !HEX_SHA256.test(signature)) throw new MalformedOpToken('signature: expected 64 hex digits (HMAC-SHA256), or signatures');
+  if (typeof signature !== 'string' || !HEX_SHA256.test(signature))
+    throw new MalformedOpToken('signature: expected 64 hex digits (HMAC-SHA256), or signatures');
   return { format: 'shared-key', claims: readClaims(opToken, SHARED_KEY_FIELDS), signed: opToken, signature: Buffer.from(signature, 'hex') };
 }
 
@@ -200,7 +201,12 @@ function readClaims(o: Record<string, unknown>, fields: ReadonlySet<string>): Op
   claims.issuedAt = o.issuedAt;
   if (fields.has('signers')) {
     const signers = o.signers;
-    if (!Array.isArray(signers) || signers.length === 0 || signers.length > MAX_SIGNERS || !signers.every((s) => typeof s === 'string' && SIGNER_NAME.test(s))) {
+    if (
+      !Array.isArray(signers) ||
+      signers.length === 0 ||
+      signers.length > MAX_SIGNERS ||
+      !signers.every((s) => typeof s === 'string' && SIGNER_NAME.test(s))
+    ) {
       throw new MalformedOpToken(`opToken.signers: expected 1-${MAX_SIGNERS} names of 1-64 printable characters`);
     }
     claims.signers = signers;

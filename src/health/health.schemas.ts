@@ -21,7 +21,7 @@ export const OBSERVABILITY_SCHEMAS: Record<string, SchemaObject> = {
     type: 'object',
     required: ['status', 'version', 'uptime_secs', 'workers_connected', 'queue_depth', 'models_loaded', 'providers'],
     properties: {
-      status: { type: 'string', enum: ['ok', 'shutting_down', 'saturated'], description: '`saturated`: every enabled pool\'s queue is at its bound.' },
+      status: { type: 'string', enum: ['ok', 'shutting_down', 'saturated'], description: "`saturated`: every enabled pool's queue is at its bound." },
       version: { type: 'string' },
       uptime_secs: { type: 'integer' },
       workers_connected: { type: 'integer' },
@@ -32,7 +32,13 @@ export const OBSERVABILITY_SCHEMAS: Record<string, SchemaObject> = {
         items: {
           type: 'object',
           required: ['name', 'enabled', 'workers', 'queue_depth', 'max_queue_len'],
-          properties: { name: { type: 'string' }, enabled: { type: 'boolean' }, workers: { type: 'integer' }, queue_depth: { type: 'integer' }, max_queue_len: { type: 'integer' } },
+          properties: {
+            name: { type: 'string' },
+            enabled: { type: 'boolean' },
+            workers: { type: 'integer' },
+            queue_depth: { type: 'integer' },
+            max_queue_len: { type: 'integer' },
+          },
         },
       },
       redis: {
@@ -62,7 +68,7 @@ export const OBSERVABILITY_API = {
         models_loaded: 3,
         providers: [{ name: 'default', enabled: true, workers: 4, queue_depth: 2, max_queue_len: 100 }],
       }),
-      503: jsonResponse('Shutting down, or every pool\'s queue is full', ref('HealthSummary'), {
+      503: jsonResponse("Shutting down, or every pool's queue is full", ref('HealthSummary'), {
         status: 'saturated',
         version: '0.1.0',
         uptime_secs: 3605,
@@ -117,7 +123,8 @@ export const OBSERVABILITY_API = {
             examples: {
               metrics: {
                 summary: 'An excerpt',
-                value: '# HELP switchboard_queue_depth Requests waiting in the provider queue for a free worker slot.\n# TYPE switchboard_queue_depth gauge\nswitchboard_queue_depth{provider="local"} 0\n',
+                value:
+                  '# HELP switchboard_queue_depth Requests waiting in the provider queue for a free worker slot.\n# TYPE switchboard_queue_depth gauge\nswitchboard_queue_depth{provider="local"} 0\n',
               },
             },
           },

@@ -31,7 +31,9 @@ class FakeSnapshot implements HealthSnapshot {
   workersConnected = () => 3;
   queueDepth = () => 5;
   modelsLoaded = () => 2;
-  providers = () => [{ name: 'gpu', enabled: true, workers: 3, queue_depth: 5, max_queue_len: this.bound, secret_hash: 'scrypt$leak', address: '10.0.0.7:5555' }];
+  providers = () => [
+    { name: 'gpu', enabled: true, workers: 3, queue_depth: 5, max_queue_len: this.bound, secret_hash: 'scrypt$leak', address: '10.0.0.7:5555' },
+  ];
   bound = 100;
 }
 @Module({ providers: [FakeSnapshot], exports: [FakeSnapshot] })
@@ -48,7 +50,7 @@ describe('observability over HTTP (Fastify)', () => {
     return started;
   };
 
-  it('serves /metrics from each app\'s own registry, even with two apps in one process', async () => {
+  it("serves /metrics from each app's own registry, even with two apps in one process", async () => {
     const one = await boot([sqliteInMemory, ObservabilityModule, HealthModule]);
     const two = await boot([sqliteInMemory, ObservabilityModule, HealthModule]);
     one.app.get(MetricsService).rejection('QUEUE_FULL');
@@ -212,7 +214,10 @@ describe('observability over HTTP (Fastify)', () => {
     await fetch(`${await app.getUrl()}/health/live`);
     await fetch(`${await app.getUrl()}/hijacked`, { headers: { 'x-correlation-id': 'req-10' } });
     await new Promise((r) => setTimeout(r, 50));
-    const lines = raw.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = raw
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(1); // the probe stays at debug
     expect(lines[0]).toMatchObject({ level: 'info', url: '/hijacked', status: 201, correlation_id: 'req-10' });
   });

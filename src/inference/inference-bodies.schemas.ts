@@ -27,7 +27,11 @@ function completionObject(object: string, choice: Record<string, SchemaObject>):
       model: { type: 'string' },
       choices: {
         type: 'array',
-        items: { type: 'object', properties: { index: { type: 'integer' }, ...choice, finish_reason: { type: 'string', nullable: true } }, additionalProperties: true },
+        items: {
+          type: 'object',
+          properties: { index: { type: 'integer' }, ...choice, finish_reason: { type: 'string', nullable: true } },
+          additionalProperties: true,
+        },
       },
       usage,
     },
@@ -99,7 +103,11 @@ export const INFERENCE_SCHEMAS: Record<string, SchemaObject> = {
       model: { type: 'string' },
       status: { type: 'string' },
       output: { type: 'array', items: { type: 'object', additionalProperties: true } },
-      usage: { type: 'object', properties: { input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } }, additionalProperties: true },
+      usage: {
+        type: 'object',
+        properties: { input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } },
+        additionalProperties: true,
+      },
     },
     additionalProperties: true,
   },
@@ -123,7 +131,11 @@ export const INFERENCE_SCHEMAS: Record<string, SchemaObject> = {
         type: 'array',
         items: {
           type: 'object',
-          properties: { object: { type: 'string', enum: ['embedding'] }, index: { type: 'integer' }, embedding: { oneOf: [{ type: 'array', items: { type: 'number' } }, { type: 'string' }] } },
+          properties: {
+            object: { type: 'string', enum: ['embedding'] },
+            index: { type: 'integer' },
+            embedding: { oneOf: [{ type: 'array', items: { type: 'number' } }, { type: 'string' }] },
+          },
           additionalProperties: true,
         },
       },
@@ -164,7 +176,10 @@ export const INFERENCE_SCHEMAS: Record<string, SchemaObject> = {
       type: { type: 'string', enum: ['message'] },
       role: { type: 'string', enum: ['assistant'] },
       model: { type: 'string' },
-      content: { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, text: { type: 'string' } }, additionalProperties: true } },
+      content: {
+        type: 'array',
+        items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, text: { type: 'string' } }, additionalProperties: true },
+      },
       stop_reason: { type: 'string', nullable: true },
       usage: { type: 'object', properties: { input_tokens: { type: 'integer' }, output_tokens: { type: 'integer' } }, additionalProperties: true },
     },

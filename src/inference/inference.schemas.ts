@@ -46,7 +46,7 @@ const SUCCESS_HEADERS: ResponseDoc['headers'] = {
 
 const STREAM_NOTE =
   'With `stream: true` the answer starts with the first chunk (`200`, `text/event-stream`); chunks are relayed byte-for-byte. ' +
-  'An error after the stream started is one SSE `error` event, whose data is the dialect\'s error body plus `code`, `kind`, `retriable`, ' +
+  "An error after the stream started is one SSE `error` event, whose data is the dialect's error body plus `code`, `kind`, `retriable`, " +
   '`retry_after_ms` and `message` at the top level, and nothing follows it. Codes only seen mid-stream: `worker_disconnected`, ' +
   '`stream_too_large`, `client_too_slow`.';
 
@@ -71,7 +71,9 @@ function inferenceOperation(r: InferenceRoute): OperationDoc {
     headers: SUCCESS_HEADERS,
     content: {
       ...json(ref(r.response), { typical: { summary: 'A typical answer', value: r.responseExample } }),
-      ...(r.streamExample ? { 'text/event-stream': { schema: { type: 'string' }, examples: { stream: { summary: 'A streamed answer', value: r.streamExample } } } } : {}),
+      ...(r.streamExample
+        ? { 'text/event-stream': { schema: { type: 'string' }, examples: { stream: { summary: 'A streamed answer', value: r.streamExample } } } }
+        : {}),
     },
   };
   const examples: Record<string, XExample> = {
@@ -82,8 +84,20 @@ function inferenceOperation(r: InferenceRoute): OperationDoc {
       response: {
         status: 404,
         body: r.anthropic
-          ? { type: 'error', error: { type: 'not_found_error', message: "Model 'gpt-5' not found", code: 'model_not_found', kind: 'INVALID_PARAMS', retriable: false } }
-          : { error: { message: "Model 'gpt-5' not found", type: 'invalid_request_error', code: 'model_not_found', param: null, kind: 'INVALID_PARAMS', retriable: false } },
+          ? {
+              type: 'error',
+              error: { type: 'not_found_error', message: "Model 'gpt-5' not found", code: 'model_not_found', kind: 'INVALID_PARAMS', retriable: false },
+            }
+          : {
+              error: {
+                message: "Model 'gpt-5' not found",
+                type: 'invalid_request_error',
+                code: 'model_not_found',
+                param: null,
+                kind: 'INVALID_PARAMS',
+                retriable: false,
+              },
+            },
       },
     },
   };
@@ -94,7 +108,17 @@ function inferenceOperation(r: InferenceRoute): OperationDoc {
     tags: [TAGS.client],
     security: CLIENT_SECURITY,
     parameters: r.anthropic
-      ? [...INFERENCE_HEADERS, { name: 'anthropic-version', in: 'header', required: false, description: 'Forwarded to the backend.', schema: { type: 'string' }, example: '2023-06-01' }]
+      ? [
+          ...INFERENCE_HEADERS,
+          {
+            name: 'anthropic-version',
+            in: 'header',
+            required: false,
+            description: 'Forwarded to the backend.',
+            schema: { type: 'string' },
+            example: '2023-06-01',
+          },
+        ]
       : INFERENCE_HEADERS,
     requestBody: { required: true, content: json(ref(r.request), { typical: { summary: 'A typical request', value: r.requestExample } }) },
     responses: { 200: success, ...errorResponses(dialect, INFERENCE_ERRORS) },
@@ -102,7 +126,14 @@ function inferenceOperation(r: InferenceRoute): OperationDoc {
   };
 }
 
-const CHAT_REQUEST = { model: 'llama3:8b', messages: [{ role: 'system', content: 'Answer briefly.' }, { role: 'user', content: 'What is Switchboard?' }], max_tokens: 64 };
+const CHAT_REQUEST = {
+  model: 'llama3:8b',
+  messages: [
+    { role: 'system', content: 'Answer briefly.' },
+    { role: 'user', content: 'What is Switchboard?' },
+  ],
+  max_tokens: 64,
+};
 
 export const INFERENCE_API = {
   chatCompletions: inferenceOperation({

@@ -38,7 +38,13 @@ export class AuditContext {
     const text = (v: unknown, max: number) => (typeof v === 'string' && v.length > 0 && v.length <= max ? v : undefined);
     this.modelId = text(o.modelId, 255) ?? null;
     this.scope = text(o.scope, 16) ?? null;
-    this.target = definedOnly({ pool: text(o.pool, 64), workerId: text(o.workerId, 128), tenantId: text(o.tenantId, 64), tag: text(o.tag, 128), evictModel: text(o.evictModel, 255) });
+    this.target = definedOnly({
+      pool: text(o.pool, 64),
+      workerId: text(o.workerId, 128),
+      tenantId: text(o.tenantId, 64),
+      tag: text(o.tag, 128),
+      evictModel: text(o.evictModel, 255),
+    });
     this.claimed(peek(o.verifiedOpToken));
   }
 

@@ -6,7 +6,7 @@ import { adminIdentity } from '../governance/governance.service';
 import { LifecycleOperation } from '../governance/op-token';
 import { OpTokenVerifier } from '../governance/op-token-verifier';
 import { ApiDoc } from '../openapi/api-doc';
-import { LIFECYCLE_API } from './lifecycle.schemas';
+import { LIFECYCLE_API } from './lifecycle-operations.schemas';
 import { AuditContext } from './audit-context';
 import { AuditedAdminGuard, GovernedOperation } from './audited-admin.guard';
 import { parseFlushBody, parseLoadBody, parseUnloadBody } from './lifecycle.dto';

@@ -1,9 +1,9 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { Errors, GatewayError, GatewayErrorCode } from '../common/gateway-error';
 import { errorBody } from '../common/error-dialect';
-import type { OperationDoc, XExample } from '../openapi/api-doc';
-import { ADMIN_SECURITY, ISO_TIME, json, jsonResponse, pathParam, ref, TAGS } from '../openapi/doc-common';
-import { ADMIN_AUTH_CODES, errorResponses } from '../openapi/doc-errors';
+import type { XExample } from '../openapi/api-doc';
+import { ISO_TIME, ref } from '../openapi/doc-common';
+import { ADMIN_AUTH_CODES } from '../openapi/doc-errors';
 
 /** `/v1/models/load`, `/v1/models/unload`, `/v1/cache/flush` (governed, admin) and `/admin/audit`. */
 
@@ -19,12 +19,25 @@ const OP_TOKEN_CODES: GatewayErrorCode[] = [
   'op_token_insufficient_signers',
 ];
 /** What every governed operation may answer besides its own refusals. */
-const GOVERNED_CODES: GatewayErrorCode[] = [...ADMIN_AUTH_CODES, 'lifecycle_disabled', 'invalid_request', 'validation_failed', ...OP_TOKEN_CODES, 'audit_unavailable'];
+export const GOVERNED_CODES: GatewayErrorCode[] = [
+  ...ADMIN_AUTH_CODES,
+  'lifecycle_disabled',
+  'invalid_request',
+  'validation_failed',
+  ...OP_TOKEN_CODES,
+  'audit_unavailable',
+];
 
-const modelId: SchemaObject = { type: 'string', minLength: 1, maxLength: 255, description: 'The model as the backend names it (HuggingFace id, Ollama tag, path).' };
+const modelId: SchemaObject = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 255,
+  description: 'The model as the backend names it (HuggingFace id, Ollama tag, path).',
+};
 const opToken: SchemaObject = {
   type: 'string',
-  description: 'base64url of `{"opToken": {operation, modelId?, evictModel?, pool?, workerId?, replicas?, quantization?, gpuMemoryBudgetMB?, maxContextLength?, scope?, tenantId?, tag?, issuedAt, nonce}, "signatures": {signer: Ed25519 signature}}` (docs/lifecycle.md); `switchboard op-token` creates one and `switchboard op-token sign` adds each signature.',
+  description:
+    'base64url of `{"opToken": {operation, modelId?, evictModel?, pool?, workerId?, replicas?, quantization?, gpuMemoryBudgetMB?, maxContextLength?, scope?, tenantId?, tag?, issuedAt, nonce}, "signatures": {signer: Ed25519 signature}}` (docs/lifecycle.md); `switchboard op-token` creates one and `switchboard op-token sign` adds each signature.',
 };
 const target: Record<string, SchemaObject> = {
   pool: { type: 'string', minLength: 1, maxLength: 64, description: 'Only workers of this pool (provider); absent = every pool.' },
@@ -32,11 +45,19 @@ const target: Record<string, SchemaObject> = {
 };
 const mb: SchemaObject = { type: 'integer', minimum: 0 };
 
-const TOKEN = 'eyJvcFRva2VuIjp7Im9wZXJhdGlvbiI6Im1vZGVsLXVubG9hZCIsIm1vZGVsSWQiOiJsbGFtYTM6OGIiLCJ3b3JrZXJJZCI6InctMSIsImlzc3VlZEF0IjoxNzY0ODkyODAwLCJub25jZSI6IjlmMmM0ZTdhMWIzZDVmNjAifSwic2lnbmF0dXJlcyI6eyJhbGljZSI6ImxMQUdhanFKUnVoNk0ydnV4WVpPZlgtYXA0dVVpZTFqbUJGa3JPMV9sell4VDJaWXBWbmpMT2Z1VEtEZWNJUWwycmJuUkhaa2gtNHJ2LS1mUklHMUFRIiwiYm9iIjoiT3ZxbWZ5T2xHRFBpeWw0TWk5Z2tDTU5Ea3l5RlRMTWxWRUJ2dVJ2UE1WOThqWHgtOGMzUU1qb2FiaVJaakpyUU1pcVowLW1DLUZRdXNwNG1oTm5vQ2cifX0';
+export const TOKEN =
+  'eyJvcFRva2VuIjp7Im9wZXJhdGlvbiI6Im1vZGVsLXVubG9hZCIsIm1vZGVsSWQiOiJsbGFtYTM6OGIiLCJ3b3JrZXJJZCI6InctMSIsImlzc3VlZEF0IjoxNzY0ODkyODAwLCJub25jZSI6IjlmMmM0ZTdhMWIzZDVmNjAifSwic2lnbmF0dXJlcyI6eyJhbGljZSI6ImxMQUdhanFKUnVoNk0ydnV4WVpPZlgtYXA0dVVpZTFqbUJGa3JPMV9sell4VDJaWXBWbmpMT2Z1VEtEZWNJUWwycmJuUkhaa2gtNHJ2LS1mUklHMUFRIiwiYm9iIjoiT3ZxbWZ5T2xHRFBpeWw0TWk5Z2tDTU5Ea3l5RlRMTWxWRUJ2dVJ2UE1WOThqWHgtOGMzUU1qb2FiaVJaakpyUU1pcVowLW1DLUZRdXNwNG1oTm5vQ2cifX0';
 const WORKER = { workerId: 'w-7c9e6679-7425-40de-944b-e07fc1f90ae7', name: 'gpu-node-1', pool: 'local' };
 
-const LOAD_STARTED = { taskId: 'load-3f1c2b9e-8d4a-4c1e-9b7a-2e5d6f8a9c01', status: 'loading', progress: 0, eta: null, modelId: 'llama3:70b', workers: [{ ...WORKER, status: 'sent', progress: 0 }] };
-const LOAD_DONE = {
+export const LOAD_STARTED = {
+  taskId: 'load-3f1c2b9e-8d4a-4c1e-9b7a-2e5d6f8a9c01',
+  status: 'loading',
+  progress: 0,
+  eta: null,
+  modelId: 'llama3:70b',
+  workers: [{ ...WORKER, status: 'sent', progress: 0 }],
+};
+export const LOAD_DONE = {
   ...LOAD_STARTED,
   status: 'completed',
   progress: 1,
@@ -45,19 +66,34 @@ const LOAD_DONE = {
   gpuMemoryUsedMB: 38500,
   loadTimeMs: 287000,
 };
-const UNLOADED = { modelId: 'llama3:8b', workers: [{ ...WORKER, status: 'completed', progress: 1, gpuMemoryFreedMB: 8200 }], gpuMemoryFreedMB: 8200, kvCacheFlushed: true };
-const FLUSHED = { flushed: true, entriesRemoved: 1234, memoryFreedMB: 3500, workers: [{ ...WORKER, status: 'completed', progress: 1, entriesRemoved: 1234, memoryFreedMB: 3500 }] };
+export const UNLOADED = {
+  modelId: 'llama3:8b',
+  workers: [{ ...WORKER, status: 'completed', progress: 1, gpuMemoryFreedMB: 8200 }],
+  gpuMemoryFreedMB: 8200,
+  kvCacheFlushed: true,
+};
+export const FLUSHED = {
+  flushed: true,
+  entriesRemoved: 1234,
+  memoryFreedMB: 3500,
+  workers: [{ ...WORKER, status: 'completed', progress: 1, entriesRemoved: 1234, memoryFreedMB: 3500 }],
+};
 
-const body = (e: GatewayError) => errorBody('openai', e);
-const insufficient = Errors.opTokenInsufficientSigners(1, 2, 3);
-const running = Errors.conflict(`A model-load or model-unload of 'llama3:70b' is already running on worker 'gpu-node-1' (${WORKER.workerId}): task ${LOAD_STARTED.taskId}`).with({
+export const body = (e: GatewayError) => errorBody('openai', e);
+export const insufficient = Errors.opTokenInsufficientSigners(1, 2, 3);
+export const running = Errors.conflict(
+  `A model-load or model-unload of 'llama3:70b' is already running on worker 'gpu-node-1' (${WORKER.workerId}): task ${LOAD_STARTED.taskId}`,
+).with({
   fields: { task_id: LOAD_STARTED.taskId },
 });
 
-const LOAD_EXAMPLES: Record<string, XExample> = {
+export const LOAD_EXAMPLES: Record<string, XExample> = {
   typical: {
     summary: 'Load a model on one worker of a pool, evicting another; poll the task',
-    request: { path: '/v1/models/load', body: { modelId: 'llama3:70b', quantization: 'awq-4bit', gpuMemoryBudgetMB: 40000, evictModel: 'llama3:8b', verifiedOpToken: TOKEN, pool: 'local' } },
+    request: {
+      path: '/v1/models/load',
+      body: { modelId: 'llama3:70b', quantization: 'awq-4bit', gpuMemoryBudgetMB: 40000, evictModel: 'llama3:8b', verifiedOpToken: TOKEN, pool: 'local' },
+    },
     response: { status: 202, body: LOAD_STARTED },
   },
   running: {
@@ -72,7 +108,7 @@ const LOAD_EXAMPLES: Record<string, XExample> = {
   },
 };
 
-const AUDIT_ROW = {
+export const AUDIT_ROW = {
   id: 42,
   at: '2026-12-05T10:15:02.000Z',
   operation: 'model-unload',
@@ -108,7 +144,12 @@ export const LIFECYCLE_SCHEMAS: Record<string, SchemaObject> = {
       replicas: { type: 'integer', minimum: 1, maximum: 64, description: 'How many workers load it (default 1; 1 with `workerId`).' },
     },
   },
-  UnloadModelRequest: { type: 'object', required: ['modelId', 'verifiedOpToken'], additionalProperties: false, properties: { modelId, verifiedOpToken: opToken, ...target } },
+  UnloadModelRequest: {
+    type: 'object',
+    required: ['modelId', 'verifiedOpToken'],
+    additionalProperties: false,
+    properties: { modelId, verifiedOpToken: opToken, ...target },
+  },
   CacheFlushRequest: {
     type: 'object',
     required: ['scope', 'verifiedOpToken'],
@@ -130,7 +171,11 @@ export const LIFECYCLE_SCHEMAS: Record<string, SchemaObject> = {
       workerId: { type: 'string' },
       name: { type: 'string' },
       pool: { type: 'string' },
-      status: { type: 'string', enum: ['draining', 'sent', 'accepted', 'loading', 'completed', 'failed', 'unsupported'], description: '`draining`: waiting for the in-flight requests of the model to unload (or evict) before sending.' },
+      status: {
+        type: 'string',
+        enum: ['draining', 'sent', 'accepted', 'loading', 'completed', 'failed', 'unsupported'],
+        description: '`draining`: waiting for the in-flight requests of the model to unload (or evict) before sending.',
+      },
       progress: { type: 'number', minimum: 0, maximum: 1 },
       eta: { type: 'number', minimum: 0, description: 'Seconds, as the worker estimated.' },
       gpuMemoryUsedMB: mb,
@@ -138,7 +183,10 @@ export const LIFECYCLE_SCHEMAS: Record<string, SchemaObject> = {
       entriesRemoved: mb,
       memoryFreedMB: mb,
       loadTimeMs: mb,
-      error: { type: 'string', description: '`<reason>: <detail>`; reasons: `failed`, `unsupported`, `worker_disconnected`, `timeout`, `drain_timeout`, `gateway_restarted`.' },
+      error: {
+        type: 'string',
+        description: '`<reason>: <detail>`; reasons: `failed`, `unsupported`, `worker_disconnected`, `timeout`, `drain_timeout`, `gateway_restarted`.',
+      },
     },
   },
   LoadTask: {
@@ -159,7 +207,12 @@ export const LIFECYCLE_SCHEMAS: Record<string, SchemaObject> = {
   UnloadResult: {
     type: 'object',
     required: ['modelId', 'workers', 'kvCacheFlushed'],
-    properties: { modelId: { type: 'string' }, workers: { type: 'array', items: ref('LifecycleWorker') }, gpuMemoryFreedMB: mb, kvCacheFlushed: { type: 'boolean' } },
+    properties: {
+      modelId: { type: 'string' },
+      workers: { type: 'array', items: ref('LifecycleWorker') },
+      gpuMemoryFreedMB: mb,
+      kvCacheFlushed: { type: 'boolean' },
+    },
   },
   CacheFlushResult: {
     type: 'object',
@@ -168,7 +221,23 @@ export const LIFECYCLE_SCHEMAS: Record<string, SchemaObject> = {
   },
   AuditRow: {
     type: 'object',
-    required: ['id', 'at', 'operation', 'model_id', 'scope', 'target', 'workers', 'signers', 'nonce', 'admin_identity', 'outcome', 'status', 'error_code', 'error', 'task_id'],
+    required: [
+      'id',
+      'at',
+      'operation',
+      'model_id',
+      'scope',
+      'target',
+      'workers',
+      'signers',
+      'nonce',
+      'admin_identity',
+      'outcome',
+      'status',
+      'error_code',
+      'error',
+      'task_id',
+    ],
     properties: {
       id: { type: 'integer', description: 'Increases with every row.' },
       at: ISO_TIME,
@@ -192,7 +261,10 @@ export const LIFECYCLE_SCHEMAS: Record<string, SchemaObject> = {
       nonce: nullableString,
       admin_identity: { type: 'string', nullable: true, description: '`sha256:` and 12 hex digits of the admin token presented; never the token.' },
       outcome: { type: 'string', enum: ['accepted', 'refused', 'completed', 'failed'] },
-      status: { type: 'integer', description: '`refused`: the status answered; `accepted`: 202; `completed` / `failed`: 200 or 502 (what an unload or flush answers).' },
+      status: {
+        type: 'integer',
+        description: '`refused`: the status answered; `accepted`: 202; `completed` / `failed`: 200 or 502 (what an unload or flush answers).',
+      },
       error_code: nullableString,
       error: nullableString,
       task_id: nullableString,
@@ -208,98 +280,3 @@ export const LIFECYCLE_SCHEMAS: Record<string, SchemaObject> = {
     },
   },
 };
-
-const governed = (codes: GatewayErrorCode[], overrides?: Parameters<typeof errorResponses>[2]) => errorResponses('openai', [...GOVERNED_CODES, ...codes], overrides);
-const TARGET_CODES: GatewayErrorCode[] = ['not_found', 'model_not_found', 'conflict', 'lifecycle_unsupported', 'pool_unready'];
-
-export const LIFECYCLE_API = {
-  load: {
-    operationId: 'loadModel',
-    summary: 'Load a model on workers (governed)',
-    description:
-      'Needs the admin token and a `verifiedOpToken` for `model-load` of this model. The workers (`workerId`, or `replicas` of `pool` by free slots and free GPU memory) get `model_load`; ' +
-      '`evictModel` is drained and unloaded first. Answers 202 at once; poll `GET /v1/models/load/{taskId}`. Routing sends the model requests once the worker reports it (`models_update`).',
-    tags: [TAGS.lifecycle],
-    security: ADMIN_SECURITY,
-    requestBody: { required: true, content: json(ref('LoadModelRequest'), { typical: { summary: 'On one worker of a pool', value: LOAD_EXAMPLES.typical.request.body } }) },
-    responses: { 202: jsonResponse('Loading', ref('LoadTask'), LOAD_STARTED), ...governed(TARGET_CODES, { conflict: running, op_token_insufficient_signers: insufficient }) },
-    xExamples: LOAD_EXAMPLES,
-  },
-  loadTask: {
-    operationId: 'getLoadTask',
-    summary: 'Where a model load stands',
-    description: 'Kept at least 24 h (`lifecycle.task_retention_hours`), across restarts.',
-    tags: [TAGS.lifecycle],
-    security: ADMIN_SECURITY,
-    parameters: [pathParam('taskId', 'The `taskId` the load answered.', LOAD_STARTED.taskId)],
-    responses: {
-      200: jsonResponse('The task', ref('LoadTask'), LOAD_DONE),
-      ...errorResponses('openai', [...ADMIN_AUTH_CODES, 'lifecycle_disabled', 'not_found'], { not_found: Errors.notFound('Load task', 'load-missing') }),
-    },
-    xExamples: {
-      completed: { summary: 'A finished load', request: { path: `/v1/models/load/${LOAD_STARTED.taskId}` }, response: { status: 200, body: LOAD_DONE } },
-      unknown: { summary: 'An unknown (or pruned) task', request: { path: '/v1/models/load/load-missing' }, response: { status: 404, body: body(Errors.notFound('Load task', 'load-missing')) } },
-    },
-  },
-  unload: {
-    operationId: 'unloadModel',
-    summary: 'Unload a model from workers (governed)',
-    description:
-      'On each worker serving it (the named one, or those of `pool`, or all): the model leaves routing, its in-flight requests finish (`lifecycle.unload_drain_timeout_secs`; past it the unload fails and nothing is cut), ' +
-      'then `model_unload`. Answers when every worker has; `502 lifecycle_failed` (with `workers`) when one did not.',
-    tags: [TAGS.lifecycle],
-    security: ADMIN_SECURITY,
-    requestBody: { required: true, content: json(ref('UnloadModelRequest'), { typical: { summary: 'From every worker of a pool', value: { modelId: 'llama3:8b', verifiedOpToken: TOKEN, pool: 'local' } } }) },
-    responses: { 200: jsonResponse('Unloaded', ref('UnloadResult'), UNLOADED), ...governed([...TARGET_CODES, 'lifecycle_failed']) },
-    xExamples: {
-      typical: { summary: 'Unload from a pool', request: { path: '/v1/models/unload', body: { modelId: 'llama3:8b', verifiedOpToken: TOKEN, pool: 'local' } }, response: { status: 200, body: UNLOADED } },
-      unknown: {
-        summary: 'No worker serves the model',
-        request: { path: '/v1/models/unload', body: { modelId: 'gpt-5', verifiedOpToken: TOKEN } },
-        response: { status: 404, body: body(Errors.modelNotFound('gpt-5')) },
-      },
-    },
-  },
-  flush: {
-    operationId: 'flushCache',
-    summary: 'Flush KV cache on workers (governed)',
-    description:
-      'Scope `all`, `model` (with `modelId`: the workers serving it), `tenant` (with `tenantId`) or `tag` (with `tag`); to the named worker, or every worker of `pool` (or of the gateway) that negotiated `model_lifecycle`. ' +
-      'Answers the totals once every worker has; `502 lifecycle_failed` when one did not.',
-    tags: [TAGS.lifecycle],
-    security: ADMIN_SECURITY,
-    requestBody: { required: true, content: json(ref('CacheFlushRequest'), { tenant: { summary: "A tenant's cache", value: { scope: 'tenant', tenantId: 'community-x', modelId: null, verifiedOpToken: TOKEN } } }) },
-    responses: { 200: jsonResponse('Flushed', ref('CacheFlushResult'), FLUSHED), ...governed([...TARGET_CODES, 'lifecycle_failed']) },
-    xExamples: {
-      tenant: { summary: "Flush a tenant's cache everywhere", request: { path: '/v1/cache/flush', body: { scope: 'tenant', tenantId: 'community-x', verifiedOpToken: TOKEN } }, response: { status: 200, body: FLUSHED } },
-      missing: {
-        summary: 'Scope model without modelId',
-        request: { path: '/v1/cache/flush', body: { scope: 'model', verifiedOpToken: TOKEN } },
-        response: { status: 422, body: body(Errors.validationFailed([{ field: 'modelId', message: "modelId is required with scope 'model'" }])) },
-      },
-    },
-  },
-  audit: {
-    operationId: 'listAudit',
-    summary: 'The lifecycle audit trail, newest first',
-    description: 'Every lifecycle request, accepted or refused, and the end of every accepted one. Filters combine.',
-    tags: [TAGS.lifecycle],
-    security: ADMIN_SECURITY,
-    parameters: [
-      { name: 'operation', in: 'query', required: false, schema: { type: 'string', enum: ['model-load', 'model-unload', 'cache-flush'] } },
-      { name: 'outcome', in: 'query', required: false, schema: { type: 'string', enum: ['accepted', 'refused', 'completed', 'failed'] } },
-      { name: 'model', in: 'query', required: false, description: 'Only rows of this model id.', schema: { type: 'string' } },
-      { name: 'task', in: 'query', required: false, description: 'Only rows of this task id.', schema: { type: 'string' } },
-      { name: 'since', in: 'query', required: false, description: 'At or after: ISO-8601 date or date-time, or epoch ms.', schema: { type: 'string' }, example: '2026-12-01' },
-      { name: 'until', in: 'query', required: false, description: 'Before: ISO-8601 date or date-time, or epoch ms.', schema: { type: 'string' }, example: '2026-12-06' },
-      { name: 'before', in: 'query', required: false, description: 'Rows older than this id (paging).', schema: { type: 'integer', minimum: 1 } },
-      { name: 'limit', in: 'query', required: false, description: 'At most this many rows (default 100).', schema: { type: 'integer', minimum: 1, maximum: 1000 } },
-    ],
-    responses: {
-      200: jsonResponse('Audit rows', ref('AuditList'), { object: 'list', data: [AUDIT_ROW], next_before: null }),
-      ...errorResponses('openai', [...ADMIN_AUTH_CODES, 'invalid_request'], {
-        invalid_request: Errors.invalidRequest("Query parameter 'operation' must be one of model-load, model-unload, cache-flush, got 'load'", 'operation'),
-      }),
-    },
-  },
-} satisfies Record<string, OperationDoc>;

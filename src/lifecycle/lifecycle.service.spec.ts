@@ -331,7 +331,16 @@ describe('LifecycleService (fake clock, real Fleet)', () => {
 
   it('at start, model loads a previous run of this instance left unfinished are marked failed', async () => {
     const part = { workerId: 'w-old', name: 'old', pool: 'local', status: 'loading' as const, progress: 0.4 };
-    await store.save({ id: 'load-old', modelId: 'big', status: 'loading', options: {}, parts: [part], gatewayInstanceId: config.instanceId, createdAt: 1, updatedAt: 1 });
+    await store.save({
+      id: 'load-old',
+      modelId: 'big',
+      status: 'loading',
+      options: {},
+      parts: [part],
+      gatewayInstanceId: config.instanceId,
+      createdAt: 1,
+      updatedAt: 1,
+    });
     await service.onModuleInit();
     const task = await service.loadTask('load-old');
     expect(task.status).toBe('failed');

@@ -87,7 +87,12 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
       { pool: body.pool, workerId: body.workerId, modelId, replicas: body.replicas ?? 1, gpuMemoryBudgetMB: body.gpuMemoryBudgetMB, evictModel },
       this.book.runningTaskOf,
     );
-    const options = definedOnly({ quantization: body.quantization, maxContextLength: body.maxContextLength, gpuMemoryBudgetMB: body.gpuMemoryBudgetMB, evictModel });
+    const options = definedOnly({
+      quantization: body.quantization,
+      maxContextLength: body.maxContextLength,
+      gpuMemoryBudgetMB: body.gpuMemoryBudgetMB,
+      evictModel,
+    });
     const rt = await this.launch('model-load', { modelId, options }, workers, audit, (taskId) => ({
       keys: evictModel ? [modelKey(modelId), modelKey(evictModel)] : [modelKey(modelId)],
       // Whether or not the worker lists it (a `*` worker does not): its requests for it in flight finish first.
@@ -138,7 +143,15 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
     const workers = this.selector.forFlush({ pool: body.pool, workerId: body.workerId, key, modelId }, this.book.runningTaskOf);
     const rt = await this.launch('cache-flush', { modelId, scope, tenantId, tag }, workers, audit, (taskId) => ({
       keys: [key],
-      frame: definedOnly({ type: 'cache_flush' as const, task_id: taskId, scope, model_id: modelId, tenant_id: tenantId, tag, verified_op_token: body.verifiedOpToken as string }),
+      frame: definedOnly({
+        type: 'cache_flush' as const,
+        task_id: taskId,
+        scope,
+        model_id: modelId,
+        tenant_id: tenantId,
+        tag,
+        verified_op_token: body.verifiedOpToken as string,
+      }),
     }));
     await rt.settled;
     const parts = rt.task.parts;

@@ -46,7 +46,13 @@ export class PartRunner {
       if (partFinished(rp.part)) continue;
       this.run(rt, rp, plan).catch((e: unknown) => {
         this.log.error(`${rt.task.operation} (task ${rt.task.id}) on worker ${worker.id} broke: ${(e as Error).stack ?? e}`);
-        this.finish(rt, rp, 'failed', { error: 'internal_error: the gateway failed to relay the operation' }, rp.part.sentAt !== undefined ? 'unknown' : 'release');
+        this.finish(
+          rt,
+          rp,
+          'failed',
+          { error: 'internal_error: the gateway failed to relay the operation' },
+          rp.part.sentAt !== undefined ? 'unknown' : 'release',
+        );
       });
     }
   }

@@ -54,5 +54,8 @@ export function taskLabel(task: LifecycleTask): string {
 export function operationFailed(task: LifecycleTask): GatewayError {
   const bad = task.parts.filter((p) => p.status !== 'completed').length;
   const what = `${task.operation}${task.modelId ? ` of '${task.modelId}'` : task.scope ? ` (scope ${task.scope})` : ''}`;
-  return Errors.lifecycleFailed(`${what} did not complete on ${bad} of ${task.parts.length} worker(s): ${taskError(task.parts) ?? 'no reason given'}`.slice(0, 1000), task.parts.map(partView));
+  return Errors.lifecycleFailed(
+    `${what} did not complete on ${bad} of ${task.parts.length} worker(s): ${taskError(task.parts) ?? 'no reason given'}`.slice(0, 1000),
+    task.parts.map(partView),
+  );
 }

@@ -19,7 +19,13 @@ describe('SettlingHolds', () => {
     const log = new Logger('test');
     jest.spyOn(log, 'warn').mockImplementation(() => undefined);
     jest.spyOn(log, 'log').mockImplementation(() => undefined);
-    holds = new SettlingHolds((_w, models) => released.push(...models), () => refreshed++, clock, TIMEOUT_MS, log);
+    holds = new SettlingHolds(
+      (_w, models) => released.push(...models),
+      () => refreshed++,
+      clock,
+      TIMEOUT_MS,
+      log,
+    );
   });
 
   it('a worker that never says anything after a timeout gets the model back at the settle timeout, not before', () => {

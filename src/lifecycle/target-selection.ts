@@ -64,7 +64,9 @@ export class TargetSelector {
       const busy = knowing.find((w) => conflicts(w));
       if (busy) throw alreadyRunning('model-load or model-unload', req.modelId, busy, conflicts(busy)!);
       if (fitting.length < idle.length) throw notEnoughMemory(req, idle);
-      throw Errors.conflict(`${req.replicas} replica(s) asked, but only ${fitting.length} worker(s)${req.pool ? ` of pool '${req.pool}'` : ''} can load '${req.modelId}'`);
+      throw Errors.conflict(
+        `${req.replicas} replica(s) asked, but only ${fitting.length} worker(s)${req.pool ? ` of pool '${req.pool}'` : ''} can load '${req.modelId}'`,
+      );
     }
     return fitting.sort((a, b) => rankForLoad(a, b, req)).slice(0, req.replicas);
   }
@@ -141,7 +143,8 @@ export class TargetSelector {
   }
 
   private requireUsable(w: WorkerSession, forLoad: boolean): void {
-    if (!this.usable(w, forLoad)) throw Errors.conflict(`Worker '${w.id}' (${w.name}) is draining or its pool is disabled${forLoad ? ' or drained' : ''}: it takes no lifecycle operation`);
+    if (!this.usable(w, forLoad))
+      throw Errors.conflict(`Worker '${w.id}' (${w.name}) is draining or its pool is disabled${forLoad ? ' or drained' : ''}: it takes no lifecycle operation`);
   }
 
   /**
@@ -152,7 +155,10 @@ export class TargetSelector {
     const capable = workers.filter((w) => w.features.has(Features.MODEL_LIFECYCLE));
     const lacking = workers.filter((w) => !capable.includes(w));
     if ((all && lacking.length > 0) || capable.length === 0) {
-      const names = lacking.slice(0, 5).map((w) => `'${w.name}' (${w.id})`).join(', ');
+      const names = lacking
+        .slice(0, 5)
+        .map((w) => `'${w.name}' (${w.id})`)
+        .join(', ');
       throw Errors.lifecycleUnsupported(
         `${lacking.length === 1 ? `Worker ${names} did` : `Workers ${names}${lacking.length > 5 ? ` and ${lacking.length - 5} more` : ''} did`} not negotiate model_lifecycle: their daemon cannot load, unload or flush (upgrade switchboard-worker)`,
       );
@@ -212,5 +218,7 @@ function notServedBy(model: string, w: WorkerSession): GatewayError {
 }
 
 function noWorker(pool: string | undefined): GatewayError {
-  return pool ? Errors.poolUnready(pool, 'no connected worker can take a lifecycle operation') : new GatewayError('pool_unready', 'No connected worker can take a lifecycle operation', { retryAfterMs: 1000 });
+  return pool
+    ? Errors.poolUnready(pool, 'no connected worker can take a lifecycle operation')
+    : new GatewayError('pool_unready', 'No connected worker can take a lifecycle operation', { retryAfterMs: 1000 });
 }

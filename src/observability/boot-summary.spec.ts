@@ -9,10 +9,15 @@ describe('bootSummary', () => {
       ADMIN_TOKEN: 'admin-t0ken',
       ROUTING_STRATEGY: 'round_robin',
     });
-    const s = bootSummary(config, { host: '0.0.0.0', port: 8080 }, [
-      { name: 'local', enabled: true },
-      { name: 'gpu', enabled: false },
-    ], '1.2.3');
+    const s = bootSummary(
+      config,
+      { host: '0.0.0.0', port: 8080 },
+      [
+        { name: 'local', enabled: true },
+        { name: 'gpu', enabled: false },
+      ],
+      '1.2.3',
+    );
     expect(s.message).toBe('switchboard 1.2.3 listening on http://0.0.0.0:8080');
     expect(s.fields).toEqual({
       database: 'postgres',

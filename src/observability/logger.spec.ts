@@ -118,7 +118,7 @@ describe('createLogger', () => {
     expect(out.raw()).toBe('');
   });
 
-  it('serves as the logger behind Nest\'s static Logger', () => {
+  it("serves as the logger behind Nest's static Logger", () => {
     const out = capture('info');
     Logger.overrideLogger(out.logger);
     try {
@@ -129,7 +129,7 @@ describe('createLogger', () => {
     expect(out.lines()[0]).toMatchObject({ context: 'WorkerLink', msg: 'worker registered' });
   });
 
-  it('logs Nest\'s start-up chatter at debug, keeping its warnings and errors', () => {
+  it("logs Nest's start-up chatter at debug, keeping its warnings and errors", () => {
     const info = capture('info');
     for (const context of ['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']) {
       info.logger.log('framework line', context);
@@ -166,10 +166,12 @@ describe('the pretty format', () => {
 
   it('prints time, level, context, message and key=value fields on one line', () => {
     const out = prettyCapture();
-    out.logger.child({ context: 'AccessLog' }).pino.info(
-      { method: 'POST', url: '/v1/chat/completions', status: 200, duration_ms: 812.4, note: 'two words', ok: true, tags: ['a', 'b'], obj: { n: 1 } },
-      'request completed',
-    );
+    out.logger
+      .child({ context: 'AccessLog' })
+      .pino.info(
+        { method: 'POST', url: '/v1/chat/completions', status: 200, duration_ms: 812.4, note: 'two words', ok: true, tags: ['a', 'b'], obj: { n: 1 } },
+        'request completed',
+      );
     expect(out.text()).toMatch(
       /^\d{2}:\d{2}:\d{2}\.\d{3} INFO {2}\[AccessLog\] request completed method=POST url=\/v1\/chat\/completions status=200 duration_ms=812\.4 note="two words" ok=true tags=a,b obj=\{"n":1\}\n$/,
     );
@@ -252,7 +254,7 @@ describe('redaction helpers', () => {
     expect(scrubSecretFields(fields)).toBe(fields);
   });
 
-  it('does not mutate the caller\'s object and survives cycles', () => {
+  it("does not mutate the caller's object and survives cycles", () => {
     const fields: Record<string, unknown> = { secret: 'x', nested: { token: 'y' } };
     fields.self = fields;
     const clean = scrubSecretFields(fields) as Record<string, any>;
@@ -262,9 +264,7 @@ describe('redaction helpers', () => {
   });
 
   it('scrubs key=value secrets and bearer tokens in text, keeping the rest', () => {
-    expect(scrubSecretText('/v1/worker/connect?worker_secret=abc&provider=gpu')).toBe(
-      '/v1/worker/connect?worker_secret=[redacted]&provider=gpu',
-    );
+    expect(scrubSecretText('/v1/worker/connect?worker_secret=abc&provider=gpu')).toBe('/v1/worker/connect?worker_secret=[redacted]&provider=gpu');
     expect(scrubSecretText('api_key=k1 max_tokens=5 tokens=7')).toBe('api_key=[redacted] max_tokens=5 tokens=7');
     expect(scrubSecretText('Authorization: Bearer sk-abc.def')).toBe('Authorization: Bearer [redacted]');
     expect(scrubSecretText('nothing to see')).toBe('nothing to see');

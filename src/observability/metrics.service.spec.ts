@@ -8,9 +8,7 @@ async function scrape(registry: Registry): Promise<Map<string, MetricFamily>> {
 }
 
 function valueOf(f: MetricFamily | undefined, sampleName: string, labels: Record<string, string>): number | undefined {
-  return f?.samples.find(
-    (s) => s.name === sampleName && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
-  )?.value;
+  return f?.samples.find((s) => s.name === sampleName && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
 }
 
 describe('MetricsService', () => {

@@ -149,7 +149,7 @@ export class MetricsService {
     });
     this.redisUp = new Gauge({
       name: `${PREFIX}redis_up`,
-      help: 'Whether the rate limiter\'s Redis answers (1) or not (0); stays 0 when REDIS_URL is not set.',
+      help: "Whether the rate limiter's Redis answers (1) or not (0); stays 0 when REDIS_URL is not set.",
       registers,
     });
     this.rateLimiterFallbacks = new Counter({

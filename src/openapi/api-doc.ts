@@ -1,23 +1,6 @@
 import { applyDecorators } from '@nestjs/common';
-import {
-  ApiBody,
-  ApiExtension,
-  ApiHeader,
-  ApiOperation,
-  ApiParam,
-  ApiQuery,
-  ApiResponse,
-  ApiSecurity,
-  ApiTags,
-} from '@nestjs/swagger';
-import type {
-  HeaderObject,
-  ParameterObject,
-  ReferenceObject,
-  ResponseObject,
-  SchemaObject,
-  SecurityRequirementObject,
-} from '@nestjs/swagger';
+import { ApiBody, ApiExtension, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { HeaderObject, ParameterObject, ReferenceObject, ResponseObject, SchemaObject, SecurityRequirementObject } from '@nestjs/swagger';
 
 export type Schema = SchemaObject | ReferenceObject;
 

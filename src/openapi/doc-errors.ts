@@ -6,25 +6,73 @@ import { HEADERS, json, ref } from './doc-common';
 
 /** Every error code (the record makes the compiler insist on new ones). */
 const CODES: Record<GatewayErrorCode, true> = {
-  invalid_request: true, model_not_found: true, unknown_model: true, capability_mismatch: true, fallback_exhausted: true, no_healthy_worker: true,
-  invalid_params: true, pool_unready: true, pool_unavailable: true, model_not_allowed: true, rate_limit_exceeded: true,
-  budget_exceeded: true, context_exceeded: true, session_budget_exceeded: true, queue_full: true, queue_timeout: true, request_timeout: true, requeue_exhausted: true,
-  provider_disabled: true, provider_not_found: true, provider_deleted: true, drain_timeout: true, worker_error: true,
-  worker_disconnected: true, stream_too_large: true, client_too_slow: true, payload_too_large: true, server_shutdown: true,
-  gateway_overloaded: true, too_many_connections: true,
-  unauthorized: true, invalid_api_key: true, tenant_mismatch: true, auth_rate_limited: true, forbidden: true,
-  not_found: true, conflict: true, validation_failed: true, internal_error: true, dependency_unavailable: true,
-  lifecycle_disabled: true, lifecycle_unsupported: true, lifecycle_failed: true, op_token_missing: true, op_token_malformed: true,
-  op_token_bad_signature: true, op_token_expired: true, op_token_replayed: true, op_token_mismatch: true,
-  op_token_duplicate_signers: true, op_token_unknown_signer: true, op_token_insufficient_signers: true,
+  invalid_request: true,
+  model_not_found: true,
+  unknown_model: true,
+  capability_mismatch: true,
+  fallback_exhausted: true,
+  no_healthy_worker: true,
+  invalid_params: true,
+  pool_unready: true,
+  pool_unavailable: true,
+  model_not_allowed: true,
+  rate_limit_exceeded: true,
+  budget_exceeded: true,
+  context_exceeded: true,
+  session_budget_exceeded: true,
+  queue_full: true,
+  queue_timeout: true,
+  request_timeout: true,
+  requeue_exhausted: true,
+  provider_disabled: true,
+  provider_not_found: true,
+  provider_deleted: true,
+  drain_timeout: true,
+  worker_error: true,
+  worker_disconnected: true,
+  stream_too_large: true,
+  client_too_slow: true,
+  payload_too_large: true,
+  server_shutdown: true,
+  gateway_overloaded: true,
+  too_many_connections: true,
+  unauthorized: true,
+  invalid_api_key: true,
+  tenant_mismatch: true,
+  auth_rate_limited: true,
+  forbidden: true,
+  not_found: true,
+  conflict: true,
+  validation_failed: true,
+  internal_error: true,
+  dependency_unavailable: true,
+  lifecycle_disabled: true,
+  lifecycle_unsupported: true,
+  lifecycle_failed: true,
+  op_token_missing: true,
+  op_token_malformed: true,
+  op_token_bad_signature: true,
+  op_token_expired: true,
+  op_token_replayed: true,
+  op_token_mismatch: true,
+  op_token_duplicate_signers: true,
+  op_token_unknown_signer: true,
+  op_token_insufficient_signers: true,
   audit_unavailable: true,
   artifact_quota_exceeded: true,
 };
 export const ERROR_CODES = Object.keys(CODES) as GatewayErrorCode[];
 
 const KINDS: Record<ErrorKind, true> = {
-  ADMISSION_REJECT: true, QUEUE_FULL_DROP_LRU: true, INVALID_PARAMS: true, POOL_UNREADY: true, POOL_UNAVAILABLE: true,
-  REPLICA_EXHAUSTED: true, DECODE_TIMEOUT: true, WORKER_RESET: true, INTERNAL: true,
+  ADMISSION_REJECT: true,
+  QUEUE_FULL_DROP_LRU: true,
+  INVALID_PARAMS: true,
+  POOL_UNREADY: true,
+  POOL_UNAVAILABLE: true,
+  REPLICA_EXHAUSTED: true,
+  DECODE_TIMEOUT: true,
+  WORKER_RESET: true,
+  INTERNAL: true,
 };
 
 const RATE_LIMIT = { limit: 60, remaining: 0, resetAt: Date.UTC(2026, 10, 22, 20, 51), retryAfterMs: 12_000 };
@@ -68,7 +116,11 @@ export const SAMPLE_ERRORS: Record<GatewayErrorCode, GatewayError> = {
   too_many_connections: Errors.tooManyConnections(),
   unauthorized: new GatewayError('unauthorized', 'Invalid or missing admin token'),
   invalid_api_key: Errors.invalidApiKey(),
-  tenant_mismatch: new GatewayError('tenant_mismatch', "This API key belongs to tenant 'team-a'; x-tenant-id 'team-b' cannot override it (send the key's tenant or no x-tenant-id)", { param: 'x-tenant-id' }),
+  tenant_mismatch: new GatewayError(
+    'tenant_mismatch',
+    "This API key belongs to tenant 'team-a'; x-tenant-id 'team-b' cannot override it (send the key's tenant or no x-tenant-id)",
+    { param: 'x-tenant-id' },
+  ),
   auth_rate_limited: Errors.authRateLimited(60_000),
   forbidden: new GatewayError('forbidden', 'Admin API is disabled: no admin token is configured'),
   not_found: Errors.notFound('Pool', 'gpu-z'),
@@ -77,7 +129,9 @@ export const SAMPLE_ERRORS: Record<GatewayErrorCode, GatewayError> = {
   internal_error: new GatewayError('internal_error', 'Internal error'),
   dependency_unavailable: Errors.dependencyUnavailable(),
   lifecycle_disabled: Errors.lifecycleDisabled(),
-  lifecycle_unsupported: Errors.lifecycleUnsupported("Worker 'gpu-node-1' did not negotiate model_lifecycle: its daemon cannot load, unload or flush (upgrade switchboard-worker)"),
+  lifecycle_unsupported: Errors.lifecycleUnsupported(
+    "Worker 'gpu-node-1' did not negotiate model_lifecycle: its daemon cannot load, unload or flush (upgrade switchboard-worker)",
+  ),
   lifecycle_failed: Errors.lifecycleFailed("model-unload of 'llama3:8b' did not complete on 1 of 1 worker(s)", [
     { workerId: 'w-7c9e6679-7425-40de-944b-e07fc1f90ae7', name: 'gpu-node-1', pool: 'local', status: 'failed', error: 'backend refused: model is pinned' },
   ]),
@@ -127,7 +181,11 @@ const EXTRA_FIELDS: Record<string, SchemaObject> = {
   problems: { type: 'array', items: { type: 'string' }, description: 'Configuration reloads: every problem found (nothing was applied).' },
   task_id: { type: 'string', description: '`conflict` of a lifecycle operation: the task already running.' },
   worker_id: { type: 'string', description: '`model_not_found` of a load on a named worker.' },
-  workers: { type: 'array', items: { type: 'object', additionalProperties: true }, description: '`lifecycle_failed`: how the operation ended on each worker (`workerId`, `name`, `pool`, `status`, `error`).' },
+  workers: {
+    type: 'array',
+    items: { type: 'object', additionalProperties: true },
+    description: '`lifecycle_failed`: how the operation ended on each worker (`workerId`, `name`, `pool`, `status`, `error`).',
+  },
 };
 
 export const ERROR_SCHEMAS: Record<string, SchemaObject> = {
@@ -177,7 +235,11 @@ const SCHEMA_OF: Record<Dialect, string> = { openai: 'OpenAIError', anthropic: '
  * The error responses of a route: its codes grouped by status, each with the body the gateway
  * writes for it as a named example, and `Retry-After` / `X-Backoff-Ms` where they are sent.
  */
-export function errorResponses(dialect: Dialect, codes: GatewayErrorCode[], overrides: Partial<Record<GatewayErrorCode, GatewayError>> = {}): Record<number, ResponseDoc> {
+export function errorResponses(
+  dialect: Dialect,
+  codes: GatewayErrorCode[],
+  overrides: Partial<Record<GatewayErrorCode, GatewayError>> = {},
+): Record<number, ResponseDoc> {
   const byStatus = new Map<number, GatewayErrorCode[]>();
   for (const code of codes) byStatus.set(statusOf(code), [...(byStatus.get(statusOf(code)) ?? []), code]);
   const out: Record<number, ResponseDoc> = {};
@@ -187,10 +249,7 @@ export function errorResponses(dialect: Dialect, codes: GatewayErrorCode[], over
     out[status] = {
       description: group.map((c) => `\`${c}\``).join(', '),
       ...(withHints ? { headers: { 'Retry-After': HEADERS.retryAfter, 'X-Backoff-Ms': HEADERS.backoffMs } } : {}),
-      content: json(
-        ref(SCHEMA_OF[dialect]),
-        Object.fromEntries(errors.map((e) => [e.code, { summary: e.message, value: errorBody(dialect, e) }])),
-      ),
+      content: json(ref(SCHEMA_OF[dialect]), Object.fromEntries(errors.map((e) => [e.code, { summary: e.message, value: errorBody(dialect, e) }]))),
     };
   }
   return out;

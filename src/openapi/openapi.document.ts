@@ -36,7 +36,18 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   base.tags = TAG_OBJECTS;
   base.components = {
     securitySchemes: SECURITY_SCHEMES,
-    schemas: { ...ERROR_SCHEMAS, ...INFERENCE_SCHEMAS, ...CONTROL_PLANE_SCHEMAS, ...API_KEYS_SCHEMAS, ...TENANTS_SCHEMAS, ...USAGE_SCHEMAS, ...OBSERVABILITY_SCHEMAS, ...ARTIFACTS_SCHEMAS, ...TASKS_SCHEMAS, ...LIFECYCLE_SCHEMAS },
+    schemas: {
+      ...ERROR_SCHEMAS,
+      ...INFERENCE_SCHEMAS,
+      ...CONTROL_PLANE_SCHEMAS,
+      ...API_KEYS_SCHEMAS,
+      ...TENANTS_SCHEMAS,
+      ...USAGE_SCHEMAS,
+      ...OBSERVABILITY_SCHEMAS,
+      ...ARTIFACTS_SCHEMAS,
+      ...TASKS_SCHEMAS,
+      ...LIFECYCLE_SCHEMAS,
+    },
   };
   // A copy: the scanned operations share objects with the decorators' metadata.
   const document = structuredClone(SwaggerModule.createDocument(app, base, { autoTagControllers: false }));

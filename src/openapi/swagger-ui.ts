@@ -16,7 +16,8 @@ const ASSETS: Record<string, string> = {
 };
 
 /** The UI needs inline styles and data: images; scripts and fetches stay on the gateway. */
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; base-uri 'self'; frame-ancestors 'self'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; base-uri 'self'; frame-ancestors 'self'";
 
 function page(docsName: string): string {
   return `<!doctype html>

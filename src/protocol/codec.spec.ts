@@ -70,9 +70,13 @@ describe('worker protocol codec', () => {
       expect(m).toMatchObject({ token_counts: { prompt_tokens: 0, completion_tokens: 3, total_tokens: WorkerNumberBounds.tokens } });
       const inf = parseWorkerMessage('{"type":"response_complete","request_id":"r","status_code":200,"token_counts":{"total_tokens":1e400}}');
       expect(inf).toMatchObject({ token_counts: { total_tokens: WorkerNumberBounds.tokens } });
-      const odd = parseWorkerMessage('{"type":"response_complete","request_id":"r","status_code":200,"token_counts":{"total_tokens":"NaN","prompt_tokens":{"a":1}}}');
+      const odd = parseWorkerMessage(
+        '{"type":"response_complete","request_id":"r","status_code":200,"token_counts":{"total_tokens":"NaN","prompt_tokens":{"a":1}}}',
+      );
       expect(odd).toMatchObject({ token_counts: {} });
-      expect(parseWorkerMessage('{"type":"response_complete","request_id":"r","status_code":200,"token_counts":"lots"}')).toMatchObject({ token_counts: undefined });
+      expect(parseWorkerMessage('{"type":"response_complete","request_id":"r","status_code":200,"token_counts":"lots"}')).toMatchObject({
+        token_counts: undefined,
+      });
     });
 
     it('clamps load, capacity, priority, context length and the pong timestamp', () => {
@@ -81,11 +85,20 @@ describe('worker protocol codec', () => {
         current_load: 0,
         timestamp_unix_ms: WorkerNumberBounds.epochMs,
       });
-      expect(parseWorkerMessage('{"type":"pong","current_load":1e400,"timestamp_unix_ms":"soon"}')).toEqual({ type: 'pong', current_load: WorkerNumberBounds.load, timestamp_unix_ms: undefined });
+      expect(parseWorkerMessage('{"type":"pong","current_load":1e400,"timestamp_unix_ms":"soon"}')).toEqual({
+        type: 'pong',
+        current_load: WorkerNumberBounds.load,
+        timestamp_unix_ms: undefined,
+      });
       const reg = parseWorkerMessage(
         '{"type":"register","worker_name":"w","models":["a"],"max_concurrent":1e308,"current_load":0.5,"priority":9e15,"capabilities":{"a":{"context_length":1e300}}}',
       );
-      expect(reg).toMatchObject({ max_concurrent: WorkerNumberBounds.maxConcurrent, current_load: 1, priority: WorkerNumberBounds.priority, capabilities: { a: { context_length: WorkerNumberBounds.contextLength } } });
+      expect(reg).toMatchObject({
+        max_concurrent: WorkerNumberBounds.maxConcurrent,
+        current_load: 1,
+        priority: WorkerNumberBounds.priority,
+        capabilities: { a: { context_length: WorkerNumberBounds.contextLength } },
+      });
       expect(parseWorkerMessage('{"type":"register","worker_name":"w","models":["a"],"max_concurrent":-3}')).toMatchObject({ max_concurrent: 0 });
     });
 
@@ -185,7 +198,16 @@ describe('worker protocol codec', () => {
     });
 
     it('round-trips the server commands through the daemon parser', () => {
-      const load = { type: 'model_load', task_id: 't1', model_id: 'm', quantization: 'q4', max_context_length: 8192, gpu_memory_budget_mb: 4000, evict_model: 'old', verified_op_token: 'tok' } as const;
+      const load = {
+        type: 'model_load',
+        task_id: 't1',
+        model_id: 'm',
+        quantization: 'q4',
+        max_context_length: 8192,
+        gpu_memory_budget_mb: 4000,
+        evict_model: 'old',
+        verified_op_token: 'tok',
+      } as const;
       const unload = { type: 'model_unload', task_id: 't2', model_id: 'm' } as const;
       const flush = { type: 'cache_flush', task_id: 't3', scope: 'tenant', tenant_id: 'acme' } as const;
       expect(parseServerMessage(encodeMessage(load))).toEqual(load);

@@ -17,9 +17,9 @@ describe('forwardableHeaders', () => {
   });
 
   it('drops every proxy-* header, whatever its case', () => {
-    expect(
-      forwardableHeaders({ 'Proxy-Authorization': 'Basic abc', 'proxy-connection': 'keep-alive', 'PROXY-X': '1', accept: '*/*' }),
-    ).toEqual({ accept: '*/*' });
+    expect(forwardableHeaders({ 'Proxy-Authorization': 'Basic abc', 'proxy-connection': 'keep-alive', 'PROXY-X': '1', accept: '*/*' })).toEqual({
+      accept: '*/*',
+    });
     expect(isHopByHopHeader('proxy-authenticate')).toBe(true);
     expect(isHopByHopHeader('authorization')).toBe(false);
   });

@@ -3,16 +3,7 @@
  * the worker envelope and the backend connection (RFC 9110 §7.6.1 plus framing headers
  * that each side recomputes).
  */
-const HOP_BY_HOP = new Set([
-  'host',
-  'content-length',
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'upgrade',
-  'te',
-  'trailer',
-]);
+const HOP_BY_HOP = new Set(['host', 'content-length', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
 
 export function isHopByHopHeader(lowercaseName: string): boolean {
   return HOP_BY_HOP.has(lowercaseName) || lowercaseName.startsWith('proxy-');
@@ -44,9 +35,7 @@ function connectionNominated(headers: Record<string, string | string[] | undefin
  * Returns undefined when nothing is left, because optional wire fields are omitted rather than
  * sent empty.
  */
-export function forwardableHeaders(
-  headers: Record<string, string | string[] | undefined>,
-): Record<string, string> | undefined {
+export function forwardableHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> | undefined {
   const nominated = connectionNominated(headers);
   let out: Record<string, string> | undefined;
   for (const name of Object.keys(headers)) {

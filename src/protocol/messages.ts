@@ -6,14 +6,7 @@
 
 export const PROTOCOL_VERSION = '2026-04-bridge-v1';
 
-export const CANCEL_REASONS = [
-  'client_disconnect',
-  'timeout',
-  'graceful_shutdown',
-  'worker_disconnect',
-  'requeue_exhausted',
-  'server_shutdown',
-] as const;
+export const CANCEL_REASONS = ['client_disconnect', 'timeout', 'graceful_shutdown', 'worker_disconnect', 'requeue_exhausted', 'server_shutdown'] as const;
 /**
  * Cancel reasons only sent to workers that negotiated the `cancel_reasons` feature: the deployed
  * ModelRelay daemon drops its session on a reason it does not know.

@@ -53,7 +53,13 @@ describe('PoolStats', () => {
     expect(stats.of('a').served).toBe(0);
   });
 
-  const req = (receivedAt: number, correlationId = 'c-1', worker?: string) => ({ receivedAt, correlationId, model: 'm', tenant: 't', worker: worker ? { id: worker } : undefined });
+  const req = (receivedAt: number, correlationId = 'c-1', worker?: string) => ({
+    receivedAt,
+    correlationId,
+    model: 'm',
+    tenant: 't',
+    worker: worker ? { id: worker } : undefined,
+  });
 
   it('latency percentiles of served requests over the last minute, within a bin of the exact value; errors and cancels not in them', () => {
     const clock = new FakeClock(Date.UTC(2025, 0, 1, 0, 0, 0, 0));
@@ -144,8 +150,28 @@ describe('PoolStats', () => {
     clock.advance(1000);
     stats.finished(undefined, 404, 'model_not_found', req(0, 'unrouted'), "Model 'x' not found");
     expect(stats.recentErrors()).toEqual([
-      { at: '2025-01-01T00:00:01.000Z', pool: null, status: 404, code: 'model_not_found', message: "Model 'x' not found", correlation_id: 'unrouted', model: 'm', tenant: 't', worker_id: null },
-      { at: '2025-01-01T00:00:00.000Z', pool: 'p', status: 502, code: null, message: null, correlation_id: 'backend-502', model: 'm', tenant: 't', worker_id: 'w-1' },
+      {
+        at: '2025-01-01T00:00:01.000Z',
+        pool: null,
+        status: 404,
+        code: 'model_not_found',
+        message: "Model 'x' not found",
+        correlation_id: 'unrouted',
+        model: 'm',
+        tenant: 't',
+        worker_id: null,
+      },
+      {
+        at: '2025-01-01T00:00:00.000Z',
+        pool: 'p',
+        status: 502,
+        code: null,
+        message: null,
+        correlation_id: 'backend-502',
+        model: 'm',
+        tenant: 't',
+        worker_id: 'w-1',
+      },
     ]);
     for (let i = 0; i < RECENT_ERRORS + 5; i++) stats.finished('p', 503, 'no_healthy_worker', req(0, `e-${i}`));
     const recent = stats.recentErrors();

@@ -312,7 +312,14 @@ export class PoolStats {
   private errorNext = 0;
   private errorCount = 0;
 
-  private rememberError(now: number, pool: string | undefined, status: number, code: string | undefined, req: FinishedRequest | undefined, message: string | undefined): void {
+  private rememberError(
+    now: number,
+    pool: string | undefined,
+    status: number,
+    code: string | undefined,
+    req: FinishedRequest | undefined,
+    message: string | undefined,
+  ): void {
     this.errors[this.errorNext] = {
       at: new Date(now).toISOString(),
       pool: pool ?? null,

@@ -34,7 +34,14 @@ describe('ProvidersService worker-secret verification', () => {
   afterEach(() => scrypt.mockRestore());
 
   it('runs scrypt once for a secret known only by its hash, then answers repeats from memory', async () => {
-    const hashed: ProviderConfig = { name: 'hashed', secretHash: await secretHash.hashSecret('hashed-secret'), enabled: true, models: [], capabilities: {}, ...limits };
+    const hashed: ProviderConfig = {
+      name: 'hashed',
+      secretHash: await secretHash.hashSecret('hashed-secret'),
+      enabled: true,
+      models: [],
+      capabilities: {},
+      ...limits,
+    };
     const providers = await service([hashed]);
     scrypt.mockClear();
     expect(providers.isVerifiedWorkerSecret('hashed', 'hashed-secret')).toBe(false);

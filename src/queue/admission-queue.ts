@@ -43,10 +43,13 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
     this.stopTimer(item);
     this.timers.set(
       item,
-      this.clock.setTimeout(() => {
-        this.timers.delete(item);
-        if (this.order.remove(item)) onTimeout();
-      }, Math.max(0, ms)),
+      this.clock.setTimeout(
+        () => {
+          this.timers.delete(item);
+          if (this.order.remove(item)) onTimeout();
+        },
+        Math.max(0, ms),
+      ),
     );
   }
 

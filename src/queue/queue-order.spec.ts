@@ -129,7 +129,7 @@ describe('QueueOrder tenant turns', () => {
   });
 
   describe('positions', () => {
-    it('ranks each provider\'s line in the order its workers take the requests: priority, tenant rounds (across models), age', () => {
+    it("ranks each provider's line in the order its workers take the requests: priority, tenant rounds (across models), age", () => {
       const q = new QueueOrder<Item>();
       const a1 = item('m', 1, { tenant: 'a' });
       const a2 = item('m', 2, { tenant: 'a' });

@@ -1,4 +1,3 @@
-
 /** What the queue needs to know about a waiting request. */
 export interface Queueable {
   /** When the request first arrived; it keeps its place by it (also when requeued) and ages from it. */

@@ -48,7 +48,10 @@ describe('GCRA properties', () => {
   it('at one instant, whatever the costs and charges, the allowed cost never exceeds the limit', () => {
     fc.assert(
       fc.property(bucketArb, fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 80 }), (bucket, costs) => {
-        const { decisions } = replay(bucket, costs.map((cost) => ({ dt: 0, cost, mode: 'consume' as const })));
+        const { decisions } = replay(
+          bucket,
+          costs.map((cost) => ({ dt: 0, cost, mode: 'consume' as const })),
+        );
         const allowed = decisions.filter((x) => x.d.allowed).reduce((sum, x) => sum + x.call.cost, 0);
         expect(allowed).toBeLessThanOrEqual(bucket.limit);
         // ... and it is greedy: a refusal means that cost did not fit in what was left.
@@ -69,7 +72,10 @@ describe('GCRA properties', () => {
           const total = weights.reduce((a, b) => a + b, 0) || 1;
           const pieces = weights.map((w) => Math.floor((w / total) * limit));
           pieces[0] += limit - pieces.reduce((a, b) => a + b, 0);
-          const { state, now, decisions } = replay(bucket, pieces.map((cost) => ({ dt: 0, cost, mode: 'consume' as const })));
+          const { state, now, decisions } = replay(
+            bucket,
+            pieces.map((cost) => ({ dt: 0, cost, mode: 'consume' as const })),
+          );
           expect(decisions.every((x) => x.d.allowed)).toBe(true);
           expect(decisions[decisions.length - 1].d).toMatchObject({ remaining: 0, resetAt: now + windowMs });
           expect(consume(state, bucket, 1, now)).toMatchObject({ allowed: false, retryAfterMs: Math.ceil(windowMs / limit) });
@@ -168,16 +174,21 @@ describe('GCRA properties', () => {
 
   it('property: one charge, whatever its cost, delays the next cost-0 check by at most one window more than before it; up to that it is charged in full', () => {
     fc.assert(
-      fc.property(bucketArb, callsArb(60, 5000), fc.oneof(fc.integer({ min: 0, max: 200 }), fc.double({ min: 0, max: 1e300, noNaN: true })), (bucket, calls, cost) => {
-        const { state, now } = replay(bucket, calls);
-        const before = consume(state, bucket, 0, now).retryAfterMs;
-        const step = gcraStep(state, bucket, cost, now, 'charge');
-        const after = consume(step.next ?? state, bucket, 0, now).retryAfterMs;
-        expect(after).toBeLessThanOrEqual(before + bucket.windowMs);
-        expect(step.decision.charged).toBeLessThanOrEqual(Math.ceil(cost));
-        // A cost that keeps the bucket within one window of debt is charged whole.
-        if (Number.isInteger(cost) && after < before + bucket.windowMs && after < MAX_DEBT_MS) expect(step.decision.charged).toBe(cost);
-      }),
+      fc.property(
+        bucketArb,
+        callsArb(60, 5000),
+        fc.oneof(fc.integer({ min: 0, max: 200 }), fc.double({ min: 0, max: 1e300, noNaN: true })),
+        (bucket, calls, cost) => {
+          const { state, now } = replay(bucket, calls);
+          const before = consume(state, bucket, 0, now).retryAfterMs;
+          const step = gcraStep(state, bucket, cost, now, 'charge');
+          const after = consume(step.next ?? state, bucket, 0, now).retryAfterMs;
+          expect(after).toBeLessThanOrEqual(before + bucket.windowMs);
+          expect(step.decision.charged).toBeLessThanOrEqual(Math.ceil(cost));
+          // A cost that keeps the bucket within one window of debt is charged whole.
+          if (Number.isInteger(cost) && after < before + bucket.windowMs && after < MAX_DEBT_MS) expect(step.decision.charged).toBe(cost);
+        },
+      ),
     );
   });
 
@@ -185,7 +196,14 @@ describe('GCRA properties', () => {
     fc.assert(
       fc.property(
         fc.record({ key: fc.constant('k'), limit: fc.integer({ min: 1, max: 10_000_000 }), windowMs: fc.constantFrom(60_000, 86_400_000) }),
-        fc.array(fc.record({ dt: fc.integer({ min: 0, max: 10_000_000 }), cost: fc.oneof(fc.integer({ min: 0, max: 1000 }), fc.double({ min: 0, max: 1e300, noNaN: true })), mode: fc.constantFrom<GcraMode[]>('consume', 'charge') }), { maxLength: 20 }),
+        fc.array(
+          fc.record({
+            dt: fc.integer({ min: 0, max: 10_000_000 }),
+            cost: fc.oneof(fc.integer({ min: 0, max: 1000 }), fc.double({ min: 0, max: 1e300, noNaN: true })),
+            mode: fc.constantFrom<GcraMode[]>('consume', 'charge'),
+          }),
+          { maxLength: 20 },
+        ),
         (bucket, calls) => {
           for (const { d } of replay(bucket, calls).decisions) {
             expect(Number.isFinite(d.resetAt) && Number.isFinite(d.retryAfterMs) && Number.isFinite(d.remaining)).toBe(true);

@@ -74,7 +74,14 @@ describe('MemoryRateLimiter (GCRA)', () => {
     const tpm: RateBucket = { key: 'tpm:key:k1', limit: 1000, windowMs: MINUTE };
     expect(limiter.tryConsume(tpm, 0).allowed).toBe(true);
     // The worker reports 1500 tokens: 500 over a 1000/min limit, 60 ms per token to drain.
-    expect(limiter.charge(tpm, 1500)).toEqual({ allowed: false, limit: 1000, remaining: 0, resetAt: clock.now() + 90_000, retryAfterMs: 30_000, charged: 1500 });
+    expect(limiter.charge(tpm, 1500)).toEqual({
+      allowed: false,
+      limit: 1000,
+      remaining: 0,
+      resetAt: clock.now() + 90_000,
+      retryAfterMs: 30_000,
+      charged: 1500,
+    });
     expect(limiter.tryConsume(tpm, 0)).toMatchObject({ allowed: false, retryAfterMs: 30_000 });
     clock.advance(29_999);
     expect(limiter.tryConsume(tpm, 0)).toMatchObject({ allowed: false, retryAfterMs: 1 });
@@ -95,7 +102,7 @@ describe('MemoryRateLimiter (GCRA)', () => {
     expect(limiter.tryConsume(rpm10, 1, t0)).toMatchObject({ allowed: false, retryAfterMs: 18_000 });
   });
 
-  it('keeps the cost held when a bucket\'s window changes (rescaled, rounded up)', () => {
+  it("keeps the cost held when a bucket's window changes (rescaled, rounded up)", () => {
     limiter.tryConsume(rpm10, 5);
     const perHour = { ...rpm10, windowMs: 60 * MINUTE };
     expect(limiter.tryConsume(perHour, 0)).toMatchObject({ allowed: true, remaining: 5, resetAt: clock.now() + 30 * MINUTE });

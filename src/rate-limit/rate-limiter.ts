@@ -90,7 +90,8 @@ export function onDecision<T>(result: MaybePromise<RateDecision>, fn: (decision:
 /** Throws a RangeError for arguments no limiter can honour (a bug at the call site). */
 export function assertValidCall(bucket: RateBucket, cost: number): void {
   if (!bucket || typeof bucket.key !== 'string' || bucket.key === '') throw new RangeError('rate limit bucket needs a non-empty key');
-  if (!Number.isFinite(bucket.limit) || bucket.limit <= 0) throw new RangeError(`rate limit "${bucket.key}": limit must be a positive number, got ${bucket.limit}`);
+  if (!Number.isFinite(bucket.limit) || bucket.limit <= 0)
+    throw new RangeError(`rate limit "${bucket.key}": limit must be a positive number, got ${bucket.limit}`);
   if (!Number.isFinite(bucket.windowMs) || bucket.windowMs <= 0) {
     throw new RangeError(`rate limit "${bucket.key}": windowMs must be a positive number, got ${bucket.windowMs}`);
   }

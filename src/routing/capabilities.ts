@@ -32,7 +32,11 @@ export function missingCapabilities(
 }
 
 /** The effective capabilities of a worker for a model, for operators' views. */
-export function effectiveCapabilities(model: string, providerCaps: Record<string, ModelCapabilities>, workerCaps: Record<string, ModelCapabilities>): ModelCapabilities {
+export function effectiveCapabilities(
+  model: string,
+  providerCaps: Record<string, ModelCapabilities>,
+  workerCaps: Record<string, ModelCapabilities>,
+): ModelCapabilities {
   const provider = declaredFor(providerCaps, model);
   const worker = declaredFor(workerCaps, model);
   const out: ModelCapabilities = {};

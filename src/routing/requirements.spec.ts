@@ -7,7 +7,13 @@ describe('extractRequirements', () => {
       const req = extractRequirements(path, {
         messages: [
           { role: 'system', content: 'x'.repeat(40) },
-          { role: 'user', content: [{ type: 'text', text: 'y'.repeat(20) }, { type: 'image_url', image_url: { url: 'data:' + 'z'.repeat(9999) } }] },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'y'.repeat(20) },
+              { type: 'image_url', image_url: { url: 'data:' + 'z'.repeat(9999) } },
+            ],
+          },
         ],
         tools: [{ type: 'function', function: { name: 'f' } }],
         response_format: { type: 'json_schema', json_schema: {} },
@@ -41,7 +47,15 @@ describe('extractRequirements', () => {
     it('finds input_image parts, text.format json, and counts instructions and input text', () => {
       const req = extractRequirements(path, {
         instructions: 'i'.repeat(8),
-        input: [{ role: 'user', content: [{ type: 'input_text', text: 't'.repeat(8) }, { type: 'input_image', image_url: 'https://x' }] }],
+        input: [
+          {
+            role: 'user',
+            content: [
+              { type: 'input_text', text: 't'.repeat(8) },
+              { type: 'input_image', image_url: 'https://x' },
+            ],
+          },
+        ],
         text: { format: { type: 'json_schema', name: 'x', schema: {} } },
         tools: [{ type: 'function', name: 'f' }],
       });
@@ -62,7 +76,15 @@ describe('extractRequirements', () => {
     it('finds image blocks, counts system (string or blocks) and message text, never json_mode', () => {
       const req = extractRequirements(path, {
         system: [{ type: 'text', text: 's'.repeat(8) }],
-        messages: [{ role: 'user', content: [{ type: 'image', source: {} }, { type: 'text', text: 'm'.repeat(8) }] }],
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'image', source: {} },
+              { type: 'text', text: 'm'.repeat(8) },
+            ],
+          },
+        ],
         tools: [{ name: 't', input_schema: {} }],
         response_format: { type: 'json_object' },
       });

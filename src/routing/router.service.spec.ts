@@ -65,7 +65,18 @@ describe('Router', () => {
   ): WorkerSession {
     const id = `w-${++seq}`;
     const w = new WorkerSession(
-      { id, provider: opts.provider ?? 'local', name: opts.name ?? id, models, maxConcurrent: opts.slots ?? 1, remoteAddress: '127.0.0.1', connectedAt: clock.now(), capabilities: opts.caps, endpoints: opts.endpoints, declaredPriority: opts.priority },
+      {
+        id,
+        provider: opts.provider ?? 'local',
+        name: opts.name ?? id,
+        models,
+        maxConcurrent: opts.slots ?? 1,
+        remoteAddress: '127.0.0.1',
+        connectedAt: clock.now(),
+        capabilities: opts.caps,
+        endpoints: opts.endpoints,
+        declaredPriority: opts.priority,
+      },
       channel,
     );
     fleet.attach(w);
@@ -97,15 +108,24 @@ describe('Router', () => {
     const plain = worker(['llama3'], { caps: { llama3: { vision: false, tools: false, context_length: 10 } } });
     const llava = worker(['llava'], { caps: { llava: { vision: true } } });
     expect(route('llava', vision)).toMatchObject({ kind: 'assign', worker: llava });
-    const err = route('llama3', { ...vision, ...tools, messages: [{ role: 'user', content: [{ type: 'image_url' }, { type: 'text', text: 'x'.repeat(100) }] }] });
-    expect(err).toMatchObject({ kind: 'reject', error: { code: 'capability_mismatch', details: { fields: { missing: ['vision', 'tools', 'context_length'] } } } });
+    const err = route('llama3', {
+      ...vision,
+      ...tools,
+      messages: [{ role: 'user', content: [{ type: 'image_url' }, { type: 'text', text: 'x'.repeat(100) }] }],
+    });
+    expect(err).toMatchObject({
+      kind: 'reject',
+      error: { code: 'capability_mismatch', details: { fields: { missing: ['vision', 'tools', 'context_length'] } } },
+    });
     expect(route('llama3', { messages: [{ role: 'user', content: 'short' }] })).toMatchObject({ kind: 'assign', worker: plain });
   });
 
   it('an undeclared capability counts as supported; an absent endpoint excludes', () => {
     const w = worker(['m'], { endpoints: ['/v1/chat/completions'] });
     expect(route('m', { ...vision, ...tools })).toMatchObject({ kind: 'assign', worker: w });
-    expect(route('m', { input: 'x' }, '/v1/embeddings')).toMatchObject({ error: { code: 'capability_mismatch', details: { fields: { missing: ['/v1/embeddings'] } } } });
+    expect(route('m', { input: 'x' }, '/v1/embeddings')).toMatchObject({
+      error: { code: 'capability_mismatch', details: { fields: { missing: ['/v1/embeddings'] } } },
+    });
   });
 
   it("the provider's declarations override the worker's", async () => {
@@ -140,7 +160,10 @@ describe('Router', () => {
   });
 
   it('503 fallback_exhausted lists the attempted models (and missing capabilities when they were the reason)', () => {
-    expect(route('llama3:70b')).toMatchObject({ kind: 'reject', error: { code: 'fallback_exhausted', details: { fields: { attempted_models: ['llama3:70b', 'llama3:8b', 'mistral:7b'] } } } });
+    expect(route('llama3:70b')).toMatchObject({
+      kind: 'reject',
+      error: { code: 'fallback_exhausted', details: { fields: { attempted_models: ['llama3:70b', 'llama3:8b', 'mistral:7b'] } } },
+    });
     worker(['mistral:7b'], { caps: { 'mistral:7b': { vision: false } } });
     expect(route('gpt-4', vision)).toMatchObject({ error: { code: 'fallback_exhausted', details: { fields: { missing: ['vision'] } } } });
   });
@@ -205,7 +228,9 @@ describe('Router', () => {
 
     it('is refused when routing.allow_pinning is false', async () => {
       await setup({ ROUTING_ALLOW_PINNING: 'false' });
-      expect(router.plan({ model: 'm', requirements: extractRequirements('/v1/chat/completions', {}), pin: 'local' })).toMatchObject({ code: 'invalid_params' });
+      expect(router.plan({ model: 'm', requirements: extractRequirements('/v1/chat/completions', {}), pin: 'local' })).toMatchObject({
+        code: 'invalid_params',
+      });
     });
   });
 
@@ -226,9 +251,19 @@ describe('Router', () => {
     worker(['llama3:70b']);
     const draining = worker(['hidden']);
     draining.draining = true;
-    expect(router.listModels().map((m) => m.id).sort()).toEqual(['gpt-4', 'llama3:70b']);
+    expect(
+      router
+        .listModels()
+        .map((m) => m.id)
+        .sort(),
+    ).toEqual(['gpt-4', 'llama3:70b']);
     worker(['*']); // serves every alias target
-    expect(router.listModels().map((m) => m.id).sort()).toEqual(['claude-3-opus', 'gpt-4', 'llama3:70b']);
+    expect(
+      router
+        .listModels()
+        .map((m) => m.id)
+        .sort(),
+    ).toEqual(['claude-3-opus', 'gpt-4', 'llama3:70b']);
   });
 
   it('a model held out of routing on a worker (an unload draining it) reaches that worker no more, exact or through *, until released', () => {

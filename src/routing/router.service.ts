@@ -51,9 +51,7 @@ export interface RoutePlan {
 }
 
 export type RouteDecision =
-  | { kind: 'assign'; worker: RoutableWorker; model: string }
-  | { kind: 'queue'; model: string; provider: Provider }
-  | { kind: 'reject'; error: GatewayError };
+  { kind: 'assign'; worker: RoutableWorker; model: string } | { kind: 'queue'; model: string; provider: Provider } | { kind: 'reject'; error: GatewayError };
 
 /** Retry hint for a model whose only workers are draining (they usually come back after a restart). */
 const DRAINING_RETRY_MS = 1000;

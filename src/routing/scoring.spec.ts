@@ -17,7 +17,9 @@ describe('score (smart strategy)', () => {
   });
 
   it('one pending request separates two workers; latency counts in 10 ms steps', () => {
-    expect(score({ priority: 50, pending: 0, latencyMs: 9 }, DEFAULT_WEIGHTS)).toBeGreaterThan(score({ priority: 50, pending: 1, latencyMs: 0 }, DEFAULT_WEIGHTS));
+    expect(score({ priority: 50, pending: 0, latencyMs: 9 }, DEFAULT_WEIGHTS)).toBeGreaterThan(
+      score({ priority: 50, pending: 1, latencyMs: 0 }, DEFAULT_WEIGHTS),
+    );
     expect(score({ priority: 50, pending: 0, latencyMs: 3 }, DEFAULT_WEIGHTS)).toBe(score({ priority: 50, pending: 0, latencyMs: 9.9 }, DEFAULT_WEIGHTS));
   });
 
@@ -39,11 +41,17 @@ describe('score (smart strategy)', () => {
       .filter(([a, b]) => a + b <= 100)
       .map(([a, b]) => ({ priority: a, load: b, latency: 100 - a - b }));
     fc.assert(
-      fc.property(fc.double({ min: -1e9, max: 1e9, noNaN: true }), fc.nat(), fc.double({ min: 0, max: 1e9, noNaN: true }), weights, (priority, pending, latencyMs, w) => {
-        const s = score({ priority, pending, latencyMs }, w);
-        expect(s).toBeGreaterThanOrEqual(0);
-        expect(s).toBeLessThanOrEqual(100);
-      }),
+      fc.property(
+        fc.double({ min: -1e9, max: 1e9, noNaN: true }),
+        fc.nat(),
+        fc.double({ min: 0, max: 1e9, noNaN: true }),
+        weights,
+        (priority, pending, latencyMs, w) => {
+          const s = score({ priority, pending, latencyMs }, w);
+          expect(s).toBeGreaterThanOrEqual(0);
+          expect(s).toBeLessThanOrEqual(100);
+        },
+      ),
     );
   });
 });

@@ -42,10 +42,7 @@ export function score(inputs: ScoreInputs, weights: ScoringWeights): number {
 /** `score` without an inputs object, for the strategy's loop over every candidate. */
 export function scoreOf(priority: number, pending: number, latencyMs: number, weights: ScoringWeights): number {
   return (
-    ((100 - clamp(priority)) * weights.priority +
-      (100 - clamp(pending)) * weights.load +
-      (100 - clamp(Math.floor(latencyMs / 10))) * weights.latency) /
-    100
+    ((100 - clamp(priority)) * weights.priority + (100 - clamp(pending)) * weights.load + (100 - clamp(Math.floor(latencyMs / 10))) * weights.latency) / 100
   );
 }
 

@@ -22,7 +22,11 @@ interface W {
   rotationSeq: number;
 }
 const view: CandidateView<W> = { priority: (w) => w.inputs.priority, pending: (w) => w.inputs.pending, latencyMs: (w) => w.inputs.latencyMs };
-const worker = (name: string, inputs: Partial<ScoreInputs> = {}): W => ({ name, inputs: { priority: 50, pending: 0, latencyMs: 0, ...inputs }, rotationSeq: 0 });
+const worker = (name: string, inputs: Partial<ScoreInputs> = {}): W => ({
+  name,
+  inputs: { priority: 50, pending: 0, latencyMs: 0, ...inputs },
+  rotationSeq: 0,
+});
 
 function tally(pick: () => W | undefined, n: number): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -96,7 +100,11 @@ describe('routing strategies', () => {
   it('random: reservoir sampling gives every offered worker the same chance', () => {
     // With a source that returns each of its values in turn, the k-th of n candidates wins exactly
     // when the draws say so: check all 3 positions can win.
-    for (const draws of [[0.9, 0.9], [0.1, 0.9], [0.9, 0.1]]) {
+    for (const draws of [
+      [0.9, 0.9],
+      [0.1, 0.9],
+      [0.9, 0.1],
+    ]) {
       let i = 0;
       const s = new RandomStrategy<W>(() => draws[i++]);
       const winner = pickFrom(s, [worker('a'), worker('b'), worker('c')])!.name;
@@ -117,7 +125,11 @@ describe('routing strategies', () => {
   });
 
   it('smart always picks a top score among the candidates', () => {
-    const inputs = fc.record({ priority: fc.integer({ min: 0, max: 150 }), pending: fc.integer({ min: 0, max: 150 }), latencyMs: fc.integer({ min: 0, max: 3000 }) });
+    const inputs = fc.record({
+      priority: fc.integer({ min: 0, max: 150 }),
+      pending: fc.integer({ min: 0, max: 150 }),
+      latencyMs: fc.integer({ min: 0, max: 3000 }),
+    });
     fc.assert(
       fc.property(fc.array(inputs, { minLength: 1, maxLength: 30 }), fc.integer({ min: 1, max: 5 }), (all, picks) => {
         const s = new SmartStrategy<W>(DEFAULT_WEIGHTS);

@@ -95,9 +95,10 @@ describe('SseWriter: a slow reader', () => {
 
     for (let i = 0; i < 3000; i++) task.publish('token', { t: `tok${i} `, i });
     // The worker's chunks keep coming as one write each: the fast reader gets them, the slow one does not grow.
-    for (let c = 0; c < 20; c++) task.batch(() => {
-      for (let i = 0; i < 50; i++) task.publish('token', { t: 'x', i: 3000 + c * 50 + i });
-    });
+    for (let c = 0; c < 20; c++)
+      task.batch(() => {
+        for (let i = 0; i < 50; i++) task.publish('token', { t: 'x', i: 3000 + c * 50 + i });
+      });
     expect(fast.res.buffered.length).toBeGreaterThan(100_000);
     expect(slow.res.buffered.length).toBeLessThanOrEqual(BOUND);
     task.comment('keepalive');

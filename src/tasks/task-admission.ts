@@ -30,10 +30,16 @@ const PIN_HEADER = 'x-switchboard-provider';
  */
 export function admissionError(error: GatewayError, req: TaskParams, promptTokens: number): GatewayError {
   if (error.code === 'capability_mismatch' && sameItems(error.details.fields?.missing, ['context_length'])) {
-    return Errors.contextExceeded({ promptTokens, maxTokens: req.maxTokens, model: req.model }).with({ fields: error.details.fields?.pool_id ? { pool_id: error.details.fields.pool_id } : {} });
+    return Errors.contextExceeded({ promptTokens, maxTokens: req.maxTokens, model: req.model }).with({
+      fields: error.details.fields?.pool_id ? { pool_id: error.details.fields.pool_id } : {},
+    });
   }
   if (error.code === 'invalid_params' && error.details.param === PIN_HEADER) {
-    return new GatewayError('invalid_params', error.message.split(PIN_HEADER).join('pool_id'), { ...error.details, param: 'pool_id', fields: { ...error.details.fields, check: 'pool' } });
+    return new GatewayError('invalid_params', error.message.split(PIN_HEADER).join('pool_id'), {
+      ...error.details,
+      param: 'pool_id',
+      fields: { ...error.details.fields, check: 'pool' },
+    });
   }
   if (error.code === 'model_not_found') error = Errors.unknownModel(error);
   const check = CHECK[error.code];

@@ -7,7 +7,18 @@ const LIMITS = { maxBytes: 64 * 1024, inlineTranscriptBytes: 4096, maxTranscript
 
 function finishedTask(body: Record<string, unknown>, ran?: { type: string; version?: string; workerContext?: number }): Task {
   const request = parseTaskRequest(JSON.stringify({ model: 'm', prompt: 'p', max_tokens: 8, ...body })) as TaskRequest;
-  const task = new Task({ id: 't-1', tenant: 'default', request, budgetKey: 'k', limits: {}, promptTokens: 1, correlationId: 'c', createdAt: 1_000, maxEvents: 100, maxBytes: 10_000 });
+  const task = new Task({
+    id: 't-1',
+    tenant: 'default',
+    request,
+    budgetKey: 'k',
+    limits: {},
+    promptTokens: 1,
+    correlationId: 'c',
+    createdAt: 1_000,
+    maxEvents: 100,
+    maxBytes: 10_000,
+  });
   if (ran) {
     task.runningSince = 1_500;
     task.runner = { type: ran.type, ...(ran.version ? { version: ran.version } : {}) };
@@ -27,7 +38,11 @@ describe('jobArtifactOf: ctx, engine and engine_version are always recorded', ()
   });
 
   it("the client's ctx wins; without one, the context the serving worker advertised for the model", () => {
-    expect(jobArtifactOf(finishedTask({ ctx: 2048 }, { type: 'vllm', version: '0.6.3', workerContext: 8192 }))).toMatchObject({ ctx: 2048, engine: 'vllm', engineVersion: '0.6.3' });
+    expect(jobArtifactOf(finishedTask({ ctx: 2048 }, { type: 'vllm', version: '0.6.3', workerContext: 8192 }))).toMatchObject({
+      ctx: 2048,
+      engine: 'vllm',
+      engineVersion: '0.6.3',
+    });
     expect(jobArtifactOf(finishedTask({}, { type: 'vllm', version: '0.6.3', workerContext: 8192 }))).toMatchObject({ ctx: 8192 });
   });
 

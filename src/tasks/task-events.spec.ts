@@ -8,7 +8,9 @@ describe('TaskEventLog', () => {
     log.append('end', { tokens_out: 1 }, true);
     expect(log.lastId).toBe(3);
     expect(log.transcript()).toBe(
-      'id: 1\nevent: started\ndata: {"queue_position":2,"predicted_start_ms":null}\n\n' + 'id: 2\nevent: token\ndata: {"t":"é","i":0}\n\n' + 'id: 3\nevent: end\ndata: {"tokens_out":1}\n\n',
+      'id: 1\nevent: started\ndata: {"queue_position":2,"predicted_start_ms":null}\n\n' +
+        'id: 2\nevent: token\ndata: {"t":"é","i":0}\n\n' +
+        'id: 3\nevent: end\ndata: {"tokens_out":1}\n\n',
     );
     expect(log.since(0)).toBe(log.transcript());
     expect(log.since(2)).toBe('id: 3\nevent: end\ndata: {"tokens_out":1}\n\n');

@@ -33,7 +33,14 @@ describe('parseTaskRequest', () => {
       budget: { tokens: 100, timeSecs: 2.5 },
       seed: 7,
     });
-    expect(req.workerJson).toEqual({ model: 'm', messages: [{ role: 'user', content: 'secret prompt' }], max_tokens: 32, seed: 7, temperature: 0.1, stream: true });
+    expect(req.workerJson).toEqual({
+      model: 'm',
+      messages: [{ role: 'user', content: 'secret prompt' }],
+      max_tokens: 32,
+      seed: 7,
+      temperature: 0.1,
+      stream: true,
+    });
     // The artifact's copy: everything the client sent but the prompt.
     expect(req.params).toMatchObject({ task_id: 'job:1', messages: '[redacted]', max_tokens: 32, budget: { tokens: 100, time_secs: 2.5 }, temperature: 0.1 });
     expect(JSON.stringify(req.params)).not.toContain('secret prompt');

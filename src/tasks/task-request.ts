@@ -78,7 +78,8 @@ export function parseTaskRequest(raw: unknown): TaskRequest | GatewayError {
   if (ctx instanceof GatewayError) return ctx;
   let poolId: string | undefined;
   if (body.pool_id !== undefined && body.pool_id !== null) {
-    if (typeof body.pool_id !== 'string' || body.pool_id.trim() === '' || body.pool_id.length > 64) return bad('pool_id', '"pool_id" must be a pool name (1-64 characters)');
+    if (typeof body.pool_id !== 'string' || body.pool_id.trim() === '' || body.pool_id.length > 64)
+      return bad('pool_id', '"pool_id" must be a pool name (1-64 characters)');
     poolId = body.pool_id.trim();
   }
   let priority: Priority | undefined;

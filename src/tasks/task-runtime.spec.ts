@@ -85,7 +85,10 @@ describe('tasks over the dispatcher (fake clock)', () => {
 
   const identity = { tenant: 'default', priority: 1 as const };
   function submit(body: Record<string, unknown>) {
-    const answer = tasks.submit({ identity, headers: {}, correlationId: 'corr' }, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'top secret prompt' }], max_tokens: 8, ...body }));
+    const answer = tasks.submit(
+      { identity, headers: {}, correlationId: 'corr' },
+      JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'top secret prompt' }], max_tokens: 8, ...body }),
+    );
     if (answer instanceof Promise) throw new Error('the in-memory limiter answers synchronously');
     return answer;
   }
@@ -112,7 +115,17 @@ describe('tasks over the dispatcher (fake clock)', () => {
         jobId: 'job-1',
         sessionId: 'sess',
         tenant: 'default',
-        params: { model: 'm', messages: '[redacted]', max_tokens: 8, task_id: 'job-1', session_id: 'sess', ctx: 2048, seed: 42, output_mode: 'json', temperature: 0.5 },
+        params: {
+          model: 'm',
+          messages: '[redacted]',
+          max_tokens: 8,
+          task_id: 'job-1',
+          session_id: 'sess',
+          ctx: 2048,
+          seed: 42,
+          output_mode: 'json',
+          temperature: 0.5,
+        },
         maxTokens: 8,
         ctx: 2048,
         engine: 'vllm',
@@ -148,7 +161,14 @@ describe('tasks over the dispatcher (fake clock)', () => {
     fleet.detach(worker);
     expect(artifacts.calls).toHaveLength(1);
     const [input] = artifacts.calls;
-    expect(input).toMatchObject({ jobId: 'job-2', status: 'failed', tokensOut: 1, ctx: 8192, engine: 'vllm', error: { code: 'worker_disconnected', message: 'The worker disconnected during the response', retriable: true } });
+    expect(input).toMatchObject({
+      jobId: 'job-2',
+      status: 'failed',
+      tokensOut: 1,
+      ctx: 8192,
+      engine: 'vllm',
+      error: { code: 'worker_disconnected', message: 'The worker disconnected during the response', retriable: true },
+    });
     expect(input.transcript).toContain('event: token\ndata: {"t":"partial","i":0}');
     expect(input.transcript).toMatch(/event: error\ndata: \{"code":"worker_disconnected"/);
   });
@@ -160,7 +180,13 @@ describe('tasks over the dispatcher (fake clock)', () => {
     tasks.cancel(identity, 'waiting');
     tasks.cancel(identity, 'waiting');
     expect(artifacts.calls).toHaveLength(1);
-    expect(artifacts.calls[0]).toMatchObject({ jobId: 'waiting', status: 'cancelled', tokensOut: 0, decodeTimeMs: 0, error: { code: 'cancelled', retriable: false } });
+    expect(artifacts.calls[0]).toMatchObject({
+      jobId: 'waiting',
+      status: 'cancelled',
+      tokensOut: 0,
+      decodeTimeMs: 0,
+      error: { code: 'cancelled', retriable: false },
+    });
     expect(artifacts.calls[0]).toMatchObject({ ctx: null, engine: null, engineVersion: null });
   });
 
@@ -242,7 +268,10 @@ describe('tasks over the dispatcher (fake clock)', () => {
     expect(tasks.status(identity, 'y')).toMatchObject({ status: 'cancelled' });
     expect(cancels(channel).map((c) => c.reason)).toEqual(['timeout', 'timeout']);
     // Its 10 s are spent: the session takes no more tasks.
-    expect(submit({ session_id: 'pair', budget: { time_secs: 10 } })).toMatchObject({ status: 429, body: { error: { code: 'session_budget_exceeded', check: 'session_time' } } });
+    expect(submit({ session_id: 'pair', budget: { time_secs: 10 } })).toMatchObject({
+      status: 429,
+      body: { error: { code: 'session_budget_exceeded', check: 'session_time' } },
+    });
   });
 
   it('no token is published once cancel has returned, even from chunks the worker had already sent', () => {

@@ -77,7 +77,8 @@ export class TasksService {
     const budgetKey = sessionKey(identity.tenant, req.sessionId, id);
     const now = this.clock.now();
     const used = this.runtime.sessionUsage(budgetKey, now);
-    const budgetHeaders: Record<string, string> = limits.tokens !== undefined ? { [BUDGET_REMAINING_HEADER]: String(Math.max(0, limits.tokens - used.tokens)) } : {};
+    const budgetHeaders: Record<string, string> =
+      limits.tokens !== undefined ? { [BUDGET_REMAINING_HEADER]: String(Math.max(0, limits.tokens - used.tokens)) } : {};
 
     let priority = identity.priority;
     if (req.priority) {

@@ -95,7 +95,7 @@ export function readPayload(data: string, endpoint: TaskEndpoint, listener: Chun
   if (!isObject(json)) return false;
   const choice = Array.isArray(json.choices) ? json.choices[0] : undefined;
   if (isObject(choice)) {
-    const text = endpoint === '/v1/chat/completions' ? contentOf(choice.delta) ?? contentOf(choice.message) : choice.text;
+    const text = endpoint === '/v1/chat/completions' ? (contentOf(choice.delta) ?? contentOf(choice.message)) : choice.text;
     if (typeof text === 'string' && text !== '') listener.text(text);
   }
   if (isObject(json.usage)) {

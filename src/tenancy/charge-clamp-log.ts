@@ -31,8 +31,7 @@ export class ChargeClampLog {
     const about = [worker?.name, worker?.provider && `provider "${worker.provider}"`].filter(Boolean).join(', ');
     const who = worker ? `worker ${worker.id}${about ? ` (${about})` : ''}` : 'an unknown worker';
     this.warn(
-      `${who} reported ${reported} tokens for a request of tenant ${tenant}: charged ${charged} to ${bucketKey}, ` +
-        `one window over its limit at most${more}`,
+      `${who} reported ${reported} tokens for a request of tenant ${tenant}: charged ${charged} to ${bucketKey}, ` + `one window over its limit at most${more}`,
     );
     if (!entry && this.last.size >= MAX_REMEMBERED) this.forgetOld(now);
     this.last.set(id, { at: now, suppressed: 0 });

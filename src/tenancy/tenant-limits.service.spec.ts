@@ -75,7 +75,9 @@ describe('TenantLimits (in memory, fake clock)', () => {
 
       const clampLines = () => warn.mock.calls.map((c) => String(c[0])).filter((l) => l.includes('w-liar'));
       expect(clampLines()).toHaveLength(1);
-      expect(clampLines()[0]).toMatch(/worker w-liar \(gpu-7, provider "p2"\) reported 100000000 tokens for a request of tenant acme: charged 2000 to tpm:tenant:acme/);
+      expect(clampLines()[0]).toMatch(
+        /worker w-liar \(gpu-7, provider "p2"\) reported 100000000 tokens for a request of tenant acme: charged 2000 to tpm:tenant:acme/,
+      );
       for (let i = 0; i < 5; i++) limits.chargeTokens(acme, 200_000_000, liar);
       expect(clampLines()).toHaveLength(2); // rate-limited: one line a minute, not a line per request
       clock.advance(60_000);
@@ -109,7 +111,7 @@ describe('TenantLimits (in memory, fake clock)', () => {
     expect(admit(sibling).error?.code).toBe('rate_limit_exceeded');
   });
 
-    it('sends no rate-limit headers when no limit applies', () => {
+  it('sends no rate-limit headers when no limit applies', () => {
     setup({});
     expect(admit()).toEqual({ headers: {} });
   });

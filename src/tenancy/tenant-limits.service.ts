@@ -107,7 +107,13 @@ export class TenantLimits {
     return done(decided);
   }
 
-  private step(takes: Check[], now: number | undefined, decided: RateDecision[], d: RateDecision, done: (decisions: RateDecision[]) => LimitVerdict): MaybePromise<LimitVerdict> {
+  private step(
+    takes: Check[],
+    now: number | undefined,
+    decided: RateDecision[],
+    d: RateDecision,
+    done: (decisions: RateDecision[]) => LimitVerdict,
+  ): MaybePromise<LimitVerdict> {
     decided.push(d);
     return d.allowed ? this.takeInOrder(takes, now, decided, done) : done(decided);
   }
@@ -129,7 +135,8 @@ export class TenantLimits {
           if (d.charged !== undefined && d.charged < cost) this.clampLog.clamped(this.clock.now(), worker, identity.tenant, bucket.key, cost, d.charged);
         };
         const result = this.limiter.charge(bucket, cost);
-        if (result instanceof Promise) result.then(seen, (e: unknown) => this.log.error(`charging ${cost} tokens to ${bucket.key} failed: ${(e as Error)?.message ?? e}`));
+        if (result instanceof Promise)
+          result.then(seen, (e: unknown) => this.log.error(`charging ${cost} tokens to ${bucket.key} failed: ${(e as Error)?.message ?? e}`));
         else seen(result);
       }
     } catch (e) {

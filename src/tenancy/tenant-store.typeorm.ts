@@ -6,7 +6,19 @@ import { TenantSettings } from '../config/sections/tenancy';
 import { TenantEntity } from './tenant.entity';
 import { TenantRecord, TenantStore } from './tenant-store';
 
-const UPDATED_ON_SAVE = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models', 'session_tokens', 'session_time_secs', 'pools', 'updated_at'];
+const UPDATED_ON_SAVE = [
+  'rpm',
+  'tpm',
+  'tokens_per_day',
+  'priority',
+  'max_priority',
+  'max_queued',
+  'models',
+  'session_tokens',
+  'session_time_secs',
+  'pools',
+  'updated_at',
+];
 
 @Injectable()
 export class TypeOrmTenantStore extends TenantStore {

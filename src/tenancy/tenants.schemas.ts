@@ -42,7 +42,18 @@ const tenantSettings = (description: string): SchemaObject => ({
 const TENANT_EXAMPLE = {
   id: 'team-a',
   source: 'admin',
-  settings: { rpm: 600, tpm: 200000, tokens_per_day: 5000000, priority: 'normal', max_priority: 'high', max_queued: 50, models: null, session_tokens: 200000, session_time_secs: 3600, pools: null },
+  settings: {
+    rpm: 600,
+    tpm: 200000,
+    tokens_per_day: 5000000,
+    priority: 'normal',
+    max_priority: 'high',
+    max_queued: 50,
+    models: null,
+    session_tokens: 200000,
+    session_time_secs: 3600,
+    pools: null,
+  },
   created_at: '2026-11-20T09:00:00.000Z',
   updated_at: '2026-11-22T20:50:00.000Z',
 };
@@ -61,7 +72,11 @@ export const TENANTS_SCHEMAS: Record<string, SchemaObject> = {
       updated_at: ISO_TIME,
     },
   },
-  TenantList: { type: 'object', required: ['data', 'defaults'], properties: { data: { type: 'array', items: ref('Tenant') }, defaults: ref('TenantSettings') } },
+  TenantList: {
+    type: 'object',
+    required: ['data', 'defaults'],
+    properties: { data: { type: 'array', items: ref('Tenant') }, defaults: ref('TenantSettings') },
+  },
   TenantDeleted: { type: 'object', required: ['deleted', 'now'], properties: { deleted: { type: 'string' }, now: ref('Tenant') } },
 };
 
@@ -77,7 +92,18 @@ export const TENANTS_API = {
     responses: {
       200: jsonResponse('The tenants', ref('TenantList'), {
         data: [TENANT_EXAMPLE],
-        defaults: { rpm: 60, tpm: null, tokens_per_day: null, priority: null, max_priority: null, max_queued: null, models: null, session_tokens: null, session_time_secs: null, pools: null },
+        defaults: {
+          rpm: 60,
+          tpm: null,
+          tokens_per_day: null,
+          priority: null,
+          max_priority: null,
+          max_queued: null,
+          models: null,
+          session_tokens: null,
+          session_time_secs: null,
+          pools: null,
+        },
       }),
       ...adminErrors(),
     },
@@ -93,11 +119,16 @@ export const TENANTS_API = {
   putTenant: {
     operationId: 'putTenant',
     summary: "Store a tenant's whole settings",
-    description: 'They override the config file\'s entry and apply at once; every problem is reported in one 400.',
+    description: "They override the config file's entry and apply at once; every problem is reported in one 400.",
     tags: [TAGS.tenants],
     security: ADMIN_SECURITY,
     parameters: [tenant],
-    requestBody: { required: true, content: json(ref('PutTenant'), { typical: { summary: 'Limits and a budget', value: { rpm: 600, tpm: 200000, tokens_per_day: 5000000, max_priority: 'high' } } }) },
+    requestBody: {
+      required: true,
+      content: json(ref('PutTenant'), {
+        typical: { summary: 'Limits and a budget', value: { rpm: 600, tpm: 200000, tokens_per_day: 5000000, max_priority: 'high' } },
+      }),
+    },
     responses: { 200: jsonResponse('The tenant', ref('Tenant'), TENANT_EXAMPLE), ...adminErrors(['invalid_request'], tenantInvalid) },
   },
   deleteTenant: {
@@ -110,7 +141,22 @@ export const TENANTS_API = {
     responses: {
       200: jsonResponse('Deleted', ref('TenantDeleted'), {
         deleted: 'team-a',
-        now: { id: 'team-a', source: 'default', settings: { rpm: 60, tpm: null, tokens_per_day: null, priority: null, max_priority: null, max_queued: null, models: null, session_tokens: null, session_time_secs: null, pools: null } },
+        now: {
+          id: 'team-a',
+          source: 'default',
+          settings: {
+            rpm: 60,
+            tpm: null,
+            tokens_per_day: null,
+            priority: null,
+            max_priority: null,
+            max_queued: null,
+            models: null,
+            session_tokens: null,
+            session_time_secs: null,
+            pools: null,
+          },
+        },
       }),
       ...adminErrors(['invalid_request', 'not_found'], { not_found: Errors.notFound('Tenant', 'team-a') }),
     },

@@ -171,7 +171,10 @@ export class TypeOrmUsageRecorder extends UsageRecorder implements OnModuleInit,
       });
       return `(${marks.join(', ')})`;
     });
-    const table = meta.tablePath.split('.').map((part) => driver.escape(part)).join('.');
+    const table = meta.tablePath
+      .split('.')
+      .map((part) => driver.escape(part))
+      .join('.');
     const names = columns.map((c) => driver.escape(c.databaseName)).join(', ');
     const key = meta.primaryColumns.map((c) => driver.escape(c.databaseName)).join(', ');
     await this.repo.manager.query(`INSERT INTO ${table} (${names}) VALUES ${tuples.join(', ')} ON CONFLICT (${key}) DO NOTHING`, params);

@@ -37,11 +37,7 @@ export class UsageRetention {
     let total = 0;
     for (let chunk = 0; chunk < this.maxChunksPerSweep; chunk++) {
       // DELETE … WHERE id IN (SELECT id … LIMIT n): portable, unlike DELETE … LIMIT.
-      const expired = this.repo
-        .createQueryBuilder('expired')
-        .select('expired.id')
-        .where('expired.receivedAt < :cutoff')
-        .limit(this.chunkSize);
+      const expired = this.repo.createQueryBuilder('expired').select('expired.id').where('expired.receivedAt < :cutoff').limit(this.chunkSize);
       const result = await this.repo
         .createQueryBuilder()
         .delete()

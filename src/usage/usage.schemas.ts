@@ -63,7 +63,13 @@ export const USAGE_API = {
       { name: 'key', in: 'query', required: false, description: 'Only requests made with this API key id.', schema: { type: 'string' } },
       timeParam('since', 'Requests received at or after (inclusive)'),
       timeParam('until', 'Requests received before (exclusive)'),
-      { name: 'group_by', in: 'query', required: false, description: 'Without it: one row of totals.', schema: { type: 'string', enum: ['tenant', 'key', 'model', 'day'] } },
+      {
+        name: 'group_by',
+        in: 'query',
+        required: false,
+        description: 'Without it: one row of totals.',
+        schema: { type: 'string', enum: ['tenant', 'key', 'model', 'day'] },
+      },
     ],
     responses: {
       200: jsonResponse('Totals', ref('Usage'), {
@@ -75,7 +81,9 @@ export const USAGE_API = {
           { tenant: 'team-b', requests: 87, errors: 0, prompt_tokens: 10233, completion_tokens: 4410, total_tokens: 14643 },
         ],
       }),
-      ...adminErrors(['invalid_request'], { invalid_request: Errors.invalidRequest("Query parameter 'group_by' must be one of tenant, key, model, day, got 'week'", 'group_by') }),
+      ...adminErrors(['invalid_request'], {
+        invalid_request: Errors.invalidRequest("Query parameter 'group_by' must be one of tenant, key, model, day, got 'week'", 'group_by'),
+      }),
     },
   },
 } satisfies Record<string, OperationDoc>;

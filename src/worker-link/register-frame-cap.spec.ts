@@ -16,10 +16,19 @@ describe('registerFrameCap', () => {
   });
 
   it('fits the largest model list the gateway keeps whole: 1024 names filling the 65 536-character total, every capability at its bound', () => {
-    const models = Array.from({ length: WorkerLimits.models }, (_, i) => `m${String(i).padStart(4, '0')}`.padEnd(WorkerLimits.modelsTotalChars / WorkerLimits.models, 'x'));
+    const models = Array.from({ length: WorkerLimits.models }, (_, i) =>
+      `m${String(i).padStart(4, '0')}`.padEnd(WorkerLimits.modelsTotalChars / WorkerLimits.models, 'x'),
+    );
     expect(sanitizeModels(models, WorkerLimits.models).models).toHaveLength(WorkerLimits.models); // nothing trimmed: a valid list
     const caps = { vision: false, tools: false, json_mode: false, context_length: WorkerNumberBounds.contextLength };
-    const frame = { type: 'register', worker_name: 'w'.repeat(WorkerLimits.workerNameChars), models, max_concurrent: 4096, protocol_version: '2026-04-bridge-v1', capabilities: Object.fromEntries(models.map((m) => [m, caps])) };
+    const frame = {
+      type: 'register',
+      worker_name: 'w'.repeat(WorkerLimits.workerNameChars),
+      models,
+      max_concurrent: 4096,
+      protocol_version: '2026-04-bridge-v1',
+      capabilities: Object.fromEntries(models.map((m) => [m, caps])),
+    };
     expect(Buffer.byteLength(JSON.stringify(frame))).toBeLessThanOrEqual(registerFrameCap(connections, WorkerLimits.models) - 64 * 1024 + 4 * 1024);
   });
 });

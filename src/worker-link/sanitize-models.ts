@@ -55,9 +55,7 @@ export function sanitizeModels(raw: string[], limit: number): SanitizedModels {
   let fit = 0;
   while (fit < models.length && total + models[fit].length <= WorkerLimits.modelsTotalChars) total += models[fit++].length;
   if (fit < models.length) {
-    warnings.push(
-      `model list truncated from ${models.length} to ${fit} entries (model names above ${WorkerLimits.modelsTotalChars} characters in total)`,
-    );
+    warnings.push(`model list truncated from ${models.length} to ${fit} entries (model names above ${WorkerLimits.modelsTotalChars} characters in total)`);
     models = models.slice(0, fit);
   }
   if (models.length === 0) warnings.push('worker registered without any routable models');
@@ -87,7 +85,12 @@ const NAMES_QUOTED = 10;
  * another provider owns; see providers/model-ownership.ts) and reports the rest in `warnings`.
  * `*` stays: it means "any model this provider allows", and routing applies that rule per request.
  */
-export function restrictToProvider(models: string[], mayServe: (model: string) => boolean, provider: { name: string; restricted: boolean }, warnings: string[]): string[] {
+export function restrictToProvider(
+  models: string[],
+  mayServe: (model: string) => boolean,
+  provider: { name: string; restricted: boolean },
+  warnings: string[],
+): string[] {
   const refused: string[] = [];
   const kept = models.filter((m) => {
     if (m === '*' || mayServe(m)) return true;
@@ -95,7 +98,10 @@ export function restrictToProvider(models: string[], mayServe: (model: string) =
     return false;
   });
   if (refused.length > 0) {
-    const quoted = refused.slice(0, NAMES_QUOTED).map((m) => `"${m.slice(0, 64)}"`).join(', ');
+    const quoted = refused
+      .slice(0, NAMES_QUOTED)
+      .map((m) => `"${m.slice(0, 64)}"`)
+      .join(', ');
     const more = refused.length > NAMES_QUOTED ? ` and ${refused.length - NAMES_QUOTED} more` : '';
     warnings.push(
       `dropped ${refused.length} model${refused.length === 1 ? '' : 's'} provider "${provider.name}" may not serve ` +

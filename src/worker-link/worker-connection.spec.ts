@@ -75,7 +75,13 @@ describe('WorkerConnection (fake socket, fake clock)', () => {
 
   beforeEach(async () => {
     clock = new FakeClock();
-    config = loadConfig({ PROVIDER_NAME: 'local', WORKER_SECRET: SECRET, HEARTBEAT_INTERVAL_SECS: '15', HEARTBEAT_TIMEOUT_SECS: '45', REGISTER_TIMEOUT_SECS: '10' });
+    config = loadConfig({
+      PROVIDER_NAME: 'local',
+      WORKER_SECRET: SECRET,
+      HEARTBEAT_INTERVAL_SECS: '15',
+      HEARTBEAT_TIMEOUT_SECS: '45',
+      REGISTER_TIMEOUT_SECS: '10',
+    });
     providers = new ProvidersService(config, new MemoryProviderStore());
     await providers.onModuleInit();
     lifecycle = new LifecycleState();
@@ -103,7 +109,11 @@ describe('WorkerConnection (fake socket, fake clock)', () => {
   /** A connection of provider `local` whose authentication has finished (it awaits `register`). */
   async function connect(secret = SECRET): Promise<FakeSocket> {
     const socket = new FakeSocket();
-    const request = { socket: { remoteAddress: '10.0.0.7' }, headers: { 'x-worker-secret': secret }, url: '/v1/worker/connect?provider=local' } as unknown as IncomingMessage;
+    const request = {
+      socket: { remoteAddress: '10.0.0.7' },
+      headers: { 'x-worker-secret': secret },
+      url: '/v1/worker/connect?provider=local',
+    } as unknown as IncomingMessage;
     new WorkerConnection(socket as unknown as WebSocket, request, deps).start();
     await settle();
     return socket;

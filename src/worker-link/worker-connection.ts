@@ -212,7 +212,12 @@ export class WorkerConnection implements WorkerChannel {
     const sanitized = sanitizeModels(message.models, provider.maxModelsPerWorker);
     const warnings = sanitized.warnings;
     // Intersected with what the provider may serve; the ack lists what was kept and warns about the rest.
-    const models = restrictToProvider(sanitized.models, (m) => this.deps.providers.mayServe(provider, m), { name: provider.name, restricted: provider.allowList.restricted }, warnings);
+    const models = restrictToProvider(
+      sanitized.models,
+      (m) => this.deps.providers.mayServe(provider, m),
+      { name: provider.name, restricted: provider.allowList.restricted },
+      warnings,
+    );
     const name = sanitizeWorkerName(message.worker_name, warnings);
     // An operator drained this pool or this worker name until undrain: tell the daemon to wait.
     if (provider.cordon) return this.refuseCordoned(`provider "${provider.name}" is cordoned (POST /v1/pools/${provider.name}/undrain lifts it)`, name);
@@ -282,7 +287,12 @@ export class WorkerConnection implements WorkerChannel {
         const sanitized = sanitizeModels(message.models, provider?.maxModelsPerWorker ?? this.deps.config.providerDefaults.maxModelsPerWorker);
         const warnings = sanitized.warnings;
         const models = provider
-          ? restrictToProvider(sanitized.models, (m) => this.deps.providers.mayServe(provider, m), { name: provider.name, restricted: provider.allowList.restricted }, warnings)
+          ? restrictToProvider(
+              sanitized.models,
+              (m) => this.deps.providers.mayServe(provider, m),
+              { name: provider.name, restricted: provider.allowList.restricted },
+              warnings,
+            )
           : [];
         if (warnings.length) log.warn(`worker ${worker.id} models_update: ${warnings.join('; ')}`);
         fleet.onModelsChanged(worker, {
@@ -329,10 +339,7 @@ export class WorkerConnection implements WorkerChannel {
       this.send({ type: 'ping', timestamp_unix_ms: now });
     }, config.heartbeatIntervalMs);
     if (config.modelsRefreshIntervalMs > 0) {
-      this.refreshTimer = clock.setInterval(
-        () => this.send({ type: 'models_refresh', reason: 'periodic' }),
-        config.modelsRefreshIntervalMs,
-      );
+      this.refreshTimer = clock.setInterval(() => this.send({ type: 'models_refresh', reason: 'periodic' }), config.modelsRefreshIntervalMs);
     }
   }
 

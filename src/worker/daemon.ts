@@ -1,13 +1,6 @@
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
-import {
-  CloseCodes,
-  Features,
-  GracefulShutdownMessage,
-  PROTOCOL_VERSION,
-  RegisterAckMessage,
-  ServerToWorkerMessage,
-} from '../protocol';
+import { CloseCodes, Features, GracefulShutdownMessage, PROTOCOL_VERSION, RegisterAckMessage, ServerToWorkerMessage } from '../protocol';
 import { Clock, TimerHandle, daemonClock } from './clock';
 import { DaemonEvents, DaemonState, DaemonStatus, WorkerDaemonOptions } from './daemon-types';
 import { WorkerConfig, WorkerConfigError, connectUrl } from './config';

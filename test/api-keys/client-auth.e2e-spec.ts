@@ -90,7 +90,7 @@ describe('client API keys: REQUIRE_API_KEYS=true', () => {
     });
   });
 
-  describe('refused keys answer 401 invalid_api_key in the caller\'s dialect', () => {
+  describe("refused keys answer 401 invalid_api_key in the caller's dialect", () => {
     let revoked: string;
     let deleted: string;
     beforeAll(async () => {
@@ -114,14 +114,27 @@ describe('client API keys: REQUIRE_API_KEYS=true', () => {
       const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: presented(), maxRetries: 0 });
       const err = await openai.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
       expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
-      expect(openAiError(err)).toEqual({ message: 'Invalid API key', type: 'authentication_error', code: 'invalid_api_key', param: null, kind: 'ADMISSION_REJECT', retriable: false });
+      expect(openAiError(err)).toEqual({
+        message: 'Invalid API key',
+        type: 'authentication_error',
+        code: 'invalid_api_key',
+        param: null,
+        kind: 'ADMISSION_REJECT',
+        retriable: false,
+      });
     });
 
     it.each(cases)('%s, Anthropic SDK', async (_label, presented) => {
       const anthropic = new Anthropic({ baseURL: gw.url, apiKey: presented(), maxRetries: 0 });
       const err = await anthropic.messages.create(message).catch((e) => e);
       expect(err).toBeInstanceOf(Anthropic.AuthenticationError);
-      expect(anthropicError(err)).toEqual({ type: 'authentication_error', message: 'Invalid API key', code: 'invalid_api_key', kind: 'ADMISSION_REJECT', retriable: false });
+      expect(anthropicError(err)).toEqual({
+        type: 'authentication_error',
+        message: 'Invalid API key',
+        code: 'invalid_api_key',
+        kind: 'ADMISSION_REJECT',
+        retriable: false,
+      });
     });
 
     it.each(cases)('%s, GET /v1/models', async (_label, presented) => {
@@ -212,7 +225,7 @@ describe('client API keys: REQUIRE_API_KEYS=true', () => {
       expect(JSON.parse(frame.body).model).toBe('m2');
     });
 
-    it("allows only what both the key and its tenant allow", async () => {
+    it('allows only what both the key and its tenant allow', async () => {
       expect((await adminCall(gw, 'PUT', '/admin/tenants/team-m', { models: ['m2'] })).status).toBe(200);
       const both = await createKey(gw, { name: 'm1-and-m2', tenant: 'team-m', models: ['m1', 'm2'] });
       const m1 = await post(gw.url, '/v1/chat/completions', chat('m1'), { 'x-api-key': both.key });

@@ -67,7 +67,8 @@ describe('artifacts: /v1/artifacts and the JOB_ARTIFACTS port on the real gatewa
       status: 'completed',
       tokensOut: 2,
       decodeTimeMs: 120,
-      transcript: 'id: 1\nevent: started\ndata: {"queue_position":0,"predicted_start_ms":0}\n\nid: 2\nevent: token\ndata: {"t":"{}","i":0}\n\nid: 3\nevent: end\ndata: {"tokens_out":2,"decode_time_ms":120,"decode_ms":120}\n\n',
+      transcript:
+        'id: 1\nevent: started\ndata: {"queue_position":0,"predicted_start_ms":0}\n\nid: 2\nevent: token\ndata: {"t":"{}","i":0}\n\nid: 3\nevent: end\ndata: {"tokens_out":2,"decode_time_ms":120,"decode_ms":120}\n\n',
       createdAt: Date.now(),
       ...overrides,
     };
@@ -90,7 +91,13 @@ describe('artifacts: /v1/artifacts and the JOB_ARTIFACTS port on the real gatewa
   });
   afterAll(() => gw.close());
 
-  const PLAN = { kind: 'plan', session_id: 'sess-1', tags: ['v1', 'agent:planner'], metadata: { title: 'Refactor' }, content: { steps: ['split', 'test'], owner: 'ada' } };
+  const PLAN = {
+    kind: 'plan',
+    session_id: 'sess-1',
+    tags: ['v1', 'agent:planner'],
+    metadata: { title: 'Refactor' },
+    content: { steps: ['split', 'test'], owner: 'ada' },
+  };
 
   it('POST stores an artifact under its content address (201) and GET returns it with its metadata', async () => {
     const created = await create(PLAN);
@@ -154,7 +161,14 @@ describe('artifacts: /v1/artifacts and the JOB_ARTIFACTS port on the real gatewa
     const res = await create({ kind: 'trace', content: 'x'.repeat(MAX_BYTES) });
     expect(res.status).toBe(413);
     expect(res.json).toEqual({
-      error: { message: `Request body exceeds ${MAX_BYTES} bytes`, type: 'invalid_request_error', code: 'payload_too_large', param: null, kind: 'INVALID_PARAMS', retriable: false },
+      error: {
+        message: `Request body exceeds ${MAX_BYTES} bytes`,
+        type: 'invalid_request_error',
+        code: 'payload_too_large',
+        param: null,
+        kind: 'INVALID_PARAMS',
+        retriable: false,
+      },
     });
   });
 
@@ -173,7 +187,13 @@ describe('artifacts: /v1/artifacts and the JOB_ARTIFACTS port on the real gatewa
     ];
     for (const [body, param] of cases) {
       const res = await create(body);
-      expect([param, res.status, res.json.error.code, res.json.error.param, res.json.error.kind]).toEqual([param, 400, 'invalid_params', param, 'INVALID_PARAMS']);
+      expect([param, res.status, res.json.error.code, res.json.error.param, res.json.error.kind]).toEqual([
+        param,
+        400,
+        'invalid_params',
+        param,
+        'INVALID_PARAMS',
+      ]);
     }
     const parent = (await create({ kind: 'plan', content: 'parent' })).json.id;
     const unknown = 'ab'.repeat(32);
@@ -277,7 +297,12 @@ describe('artifacts: /v1/artifacts and the JOB_ARTIFACTS port on the real gatewa
     const transcript = `id: 1\nevent: started\ndata: {"queue_position":0}\n\n${events}id: 99\nevent: error\ndata: {"code":"worker_disconnected","retriable":true,"message":"The worker disconnected during the response"}\n\n`;
     expect(Buffer.byteLength(transcript)).toBeGreaterThan(INLINE_TRANSCRIPT_BYTES);
     const id = jobs.recordJob(
-      job({ status: 'failed', tokensOut: 60, transcript, error: { code: 'worker_disconnected', message: 'The worker disconnected during the response', retriable: true } }),
+      job({
+        status: 'failed',
+        tokensOut: 60,
+        transcript,
+        error: { code: 'worker_disconnected', message: 'The worker disconnected during the response', retriable: true },
+      }),
     );
     // Before the write, from memory; after it, from the database: the same answers.
     const before = [await get(`/v1/artifacts/${id}`), await get(`/v1/artifacts/${id}/transcript`)];

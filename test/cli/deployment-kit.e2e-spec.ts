@@ -78,7 +78,8 @@ describe('docker/compose.yml', () => {
       }
       if (s.restart) expect(RESTART_POLICIES).toContain(s.restart);
       if (s.stop_grace_period) expect(s.stop_grace_period).toMatch(DURATION);
-      for (const c of ['command', 'entrypoint']) if (s[c] !== undefined) expect(Array.isArray(s[c]) && s[c].every((w: unknown) => typeof w === 'string')).toBe(true);
+      for (const c of ['command', 'entrypoint'])
+        if (s[c] !== undefined) expect(Array.isArray(s[c]) && s[c].every((w: unknown) => typeof w === 'string')).toBe(true);
       // Every value interpolates (no malformed ${...}) and is a scalar.
       expect(() => environmentOf(s, NO_ENV)).not.toThrow();
       for (const p of s.ports ?? []) {
@@ -193,7 +194,9 @@ describe('docker/compose.yml', () => {
 
     const dashboards = parseYaml(readFileSync(join(provDir, 'dashboards', 'switchboard.yml'), 'utf8')) as any;
     const providerPath = dashboards.providers[0].options.path as string;
-    const dashboardMount = mountsOf(grafana).find((m) => posix.relative(m.target, providerPath) === '' || !posix.relative(m.target, providerPath).startsWith('..'))!;
+    const dashboardMount = mountsOf(grafana).find(
+      (m) => posix.relative(m.target, providerPath) === '' || !posix.relative(m.target, providerPath).startsWith('..'),
+    )!;
     const hostDir = join(fromCompose(dashboardMount.source), posix.relative(dashboardMount.target, providerPath));
     expect(hostDir).toBe(join(ROOT, 'docs', 'grafana'));
     const dashboard = JSON.parse(readFileSync(join(hostDir, 'switchboard.json'), 'utf8'));
@@ -260,7 +263,11 @@ describe('the compose services, started outside Docker', () => {
     if (mount) script = join(fromCompose(mount.source), posix.relative(mount.target, containerPath));
     else if (s.build) script = join(pkg.dir, posix.relative(workdir, containerPath));
     else throw new Error(`${name}: ${containerPath} is neither in a bind mount nor in a built image`);
-    expect({ service: name, script: relative(ROOT, script), exists: existsSync(script) }).toEqual({ service: name, script: relative(ROOT, script), exists: true });
+    expect({ service: name, script: relative(ROOT, script), exists: existsSync(script) }).toEqual({
+      service: name,
+      script: relative(ROOT, script),
+      exists: true,
+    });
     return { script, args: argv.slice(2), imageEnv };
   }
 
@@ -306,7 +313,14 @@ describe('the compose services, started outside Docker', () => {
     await eventually(async () => (await fetch(`${gwUrl}/health/ready`).catch(() => undefined))?.status === 200, 30000);
     await expectHealthcheckPasses('gateway', { 8080: ports.gateway });
     // LOG_FORMAT=json from the compose file: the logs are JSON lines.
-    const boot = (await eventually(() => gwRun.stdout().split('\n').find((l) => l.includes('"context":"Boot"')), 5000))!;
+    const boot = (await eventually(
+      () =>
+        gwRun
+          .stdout()
+          .split('\n')
+          .find((l) => l.includes('"context":"Boot"')),
+      5000,
+    ))!;
     expect(JSON.parse(boot)).toMatchObject({ providers: ['local'], admin_api: true });
 
     // worker: the image's ENTRYPOINT with the compose environment (PROXY_URL, BACKEND_URL, MODELS=*).

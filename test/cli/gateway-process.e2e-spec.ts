@@ -58,7 +58,14 @@ describe('the gateway process', () => {
       cwd,
     });
     try {
-      const boot = (await eventually(() => r.stdout().split('\n').find((l) => l.includes('"context":"Boot"')), 20000))!;
+      const boot = (await eventually(
+        () =>
+          r
+            .stdout()
+            .split('\n')
+            .find((l) => l.includes('"context":"Boot"')),
+        20000,
+      ))!;
       const summary = JSON.parse(boot) as Record<string, unknown>;
       expect(summary).toMatchObject({
         level: 'info',
@@ -71,7 +78,11 @@ describe('the gateway process', () => {
         admin_api: true,
         redis: 'off',
       });
-      const lines = r.stdout().trim().split('\n').map((l) => JSON.parse(l) as { context?: string; msg: string });
+      const lines = r
+        .stdout()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { context?: string; msg: string });
       expect(lines.length).toBeLessThanOrEqual(4);
       for (const l of lines) expect(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']).not.toContain(l.context);
       expect(r.stdout()).not.toContain('boot-secret');
@@ -89,9 +100,18 @@ describe('the gateway process', () => {
     const port = await freePort();
     const r = runNode(pkg.mainJs, [], { env: { WORKER_SECRET: 's', LISTEN_ADDR: `127.0.0.1:${port}`, LOG_FORMAT: 'pretty' }, cwd });
     try {
-      const boot = (await eventually(() => r.stdout().split('\n').find((l) => l.includes('[Boot]')), 20000))!;
+      const boot = (await eventually(
+        () =>
+          r
+            .stdout()
+            .split('\n')
+            .find((l) => l.includes('[Boot]')),
+        20000,
+      ))!;
       expect(boot).toMatch(
-        new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} INFO  \\[Boot\\] switchboard ${VERSION.replace(/\./g, '\\.')} listening on http://127\\.0\\.0\\.1:${port} database=sqlite database_location=\\./data/switchboard\\.db providers=local routing=smart api_keys_required=false admin_api=false redis=off$`),
+        new RegExp(
+          `^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} INFO  \\[Boot\\] switchboard ${VERSION.replace(/\./g, '\\.')} listening on http://127\\.0\\.0\\.1:${port} database=sqlite database_location=\\./data/switchboard\\.db providers=local routing=smart api_keys_required=false admin_api=false redis=off$`,
+        ),
       );
       expect(r.stdout()).not.toContain('{"level"');
     } finally {

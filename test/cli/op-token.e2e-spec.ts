@@ -24,7 +24,7 @@ async function cli(args: string[], opts: { env?: Record<string, string>; stdin?:
   return { code, out: r.stdout(), err: r.stderr() };
 }
 
-describe('switchboard op-token: keygen, create, sign on each signer\'s machine, verify', () => {
+describe("switchboard op-token: keygen, create, sign on each signer's machine, verify", () => {
   it('three signers generate keys; a token created once and signed by two of them in turn is accepted by the gateway, once', async () => {
     const lines: string[] = [];
     for (const name of ['alice', 'bob', 'carol']) {
@@ -45,7 +45,8 @@ describe('switchboard op-token: keygen, create, sign on each signer\'s machine, 
       expect(unsigned).toMatch(/^[A-Za-z0-9_-]+$/);
 
       // Unsigned, and with one signature: the gateway refuses; verify says why.
-      const call = (token: string) => admin(gw.url, 'POST', '/v1/models/unload', TEST_ADMIN_TOKEN, { modelId: 'cli-model', workerId: id, verifiedOpToken: token });
+      const call = (token: string) =>
+        admin(gw.url, 'POST', '/v1/models/unload', TEST_ADMIN_TOKEN, { modelId: 'cli-model', workerId: id, verifiedOpToken: token });
       const byAlice = await cli(['sign', '--key', join(dir, 'alice.key'), '--signer', 'alice', unsigned]);
       expect(byAlice.code).toBe(0);
       expect(byAlice.err).toContain(`alice signs: model-unload of 'cli-model', workerId "${id}"`);
@@ -69,7 +70,9 @@ describe('switchboard op-token: keygen, create, sign on each signer\'s machine, 
       expect((await call(token)).json.error.code).toBe('op_token_replayed');
 
       // A token signed for this worker does not authorise the same unload on every worker.
-      const fresh = (await cli(['--operation', 'model-unload', '--model', 'cli-model', '--worker', id, '--key', join(dir, 'carol.key'), '--signer', 'carol'])).out.trim();
+      const fresh = (
+        await cli(['--operation', 'model-unload', '--model', 'cli-model', '--worker', id, '--key', join(dir, 'carol.key'), '--signer', 'carol'])
+      ).out.trim();
       const twice = (await cli(['sign', '--key', join(dir, 'alice.key'), '--signer', 'alice', fresh])).out.trim();
       const everywhere = await admin(gw.url, 'POST', '/v1/models/unload', TEST_ADMIN_TOKEN, { modelId: 'cli-model', verifiedOpToken: twice });
       expect([everywhere.status, everywhere.json.error.code]).toEqual([403, 'op_token_mismatch']);
@@ -85,14 +88,29 @@ describe('switchboard op-token: keygen, create, sign on each signer\'s machine, 
     const gw = await startGateway({ VERIFIED_OP_TOKEN_KEY_PATH: keyFile, GOVERNANCE_SHARED_KEY_COMPAT: 'true', GOVERNANCE_SIGNERS: 'alice,bob,carol' });
     try {
       const { worker, id } = await lifecycleWorker(gw, ['cli-model-2']);
-      const r = await cli(['--operation=cache-flush', '--scope=all', `--worker=${id}`, '--signer=alice', '--signer=bob'], { env: { VERIFIED_OP_TOKEN_KEY_PATH: keyFile } });
+      const r = await cli(['--operation=cache-flush', '--scope=all', `--worker=${id}`, '--signer=alice', '--signer=bob'], {
+        env: { VERIFIED_OP_TOKEN_KEY_PATH: keyFile },
+      });
       expect(r.code).toBe(0);
       const flushing = admin(gw.url, 'POST', '/v1/cache/flush', TEST_ADMIN_TOKEN, { scope: 'all', workerId: id, verifiedOpToken: r.out.trim() });
       const frame = await worker.next('cache_flush');
       worker.send({ type: 'lifecycle_status', task_id: frame.task_id, status: 'completed', entries_removed: 3 });
       expect((await flushing).json).toMatchObject({ flushed: true, entriesRemoved: 3 });
 
-      const other = await cli(['--operation', 'cache-flush', '--scope', 'all', '--worker', id, '--signer', 'alice', '--signer', 'bob', '--key-file', pkg.mainJs]);
+      const other = await cli([
+        '--operation',
+        'cache-flush',
+        '--scope',
+        'all',
+        '--worker',
+        id,
+        '--signer',
+        'alice',
+        '--signer',
+        'bob',
+        '--key-file',
+        pkg.mainJs,
+      ]);
       expect(other.code).toBe(0);
       const refused = await admin(gw.url, 'POST', '/v1/cache/flush', TEST_ADMIN_TOKEN, { scope: 'all', workerId: id, verifiedOpToken: other.out.trim() });
       expect(refused.json.error.code).toBe('op_token_bad_signature');

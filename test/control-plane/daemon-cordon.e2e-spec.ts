@@ -59,8 +59,7 @@ describe('cordons with the real worker daemon', () => {
   const workers = async () => (await call(gw, 'GET', '/admin/workers')).json.data as Array<{ id: string; name: string }>;
 
   /** Resolves once the daemon has been refused and scheduled its long wait. */
-  const cordonWait = (w: Running) =>
-    eventually(() => w.logs.some((l) => l.msg === 'waiting for an operator to lift the cordon before reconnecting'), 10_000);
+  const cordonWait = (w: Running) => eventually(() => w.logs.some((l) => l.msg === 'waiting for an operator to lift the cordon before reconnecting'), 10_000);
 
   beforeEach(async () => {
     gw = await startGateway({ HEARTBEAT_INTERVAL_SECS: '0.2', HEARTBEAT_TIMEOUT_SECS: '5' });

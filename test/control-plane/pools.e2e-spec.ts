@@ -112,7 +112,14 @@ describe('pools: health, drain and undrain', () => {
     // New work: refused at once, retriable, naming the pool, with a retry hint.
     const refused = await post(gw.url, '/v1/chat/completions', chat('pd'));
     expect(refused.status).toBe(503);
-    expect(refused.json.error).toMatchObject({ code: 'pool_unavailable', kind: 'POOL_UNAVAILABLE', retriable: true, pool_id: 'local', retry_after_ms: 30000, type: 'server_error' });
+    expect(refused.json.error).toMatchObject({
+      code: 'pool_unavailable',
+      kind: 'POOL_UNAVAILABLE',
+      retriable: true,
+      pool_id: 'local',
+      retry_after_ms: 30000,
+      type: 'server_error',
+    });
     expect(refused.headers.get('retry-after')).toBe('30');
     const anthropic = await post(gw.url, '/v1/messages', { model: 'pd', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] });
     expect(anthropic.status).toBe(503);

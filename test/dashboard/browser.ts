@@ -40,12 +40,14 @@ export function describeWithBrowser(name: string, fn: (executablePath: string) =
   if (process.env.DASHBOARD_BROWSER_REQUIRED === '1') {
     describe(name, () => {
       it('needs a Chromium', () => {
-        throw new Error('No Chromium found (CHROMIUM_PATH, /usr/bin/chromium or PATH) and DASHBOARD_BROWSER_REQUIRED=1: install it (apt-get install -y chromium)');
+        throw new Error(
+          'No Chromium found (CHROMIUM_PATH, /usr/bin/chromium or PATH) and DASHBOARD_BROWSER_REQUIRED=1: install it (apt-get install -y chromium)',
+        );
       });
     });
     return;
   }
-   
+
   console.warn(`SKIPPED "${name}": no Chromium binary found (set CHROMIUM_PATH, or apt-get install -y chromium)`);
   describe.skip(name, () => fn(''));
 }

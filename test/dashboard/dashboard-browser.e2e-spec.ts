@@ -99,7 +99,11 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
     await page.locator('#dashboard-view').waitFor({ state: 'visible', timeout: WAIT_MS });
     expect(await page.isVisible('#login-view')).toBe(false);
     // Session storage only: no cookie, nothing in localStorage.
-    expect(await page.evaluate(() => [sessionStorage.getItem('switchboard.adminToken'), localStorage.length, document.cookie])).toEqual([TEST_ADMIN_TOKEN, 0, '']);
+    expect(await page.evaluate(() => [sessionStorage.getItem('switchboard.adminToken'), localStorage.length, document.cookie])).toEqual([
+      TEST_ADMIN_TOKEN,
+      0,
+      '',
+    ]);
     expect(await context.cookies()).toEqual([]);
 
     // A reload in the same tab keeps the session; the page reads the API again at once.
@@ -137,9 +141,13 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
       [served0 + N],
       { timeout: WAIT_MS },
     );
-    await page.waitForFunction(([n]) => Number(document.querySelector('tr[data-pool="local"] .served')!.textContent!.replace(/[^\d]/g, '')) >= n, [poolServed0 + N], {
-      timeout: WAIT_MS,
-    });
+    await page.waitForFunction(
+      ([n]) => Number(document.querySelector('tr[data-pool="local"] .served')!.textContent!.replace(/[^\d]/g, '')) >= n,
+      [poolServed0 + N],
+      {
+        timeout: WAIT_MS,
+      },
+    );
     await page.waitForFunction(() => parseFloat(document.querySelector('.kpi[data-kpi="rps"] .value')!.textContent!) > 0, undefined, { timeout: WAIT_MS });
     await page.waitForFunction(() => document.querySelector('.kpi[data-kpi="latency"] .value')!.textContent!.includes('ms'), undefined, { timeout: WAIT_MS });
 
@@ -407,7 +415,9 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
         checked++;
         if (ratio < (large ? 3 : 4.5)) failures.push(`${el.tagName}.${el.className} "${el.textContent!.trim().slice(0, 30)}" ${ratio.toFixed(2)}`);
       }
-      const unlabelled = Array.from(document.querySelectorAll('input')).filter((i) => !i.labels || i.labels.length === 0).map((i) => i.id);
+      const unlabelled = Array.from(document.querySelectorAll('input'))
+        .filter((i) => !i.labels || i.labels.length === 0)
+        .map((i) => i.id);
       const unnamedButtons = Array.from(document.querySelectorAll('button')).filter((b) => !(b.getAttribute('aria-label') || b.textContent!.trim())).length;
       const charts = Array.from(document.querySelectorAll('.chart svg')).map((s) => [s.getAttribute('role'), (s.getAttribute('aria-label') ?? '').length > 10]);
       return {
@@ -447,7 +457,9 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
       await page.goto(`${bare.url}/dashboard`);
       await page.fill('#token', 'anything');
       await page.click('#login-submit');
-      await page.locator('#login-error', { hasText: 'admin API is disabled on this gateway: no ADMIN_TOKEN is configured (403)' }).waitFor({ timeout: WAIT_MS });
+      await page
+        .locator('#login-error', { hasText: 'admin API is disabled on this gateway: no ADMIN_TOKEN is configured (403)' })
+        .waitFor({ timeout: WAIT_MS });
       expect(await page.isVisible('#dashboard-view')).toBe(false);
       expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
     } finally {
@@ -458,7 +470,8 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
   it('the page’s own arithmetic (rates between polls, chart paths, formats), run in the browser', async () => {
     await page.goto(`${gw.url}/dashboard`);
     // A string, not a function: ts-jest would compile a dynamic import() into a CommonJS require.
-    const r: any = await withDeadline(page.evaluate(`(async () => {
+    const r: any = await withDeadline(
+      page.evaluate(`(async () => {
       const m = await import(new URL('dashboard/assets/model.js', document.baseURI).href);
       return {
         rate: m.ratePerSecond({ count: 10, at: 1000, since: 's' }, { count: 30, at: 5000, since: 's' }),
@@ -473,7 +486,10 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
           unrouted: { rejected_by_code: {}, errors_by_code: { model_not_found: 3 } },
         }),
       };
-    })()`), WAIT_MS, "the page's model.js did not load and answer in the browser");
+    })()`),
+      WAIT_MS,
+      "the page's model.js did not load and answer in the browser",
+    );
     expect(r.rate).toBe(5);
     expect(r.restarted).toBeNull();
     expect(r.first).toBeNull();

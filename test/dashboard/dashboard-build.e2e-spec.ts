@@ -16,7 +16,8 @@ let dir: string;
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'switchboard-dashboard-build-'));
-  for (const f of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.migrations.json', 'tsconfig.dashboard.json']) cpSync(join(ROOT, f), join(dir, f));
+  for (const f of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.migrations.json', 'tsconfig.dashboard.json'])
+    cpSync(join(ROOT, f), join(dir, f));
   for (const d of ['src', 'migrations']) cpSync(join(ROOT, d), join(dir, d), { recursive: true });
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
   execFileSync('npm', ['run', 'build'], { cwd: dir, stdio: 'pipe', env: { ...process.env, npm_config_update_notifier: 'false' } });

@@ -108,7 +108,13 @@ describe('dashboard: serving the page', () => {
     const local = stats.pools.find((p: { pool: string }) => p.pool === 'local');
     expect(local.latency_ms.p50).toEqual(expect.any(Number));
     expect(local.history.bucket_secs).toBe(10);
-    expect(stats.recent_errors[0]).toMatchObject({ status: 404, code: 'model_not_found', pool: null, correlation_id: 'http-spec-corr-1', model: 'nobody-has-this' });
+    expect(stats.recent_errors[0]).toMatchObject({
+      status: 404,
+      code: 'model_not_found',
+      pool: null,
+      correlation_id: 'http-spec-corr-1',
+      model: 'nobody-has-this',
+    });
     worker.close();
   });
 

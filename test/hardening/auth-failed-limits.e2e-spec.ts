@@ -45,7 +45,9 @@ describe('hardening/auth: failed API-key limits never lock out a valid key', () 
 
   it('concurrent attempts from one address count toward the limit: a burst gets no more than the limit of tries', async () => {
     const burst = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => fromAddress(gw, '127.0.0.9', 'POST', '/v1/chat/completions', { authorization: `Bearer ${bogus(1000 + i)}` }, JSON.stringify(chat('m1')))),
+      Array.from({ length: 30 }, (_, i) =>
+        fromAddress(gw, '127.0.0.9', 'POST', '/v1/chat/completions', { authorization: `Bearer ${bogus(1000 + i)}` }, JSON.stringify(chat('m1'))),
+      ),
     );
     const tried = burst.filter((r) => r.status === 401).length;
     expect(tried).toBe(5);

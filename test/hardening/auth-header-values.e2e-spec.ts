@@ -68,7 +68,7 @@ describe('hardening/auth: header values', () => {
     });
   });
 
-  describe('CR, LF or NUL in a header value answers a 400 in the caller\'s dialect, naming the header', () => {
+  describe("CR, LF or NUL in a header value answers a 400 in the caller's dialect, naming the header", () => {
     const body = JSON.stringify(chat('m1'));
     const head = (path: string, value: string) =>
       `POST ${path} HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\nx-injected: ${value}\r\ncontent-length: ${body.length}\r\n\r\n${body}`;

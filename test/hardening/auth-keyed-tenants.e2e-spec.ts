@@ -26,7 +26,7 @@ describe('hardening/auth: a tenant with keys is reached only with its keys', () 
     await gw.close();
   });
 
-  it('refuses an anonymous inference request naming the tenant, in the caller\'s dialect, and the worker never sees it', async () => {
+  it("refuses an anonymous inference request naming the tenant, in the caller's dialect, and the worker never sees it", async () => {
     const openai = await post(gw.url, '/v1/chat/completions', chat('m1'), asTeamA);
     expect(openai.status).toBe(401);
     expect(openai.json.error).toMatchObject({ type: 'authentication_error', code: 'invalid_api_key', param: 'x-tenant-id' });
@@ -36,7 +36,7 @@ describe('hardening/auth: a tenant with keys is reached only with its keys', () 
     expect(worker.count('request')).toBe(0);
   });
 
-  it('never serves the tenant\'s artifacts, tasks or task streams to an anonymous caller', async () => {
+  it("never serves the tenant's artifacts, tasks or task streams to an anonymous caller", async () => {
     const artifact = await post(gw.url, '/v1/artifacts', { kind: 'plan', content: { secret: 'team-a-plan' } }, { authorization: `Bearer ${key}` });
     expect(artifact.status).toBe(201);
     const task = await submit(gw, chatTask('m1'), { authorization: `Bearer ${key}` });

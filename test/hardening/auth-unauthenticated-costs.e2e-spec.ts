@@ -14,7 +14,8 @@ describe('hardening/auth: unauthenticated refusals and artifact writes have boun
   afterAll(() => gw.close());
 
   it('refusals at the admin token check are aggregated in the audit log: one row per address and minute, not one per request', async () => {
-    const load = (address: string, i: number) => fromAddress(gw, address, 'POST', '/v1/models/load', { authorization: `Bearer wrong-${i}` }, JSON.stringify({ modelId: 'm', workerId: 'w' }));
+    const load = (address: string, i: number) =>
+      fromAddress(gw, address, 'POST', '/v1/models/load', { authorization: `Bearer wrong-${i}` }, JSON.stringify({ modelId: 'm', workerId: 'w' }));
     for (let i = 0; i < 40; i++) expect((await load('127.0.0.5', i)).status).toBe(401);
     for (let i = 0; i < 3; i++) expect((await load('127.0.0.6', i)).status).toBe(401);
 
@@ -37,7 +38,7 @@ describe('hardening/auth: unauthenticated refusals and artifact writes have boun
     expect((await counterByReason(gw, 'switchboard_admin_auth_failures_total')).invalid).toBe(43);
   });
 
-  it('POST /v1/artifacts is charged to the tenant\'s request limit', async () => {
+  it("POST /v1/artifacts is charged to the tenant's request limit", async () => {
     const headers = { 'x-tenant-id': 'team-r' };
     const answers = [];
     for (let i = 0; i < 3; i++) answers.push(await post(gw.url, '/v1/artifacts', { kind: 'note', content: { i } }, headers));

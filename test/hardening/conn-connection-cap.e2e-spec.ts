@@ -78,7 +78,13 @@ describe('conn: MAX_CLIENT_CONNECTIONS with TLS (the TCP connection is counted, 
     ca = cert.cert;
     const keyFile = join(cert.certPath, '..', 'key.pem');
     writeFileSync(keyFile, cert.key);
-    gw = await startGateway({ TLS_CERT_FILE: cert.certPath, TLS_KEY_FILE: keyFile, MAX_CLIENT_CONNECTIONS: '2', HTTP_HEADERS_TIMEOUT_SECS: '30', HTTP_REQUEST_TIMEOUT_SECS: '30' });
+    gw = await startGateway({
+      TLS_CERT_FILE: cert.certPath,
+      TLS_KEY_FILE: keyFile,
+      MAX_CLIENT_CONNECTIONS: '2',
+      HTTP_HEADERS_TIMEOUT_SECS: '30',
+      HTTP_REQUEST_TIMEOUT_SECS: '30',
+    });
   });
   afterAll(() => gw.close());
 

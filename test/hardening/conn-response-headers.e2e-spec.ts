@@ -22,7 +22,15 @@ const HOSTILE = {
 };
 
 function expectFiltered(headers: Headers): void {
-  for (const name of ['set-cookie', 'access-control-allow-origin', 'access-control-allow-credentials', 'content-security-policy', 'strict-transport-security', 'x-frame-options', 'retry-after']) {
+  for (const name of [
+    'set-cookie',
+    'access-control-allow-origin',
+    'access-control-allow-credentials',
+    'content-security-policy',
+    'strict-transport-security',
+    'x-frame-options',
+    'retry-after',
+  ]) {
     expect({ name, value: headers.get(name) }).toEqual({ name, value: null });
   }
   expect(headers.get('x-ratelimit-limit-requests')).not.toBe('999999');

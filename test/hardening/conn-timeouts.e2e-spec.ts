@@ -83,7 +83,11 @@ describe('conn: client connection timeouts (HTTP_REQUEST_TIMEOUT_SECS, HTTP_HEAD
     expect(await res.text()).toBe(`data: {"n":0}\n\n${parts.join('')}`);
     // The worker's socket outlived both timeouts too, and still serves.
     expect(worker.closeState).toBeUndefined();
-    const next = fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat('slow-stream')) });
+    const next = fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chat('slow-stream')),
+    });
     const req2 = await worker.next('request');
     worker.complete(req2.request_id, { ok: true });
     expect((await next).status).toBe(200);

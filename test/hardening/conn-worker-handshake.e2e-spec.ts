@@ -38,7 +38,14 @@ providers:
   it('closes 1009 on a frame above the register cap (64 KiB + 256 B × max_models) before the worker has registered', async () => {
     // The default provider allows 256 models: its cap is 64 KiB + 64 KiB.
     const worker = await ScriptedWorker.connect(gw.workerUrl);
-    worker.send({ type: 'register', worker_name: 'big-register', models: ['a'], max_concurrent: 1, protocol_version: '2026-04-bridge-v1', padding: 'x'.repeat(130 * 1024) });
+    worker.send({
+      type: 'register',
+      worker_name: 'big-register',
+      models: ['a'],
+      max_concurrent: 1,
+      protocol_version: '2026-04-bridge-v1',
+      padding: 'x'.repeat(130 * 1024),
+    });
     expect((await worker.closed).code).toBe(1009);
     expect(worker.count('register_ack')).toBe(0);
   });
@@ -188,7 +195,13 @@ describe('conn: a valid register always fits the pre-register cap (issue 16 revi
   });
 
   it('still refuses a pre-register frame above that cap (64 KiB + 256 KiB) with 1009', async () => {
-    const { ack, closed } = await registerRaw({ worker_name: 'padded', models: ['a'], max_concurrent: 1, protocol_version: '2026-04-bridge-v1', padding: 'x'.repeat(330 * 1024) });
+    const { ack, closed } = await registerRaw({
+      worker_name: 'padded',
+      models: ['a'],
+      max_concurrent: 1,
+      protocol_version: '2026-04-bridge-v1',
+      padding: 'x'.repeat(330 * 1024),
+    });
     expect(ack).toBeUndefined();
     expect(closed!.code).toBe(1009);
   });

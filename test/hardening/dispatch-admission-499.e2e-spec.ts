@@ -18,7 +18,7 @@ describe('a client gone during an async admission check (Redis limiter)', () => 
     redis = await TestRedisServer.start();
     gw = await startGateway({ REDIS_URL: redis.url, DEFAULT_RATE_LIMIT: '1000req/min' });
     const limiter = gw.app.get(RateLimiter);
-    await eventually(async () => (await fetch(`${gw.url}/health`).then((r) => r.json()) as { redis?: { status: string } }).redis?.status === 'ok', 10_000);
+    await eventually(async () => ((await fetch(`${gw.url}/health`).then((r) => r.json())) as { redis?: { status: string } }).redis?.status === 'ok', 10_000);
     expect(limiter.synchronous).toBe(false);
   });
   afterAll(async () => {

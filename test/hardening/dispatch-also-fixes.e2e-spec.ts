@@ -118,7 +118,13 @@ describe('dispatcher hardening: also-fix items', () => {
   it("a request re-planned onto another provider's idle worker belongs to that provider: deleting it fails the request provider_deleted", async () => {
     clock = new FakeClock();
     usage = [];
-    const config = loadConfig({ QUEUE_TIMEOUT_SECS: '10', REQUEST_TIMEOUT_SECS: '60', CANCEL_GRACE_SECS: '30', PROVIDER_NAME: 'local', ROUTING_FALLBACKS: 'big=small' });
+    const config = loadConfig({
+      QUEUE_TIMEOUT_SECS: '10',
+      REQUEST_TIMEOUT_SECS: '60',
+      CANCEL_GRACE_SECS: '30',
+      PROVIDER_NAME: 'local',
+      ROUTING_FALLBACKS: 'big=small',
+    });
     config.providers[0].models = ['big'];
     config.providers.push({ ...config.providers[0], name: 'p2', models: ['small'] });
     h = await dispatchHarness(config, clock, { record: (r) => usage.push(r) });
@@ -189,7 +195,7 @@ describe('dispatcher hardening: also-fix items', () => {
     expect(sentRequests(channel).map((m) => m.request_id)).toEqual([cancelled.req.id, fresh.req.id, third.req.id]);
   });
 
-  it('more than 32 unanswered pings: later pongs never take a newer ping\'s mark, so no held slot is freed early', async () => {
+  it("more than 32 unanswered pings: later pongs never take a newer ping's mark, so no held slot is freed early", async () => {
     await setup({}, ['m']);
     const { worker, channel } = addWorker(['m'], 2);
     const cancelled = submit('m');

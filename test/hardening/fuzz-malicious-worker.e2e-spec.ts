@@ -48,21 +48,67 @@ type Id = { real: boolean; fake: string };
 const requestId = fc.record({ real: fc.boolean(), fake: fc.oneof(fc.string({ maxLength: 8 }), fc.constant('r-' + 'x'.repeat(2000))) });
 
 const frameArb = fc.oneof(
-  fc.record({ type: fc.constant('register'), worker_name: fc.oneof(fc.string(), absurd), models, max_concurrent: absurd, current_load: maybe(absurd), priority: maybe(absurd), protocol_version: maybe(fc.constantFrom('2026-04-bridge-v1', 'v0')), capabilities: maybe(fc.record({ 'evil-model': fc.record({ context_length: absurd, vision: absurd }) })), runner_capabilities: maybe(absurd) }),
+  fc.record({
+    type: fc.constant('register'),
+    worker_name: fc.oneof(fc.string(), absurd),
+    models,
+    max_concurrent: absurd,
+    current_load: maybe(absurd),
+    priority: maybe(absurd),
+    protocol_version: maybe(fc.constantFrom('2026-04-bridge-v1', 'v0')),
+    capabilities: maybe(fc.record({ 'evil-model': fc.record({ context_length: absurd, vision: absurd }) })),
+    runner_capabilities: maybe(absurd),
+  }),
   fc.record({ type: fc.constant('pong'), current_load: absurd, timestamp_unix_ms: maybe(absurd) }),
-  fc.record({ type: fc.constant('models_update'), models, current_load: maybe(absurd), priority: maybe(absurd), capabilities: maybe(fc.record({ 'evil-model': fc.record({ context_length: absurd }) })), endpoints: maybe(absurd) }),
+  fc.record({
+    type: fc.constant('models_update'),
+    models,
+    current_load: maybe(absurd),
+    priority: maybe(absurd),
+    capabilities: maybe(fc.record({ 'evil-model': fc.record({ context_length: absurd }) })),
+    endpoints: maybe(absurd),
+  }),
   fc.record({ type: fc.constant('response_chunk'), request_id: requestId, chunk: fc.oneof(fc.string(), absurd) }),
-  fc.record({ type: fc.constant('response_start'), request_id: requestId, status_code: absurd, headers: maybe(fc.oneof(absurd, fc.dictionary(fc.string({ maxLength: 10 }), fc.oneof(fc.string(), absurd)))) }),
+  fc.record({
+    type: fc.constant('response_start'),
+    request_id: requestId,
+    status_code: absurd,
+    headers: maybe(fc.oneof(absurd, fc.dictionary(fc.string({ maxLength: 10 }), fc.oneof(fc.string(), absurd)))),
+  }),
   fc.record({
     type: fc.constant('response_complete'),
     request_id: requestId,
     status_code: fc.oneof(fc.constantFrom(200, 429, 500, 503), absurd),
-    headers: maybe(fc.oneof(absurd, fc.dictionary(fc.constantFrom('retry-after', 'x-ratelimit-reset-tokens', 'content-length', 'content-type', 'set-cookie'), fc.oneof(fc.string(), absurd)))),
+    headers: maybe(
+      fc.oneof(
+        absurd,
+        fc.dictionary(
+          fc.constantFrom('retry-after', 'x-ratelimit-reset-tokens', 'content-length', 'content-type', 'set-cookie'),
+          fc.oneof(fc.string(), absurd),
+        ),
+      ),
+    ),
     body: maybe(fc.oneof(fc.string(), absurd)),
     token_counts: maybe(fc.oneof(absurd, fc.record({ prompt_tokens: maybe(absurd), completion_tokens: maybe(absurd), total_tokens: maybe(absurd) }))),
   }),
-  fc.record({ type: fc.constant('error'), request_id: maybe(requestId), code: fc.oneof(fc.constantFrom('backend_unavailable', 'x'.repeat(5000)), absurd), message: fc.oneof(fc.string(), absurd) }),
-  fc.record({ type: fc.constant('lifecycle_status'), task_id: fc.oneof(fc.string({ maxLength: 8 }), absurd), status: fc.oneof(fc.constantFrom('accepted', 'loading', 'completed', 'failed', 'unsupported'), absurd), progress: maybe(absurd), eta_secs: maybe(absurd), gpu_memory_used_mb: maybe(absurd), gpu_memory_freed_mb: maybe(absurd), entries_removed: maybe(absurd), memory_freed_mb: maybe(absurd), error: maybe(absurd) }),
+  fc.record({
+    type: fc.constant('error'),
+    request_id: maybe(requestId),
+    code: fc.oneof(fc.constantFrom('backend_unavailable', 'x'.repeat(5000)), absurd),
+    message: fc.oneof(fc.string(), absurd),
+  }),
+  fc.record({
+    type: fc.constant('lifecycle_status'),
+    task_id: fc.oneof(fc.string({ maxLength: 8 }), absurd),
+    status: fc.oneof(fc.constantFrom('accepted', 'loading', 'completed', 'failed', 'unsupported'), absurd),
+    progress: maybe(absurd),
+    eta_secs: maybe(absurd),
+    gpu_memory_used_mb: maybe(absurd),
+    gpu_memory_freed_mb: maybe(absurd),
+    entries_removed: maybe(absurd),
+    memory_freed_mb: maybe(absurd),
+    error: maybe(absurd),
+  }),
   fc.record({ type: fc.oneof(fc.constantFrom('hello', 'register_ack', 'request', ''), absurd) }),
 );
 
@@ -75,7 +121,11 @@ class HostileWorker {
 
   async ensure(): Promise<ScriptedWorker> {
     if (this.worker && this.worker.closeState === undefined && this.worker.ws.readyState === this.worker.ws.OPEN) return this.worker;
-    const { worker } = await ScriptedWorker.register(this.url, { models: ['evil-model'], max_concurrent: 64, features: ['response_start', 'model_lifecycle', 'cancel_reasons'] });
+    const { worker } = await ScriptedWorker.register(this.url, {
+      models: ['evil-model'],
+      max_concurrent: 64,
+      features: ['response_start', 'model_lifecycle', 'cancel_reasons'],
+    });
     this.sessions++;
     worker.ws.on('message', (data) => {
       const f = JSON.parse(data.toString());
@@ -88,7 +138,8 @@ class HostileWorker {
   async send(frame: Record<string, unknown> & { request_id?: Id }): Promise<void> {
     const w = await this.ensure();
     const out: Record<string, unknown> = { ...frame };
-    if (frame.request_id && typeof frame.request_id === 'object') out.request_id = frame.request_id.real && this.held.length ? this.held[0] : frame.request_id.fake;
+    if (frame.request_id && typeof frame.request_id === 'object')
+      out.request_id = frame.request_id.real && this.held.length ? this.held[0] : frame.request_id.fake;
     if (w.ws.readyState === w.ws.OPEN) w.send(rawFrame(out));
   }
 
@@ -96,7 +147,9 @@ class HostileWorker {
   async answerHeld(tokens: string): Promise<void> {
     const w = await this.ensure();
     for (const id of this.held.splice(0)) {
-      w.send(`{"type":"response_complete","request_id":${JSON.stringify(id)},"status_code":200,"body":"{}","token_counts":{"total_tokens":${tokens},"prompt_tokens":${tokens}}}`);
+      w.send(
+        `{"type":"response_complete","request_id":${JSON.stringify(id)},"status_code":200,"body":"{}","token_counts":{"total_tokens":${tokens},"prompt_tokens":${tokens}}}`,
+      );
     }
   }
 }
@@ -130,7 +183,11 @@ describe.each([
     });
     if (extraEnv.REDIS_URL) await eventually(async () => ((await (await fetch(`${gw.url}/health`)).json()) as any).redis?.status === 'ok', 15_000);
     ({ worker: honest } = await ScriptedWorker.register(gw.workerUrl, { models: ['good-model'], max_concurrent: 64 }));
-    autoRespond(honest, { id: 'ok', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'fine' }, finish_reason: 'stop' }] });
+    autoRespond(honest, {
+      id: 'ok',
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'fine' }, finish_reason: 'stop' }],
+    });
   }, 300_000);
   afterAll(async () => {
     honest?.close();
@@ -145,14 +202,19 @@ describe.each([
     const victimOutcomes: Array<number | string> = [];
     const goodTraffic = Array.from({ length: 2 }, async () => {
       while (fuzzing) {
-        const res = await post(gw.url, '/v1/chat/completions', chat('good-model'), { 'x-tenant-id': good }, AbortSignal.timeout(15_000)).catch((e: Error) => ({ status: -1, json: e.message }));
+        const res = await post(gw.url, '/v1/chat/completions', chat('good-model'), { 'x-tenant-id': good }, AbortSignal.timeout(15_000)).catch((e: Error) => ({
+          status: -1,
+          json: e.message,
+        }));
         goodStatuses.push(res.status);
         if (res.status === 200) expect(res.json.choices[0].message.content).toBe('fine');
       }
     });
     const victimTraffic = (async () => {
       while (fuzzing) {
-        const res = await post(gw.url, '/v1/chat/completions', chat('evil-model'), { 'x-tenant-id': victim }, AbortSignal.timeout(60_000)).catch((e: Error) => ({ status: `no answer: ${e.message}`, headers: undefined }));
+        const res = await post(gw.url, '/v1/chat/completions', chat('evil-model'), { 'x-tenant-id': victim }, AbortSignal.timeout(60_000)).catch(
+          (e: Error) => ({ status: `no answer: ${e.message}`, headers: undefined }),
+        );
         victimOutcomes.push(res.status);
         await sleep(50);
       }
@@ -160,14 +222,18 @@ describe.each([
 
     try {
       await fc.assert(
-        fc.asyncProperty(fc.array(frameArb, { minLength: 1, maxLength: 12 }), fc.constantFrom('9000000000000000', '1e400', '-5', '0.5', '"NaN"'), async (frames, tokens) => {
-          for (const frame of frames) {
-            await hostile.send(frame as Record<string, unknown> & { request_id?: Id });
-            await sleep(2);
-          }
-          await hostile.answerHeld(tokens);
-          expect(gw.run.child.exitCode).toBeNull();
-        }),
+        fc.asyncProperty(
+          fc.array(frameArb, { minLength: 1, maxLength: 12 }),
+          fc.constantFrom('9000000000000000', '1e400', '-5', '0.5', '"NaN"'),
+          async (frames, tokens) => {
+            for (const frame of frames) {
+              await hostile.send(frame as Record<string, unknown> & { request_id?: Id });
+              await sleep(2);
+            }
+            await hostile.answerHeld(tokens);
+            expect(gw.run.child.exitCode).toBeNull();
+          },
+        ),
         { numRuns: 150, interruptAfterTimeLimit: 45_000, seed: Number.parseInt(id, 16) },
       );
       await sleep(500);
@@ -201,7 +267,8 @@ describe.each([
       expect(retryAfter).toBeLessThanOrEqual(60 + 24 * 3600);
     }
     const limited = [];
-    for (let i = 0; i < 3; i++) limited.push((await post(gw.url, '/v1/chat/completions', chat('good-model'), { 'x-tenant-id': rpm }, AbortSignal.timeout(10_000))).status);
+    for (let i = 0; i < 3; i++)
+      limited.push((await post(gw.url, '/v1/chat/completions', chat('good-model'), { 'x-tenant-id': rpm }, AbortSignal.timeout(10_000))).status);
     expect(limited).toEqual([200, 200, 429]);
     expect((await fetch(`${gw.url}/health/ready`)).status).toBe(200);
     hostile.worker?.close();

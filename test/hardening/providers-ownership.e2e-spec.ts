@@ -62,7 +62,7 @@ describe('hardening: providers own their models (H2)', () => {
     hijacker.worker.close();
   });
 
-  it('a p2 worker advertising local\'s model by name has it dropped from its register_ack, with a warning, and gets none of its requests', async () => {
+  it("a p2 worker advertising local's model by name has it dropped from its register_ack, with a warning, and gets none of its requests", async () => {
     const owner = await ScriptedWorker.register(gw.workerUrl, { models: ['secret-model'], max_concurrent: 4 });
     const claimant = await ScriptedWorker.register(gw.workerUrl, { models: ['secret-model', 'local-7b', 'free-model'], max_concurrent: 4, priority: 0 }, P2);
     expect(claimant.ack.models).toEqual(['free-model']);
@@ -81,7 +81,10 @@ describe('hardening: providers own their models (H2)', () => {
   it('a glob allow-list: the ack keeps what the provider allows, its "*" serves any model the glob matches and nothing else', async () => {
     const member = await ScriptedWorker.register(gw.workerUrl, { models: ['team-a', 'other', '*'], max_concurrent: 4 }, TEAM);
     expect(member.ack.models).toEqual(['team-a', '*']);
-    expect(member.ack.warnings).toEqual([expect.stringMatching(/dropped 1 model provider "team" may not serve.*"other"/), '"*" stands for the models provider "team" allows']);
+    expect(member.ack.warnings).toEqual([
+      expect.stringMatching(/dropped 1 model provider "team" may not serve.*"other"/),
+      '"*" stands for the models provider "team" allows',
+    ]);
     const wildcard = await ScriptedWorker.register(gw.workerUrl, { models: ['*'], max_concurrent: 4, priority: 0 }, P2);
     autoRespond(member.worker);
     autoRespond(wildcard.worker);
@@ -105,7 +108,7 @@ describe('hardening: providers own their models (H2)', () => {
     member.worker.close();
   });
 
-  it('a provider without models keeps today\'s behaviour: its workers serve any model nobody lists', async () => {
+  it("a provider without models keeps today's behaviour: its workers serve any model nobody lists", async () => {
     const plain = await ScriptedWorker.register(gw.workerUrl, { models: ['plain-a', 'plain-b'], max_concurrent: 2 }, P2);
     expect(plain.ack.models).toEqual(['plain-a', 'plain-b']);
     expect(plain.ack.warnings).toBeUndefined();

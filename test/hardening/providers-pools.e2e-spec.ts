@@ -53,7 +53,7 @@ describe('hardening: priority floor, tenant pools, /v1/models per caller', () =>
   });
 
   describe('priority floor', () => {
-    it('a worker declaring priority 0 never outranks a pool configured at 10: it ranks at its provider\'s floor (30)', async () => {
+    it("a worker declaring priority 0 never outranks a pool configured at 10: it ranks at its provider's floor (30)", async () => {
       const before = { local: local.count('request'), p2: p2.count('request') };
       // H2's second half: a worker's own claim does not beat the priority its provider was configured with.
       const p2Id = p2.frames.find((f) => f.type === 'register_ack')!.worker_id;
@@ -90,7 +90,12 @@ describe('hardening: priority floor, tenant pools, /v1/models per caller', () =>
       expect(res.status).toBe(404);
       expect(res.json.error.code).toBe('model_not_found');
       // Same in the Anthropic dialect.
-      const anth = await post(gw.url, '/v1/messages', { model: 'p2-only', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }, { 'x-tenant-id': 'team-a' });
+      const anth = await post(
+        gw.url,
+        '/v1/messages',
+        { model: 'p2-only', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] },
+        { 'x-tenant-id': 'team-a' },
+      );
       expect(anth.status).toBe(404);
       expect(anth.json).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
       expect(p2.count('request')).toBe(before);
@@ -99,7 +104,7 @@ describe('hardening: priority floor, tenant pools, /v1/models per caller', () =>
       expect(p2.count('request')).toBe(before + 1);
     });
 
-    it('a shared model goes only to the tenant\'s pool, even when the other pool ranks better', async () => {
+    it("a shared model goes only to the tenant's pool, even when the other pool ranks better", async () => {
       const p2Before = p2.count('request');
       // Make p2 the better choice for everybody else: local's floor rises above p2's.
       expect((await admin(gw.url, 'PATCH', '/admin/providers/local', TEST_ADMIN_TOKEN, { priority: 40 })).status).toBe(200);
@@ -110,7 +115,7 @@ describe('hardening: priority floor, tenant pools, /v1/models per caller', () =>
       expect((await admin(gw.url, 'PATCH', '/admin/providers/local', TEST_ADMIN_TOKEN, { priority: 10 })).status).toBe(200);
     });
 
-    it('pinning a pool outside the tenant\'s pools is refused (400), never served', async () => {
+    it("pinning a pool outside the tenant's pools is refused (400), never served", async () => {
       const before = p2.count('request');
       const res = await post(gw.url, '/v1/chat/completions', chat('both-model'), { 'x-tenant-id': 'team-a', 'x-switchboard-provider': 'p2' });
       expect(res.status).toBe(400);

@@ -33,7 +33,12 @@ describe('MAX_BUFFERED_BYTES: a total bound on buffered response bytes', () => {
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(refused.json.error).toMatchObject({ code: 'gateway_overloaded', retriable: true });
-    const anthropic = await post(gw.url, '/v1/messages', { model: 'budget-m', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }, { 'anthropic-version': '2023-06-01' });
+    const anthropic = await post(
+      gw.url,
+      '/v1/messages',
+      { model: 'budget-m', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+      { 'anthropic-version': '2023-06-01' },
+    );
     expect(anthropic.status).toBe(503);
     expect(anthropic.json).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
     expect(worker.count('request')).toBe(1); // nothing refused reached the worker

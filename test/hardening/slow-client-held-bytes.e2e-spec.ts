@@ -41,7 +41,13 @@ describe('buffered bytes: released exactly once, and bounded for admitted work',
       const [stream, plain] = a.is_streaming ? [a, b] : [b, a];
       worker.chunk(stream.request_id as string, 'data: {"part":1}\n\n');
       // B completes; its body waits behind A's response, counted against the bound.
-      worker.send({ type: 'response_complete', request_id: plain.request_id, status_code: 200, headers: { 'content-type': 'application/json' }, body: `{"t":"${'b'.repeat(BOUND)}"}` });
+      worker.send({
+        type: 'response_complete',
+        request_id: plain.request_id,
+        status_code: 200,
+        headers: { 'content-type': 'application/json' },
+        body: `{"t":"${'b'.repeat(BOUND)}"}`,
+      });
       await eventually(() => dispatcher.buffers.total >= BOUND, 10_000);
       const refused = await post(gw.url, '/v1/chat/completions', chat('pipe-leak'));
       expect(refused.status).toBe(503); // it was counted

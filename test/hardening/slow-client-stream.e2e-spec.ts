@@ -58,10 +58,12 @@ async function scenario(gw: TestGateway, features: string[] | undefined, expecte
 
   let cancel: Record<string, unknown> | undefined;
   let cancelAt = Infinity;
-  const cancelled = worker.next('cancel', (f) => f.request_id === slowReq.request_id, 60_000).then((f) => {
-    cancelAt = Date.now();
-    cancel = f;
-  });
+  const cancelled = worker
+    .next('cancel', (f) => f.request_id === slowReq.request_id, 60_000)
+    .then((f) => {
+      cancelAt = Date.now();
+      cancel = f;
+    });
   // The slow stream: produced as fast as a backend would, until the gateway cancels it.
   const slowLoop = (async () => {
     for (let sent = 0; sent < SLOW_TOTAL && !cancel; sent += SLOW_PIECE.length) {
@@ -87,7 +89,7 @@ async function scenario(gw: TestGateway, features: string[] | undefined, expecte
   const gaps = seenAt.slice(1).map((t, i) => t - seenAt[i] - (sentAt[i + 1] - sentAt[i]));
   const maxDelay = Math.max(...delays);
   const maxExtraGap = Math.max(...gaps);
-   
+
   if (process.env.TEST_LOGS) console.log(`fast stream: max delay ${maxDelay} ms, max gap beyond pace ${maxExtraGap} ms`);
   expect(maxExtraGap).toBeLessThan(100 + 400);
   expect(maxDelay).toBeLessThan(100 + 400);

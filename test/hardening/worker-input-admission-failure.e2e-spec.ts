@@ -29,7 +29,8 @@ describe('a failure inside admission', () => {
     await gw?.close();
   });
 
-  const send = (path: string, body: unknown) => post(gw.url, path, body, { 'x-tenant-id': tenant, 'anthropic-version': '2023-06-01' }, AbortSignal.timeout(10_000));
+  const send = (path: string, body: unknown) =>
+    post(gw.url, path, body, { 'x-tenant-id': tenant, 'anthropic-version': '2023-06-01' }, AbortSignal.timeout(10_000));
 
   it('answers 500 internal_error in the caller dialect when the limiter throws', async () => {
     jest.spyOn(limiter, 'tryConsume').mockImplementation(() => {
@@ -45,7 +46,9 @@ describe('a failure inside admission', () => {
   });
 
   it('answers 503 dependency_unavailable (retriable, with Retry-After) when the limiter rejects with a connection error', async () => {
-    jest.spyOn(limiter, 'tryConsume').mockImplementation(() => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' })));
+    jest
+      .spyOn(limiter, 'tryConsume')
+      .mockImplementation(() => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' })));
     const res = await send('/v1/chat/completions', chat(model));
     expect(res.status).toBe(503);
     expect(res.json.error).toMatchObject({ code: 'dependency_unavailable', retriable: true });

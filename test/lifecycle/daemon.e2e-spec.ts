@@ -34,7 +34,19 @@ describe('model lifecycle through the real worker daemon', () => {
     const ollama = new FakeOllama(backend, { 'llama3:latest': 5_000_000_000 });
     ollama.pulls.set('qwen2.5:7b', { layers: [{ digest: 'sha256:0123456789abcdef0123', total: 4_000_000_000 }] });
     daemon = new WorkerDaemon(
-      workerConfig({ workerSecret: TEST_SECRET, proxyUrl: gw.url, backendUrl: backend.url, workerName: 'ollama-1', models: [], discoverModels: true, probe: true, heartbeatIntervalMs: 200, reconnectMinMs: 50, reconnectMaxMs: 200, drainTimeoutMs: 2_000 }),
+      workerConfig({
+        workerSecret: TEST_SECRET,
+        proxyUrl: gw.url,
+        backendUrl: backend.url,
+        workerName: 'ollama-1',
+        models: [],
+        discoverModels: true,
+        probe: true,
+        heartbeatIntervalMs: 200,
+        reconnectMinMs: 50,
+        reconnectMaxMs: 200,
+        drainTimeoutMs: 2_000,
+      }),
       { lifecyclePollMs: 5, lifecycleProgressIntervalMs: 0 },
     );
     const registered = new Promise<void>((resolve) => daemon.once('registered', () => resolve()));
@@ -43,7 +55,11 @@ describe('model lifecycle through the real worker daemon', () => {
     const [worker] = (await gw.get('/admin/workers')).json.data;
     expect(worker.models).toEqual(['llama3:latest']);
 
-    const load = await gw.call('/v1/models/load', { modelId: 'qwen2.5:7b', workerId: worker.id, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'qwen2.5:7b', workerId: worker.id }) });
+    const load = await gw.call('/v1/models/load', {
+      modelId: 'qwen2.5:7b',
+      workerId: worker.id,
+      verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'qwen2.5:7b', workerId: worker.id }),
+    });
     expect(load.status).toBe(202);
     const done = await taskWhen(gw, load.json.taskId, (t) => t.status !== 'loading');
     expect(done).toMatchObject({ status: 'completed', progress: 1, gpuMemoryUsedMB: Math.round(4_000_000_000 / (1 << 20)) });
@@ -53,12 +69,20 @@ describe('model lifecycle through the real worker daemon', () => {
     expect(answer.choices[0].message.content).toBeTruthy();
     expect(backend.relayed.some((r) => r.path === '/v1/chat/completions' && JSON.parse(r.body).model === 'qwen2.5:7b')).toBe(true);
 
-    const unload = await gw.call('/v1/models/unload', { modelId: 'qwen2.5:7b', workerId: worker.id, verifiedOpToken: gw.token({ operation: 'model-unload', modelId: 'qwen2.5:7b', workerId: worker.id }) });
+    const unload = await gw.call('/v1/models/unload', {
+      modelId: 'qwen2.5:7b',
+      workerId: worker.id,
+      verifiedOpToken: gw.token({ operation: 'model-unload', modelId: 'qwen2.5:7b', workerId: worker.id }),
+    });
     expect(unload.status).toBe(200);
     expect(unload.json).toMatchObject({ modelId: 'qwen2.5:7b', kvCacheFlushed: true, workers: [{ workerId: worker.id, status: 'completed' }] });
     expect(ollama.running.has('qwen2.5:7b')).toBe(false);
 
-    const flush = await gw.call('/v1/cache/flush', { scope: 'all', workerId: worker.id, verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'all', workerId: worker.id }) });
+    const flush = await gw.call('/v1/cache/flush', {
+      scope: 'all',
+      workerId: worker.id,
+      verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'all', workerId: worker.id }),
+    });
     expect(flush.status).toBe(502);
     expect(flush.json.error).toMatchObject({ code: 'lifecycle_failed', workers: [{ status: 'unsupported', error: expect.stringMatching(/^unsupported: /) }] });
   });

@@ -45,20 +45,34 @@ describe('POST /v1/cache/flush', () => {
     expect((await byModel).json).toEqual({ flushed: true, workers: [expect.objectContaining({ workerId: serving.id, status: 'completed' })] });
     expect(notServing.worker.has('cache_flush')).toBe(false);
 
-    const byTenant = gw.call('/v1/cache/flush', { scope: 'tenant', tenantId: 'community-x', modelId: null, workerId: notServing.id, verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'tenant', tenantId: 'community-x', workerId: notServing.id }) });
+    const byTenant = gw.call('/v1/cache/flush', {
+      scope: 'tenant',
+      tenantId: 'community-x',
+      modelId: null,
+      workerId: notServing.id,
+      verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'tenant', tenantId: 'community-x', workerId: notServing.id }),
+    });
     const t = await notServing.worker.next('cache_flush');
     expect(t).toMatchObject({ scope: 'tenant', tenant_id: 'community-x' });
     expect(t).not.toHaveProperty('model_id');
     report(notServing.worker, t.task_id, 'completed', { entries_removed: 7 });
     expect((await byTenant).json).toMatchObject({ flushed: true, entriesRemoved: 7 });
 
-    const byTag = gw.call('/v1/cache/flush', { scope: 'tag', tag: 'batch-42', workerId: serving.id, verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'tag', tag: 'batch-42', workerId: serving.id }) });
+    const byTag = gw.call('/v1/cache/flush', {
+      scope: 'tag',
+      tag: 'batch-42',
+      workerId: serving.id,
+      verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'tag', tag: 'batch-42', workerId: serving.id }),
+    });
     const g = await serving.worker.next('cache_flush');
     expect(g).toMatchObject({ scope: 'tag', tag: 'batch-42' });
     report(serving.worker, g.task_id, 'unsupported', { error: 'llama-server cannot flush by tag' });
     const refused = await byTag;
     expect(refused.status).toBe(502);
-    expect(refused.json.error).toMatchObject({ code: 'lifecycle_failed', workers: [{ status: 'unsupported', error: 'unsupported: llama-server cannot flush by tag' }] });
+    expect(refused.json.error).toMatchObject({
+      code: 'lifecycle_failed',
+      workers: [{ status: 'unsupported', error: 'unsupported: llama-server cannot flush by tag' }],
+    });
     serving.worker.close();
     notServing.worker.close();
   });
@@ -74,7 +88,12 @@ describe('POST /v1/cache/flush', () => {
     ];
     for (const [body, field] of cases) {
       const res = await gw.call('/v1/cache/flush', { ...body, verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'all' }) });
-      expect([JSON.stringify(body), res.status, res.json.error.code, res.json.error.fields.map((f: any) => f.field)]).toEqual([JSON.stringify(body), 422, 'validation_failed', [field]]);
+      expect([JSON.stringify(body), res.status, res.json.error.code, res.json.error.fields.map((f: any) => f.field)]).toEqual([
+        JSON.stringify(body),
+        422,
+        'validation_failed',
+        [field],
+      ]);
     }
     expect(worker.has('cache_flush')).toBe(false);
     worker.close();
@@ -82,9 +101,16 @@ describe('POST /v1/cache/flush', () => {
 
   it('a token signed for another scope or tenant is refused (403 op_token_mismatch) before anything is sent', async () => {
     const { worker } = await lifecycleWorker(gw, ['m-d']);
-    const wrongScope = await gw.call('/v1/cache/flush', { scope: 'all', verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'tenant', tenantId: 'a' }) });
+    const wrongScope = await gw.call('/v1/cache/flush', {
+      scope: 'all',
+      verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'tenant', tenantId: 'a' }),
+    });
     expect([wrongScope.status, wrongScope.json.error.code]).toEqual([403, 'op_token_mismatch']);
-    const wrongTenant = await gw.call('/v1/cache/flush', { scope: 'tenant', tenantId: 'b', verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'tenant', tenantId: 'a' }) });
+    const wrongTenant = await gw.call('/v1/cache/flush', {
+      scope: 'tenant',
+      tenantId: 'b',
+      verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'tenant', tenantId: 'a' }),
+    });
     expect(wrongTenant.json.error.message).toBe("verifiedOpToken was signed for tenantId 'a', not 'b'");
     const loadToken = await gw.call('/v1/cache/flush', { scope: 'all', verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'm-d' }) });
     expect(loadToken.json.error.message).toBe("verifiedOpToken was signed for operation 'model-load', not 'cache-flush'");

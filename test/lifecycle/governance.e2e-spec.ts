@@ -50,7 +50,15 @@ describe('lifecycle governance over HTTP (Ed25519, 2 of alice, bob, carol)', () 
     }
     const rows = await auditRows(gw, `outcome=refused&limit=${cases.length}`);
     expect(rows.map((r) => r.error_code)).toEqual(cases.map((c) => c[3]).reverse());
-    expect(rows[0]).toMatchObject({ operation: 'model-load', model_id: 'gov-model', target: { worker_id: workerId }, signers: ['carol'], nonce: 'insufficient-1', status: 403, workers: [] });
+    expect(rows[0]).toMatchObject({
+      operation: 'model-load',
+      model_id: 'gov-model',
+      target: { worker_id: workerId },
+      signers: ['carol'],
+      nonce: 'insufficient-1',
+      status: 403,
+      workers: [],
+    });
     expect(rows[0].admin_identity).toMatch(/^sha256:[0-9a-f]{12}$/);
     expect(worker.count('model_load')).toBe(1); // only the first, valid, token reached the worker
   });
@@ -82,12 +90,21 @@ describe('lifecycle governance over HTTP (Ed25519, 2 of alice, bob, carol)', () 
 
   it('the admin token comes first: none or a wrong one is 401, audited under a fingerprint, never the token itself', async () => {
     const token = sign({ nonce: 'admin-check-1' });
-    const none = await fetch(`${gw.url}/v1/models/unload`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ modelId: 'gov-model', verifiedOpToken: token }) });
+    const none = await fetch(`${gw.url}/v1/models/unload`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ modelId: 'gov-model', verifiedOpToken: token }),
+    });
     expect(none.status).toBe(401);
     const wrong = await admin(gw.url, 'POST', '/v1/cache/flush', 'not-the-admin-token', { scope: 'all', verifiedOpToken: token });
     expect([wrong.status, wrong.json.error.code]).toEqual([401, 'unauthorized']);
     const [flushRow] = await auditRows(gw, 'operation=cache-flush&limit=1');
-    expect(flushRow).toMatchObject({ outcome: 'refused', status: 401, error_code: 'unauthorized', admin_identity: expect.stringMatching(/^sha256:[0-9a-f]{12}$/) });
+    expect(flushRow).toMatchObject({
+      outcome: 'refused',
+      status: 401,
+      error_code: 'unauthorized',
+      admin_identity: expect.stringMatching(/^sha256:[0-9a-f]{12}$/),
+    });
     const [unloadRow] = await auditRows(gw, 'operation=model-unload&limit=1');
     expect(unloadRow).toMatchObject({ outcome: 'refused', status: 401, admin_identity: null });
     const everything = JSON.stringify(await auditRows(gw, 'limit=1000'));
@@ -105,13 +122,23 @@ describe('lifecycle governance over HTTP (Ed25519, 2 of alice, bob, carol)', () 
     expect(next.json.data[0].id).toBeLessThan(page.json.data[1].id);
     const accepted = await auditRows(gw, 'operation=model-load&outcome=accepted');
     expect(accepted).toHaveLength(2);
-    expect(accepted[1]).toMatchObject({ status: 202, signers: ['alice', 'bob'], nonce: 'replayed-nonce-1', workers: [workerId], task_id: expect.stringMatching(/^load-/) });
+    expect(accepted[1]).toMatchObject({
+      status: 202,
+      signers: ['alice', 'bob'],
+      nonce: 'replayed-nonce-1',
+      workers: [workerId],
+      task_id: expect.stringMatching(/^load-/),
+    });
     expect(await auditRows(gw, 'since=2999-01-01')).toEqual([]);
     expect((await gw.get('/admin/audit?outcome=maybe')).json.error).toMatchObject({ code: 'invalid_request', param: 'outcome' });
   });
 
   it('a shared-key (HMAC) token is refused when compat is off, even one minted with a key the gateway might have had', async () => {
-    const token = mintOpToken(Buffer.from('any-shared-key'), { ...claimsOf('model-load', { modelId: 'gov-model', workerId }), issuedAt: now(), signers: ['alice', 'bob'] });
+    const token = mintOpToken(Buffer.from('any-shared-key'), {
+      ...claimsOf('model-load', { modelId: 'gov-model', workerId }),
+      issuedAt: now(),
+      signers: ['alice', 'bob'],
+    });
     const res = await load(token);
     expect([res.status, res.json.error.code]).toEqual([401, 'op_token_bad_signature']);
     expect(res.json.error.message).toContain('GOVERNANCE_SHARED_KEY_COMPAT is off');
@@ -170,14 +197,28 @@ describe('shared-key compat (GOVERNANCE_SHARED_KEY_COMPAT=true): the seed format
     writeFileSync(keyFile, `${KEY}\n`, { mode: 0o600 });
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const compatEnv = () => ({ VERIFIED_OP_TOKEN_KEY_PATH: keyFile, GOVERNANCE_SHARED_KEY_COMPAT: 'true', GOVERNANCE_SIGNERS: 'alice,bob,carol', GOVERNANCE_REQUIRED_SIGNERS: '2' });
+  const compatEnv = () => ({
+    VERIFIED_OP_TOKEN_KEY_PATH: keyFile,
+    GOVERNANCE_SHARED_KEY_COMPAT: 'true',
+    GOVERNANCE_SIGNERS: 'alice,bob,carol',
+    GOVERNANCE_REQUIRED_SIGNERS: '2',
+  });
 
   it('accepts HMAC tokens (bound like Ed25519 ones) and refuses them without compat at boot', async () => {
     const gw = await startGateway(compatEnv());
     try {
       const { worker, id } = await lifecycleWorker(gw, ['compat-model']);
-      const mint = (claims: Partial<OpTokenClaims>) => mintOpToken(Buffer.from(KEY), { operation: 'model-unload', modelId: 'compat-model', workerId: id, issuedAt: now(), signers: ['alice', 'bob'], ...claims });
-      const call = (token: string) => admin(gw.url, 'POST', '/v1/models/unload', TEST_ADMIN_TOKEN, { modelId: 'compat-model', workerId: id, verifiedOpToken: token });
+      const mint = (claims: Partial<OpTokenClaims>) =>
+        mintOpToken(Buffer.from(KEY), {
+          operation: 'model-unload',
+          modelId: 'compat-model',
+          workerId: id,
+          issuedAt: now(),
+          signers: ['alice', 'bob'],
+          ...claims,
+        });
+      const call = (token: string) =>
+        admin(gw.url, 'POST', '/v1/models/unload', TEST_ADMIN_TOKEN, { modelId: 'compat-model', workerId: id, verifiedOpToken: token });
       expect((await call(mint({ signers: ['alice', 'alice'] }))).json.error.code).toBe('op_token_duplicate_signers');
       expect((await call(mint({ workerId: undefined }))).json.error.code).toBe('op_token_mismatch');
       const unloading = call(mint({}));
@@ -188,7 +229,9 @@ describe('shared-key compat (GOVERNANCE_SHARED_KEY_COMPAT=true): the seed format
     } finally {
       await gw.close();
     }
-    await expect(startGateway({ ...compatEnv(), GOVERNANCE_SHARED_KEY_COMPAT: 'false' })).rejects.toThrow('VERIFIED_OP_TOKEN_KEY_PATH is set but shared-key (HMAC) op tokens are off');
+    await expect(startGateway({ ...compatEnv(), GOVERNANCE_SHARED_KEY_COMPAT: 'false' })).rejects.toThrow(
+      'VERIFIED_OP_TOKEN_KEY_PATH is set but shared-key (HMAC) op tokens are off',
+    );
   });
 
   it('a key file that cannot be read stops the boot, naming it', async () => {
@@ -210,7 +253,9 @@ describe('shared-key compat (GOVERNANCE_SHARED_KEY_COMPAT=true): the seed format
       });
       expect(warnings!.map((w) => w.msg).join('\n')).toContain('is readable by every user (mode 0644)');
       expect(warnings!.map((w) => w.msg).join('\n')).toContain('a single authority, not M of N');
-      expect(lines.find((l) => l.context === 'Governance' && l.level === 'info')!.msg).toBe('model lifecycle enabled: op tokens need 2 of 3 signers (alice, bob, carol)');
+      expect(lines.find((l) => l.context === 'Governance' && l.level === 'info')!.msg).toBe(
+        'model lifecycle enabled: op tokens need 2 of 3 signers (alice, bob, carol)',
+      );
       expect(JSON.stringify(lines)).not.toContain(KEY);
     } finally {
       await gw.close();

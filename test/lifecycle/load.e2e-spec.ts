@@ -30,7 +30,15 @@ describe('POST /v1/models/load', () => {
     });
     const taskId = res.json.taskId;
     const frame = await worker.next('model_load');
-    expect(frame).toEqual({ type: 'model_load', task_id: taskId, model_id: 'big-a', quantization: 'awq-4bit', max_context_length: 32768, gpu_memory_budget_mb: 40000, verified_op_token: token });
+    expect(frame).toEqual({
+      type: 'model_load',
+      task_id: taskId,
+      model_id: 'big-a',
+      quantization: 'awq-4bit',
+      max_context_length: 32768,
+      gpu_memory_budget_mb: 40000,
+      verified_op_token: token,
+    });
 
     report(worker, taskId, 'accepted');
     report(worker, taskId, 'loading', { progress: 0.45, eta_secs: 180 });
@@ -52,7 +60,9 @@ describe('POST /v1/models/load', () => {
       progress: 1,
       eta: 0,
       modelId: 'big-a',
-      workers: [{ workerId: id, name: expect.any(String), pool: 'load-a', status: 'completed', progress: 1, gpuMemoryUsedMB: 38500, loadTimeMs: expect.any(Number) }],
+      workers: [
+        { workerId: id, name: expect.any(String), pool: 'load-a', status: 'completed', progress: 1, gpuMemoryUsedMB: 38500, loadTimeMs: expect.any(Number) },
+      ],
       gpuMemoryUsedMB: 38500,
       loadTimeMs: expect.any(Number),
     });
@@ -70,12 +80,25 @@ describe('POST /v1/models/load', () => {
     });
     const request = await worker.next('request');
     expect(request.model).toBe('big-a');
-    worker.complete(request.request_id, { id: 'c1', object: 'chat.completion', created: 1, model: 'big-a', choices: [{ index: 0, message: { role: 'assistant', content: 'loaded' }, finish_reason: 'stop' }] });
+    worker.complete(request.request_id, {
+      id: 'c1',
+      object: 'chat.completion',
+      created: 1,
+      model: 'big-a',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'loaded' }, finish_reason: 'stop' }],
+    });
     expect((await pending)!.choices[0].message.content).toBe('loaded');
 
     const rows = await auditRows(gw, `task=${taskId}`);
     expect(rows.map((r) => r.outcome)).toEqual(['completed', 'accepted']);
-    expect(rows[1]).toMatchObject({ operation: 'model-load', model_id: 'big-a', target: { pool: 'load-a' }, workers: [id], signers: ['alice', 'bob'], status: 202 });
+    expect(rows[1]).toMatchObject({
+      operation: 'model-load',
+      model_id: 'big-a',
+      target: { pool: 'load-a' },
+      workers: [id],
+      signers: ['alice', 'bob'],
+      status: 202,
+    });
     worker.close();
   });
 
@@ -194,7 +217,15 @@ describe('POST /v1/models/load', () => {
     expect([pooled.status, pooled.json.error.code]).toEqual([422, 'lifecycle_unsupported']);
     expect(legacy.worker.has('model_load')).toBe(false);
     const [row] = await auditRows(gw, 'outcome=refused&limit=1');
-    expect(row).toMatchObject({ operation: 'model-load', model_id: 'm-f2', target: { pool: 'load-f' }, outcome: 'refused', status: 422, error_code: 'lifecycle_unsupported', signers: ['alice', 'bob'] });
+    expect(row).toMatchObject({
+      operation: 'model-load',
+      model_id: 'm-f2',
+      target: { pool: 'load-f' },
+      outcome: 'refused',
+      status: 422,
+      error_code: 'lifecycle_unsupported',
+      signers: ['alice', 'bob'],
+    });
     legacy.worker.close();
   });
 
@@ -225,7 +256,16 @@ describe('POST /v1/models/load', () => {
     expect(again.json.error).toMatchObject({ code: 'conflict', task_id: first.json.taskId });
     const bad = await gw.call('/v1/models/load', { modelId: 'm-h', workerId: id, verifiedOpToken: 'not a token' });
     expect([bad.status, bad.json.error.code]).toEqual([400, 'op_token_malformed']);
-    expect((await gw.call('/v1/models/load', { modelId: 'm-h', workerId: id, replicas: 2, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'm-h', workerId: id, replicas: 2 }) })).status).toBe(422);
+    expect(
+      (
+        await gw.call('/v1/models/load', {
+          modelId: 'm-h',
+          workerId: id,
+          replicas: 2,
+          verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'm-h', workerId: id, replicas: 2 }),
+        })
+      ).status,
+    ).toBe(422);
     expect((await gw.get('/v1/models/load/load-unknown')).json.error).toMatchObject({ code: 'not_found', message: "Load task 'load-unknown' not found" });
     const refusals = await auditRows(gw, 'operation=model-load&outcome=refused&limit=6');
     expect(refusals.map((r) => r.status)).toEqual([422, 400, 409, 404, 404, 404]);
@@ -253,11 +293,19 @@ describe('load tasks across a restart', () => {
     try {
       const first = await startLifecycleGateway(env);
       const { worker, id } = await lifecycleWorker(first, ['x']);
-      const done = await first.call('/v1/models/load', { modelId: 'kept', workerId: id, verifiedOpToken: first.token({ operation: 'model-load', modelId: 'kept', workerId: id }) });
+      const done = await first.call('/v1/models/load', {
+        modelId: 'kept',
+        workerId: id,
+        verifiedOpToken: first.token({ operation: 'model-load', modelId: 'kept', workerId: id }),
+      });
       const frame = await worker.next('model_load');
       report(worker, frame.task_id, 'completed', { gpu_memory_used_mb: 1200 });
       await eventually(async () => (await first.get(`/v1/models/load/${done.json.taskId}`)).json.status === 'completed');
-      const open = await first.call('/v1/models/load', { modelId: 'open', workerId: id, verifiedOpToken: first.token({ operation: 'model-load', modelId: 'open', workerId: id }) });
+      const open = await first.call('/v1/models/load', {
+        modelId: 'open',
+        workerId: id,
+        verifiedOpToken: first.token({ operation: 'model-load', modelId: 'open', workerId: id }),
+      });
       await first.close();
 
       const second = await startLifecycleGateway(env);

@@ -11,7 +11,9 @@ import { ScriptedWorker } from '../support/scripted-worker';
 
 export const SIGNERS = ['alice', 'bob', 'carol'];
 /** Each signer's own Ed25519 key pair (the gateway is given only the public keys). */
-export const SIGNER_KEYS: Record<string, { privateKey: KeyObject; publicKey: KeyObject }> = Object.fromEntries(SIGNERS.map((name) => [name, generateKeyPairSync('ed25519')]));
+export const SIGNER_KEYS: Record<string, { privateKey: KeyObject; publicKey: KeyObject }> = Object.fromEntries(
+  SIGNERS.map((name) => [name, generateKeyPairSync('ed25519')]),
+);
 /** Someone who is not a configured signer. */
 export const MALLORY = generateKeyPairSync('ed25519');
 
@@ -26,7 +28,19 @@ export function signedToken(claims: Partial<OpTokenClaims> & Pick<OpTokenClaims,
   return token;
 }
 
-const BOUND: ReadonlyArray<keyof BoundClaims> = ['modelId', 'evictModel', 'pool', 'workerId', 'replicas', 'quantization', 'gpuMemoryBudgetMB', 'maxContextLength', 'scope', 'tenantId', 'tag'];
+const BOUND: ReadonlyArray<keyof BoundClaims> = [
+  'modelId',
+  'evictModel',
+  'pool',
+  'workerId',
+  'replicas',
+  'quantization',
+  'gpuMemoryBudgetMB',
+  'maxContextLength',
+  'scope',
+  'tenantId',
+  'tag',
+];
 
 /** The claims a request body needs its token to bind (null counts as absent, as the gateway reads it). */
 export function claimsOf(operation: LifecycleOperation, body: Record<string, unknown>): BoundClaims {
@@ -71,7 +85,14 @@ export async function startLifecycleGateway(env: Record<string, string> = {}, op
 export async function lifecycleWorker(
   gw: TestGateway,
   models: string[],
-  extra: { features?: string[]; max_concurrent?: number; worker_name?: string; runner_capabilities?: Record<string, unknown>; provider?: string; secret?: string } = {},
+  extra: {
+    features?: string[];
+    max_concurrent?: number;
+    worker_name?: string;
+    runner_capabilities?: Record<string, unknown>;
+    provider?: string;
+    secret?: string;
+  } = {},
 ): Promise<{ worker: ScriptedWorker; id: string }> {
   const { provider, secret, ...register } = extra;
   const { worker, ack } = await ScriptedWorker.register(

@@ -9,7 +9,8 @@ describe('unload: the hold after the operation ends', () => {
   });
   afterAll(() => gw.close());
 
-  const unload = (modelId: string, workerId: string) => gw.call('/v1/models/unload', { verifiedOpToken: gw.token({ operation: 'model-unload', modelId, workerId }), modelId, workerId });
+  const unload = (modelId: string, workerId: string) =>
+    gw.call('/v1/models/unload', { verifiedOpToken: gw.token({ operation: 'model-unload', modelId, workerId }), modelId, workerId });
   const queued = async (pool: string): Promise<number> => (await gw.get('/admin/providers')).json.data.find((p: any) => p.name === pool).queue_depth;
   const models = async (workerId: string): Promise<string[]> => (await gw.get(`/admin/workers/${workerId}`)).json.models;
 

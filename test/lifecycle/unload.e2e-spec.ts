@@ -60,7 +60,10 @@ describe('POST /v1/models/unload', () => {
     expect(await models(a.id)).toEqual([]);
     expect(await models(b.id)).toEqual(['m-a']);
     const rows = await auditRows(gw, `task=${frame.task_id}`);
-    expect(rows.map((r) => [r.outcome, r.status])).toEqual([['completed', 200], ['accepted', 202]]);
+    expect(rows.map((r) => [r.outcome, r.status])).toEqual([
+      ['completed', 200],
+      ['accepted', 202],
+    ]);
     a.worker.close();
     b.worker.close();
   });
@@ -108,7 +111,10 @@ describe('POST /v1/models/unload', () => {
     const req = await worker.next('request');
     const res = await unload({ modelId: 'm-c', workerId: id });
     expect(res.status).toBe(502);
-    expect(res.json.error).toMatchObject({ code: 'lifecycle_failed', workers: [{ workerId: id, status: 'failed', error: expect.stringMatching(/^drain_timeout: /) }] });
+    expect(res.json.error).toMatchObject({
+      code: 'lifecycle_failed',
+      workers: [{ workerId: id, status: 'failed', error: expect.stringMatching(/^drain_timeout: /) }],
+    });
     expect(worker.has('model_unload')).toBe(false);
     worker.complete(req.request_id, { finished: true });
     expect((await slow).json).toEqual({ finished: true });
@@ -127,7 +133,9 @@ describe('POST /v1/models/unload', () => {
     report(worker, frame.task_id, 'failed', { error: 'model is pinned' });
     const res = await failing;
     expect(res.status).toBe(502);
-    expect(res.json.error.workers).toEqual([{ workerId: id, name: expect.any(String), pool: 'local', status: 'failed', progress: 0, error: 'failed: model is pinned' }]);
+    expect(res.json.error.workers).toEqual([
+      { workerId: id, name: expect.any(String), pool: 'local', status: 'failed', progress: 0, error: 'failed: model is pinned' },
+    ]);
     const again = post(gw.url, '/v1/chat/completions', chat('m-d'));
     const next = await worker.next('request');
     worker.complete(next.request_id, { ok: 1 });
@@ -146,7 +154,10 @@ describe('POST /v1/models/unload', () => {
     const { worker, id } = await lifecycleWorker(gw, ['m-e'], { provider: 'unload-e', secret: POOL_SECRET });
     const legacy = await lifecycleWorker(gw, ['m-e2'], { provider: 'unload-e', secret: POOL_SECRET, features: [] });
     expect((await unload({ modelId: 'nobody-serves', pool: 'unload-e' })).json.error).toMatchObject({ code: 'model_not_found' });
-    expect((await unload({ modelId: 'm-e2', workerId: id })).json.error).toMatchObject({ code: 'model_not_found', message: expect.stringContaining('is not served by worker') });
+    expect((await unload({ modelId: 'm-e2', workerId: id })).json.error).toMatchObject({
+      code: 'model_not_found',
+      message: expect.stringContaining('is not served by worker'),
+    });
     expect((await unload({ modelId: 'm-e2', pool: 'unload-e' })).json.error.code).toBe('lifecycle_unsupported');
     expect(legacy.worker.has('model_unload')).toBe(false);
 

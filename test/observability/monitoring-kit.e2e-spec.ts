@@ -52,9 +52,7 @@ function expressions(): Array<{ where: string; expr: string }> {
 describe('metricNamesIn', () => {
   it('finds the selected metrics, not functions, aggregations, label names, strings or variables', () => {
     expect(
-      metricNamesIn(
-        'histogram_quantile(0.95, sum by (le, provider) (rate(a_seconds_bucket{provider=~"$provider",x="by (y)"}[$__rate_interval])))',
-      ),
+      metricNamesIn('histogram_quantile(0.95, sum by (le, provider) (rate(a_seconds_bucket{provider=~"$provider",x="by (y)"}[$__rate_interval])))'),
     ).toEqual(['a_seconds_bucket']);
     expect(metricNamesIn('b > 0 and on (provider) c == 0 or sum without (instance) (d) unless e offset 5m')).toEqual(['b', 'c', 'd', 'e']);
     expect(metricNamesIn('label_values(f{instance=~"$instance"}, provider)')).toEqual(['f', 'provider']);
@@ -80,8 +78,20 @@ describe('docs/grafana/switchboard.json', () => {
 
   it('has the panels the runbook names', () => {
     const titles = queryPanels.map((p) => p.title);
-    for (const t of ['Requests / s by status', 'Rejections / s by code', 'Request duration', 'Time to first byte', 'Queue depth', 'Queue wait',
-      'Worker slots by state', 'Workers connected', 'Requeues / s', 'Cancellations / s by reason', 'Tokens / s by tenant', 'Worker ejections']) {
+    for (const t of [
+      'Requests / s by status',
+      'Rejections / s by code',
+      'Request duration',
+      'Time to first byte',
+      'Queue depth',
+      'Queue wait',
+      'Worker slots by state',
+      'Workers connected',
+      'Requeues / s',
+      'Cancellations / s by reason',
+      'Tokens / s by tenant',
+      'Worker ejections',
+    ]) {
       expect(titles).toContain(t);
     }
   });
@@ -155,9 +165,7 @@ describe('the dashboard and the alerts against a running gateway', () => {
   });
 
   it('shows every switchboard_* family on the dashboard', () => {
-    const shown = new Set(
-      queryPanels.flatMap((p) => (p.targets ?? []).flatMap((t) => metricNamesIn(t.expr))).map((n) => familyOfSeries(n, exposed) ?? n),
-    );
+    const shown = new Set(queryPanels.flatMap((p) => (p.targets ?? []).flatMap((t) => metricNamesIn(t.expr))).map((n) => familyOfSeries(n, exposed) ?? n));
     const families = [...exposed].filter((n) => n.startsWith('switchboard_'));
     expect(families.length).toBeGreaterThanOrEqual(16);
     expect(families.filter((f) => !shown.has(f))).toEqual([]);
@@ -249,9 +257,13 @@ const PROMETHEUS = which('prometheus');
         `    static_configs: [{ targets: ["${new URL(gw.url).host}"] }]`,
       ].join('\n'),
     );
-    prometheus = spawn(PROMETHEUS!, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
-      stdio: 'ignore',
-    });
+    prometheus = spawn(
+      PROMETHEUS!,
+      [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
+      {
+        stdio: 'ignore',
+      },
+    );
     exited = new Promise((resolve) => prometheus.on('exit', resolve));
     await eventually(async () => {
       const r = await query('up{job="switchboard"} == 1').catch(() => undefined);
@@ -278,7 +290,9 @@ const PROMETHEUS = which('prometheus');
 
   it('evaluates every alert rule without an error', async () => {
     const rules = await eventually(async () => {
-      const body = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as { data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> } };
+      const body = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as {
+        data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> };
+      };
       const all = body.data.groups.flatMap((g) => g.rules);
       return all.length > 0 && all.every((r) => r.health !== 'unknown') ? all : undefined;
     }, 15000);

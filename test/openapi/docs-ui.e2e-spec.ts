@@ -88,7 +88,10 @@ describeWithBrowser('Swagger UI in a headless browser', (executablePath) => {
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${gw.url}${DOCS_PATH}`);
     // A locator wait, not waitForFunction: the page's CSP forbids eval, which a polled string predicate needs.
-    await page.locator('.opblock').nth(count - 1).waitFor({ state: 'attached', timeout: 20000 });
+    await page
+      .locator('.opblock')
+      .nth(count - 1)
+      .waitFor({ state: 'attached', timeout: 20000 });
     expect(await page.locator('.opblock').count()).toBe(count);
     expect(await page.locator('.info .title').innerText()).toContain('Switchboard');
     await closeWithin(page, 'the Swagger UI page');

@@ -55,7 +55,8 @@ function checkSchema(doc: Json, schema: Json, at: string, problems: string[]): v
   if (schema.type === 'array' && !schema.items) problems.push(`${at}: an array schema needs items`);
   if (schema.required !== undefined) {
     if (!Array.isArray(schema.required) || schema.required.length === 0) problems.push(`${at}: required must be a non-empty array`);
-    else if (schema.properties) for (const name of schema.required) if (!(name in schema.properties)) problems.push(`${at}: required '${name}' is not among its properties`);
+    else if (schema.properties)
+      for (const name of schema.required) if (!(name in schema.properties)) problems.push(`${at}: required '${name}' is not among its properties`);
   }
   if (schema.enum !== undefined && (!Array.isArray(schema.enum) || schema.enum.length === 0)) problems.push(`${at}: enum must be a non-empty array`);
   if (schema.pattern !== undefined) {
@@ -67,12 +68,14 @@ function checkSchema(doc: Json, schema: Json, at: string, problems: string[]): v
   }
   for (const [name, sub] of Object.entries<Json>(schema.properties ?? {})) checkSchema(doc, sub, `${at}.properties.${name}`, problems);
   if (schema.items) checkSchema(doc, schema.items, `${at}.items`, problems);
-  if (schema.additionalProperties && typeof schema.additionalProperties === 'object') checkSchema(doc, schema.additionalProperties, `${at}.additionalProperties`, problems);
+  if (schema.additionalProperties && typeof schema.additionalProperties === 'object')
+    checkSchema(doc, schema.additionalProperties, `${at}.additionalProperties`, problems);
   for (const k of ['allOf', 'oneOf', 'anyOf']) for (const [i, sub] of (schema[k] ?? []).entries()) checkSchema(doc, sub, `${at}.${k}[${i}]`, problems);
 }
 
 function checkContent(doc: Json, content: Json, at: string, problems: string[]): void {
-  if (!content || typeof content !== 'object' || Object.keys(content).length === 0) return void problems.push(`${at}: content must name at least one media type`);
+  if (!content || typeof content !== 'object' || Object.keys(content).length === 0)
+    return void problems.push(`${at}: content must name at least one media type`);
   for (const [type, media] of Object.entries<Json>(content)) {
     if (!/^[a-z]+\/[a-z0-9.+*-]+$/i.test(type)) problems.push(`${at}: '${type}' is not a media type`);
     if (!media.schema) problems.push(`${at}.${type}: no schema`);
@@ -91,7 +94,8 @@ export function checkOpenApiDocument(doc: Json): string[] {
   const schemes = doc.components?.securitySchemes ?? {};
   for (const [name, s] of Object.entries<Json>(schemes)) {
     if (s.type === 'http' && typeof s.scheme !== 'string') problems.push(`securitySchemes.${name}: http needs scheme`);
-    else if (s.type === 'apiKey' && (!['header', 'query', 'cookie'].includes(s.in) || typeof s.name !== 'string')) problems.push(`securitySchemes.${name}: apiKey needs in and name`);
+    else if (s.type === 'apiKey' && (!['header', 'query', 'cookie'].includes(s.in) || typeof s.name !== 'string'))
+      problems.push(`securitySchemes.${name}: apiKey needs in and name`);
     else if (!['http', 'apiKey', 'oauth2', 'openIdConnect'].includes(s.type)) problems.push(`securitySchemes.${name}: unknown type ${s.type}`);
   }
   for (const [name, schema] of Object.entries<Json>(doc.components?.schemas ?? {})) checkSchema(doc, schema, `components.schemas.${name}`, problems);
@@ -123,10 +127,12 @@ export function checkOpenApiDocument(doc: Json): string[] {
         if (!p.schema && !p.content) problems.push(`${at}: parameter ${p.name} has no schema`);
         if (seen.has(`${p.in}:${p.name}`)) problems.push(`${at}: parameter ${p.in} ${p.name} twice`);
         seen.add(`${p.in}:${p.name}`);
-        if (p.in === 'path' && (p.required !== true || !templated.includes(p.name))) problems.push(`${at}: path parameter ${p.name} must be required and in the path`);
+        if (p.in === 'path' && (p.required !== true || !templated.includes(p.name)))
+          problems.push(`${at}: path parameter ${p.name} must be required and in the path`);
       }
       for (const name of templated) if (!params.some((p) => p.in === 'path' && p.name === name)) problems.push(`${at}: {${name}} is not declared`);
-      for (const requirement of op.security ?? []) for (const name of Object.keys(requirement)) if (!(name in schemes)) problems.push(`${at}: security scheme '${name}' is not declared`);
+      for (const requirement of op.security ?? [])
+        for (const name of Object.keys(requirement)) if (!(name in schemes)) problems.push(`${at}: security scheme '${name}' is not declared`);
     }
   }
   const found: Array<{ at: string; ref: string }> = [];
@@ -149,7 +155,8 @@ export function validate(doc: Json, schema: Json, value: unknown, at = '$'): str
     if (passing !== 1) problems.push(`${at}: matches ${passing} of oneOf, not exactly one`);
   }
   if (schema.anyOf && !schema.anyOf.some((sub: Json) => validate(doc, sub, value, at).length === 0)) problems.push(`${at}: matches none of anyOf`);
-  if (schema.enum && !schema.enum.some((e: unknown) => JSON.stringify(e) === JSON.stringify(value))) problems.push(`${at}: ${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`);
+  if (schema.enum && !schema.enum.some((e: unknown) => JSON.stringify(e) === JSON.stringify(value)))
+    problems.push(`${at}: ${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`);
   switch (schema.type) {
     case undefined:
       break;
@@ -173,7 +180,8 @@ export function validate(doc: Json, schema: Json, value: unknown, at = '$'): str
   if (typeof value === 'string') {
     if (schema.minLength !== undefined && value.length < schema.minLength) problems.push(`${at}: shorter than ${schema.minLength}`);
     if (schema.maxLength !== undefined && value.length > schema.maxLength) problems.push(`${at}: longer than ${schema.maxLength}`);
-    if (schema.pattern !== undefined && !new RegExp(schema.pattern).test(value)) problems.push(`${at}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
+    if (schema.pattern !== undefined && !new RegExp(schema.pattern).test(value))
+      problems.push(`${at}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
     if (schema.format === 'date-time' && (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value) || Number.isNaN(Date.parse(value)))) {
       problems.push(`${at}: ${JSON.stringify(value)} is not a date-time`);
     }
@@ -192,7 +200,8 @@ export function validate(doc: Json, schema: Json, value: unknown, at = '$'): str
     for (const [name, v] of Object.entries(o)) {
       if (schema.properties?.[name]) problems.push(...validate(doc, schema.properties[name], v, `${at}.${name}`));
       else if (schema.additionalProperties === false) problems.push(`${at}: '${name}' is not allowed`);
-      else if (schema.additionalProperties && typeof schema.additionalProperties === 'object') problems.push(...validate(doc, schema.additionalProperties, v, `${at}.${name}`));
+      else if (schema.additionalProperties && typeof schema.additionalProperties === 'object')
+        problems.push(...validate(doc, schema.additionalProperties, v, `${at}.${name}`));
     }
   }
   return problems;

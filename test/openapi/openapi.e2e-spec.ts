@@ -29,12 +29,16 @@ const NOT_API = ['GET /dashboard', 'GET /dashboard/', 'GET /dashboard/assets/{fi
 function mediaExamples(doc: Json): Array<{ at: string; type: string; schema: Json; value: unknown }> {
   const out: Array<{ at: string; type: string; schema: Json; value: unknown }> = [];
   for (const { method, path, op } of operations(doc)) {
-    const contents: Array<[string, Json]> = Object.entries<Json>(op.responses).map(([status, r]) => [`${method.toUpperCase()} ${path} ${status}`, r.content ?? {}]);
+    const contents: Array<[string, Json]> = Object.entries<Json>(op.responses).map(([status, r]) => [
+      `${method.toUpperCase()} ${path} ${status}`,
+      r.content ?? {},
+    ]);
     if (op.requestBody) contents.push([`${method.toUpperCase()} ${path} requestBody`, op.requestBody.content]);
     for (const [at, content] of contents) {
       for (const [type, media] of Object.entries<Json>(content)) {
         if (media.example !== undefined) out.push({ at: `${at} ${type} example`, type, schema: media.schema, value: media.example });
-        for (const [name, ex] of Object.entries<Json>(media.examples ?? {})) out.push({ at: `${at} ${type} examples.${name}`, type, schema: media.schema, value: ex.value });
+        for (const [name, ex] of Object.entries<Json>(media.examples ?? {}))
+          out.push({ at: `${at} ${type} examples.${name}`, type, schema: media.schema, value: ex.value });
       }
     }
     for (const p of op.parameters ?? []) {
@@ -71,7 +75,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     expect(checkOpenApiDocument(doc)).toEqual([]);
   });
 
-  it("info.version is the api_version of GET /v1/capabilities", async () => {
+  it('info.version is the api_version of GET /v1/capabilities', async () => {
     const capabilities = await getJson(`${gw.url}/v1/capabilities`);
     expect(capabilities.status).toBe(200);
     expect(doc.info.version).toBe(capabilities.body.api_version);
@@ -99,14 +103,19 @@ describe('OpenAPI document (GET /openapi.json)', () => {
   it('covers client, admin, pool and health routes, the reload routes included', () => {
     const has = (method: string, path: string) => expect(doc.paths[path]?.[method]).toBeDefined();
     for (const p of ['/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/embeddings', '/v1/messages']) has('post', p);
-    for (const p of ['/v1/models', '/v1/capabilities', '/health', '/health/live', '/health/ready', '/metrics', '/v1/pools', '/v1/pools/{id}/health']) has('get', p);
+    for (const p of ['/v1/models', '/v1/capabilities', '/health', '/health/live', '/health/ready', '/metrics', '/v1/pools', '/v1/pools/{id}/health'])
+      has('get', p);
     for (const p of ['/v1/pools/{id}/drain', '/v1/pools/{id}/undrain', '/v1/pools/{id}/reload', '/admin/reload', '/admin/workers/{id}/drain']) has('post', p);
     expect(Object.keys(doc.paths).filter((p) => p.startsWith('/admin/')).length).toBeGreaterThanOrEqual(12);
     const reload = doc.paths['/admin/reload'].post;
     expect(Object.keys(reload.responses)).toEqual(expect.arrayContaining(['200', '400']));
     expect(reload.responses['400'].content['application/json'].examples.invalid_request.value.error.problems.length).toBeGreaterThan(0);
     const poolReload = doc.paths['/v1/pools/{id}/reload'].post;
-    expect(Object.keys(resolve(doc, poolReload.requestBody.content['application/json'].schema).properties).sort()).toEqual(['aliases', 'capabilities', 'models']);
+    expect(Object.keys(resolve(doc, poolReload.requestBody.content['application/json'].schema).properties).sort()).toEqual([
+      'aliases',
+      'capabilities',
+      'models',
+    ]);
   });
 
   it('declares the security schemes: the admin bearer token, client keys as bearer or x-api-key; health routes need none', () => {
@@ -117,14 +126,22 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     });
     for (const { path, op } of operations(doc)) {
       const names = (op.security ?? []).flatMap((s: Json) => Object.keys(s));
-      if (path.startsWith('/admin/') || path.startsWith('/v1/pools') || LIFECYCLE_PATHS.includes(path)) expect([path, op.security]).toEqual([path, [{ AdminToken: [] }]]);
+      if (path.startsWith('/admin/') || path.startsWith('/v1/pools') || LIFECYCLE_PATHS.includes(path))
+        expect([path, op.security]).toEqual([path, [{ AdminToken: [] }]]);
       else if (path.startsWith('/v1/')) expect([path, op.security]).toEqual([path, [{ ClientApiKey: [] }, { ClientApiKeyHeader: [] }, {}]]);
       else expect([path, names]).toEqual([path, []]);
     }
   });
 
-  it("documents the error bodies of both dialects: /v1/messages answers AnthropicError, every other route OpenAIError", () => {
-    expect(resolve(doc, { $ref: '#/components/schemas/OpenAIError' }).properties.error.required).toEqual(['message', 'type', 'code', 'param', 'kind', 'retriable']);
+  it('documents the error bodies of both dialects: /v1/messages answers AnthropicError, every other route OpenAIError', () => {
+    expect(resolve(doc, { $ref: '#/components/schemas/OpenAIError' }).properties.error.required).toEqual([
+      'message',
+      'type',
+      'code',
+      'param',
+      'kind',
+      'retriable',
+    ]);
     expect(resolve(doc, { $ref: '#/components/schemas/AnthropicError' }).properties.type.enum).toEqual(['error']);
     for (const { path, op } of operations(doc)) {
       for (const [status, response] of Object.entries<Json>(op.responses)) {
@@ -141,7 +158,10 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     const problems = examples.flatMap(({ at, schema, value }) => validate(doc, schema, value, at));
     expect(problems).toEqual([]);
     for (const { at, value } of examples.filter((e) => e.type === 'text/event-stream')) {
-      const data = String(value).split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+      const data = String(value)
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6));
       expect([at, data.length > 0]).toEqual([at, true]);
       for (const d of data.filter((d) => d !== '[DONE]')) expect(() => JSON.parse(d)).not.toThrow();
     }
@@ -184,14 +204,17 @@ describe('OpenAPI document (GET /openapi.json)', () => {
         const response = op.responses[String(ex.response.status)];
         if (!response) problems.push(`${at}: status ${ex.response.status} is not documented`);
         // An SSE answer (task streams) is documented as text/event-stream.
-        else problems.push(...validate(doc, (response.content['application/json'] ?? response.content['text/event-stream']).schema, ex.response.body, `${at}.response.body`));
+        else
+          problems.push(
+            ...validate(doc, (response.content['application/json'] ?? response.content['text/event-stream']).schema, ex.response.body, `${at}.response.body`),
+          );
       }
     }
     expect(count).toBeGreaterThanOrEqual(20);
     expect(problems).toEqual([]);
   });
 
-  it("the x-examples of refused requests (drain, reload, unknown model on every inference route) are what the gateway answers", async () => {
+  it('the x-examples of refused requests (drain, reload, unknown model on every inference route) are what the gateway answers', async () => {
     const reload = doc.paths['/admin/reload'].post['x-examples'].refused;
     writeFileSync(configFile, CONFIG_RELOAD_REFUSED.file);
     const refused = await admin('POST', reload.request.path);
@@ -234,13 +257,25 @@ describe('OpenAPI document (GET /openapi.json)', () => {
       return { status: res.status, json: text && res.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : undefined };
     };
     const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` }) =>
-      check(method, path, await fetch(`${gw.url}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) }));
+      check(
+        method,
+        path,
+        await fetch(`${gw.url}${path}`, {
+          method,
+          headers: { 'content-type': 'application/json', ...headers },
+          body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+        }),
+      );
 
     // Health and metrics.
     for (const path of ['/health', '/health/live', '/health/ready', '/metrics']) expect((await call('GET', path, undefined, {})).status).toBe(200);
 
     // Client routes: a relayed request, the raw-body checks, both dialects' errors.
-    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['llama3:8b'], worker_name: 'gpu-node-1', capabilities: { 'llama3:8b': { tools: true, context_length: 8192 } } });
+    const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, {
+      models: ['llama3:8b'],
+      worker_name: 'gpu-node-1',
+      capabilities: { 'llama3:8b': { tools: true, context_length: 8192 } },
+    });
     expect((await call('GET', '/v1/models', undefined, {})).json.data[0].id).toBe('llama3:8b');
     expect((await call('GET', '/v1/capabilities', undefined, {})).json.api_version).toBe(doc.info.version);
     const example = doc.paths['/v1/chat/completions'].post['x-examples'].typical;
@@ -251,9 +286,13 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     const relayed = await pending;
     expect(relayed.json).toEqual(example.response.body);
     await check('POST', '/v1/chat/completions', relayed);
-    for (const path of ['/v1/completions', '/v1/responses', '/v1/embeddings']) expect((await call('POST', path, '{not json', {})).json.error.code).toBe('invalid_request');
+    for (const path of ['/v1/completions', '/v1/responses', '/v1/embeddings'])
+      expect((await call('POST', path, '{not json', {})).json.error.code).toBe('invalid_request');
     expect((await call('POST', '/v1/chat/completions', chat('gpt-5'), {})).json.error.code).toBe('model_not_found');
-    expect((await call('POST', '/v1/messages', { model: 'gpt-5', max_tokens: 8, messages: [] }, {})).json).toMatchObject({ type: 'error', error: { type: 'not_found_error', code: 'model_not_found' } });
+    expect((await call('POST', '/v1/messages', { model: 'gpt-5', max_tokens: 8, messages: [] }, {})).json).toMatchObject({
+      type: 'error',
+      error: { type: 'not_found_error', code: 'model_not_found' },
+    });
     const tooLarge = await call('POST', '/v1/messages', { model: 'llama3:8b', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(70_000) }] }, {});
     expect(tooLarge).toMatchObject({ status: 413, json: { type: 'error', error: { type: 'request_too_large', code: 'payload_too_large' } } });
 
@@ -271,7 +310,11 @@ describe('OpenAPI document (GET /openapi.json)', () => {
       const res = await call('POST', '/v1/tasks', tasks[name].request.body, {});
       expect([name, res.status, res.json]).toEqual([name, tasks[name].response.status, tasks[name].response.body]);
     }
-    for (const [method, path] of [['GET', '/v1/tasks/review-43'], ['GET', '/v1/tasks/review-43/stream'], ['POST', '/v1/tasks/review-43/cancel']]) {
+    for (const [method, path] of [
+      ['GET', '/v1/tasks/review-43'],
+      ['GET', '/v1/tasks/review-43/stream'],
+      ['POST', '/v1/tasks/review-43/cancel'],
+    ]) {
       const res = await call(method, path, undefined, {});
       expect([path, res.status, res.json]).toEqual([path, 404, doc.paths['/v1/tasks/{id}'].get['x-examples'].unknown.response.body]);
     }
@@ -306,7 +349,9 @@ describe('OpenAPI document (GET /openapi.json)', () => {
 
     // Reloads.
     expect((await call('POST', '/admin/reload')).json).toMatchObject({ reloaded: true, config_file: configFile });
-    expect((await call('POST', '/v1/pools/local/reload', { models: ['llama3:8b'], aliases: { fast: 'llama3:8b' } })).json.aliases).toEqual({ fast: 'llama3:8b' });
+    expect((await call('POST', '/v1/pools/local/reload', { models: ['llama3:8b'], aliases: { fast: 'llama3:8b' } })).json.aliases).toEqual({
+      fast: 'llama3:8b',
+    });
     expect((await call('POST', '/v1/pools/local/reload', { aliases: { fast: 'llama3:70b' } })).json.error.problems).toHaveLength(1);
     expect((await call('POST', '/v1/pools/nope/reload', {})).status).toBe(404);
     expect((await call('POST', '/v1/pools/local/reload', { models: [], aliases: {} })).json).toMatchObject({ models: [], aliases: {} });
@@ -369,7 +414,11 @@ describe('OpenAPI document (GET /openapi.json)', () => {
 
     expect(problems).toEqual([]);
     // Every documented operation was exercised.
-    expect(operations(doc).map((o) => `${o.method.toUpperCase()} ${o.path}`).filter((r) => !exercised.has(r))).toEqual([]);
+    expect(
+      operations(doc)
+        .map((o) => `${o.method.toUpperCase()} ${o.path}`)
+        .filter((r) => !exercised.has(r)),
+    ).toEqual([]);
   });
 
   async function admin(method: string, path: string, body?: unknown): Promise<{ status: number; json: Json }> {
@@ -388,10 +437,17 @@ describe('OpenAPI document: model lifecycle', () => {
     try {
       const doc = (await getJson(`${gw.url}${OPENAPI_PATH}`)).body;
       const problems: string[] = [];
-      const check = (method: string, path: string, res: { status: number; headers: Headers; text: string }) => problems.push(...checkAnswer(doc, method, path, res.status, res.headers.get('content-type'), res.text));
+      const check = (method: string, path: string, res: { status: number; headers: Headers; text: string }) =>
+        problems.push(...checkAnswer(doc, method, path, res.status, res.headers.get('content-type'), res.text));
       const { worker, id } = await lifecycleWorker(gw, ['llama3:8b']);
 
-      const loading = gw.call('/v1/models/load', { modelId: 'llama3:70b', evictModel: 'llama3:8b', gpuMemoryBudgetMB: 40000, workerId: id, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'llama3:70b', evictModel: 'llama3:8b', gpuMemoryBudgetMB: 40000, workerId: id }) });
+      const loading = gw.call('/v1/models/load', {
+        modelId: 'llama3:70b',
+        evictModel: 'llama3:8b',
+        gpuMemoryBudgetMB: 40000,
+        workerId: id,
+        verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'llama3:70b', evictModel: 'llama3:8b', gpuMemoryBudgetMB: 40000, workerId: id }),
+      });
       const load = await worker.next('model_load');
       const started = await loading;
       check('post', '/v1/models/load', started);
@@ -401,7 +457,11 @@ describe('OpenAPI document: model lifecycle', () => {
       worker.send({ type: 'models_update', models: ['llama3:70b'] });
       await eventually(async () => (await gw.get(`/admin/workers/${id}`)).json.models.includes('llama3:70b'));
 
-      const unloading = gw.call('/v1/models/unload', { modelId: 'llama3:70b', workerId: id, verifiedOpToken: gw.token({ operation: 'model-unload', modelId: 'llama3:70b', workerId: id }) });
+      const unloading = gw.call('/v1/models/unload', {
+        modelId: 'llama3:70b',
+        workerId: id,
+        verifiedOpToken: gw.token({ operation: 'model-unload', modelId: 'llama3:70b', workerId: id }),
+      });
       worker.send({ type: 'lifecycle_status', task_id: (await worker.next('model_unload')).task_id, status: 'completed', gpu_memory_freed_mb: 38000 });
       check('post', '/v1/models/unload', await unloading);
       const flushing = gw.call('/v1/cache/flush', { scope: 'all', verifiedOpToken: gw.token({ operation: 'cache-flush', scope: 'all' }) });
@@ -417,7 +477,10 @@ describe('OpenAPI document: model lifecycle', () => {
       const refused = await gw.call(missing.request.path, missing.request.body);
       expect([refused.status, refused.json]).toEqual([missing.response.status, missing.response.body]);
       const signers = doc.paths['/v1/models/load'].post['x-examples'].signers;
-      const one = await gw.call(signers.request.path, { ...signers.request.body, verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'llama3:70b', signers: ['alice'] }) });
+      const one = await gw.call(signers.request.path, {
+        ...signers.request.body,
+        verifiedOpToken: gw.token({ operation: 'model-load', modelId: 'llama3:70b', signers: ['alice'] }),
+      });
       expect([one.status, one.json]).toEqual([signers.response.status, signers.response.body]);
       worker.close();
     } finally {
@@ -443,5 +506,13 @@ describe('OpenAPI document as configured', () => {
 });
 
 function resolve(doc: Json, schema: Json): Json {
-  return schema.$ref ? resolve(doc, schema.$ref.slice(2).split('/').reduce((n: Json, k: string) => n[k], doc)) : schema;
+  return schema.$ref
+    ? resolve(
+        doc,
+        schema.$ref
+          .slice(2)
+          .split('/')
+          .reduce((n: Json, k: string) => n[k], doc),
+      )
+    : schema;
 }

@@ -81,14 +81,39 @@ describe('TypeOrmApiKeyStore', () => {
     await store.save(key('a'));
     const [row] = await ds.query("SELECT * FROM api_keys WHERE id = 'a'");
     expect(Object.keys(row).sort()).toEqual(
-      ['created_at', 'enabled', 'expires_at', 'id', 'key_hash', 'last_used_at', 'models', 'name', 'prefix', 'priority', 'revoked_at', 'rpm', 'source', 'tenant', 'tpm'].sort(),
+      [
+        'created_at',
+        'enabled',
+        'expires_at',
+        'id',
+        'key_hash',
+        'last_used_at',
+        'models',
+        'name',
+        'prefix',
+        'priority',
+        'revoked_at',
+        'rpm',
+        'source',
+        'tenant',
+        'tpm',
+      ].sort(),
     );
   });
 
   it('updates a saved key in place, keeping created_at and last_used_at', async () => {
     await store.save(key('a'));
     await store.recordLastUsed([['a', T0 + 100]]);
-    const changed = key('a', { name: 'renamed', tenant: 'team-b', enabled: false, revokedAt: T0 + 200, rpm: null, models: ['m'], createdAt: T0 + 999, lastUsedAt: null });
+    const changed = key('a', {
+      name: 'renamed',
+      tenant: 'team-b',
+      enabled: false,
+      revokedAt: T0 + 200,
+      rpm: null,
+      models: ['m'],
+      createdAt: T0 + 999,
+      lastUsedAt: null,
+    });
     await store.save(changed);
     expect(await store.loadAll()).toEqual([{ ...changed, createdAt: T0, lastUsedAt: T0 + 100 }]);
   });

@@ -46,7 +46,11 @@ describe('artifact store', () => {
 
   const count = (entity: EntityTarget<ObjectLiteral>) => ds.getRepository(entity).count();
 
-  function artifact(n: number, overrides: Partial<ArtifactIdentity> = {}, extra: Partial<{ tenant: string; createdAt: number; jobId: string | null }> = {}): ArtifactRecord {
+  function artifact(
+    n: number,
+    overrides: Partial<ArtifactIdentity> = {},
+    extra: Partial<{ tenant: string; createdAt: number; jobId: string | null }> = {},
+  ): ArtifactRecord {
     return newRecord(
       { kind: 'plan', sessionId: 'sess-1', tags: ['t'], parents: [], metadata: { n }, content: { step: n, text: 'ünïcødé ✓' }, ...overrides },
       { tenant: 'team-a', jobId: null, createdAt: 1_700_000_000_000 + n, ...extra },
@@ -55,7 +59,11 @@ describe('artifact store', () => {
 
   describe('TypeOrmArtifactStore', () => {
     it('stores an artifact with its tags and reads it back exactly, 64-bit times included', async () => {
-      const a = artifact(1, { tags: ['x', 'y'], parents: ['f'.repeat(64)], metadata: { deep: { list: [1, null, 'z'] } } }, { createdAt: Date.UTC(2026, 0, 1, 0, 0, 0, 999) });
+      const a = artifact(
+        1,
+        { tags: ['x', 'y'], parents: ['f'.repeat(64)], metadata: { deep: { list: [1, null, 'z'] } } },
+        { createdAt: Date.UTC(2026, 0, 1, 0, 0, 0, 999) },
+      );
       expect(await store.save({ record: a })).toBe(true);
       expect(await store.find('team-a', a.id)).toEqual(a);
       expect(await count(ArtifactTagEntity)).toBe(2);
@@ -266,10 +274,16 @@ describe('artifact store', () => {
 
     it('records a failure with its error context, and a large transcript separately', async () => {
       const transcript = Array.from({ length: 50 }, (_, i) => `id: ${i}\nevent: token\ndata: {"t":"w${i}","i":${i}}\n\n`).join('');
-      const id = recorder.recordJob(job(1, { status: 'failed', transcript, error: { code: 'worker_error', message: 'The worker failed to process the request', retriable: true } }));
+      const id = recorder.recordJob(
+        job(1, { status: 'failed', transcript, error: { code: 'worker_error', message: 'The worker failed to process the request', retriable: true } }),
+      );
       await recorder.flush();
       const stored = await store.find('team-a', id);
-      expect(stored!.content).toMatchObject({ status: 'failed', error: { code: 'worker_error', retriable: true }, transcript: { storage: 'separate', bytes: Buffer.byteLength(transcript) } });
+      expect(stored!.content).toMatchObject({
+        status: 'failed',
+        error: { code: 'worker_error', retriable: true },
+        transcript: { storage: 'separate', bytes: Buffer.byteLength(transcript) },
+      });
       expect(await store.findTranscript('team-a', id)).toBe(transcript);
     });
 

@@ -165,5 +165,4 @@ describe('DatabaseModule', () => {
       await second.close();
     }
   });
-
 });

@@ -41,7 +41,11 @@ describe('TypeOrmNonceStore', () => {
 
   it('of concurrent claims of one nonce, one wins (also from a second connection)', async () => {
     const other = new TypeOrmNonceStore((await db.connect()).getRepository(OpTokenNonceEntity));
-    const results = await Promise.all([store.claim('n-race-0001', 5_000, 1_000), other.claim('n-race-0001', 5_000, 1_000), store.claim('n-race-0001', 5_000, 1_000)]);
+    const results = await Promise.all([
+      store.claim('n-race-0001', 5_000, 1_000),
+      other.claim('n-race-0001', 5_000, 1_000),
+      store.claim('n-race-0001', 5_000, 1_000),
+    ]);
     expect(results.filter(Boolean)).toHaveLength(1);
   });
 
@@ -113,10 +117,36 @@ describe('TypeOrmAuditLog', () => {
 
   it('round-trips every field, JSON ones and nulls included', async () => {
     await log.append(entry());
-    await log.append(entry({ operation: 'cache-flush', modelId: null, scope: 'tenant', target: { tenantId: 'community-x' }, workers: [], signers: null, nonce: null, adminIdentity: null, outcome: 'refused', status: 401, errorCode: 'op_token_missing', error: 'no token', taskId: null }));
+    await log.append(
+      entry({
+        operation: 'cache-flush',
+        modelId: null,
+        scope: 'tenant',
+        target: { tenantId: 'community-x' },
+        workers: [],
+        signers: null,
+        nonce: null,
+        adminIdentity: null,
+        outcome: 'refused',
+        status: 401,
+        errorCode: 'op_token_missing',
+        error: 'no token',
+        taskId: null,
+      }),
+    );
     const [refused, accepted] = await log.list({ limit: 10 });
     expect(accepted).toEqual({ ...entry(), id: expect.any(Number) });
-    expect(refused).toMatchObject({ operation: 'cache-flush', modelId: null, scope: 'tenant', target: { tenantId: 'community-x' }, workers: [], signers: null, outcome: 'refused', errorCode: 'op_token_missing', taskId: null });
+    expect(refused).toMatchObject({
+      operation: 'cache-flush',
+      modelId: null,
+      scope: 'tenant',
+      target: { tenantId: 'community-x' },
+      workers: [],
+      signers: null,
+      outcome: 'refused',
+      errorCode: 'op_token_missing',
+      taskId: null,
+    });
     expect(refused.id).toBeGreaterThan(accepted.id);
   });
 
@@ -138,7 +168,17 @@ describe('TypeOrmAuditLog', () => {
   });
 
   it('keeps a row whose texts hold a NUL character (PostgreSQL refuses one): it is written as U+FFFD', async () => {
-    await log.append(entry({ modelId: 'm\u0000x', target: { pool: 'p\u0000' }, outcome: 'refused', status: 422, errorCode: 'validation_failed', error: "Model 'm\u0000x'", taskId: null }));
+    await log.append(
+      entry({
+        modelId: 'm\u0000x',
+        target: { pool: 'p\u0000' },
+        outcome: 'refused',
+        status: 422,
+        errorCode: 'validation_failed',
+        error: "Model 'm\u0000x'",
+        taskId: null,
+      }),
+    );
     const [row] = await log.list({ limit: 1 });
     expect(row).toMatchObject({ modelId: 'm\uFFFDx', target: { pool: 'p\u0000' }, error: "Model 'm\uFFFDx'", outcome: 'refused' });
   });
@@ -153,9 +193,17 @@ describe('TypeOrmAuditLog', () => {
     const left = async () => (await log.list({ limit: 100 })).map((r) => [r.at, r.errorCode ?? r.outcome]);
 
     expect(await log.deleteBefore(5_000, 'unauthenticated')).toBe(2);
-    expect(await left()).toEqual([[5_000, 'completed'], [5_000, 'unauthorized'], [1_000, 'accepted'], [1_000, 'op_token_replayed']]);
+    expect(await left()).toEqual([
+      [5_000, 'completed'],
+      [5_000, 'unauthorized'],
+      [1_000, 'accepted'],
+      [1_000, 'op_token_replayed'],
+    ]);
     expect(await log.deleteBefore(5_000, 'all')).toBe(2);
-    expect(await left()).toEqual([[5_000, 'completed'], [5_000, 'unauthorized']]);
+    expect(await left()).toEqual([
+      [5_000, 'completed'],
+      [5_000, 'unauthorized'],
+    ]);
   });
 
   it('the cleanup sweep prunes refusals at the admin token check after 30 days by default, and every row only with a retention set', async () => {

@@ -47,7 +47,18 @@ describe('migrations', () => {
   it('up creates providers, worker_records, api_keys, tenants, usage_records, the artifact tables and the lifecycle tables', async () => {
     expect(await existingTables()).toEqual([]);
     const applied = await ds.runMigrations();
-    expect(applied.map((m) => m.name)).toEqual(['InitialSchema1763683200000', 'ProviderRouting1764547200000', 'ApiKeysTenants1764633600000', 'UsageRecords1764720000000', 'PoolAliases1764806400000', 'TenantSessionBudgets1764849600000', 'Governance1764892800000', 'LifecycleTasks1764979200000', 'Artifacts1765065600000', 'TenantPools1765170000000']);
+    expect(applied.map((m) => m.name)).toEqual([
+      'InitialSchema1763683200000',
+      'ProviderRouting1764547200000',
+      'ApiKeysTenants1764633600000',
+      'UsageRecords1764720000000',
+      'PoolAliases1764806400000',
+      'TenantSessionBudgets1764849600000',
+      'Governance1764892800000',
+      'LifecycleTasks1764979200000',
+      'Artifacts1765065600000',
+      'TenantPools1765170000000',
+    ]);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
       // Isolation: the tables landed in this run's schema, not in public.
@@ -68,8 +79,16 @@ describe('migrations', () => {
         expect(table).toBeDefined();
         const columns = table!.columns.map((c) => c.name).sort();
         expect(columns).toEqual(entity.columns.map((c) => c.databaseName).sort());
-        const nullable = table!.columns.filter((c) => c.isNullable).map((c) => c.name).sort();
-        expect(nullable).toEqual(entity.columns.filter((c) => c.isNullable).map((c) => c.databaseName).sort());
+        const nullable = table!.columns
+          .filter((c) => c.isNullable)
+          .map((c) => c.name)
+          .sort();
+        expect(nullable).toEqual(
+          entity.columns
+            .filter((c) => c.isNullable)
+            .map((c) => c.databaseName)
+            .sort(),
+        );
       }
     } finally {
       await qr.release();
@@ -257,7 +276,9 @@ describe('migration ApiKeysTenants1764633600000 on a database with keys', () => 
     const rows = await ds.query("SELECT id, source, rpm, tpm, priority, models, expires_at FROM api_keys WHERE id = 'k1'");
     expect(rows).toEqual([{ id: 'k1', source: 'admin', rpm: null, tpm: null, priority: null, models: null, expires_at: null }]);
     await expect(
-      ds.query(`INSERT INTO api_keys (id, name, key_hash, prefix, tenant, enabled, created_at, source) VALUES ('k2', 'dup', 'h1', '', 't', ${db.kind === 'postgres' ? 'true' : '1'}, 6, 'admin')`),
+      ds.query(
+        `INSERT INTO api_keys (id, name, key_hash, prefix, tenant, enabled, created_at, source) VALUES ('k2', 'dup', 'h1', '', 't', ${db.kind === 'postgres' ? 'true' : '1'}, 6, 'admin')`,
+      ),
     ).rejects.toThrow();
   });
 });

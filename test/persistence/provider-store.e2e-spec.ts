@@ -73,7 +73,16 @@ describe('TypeOrmProviderStore', () => {
     await store.save(provider('alpha'));
     const createdAt = clock.now();
     clock.advance(60_000);
-    const changed = provider('alpha', { enabled: false, models: ['mistral'], maxQueueLen: 7, secretHash: null, source: 'admin', priority: 0, capabilities: { mistral: { tools: true } }, aliases: { m: 'mistral' } });
+    const changed = provider('alpha', {
+      enabled: false,
+      models: ['mistral'],
+      maxQueueLen: 7,
+      secretHash: null,
+      source: 'admin',
+      priority: 0,
+      capabilities: { mistral: { tools: true } },
+      aliases: { m: 'mistral' },
+    });
     await store.save(changed);
 
     expect(await store.loadAll()).toEqual([changed]);

@@ -291,7 +291,17 @@ describe('usage records', () => {
           usage(2, { receivedAt: jan(1, 23), tenant: 'team-a', keyId: 'k-a2', promptTokens: 20, completionTokens: 200 }),
           usage(3, { receivedAt: jan(2), tenant: 'team-a', keyId: 'k-a1', status: 502, errorCode: 'worker_error', promptTokens: null, completionTokens: null }),
           usage(4, { receivedAt: jan(2), tenant: 'team-b', keyId: null, servedModel: 'qwen-2', promptTokens: 5, completionTokens: 7 }),
-          usage(5, { receivedAt: jan(3), tenant: 'team-b', keyId: null, servedModel: null, provider: null, status: 404, errorCode: 'model_not_found', promptTokens: null, completionTokens: null }),
+          usage(5, {
+            receivedAt: jan(3),
+            tenant: 'team-b',
+            keyId: null,
+            servedModel: null,
+            provider: null,
+            status: 404,
+            errorCode: 'model_not_found',
+            promptTokens: null,
+            completionTokens: null,
+          }),
           // A backend 400 relayed as it was: an error, though not the gateway's.
           usage(6, { receivedAt: jan(3), tenant: 'team-b', keyId: 'k-b1', servedModel: 'qwen-2', status: 400, promptTokens: 3, completionTokens: 0 }),
         ].map((u) => ({ ...u, day: utcDay(u.receivedAt) })),
@@ -299,9 +309,7 @@ describe('usage records', () => {
     });
 
     it('totals everything without group_by, errors included', async () => {
-      expect(await aggregates().totals({})).toEqual([
-        { requests: 6, errors: 3, promptTokens: 38, completionTokens: 307, totalTokens: 345 },
-      ]);
+      expect(await aggregates().totals({})).toEqual([{ requests: 6, errors: 3, promptTokens: 38, completionTokens: 307, totalTokens: 345 }]);
     });
 
     it('answers zeros when nothing matches', async () => {

@@ -264,14 +264,55 @@ describe('TypeOrmWorkerRecords', () => {
       const base = { provider: 'local', name: 'gpu', maxConcurrent: 1, gatewayInstanceId: 'gw-other', remoteAddress: '10.0.0.9' };
       await repo.insert([
         // disconnected a minute ago: known
-        { ...base, id: 'recent', models: ['recent-model'], connectedAt: now - 900_000, lastHeartbeatAt: now - 61_000, disconnectedAt: now - 60_000, state: 'offline' },
+        {
+          ...base,
+          id: 'recent',
+          models: ['recent-model'],
+          connectedAt: now - 900_000,
+          lastHeartbeatAt: now - 61_000,
+          disconnectedAt: now - 60_000,
+          state: 'offline',
+        },
         // disconnected just beyond the window: forgotten
-        { ...base, id: 'old', models: ['old-model'], connectedAt: now - 900_000, lastHeartbeatAt: now - WINDOW_MS - 2000, disconnectedAt: now - WINDOW_MS - 1000, state: 'offline' },
+        {
+          ...base,
+          id: 'old',
+          models: ['old-model'],
+          connectedAt: now - 900_000,
+          lastHeartbeatAt: now - WINDOW_MS - 2000,
+          disconnectedAt: now - WINDOW_MS - 1000,
+          state: 'offline',
+        },
         // online on another gateway, heartbeat 10 s ago: known
-        { ...base, id: 'elsewhere', models: ['remote-model'], connectedAt: now - 900_000, lastHeartbeatAt: now - 10_000, disconnectedAt: null, state: 'online' },
+        {
+          ...base,
+          id: 'elsewhere',
+          models: ['remote-model'],
+          connectedAt: now - 900_000,
+          lastHeartbeatAt: now - 10_000,
+          disconnectedAt: null,
+          state: 'online',
+        },
         // online but silent since long before the window (a crashed gateway): forgotten
-        { ...base, id: 'ghost', models: ['ghost-model'], connectedAt: now - 9_000_000, lastHeartbeatAt: now - 8_000_000, disconnectedAt: null, state: 'online' },
-        { ...base, id: 'other-provider', provider: 'team-b', models: ['b-model'], connectedAt: now - 1000, lastHeartbeatAt: now - 1000, disconnectedAt: null, state: 'online' },
+        {
+          ...base,
+          id: 'ghost',
+          models: ['ghost-model'],
+          connectedAt: now - 9_000_000,
+          lastHeartbeatAt: now - 8_000_000,
+          disconnectedAt: null,
+          state: 'online',
+        },
+        {
+          ...base,
+          id: 'other-provider',
+          provider: 'team-b',
+          models: ['b-model'],
+          connectedAt: now - 1000,
+          lastHeartbeatAt: now - 1000,
+          disconnectedAt: null,
+          state: 'online',
+        },
       ]);
       const booted = await start(new TypeOrmWorkerRecords(repo, clock, config));
       try {

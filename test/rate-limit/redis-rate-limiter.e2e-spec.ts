@@ -41,7 +41,12 @@ describe('RedisRateLimiter against the shared Redis', () => {
     const calls = Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a : b).tryConsume(bucket, 1));
     const decisions = await Promise.all(calls);
     expect(decisions.filter((d) => d.allowed)).toHaveLength(25);
-    expect(decisions.filter((d) => d.allowed).map((d) => d.remaining).sort((x, y) => x - y)).toEqual(Array.from({ length: 25 }, (_, i) => i));
+    expect(
+      decisions
+        .filter((d) => d.allowed)
+        .map((d) => d.remaining)
+        .sort((x, y) => x - y),
+    ).toEqual(Array.from({ length: 25 }, (_, i) => i));
     for (const d of decisions.filter((x) => !x.allowed)) {
       expect(d).toMatchObject({ remaining: 0, limit: 25 });
       expect(d.retryAfterMs).toBeGreaterThan(0);

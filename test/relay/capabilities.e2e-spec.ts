@@ -42,7 +42,13 @@ describe('GET /v1/capabilities', () => {
     const runnerDoc = { api_version: '1.0.0', resources: { gpus: [{ id: 0, vram_free_mb: 8000 }] }, queue: { depth: 2 } };
     const vllm = await register(
       gw,
-      { worker_name: 'vllm-box', models: ['east-llava'], runner: { type: 'vllm', version: '0.9.1' }, runner_capabilities: runnerDoc, features: ['model_lifecycle'] },
+      {
+        worker_name: 'vllm-box',
+        models: ['east-llava'],
+        runner: { type: 'vllm', version: '0.9.1' },
+        runner_capabilities: runnerDoc,
+        features: ['model_lifecycle'],
+      },
       { provider: 'gpu-east', secret: 'east-secret' },
     );
     const res = await fetch(`${gw.url}/v1/capabilities`);

@@ -54,7 +54,9 @@ describe('closing the gateway with client connections open', () => {
     const body = JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] });
     // Headers and half the body now: the request is routed, and waits for the rest.
     const routed = new Promise((resolve) => gw.app.getHttpServer().once('request', resolve));
-    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`);
+    socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`,
+    );
     socket.write(body.slice(0, 10));
     await withDeadline(routed, 10_000, 'the gateway did not receive the request');
 

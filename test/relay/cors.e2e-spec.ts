@@ -8,7 +8,10 @@ describe('CORS', () => {
     try {
       const res = await fetch(`${gw.url}/v1/models`, { headers: { origin: 'https://dash.example.com' } });
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
-      const pre = await fetch(`${gw.url}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'https://dash.example.com', 'access-control-request-method': 'POST' } });
+      const pre = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://dash.example.com', 'access-control-request-method': 'POST' },
+      });
       expect(pre.headers.get('access-control-allow-origin')).toBeNull();
     } finally {
       await gw.close();
@@ -25,7 +28,11 @@ describe('CORS', () => {
     it('answers a preflight for a listed origin, allowing the SDK headers', async () => {
       const pre = await fetch(`${gw.url}/v1/chat/completions`, {
         method: 'OPTIONS',
-        headers: { origin: 'https://dash.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type,x-correlation-id' },
+        headers: {
+          origin: 'https://dash.example.com',
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'authorization,content-type,x-correlation-id',
+        },
       });
       expect(pre.status).toBeLessThan(300);
       expect(pre.headers.get('access-control-allow-origin')).toBe('https://dash.example.com');

@@ -76,9 +76,7 @@ describe('client-facing error contract', () => {
   });
 
   it('404 model_not_found through the Anthropic SDK in its dialect', async () => {
-    const err = await anthropic.messages
-      .create({ model: 'ghost', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] })
-      .catch((e) => e);
+    const err = await anthropic.messages.create({ model: 'ghost', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
     expect(err).toBeInstanceOf(Anthropic.NotFoundError);
     expect(err.error).toEqual({
       type: 'error',
@@ -185,7 +183,7 @@ describe('client-facing error contract', () => {
     expect(final.json.error).toMatchObject({ code: 'requeue_exhausted', retriable: true });
   });
 
-  it('503 provider_deleted for queued and in-flight requests, and the provider\'s workers are closed', async () => {
+  it("503 provider_deleted for queued and in-flight requests, and the provider's workers are closed", async () => {
     const created = await admin(gw.url, 'POST', '/admin/providers', TEST_ADMIN_TOKEN, {
       name: 'doomed',
       secret: 'doomed-secret',
@@ -220,7 +218,7 @@ describe('client-facing error contract', () => {
     expect(await worker.closed).toEqual({ code: 1000, reason: 'graceful shutdown timed out' });
   });
 
-  it('every error response carries the caller\'s correlation id', async () => {
+  it("every error response carries the caller's correlation id", async () => {
     const res = await post(gw.url, '/v1/chat/completions', chat('ghost'), { 'x-correlation-id': 'trace-123' });
     expect(res.headers.get('x-correlation-id')).toBe('trace-123');
   });

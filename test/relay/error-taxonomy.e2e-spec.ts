@@ -17,7 +17,14 @@ describe('error taxonomy', () => {
     worker.send({ type: 'error', request_id: req.request_id, code: 'backend_response_failed', message: 'reset' });
     const res = await pending;
     expect(res.status).toBe(502);
-    expect(res.json.error).toMatchObject({ code: 'worker_error', kind: 'WORKER_RESET', pool_id: 'local', retriable: true, retry_after_ms: expect.any(Number), type: 'server_error' });
+    expect(res.json.error).toMatchObject({
+      code: 'worker_error',
+      kind: 'WORKER_RESET',
+      pool_id: 'local',
+      retriable: true,
+      retry_after_ms: expect.any(Number),
+      type: 'server_error',
+    });
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(res.headers.get('x-backoff-ms')).toBe(String(res.json.error.retry_after_ms));
     worker.close();
@@ -25,13 +32,23 @@ describe('error taxonomy', () => {
 
   it('names the engine the worker reported, in the Anthropic dialect', async () => {
     const worker = await ScriptedWorker.connect(gw.workerUrl);
-    worker.send({ type: 'register', worker_name: 'vllm-box', models: ['tax-anth'], max_concurrent: 1, protocol_version: '2026-04-bridge-v1', runner: { type: 'vllm', version: '0.9.0' } });
+    worker.send({
+      type: 'register',
+      worker_name: 'vllm-box',
+      models: ['tax-anth'],
+      max_concurrent: 1,
+      protocol_version: '2026-04-bridge-v1',
+      runner: { type: 'vllm', version: '0.9.0' },
+    });
     await worker.next('register_ack');
     const pending = post(gw.url, '/v1/messages', { model: 'tax-anth', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] });
     const req = await worker.next('request');
     worker.send({ type: 'error', request_id: req.request_id, code: 'backend_response_failed', message: 'reset' });
     const res = await pending;
-    expect(res.json).toMatchObject({ type: 'error', error: { type: 'api_error', code: 'worker_error', kind: 'WORKER_RESET', pool_id: 'local', engine: 'vllm', retriable: true } });
+    expect(res.json).toMatchObject({
+      type: 'error',
+      error: { type: 'api_error', code: 'worker_error', kind: 'WORKER_RESET', pool_id: 'local', engine: 'vllm', retriable: true },
+    });
     worker.close();
   });
 
@@ -52,7 +69,12 @@ describe('error taxonomy', () => {
     const res = await pending;
     expect(res.status).toBe(200);
     const event = res.text.split('\n\n').find((e) => e.startsWith('event: error'))!;
-    const data = JSON.parse(event.split('\n').find((l) => l.startsWith('data: '))!.slice(6));
+    const data = JSON.parse(
+      event
+        .split('\n')
+        .find((l) => l.startsWith('data: '))!
+        .slice(6),
+    );
     expect(data).toMatchObject({
       code: 'worker_disconnected',
       kind: 'WORKER_RESET',

@@ -6,7 +6,13 @@ const SSE = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n';
 
 async function registerWith(gw: TestGateway, model: string, features?: unknown): Promise<{ worker: ScriptedWorker; ack: Record<string, any> }> {
   const worker = await ScriptedWorker.connect(gw.workerUrl);
-  const frame: { type: string; [k: string]: unknown } = { type: 'register', worker_name: `w-${model}`, models: [model], max_concurrent: 2, protocol_version: '2026-04-bridge-v1' };
+  const frame: { type: string; [k: string]: unknown } = {
+    type: 'register',
+    worker_name: `w-${model}`,
+    models: [model],
+    max_concurrent: 2,
+    protocol_version: '2026-04-bridge-v1',
+  };
   if (features !== undefined) frame.features = features;
   worker.send(frame);
   return { worker, ack: await worker.next('register_ack') };
@@ -34,7 +40,12 @@ describe('feature negotiation', () => {
     const { worker } = await registerWith(gw, 'neg-stream', ['response_start']);
     const pending = post(gw.url, '/v1/chat/completions', chat('neg-stream', { stream: true }));
     const req = await worker.next('request');
-    worker.send({ type: 'response_start', request_id: req.request_id, status_code: 200, headers: { 'content-type': 'text/event-stream', 'x-cache-hit': 'true', 'transfer-encoding': 'chunked' } });
+    worker.send({
+      type: 'response_start',
+      request_id: req.request_id,
+      status_code: 200,
+      headers: { 'content-type': 'text/event-stream', 'x-cache-hit': 'true', 'transfer-encoding': 'chunked' },
+    });
     worker.chunk(req.request_id, SSE);
     worker.send({ type: 'response_complete', request_id: req.request_id, status_code: 200 });
     const res = await pending;
@@ -72,7 +83,10 @@ describe('feature negotiation', () => {
     const big = `data: ${'x'.repeat(80)}\n\n`;
     const modern = await registerWith(gw, 'neg-big-a', ['cancel_reasons']);
     const legacy = await registerWith(gw, 'neg-big-b');
-    for (const [w, model] of [[modern.worker, 'neg-big-a'], [legacy.worker, 'neg-big-b']] as const) {
+    for (const [w, model] of [
+      [modern.worker, 'neg-big-a'],
+      [legacy.worker, 'neg-big-b'],
+    ] as const) {
       const pending = post(gw.url, '/v1/chat/completions', chat(model, { stream: true }));
       const req = await w.next('request');
       w.chunk(req.request_id, 'data: {}\n\n');

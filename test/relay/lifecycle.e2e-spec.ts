@@ -100,7 +100,12 @@ describe('request lifecycle: routing, requeue, cancellation, drain', () => {
     });
     const req = await worker.next('request');
     expect(req.body).toBe(raw);
-    expect(req.headers).toMatchObject({ authorization: 'Bearer sk-client', 'openai-organization': 'org-1', 'content-type': 'application/json', 'x-correlation-id': 'corr-h' });
+    expect(req.headers).toMatchObject({
+      authorization: 'Bearer sk-client',
+      'openai-organization': 'org-1',
+      'content-type': 'application/json',
+      'x-correlation-id': 'corr-h',
+    });
     for (const h of ['host', 'content-length', 'connection', 'transfer-encoding', 'accept-encoding']) expect(req.headers).not.toHaveProperty(h);
     worker.complete(req.request_id, OK_BODY, 201, {
       headers: { 'content-type': 'application/json', 'x-from-backend': 'yes', 'content-encoding': 'gzip', 'transfer-encoding': 'chunked' },
@@ -298,7 +303,7 @@ describe('slot release after the cancel grace period', () => {
   });
   afterAll(() => gw.close());
 
-  it('frees a cancelled request\'s slot after the grace period even if the worker stays silent', async () => {
+  it("frees a cancelled request's slot after the grace period even if the worker stays silent", async () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['grace'] });
     const abort = new AbortController();
     const first = post(gw.url, '/v1/chat/completions', chat('grace'), {}, abort.signal).catch((e) => e);
@@ -479,4 +484,3 @@ describe('providers created through the admin API', () => {
     expect(bad.json.error).toMatchObject({ code: 'validation_failed', fields: [expect.objectContaining({ field: 'queue_timeout_secs' })] });
   });
 });
-

@@ -18,7 +18,7 @@ describe('relay metrics', () => {
   const value = (list: Sample[], labels: Record<string, string>, name?: string) =>
     list.find((s) => (!name || s.name === name) && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
 
-  it('exposes every provider\'s gauges at zero before any traffic', async () => {
+  it("exposes every provider's gauges at zero before any traffic", async () => {
     expect(value(await samples('switchboard_queue_depth'), { provider: 'local' })).toBe(0);
     expect(value(await samples('switchboard_workers_connected'), { provider: 'local' })).toBe(0);
     expect(value(await samples('switchboard_worker_slots'), { provider: 'local', state: 'free' })).toBe(0);
@@ -68,7 +68,7 @@ describe('relay metrics', () => {
 });
 
 describe('access log', () => {
-  it("one line per request names its tenant, served model, pool, worker, queue position and wait; debug lines trace queueing and placement", async () => {
+  it('one line per request names its tenant, served model, pool, worker, queue position and wait; debug lines trace queueing and placement', async () => {
     const lines: Array<Record<string, any>> = [];
     const destination = { write: (chunk: string) => void lines.push(JSON.parse(chunk)) };
     const gw = await startGateway({ LOG_LEVEL: 'debug' }, { logDestination: destination });
@@ -83,7 +83,15 @@ describe('access log', () => {
       worker.complete(r2.request_id, {});
       await Promise.all([first, second]);
       const access = await eventually(() => lines.find((l) => l.msg === 'request completed' && l.correlation_id === 'trace-queued'));
-      expect(access).toMatchObject({ tenant: 'team-log', model: 'logged', served_model: 'logged', pool: 'local', worker_id: ack.worker_id, queue_position: 1, status: 200 });
+      expect(access).toMatchObject({
+        tenant: 'team-log',
+        model: 'logged',
+        served_model: 'logged',
+        pool: 'local',
+        worker_id: ack.worker_id,
+        queue_position: 1,
+        status: 200,
+      });
       expect(access!.queue_wait_ms).toBeGreaterThanOrEqual(0);
       expect(lines.find((l) => l.msg === 'request placed' && l.correlation_id === 'trace-queued')).toMatchObject({ pool: 'local', worker_id: ack.worker_id });
       worker.close();

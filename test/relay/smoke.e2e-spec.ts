@@ -18,7 +18,13 @@ describe('relay smoke', () => {
     const pending = client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] });
     const req = await worker.next('request');
     expect(req.endpoint_path).toBe('/v1/chat/completions');
-    worker.complete(req.request_id, { id: 'x', object: 'chat.completion', created: 1, model: 'm1', choices: [{ index: 0, message: { role: 'assistant', content: 'hello' }, finish_reason: 'stop' }] });
+    worker.complete(req.request_id, {
+      id: 'x',
+      object: 'chat.completion',
+      created: 1,
+      model: 'm1',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'hello' }, finish_reason: 'stop' }],
+    });
     const res = await pending;
     expect(res.choices[0].message.content).toBe('hello');
     worker.close();

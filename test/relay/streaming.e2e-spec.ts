@@ -65,7 +65,22 @@ describe('streaming relay', () => {
     const req = await worker.next('request');
     expect(req.endpoint_path).toBe('/v1/messages');
     const events = [
-      ['message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-local', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 0 } } }],
+      [
+        'message_start',
+        {
+          type: 'message_start',
+          message: {
+            id: 'msg_1',
+            type: 'message',
+            role: 'assistant',
+            model: 'claude-local',
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: 1, output_tokens: 0 },
+          },
+        },
+      ],
       ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Bonjour' } }],
       ['content_block_stop', { type: 'content_block_stop', index: 0 }],
@@ -100,7 +115,11 @@ describe('streaming relay', () => {
 
   it('keeps pinging a worker while it streams continuously', async () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['s5'] });
-    const pending = fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat('s5', { stream: true })) });
+    const pending = fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chat('s5', { stream: true })),
+    });
     const req = await worker.next('request');
     const pingsBefore = worker.count('ping');
     for (let i = 0; i < 20; i++) {
@@ -116,7 +135,11 @@ describe('streaming relay', () => {
   it('ends a stream whose worker vanished after the first byte with one SSE error event', async () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['s6'] });
     const spare = await ScriptedWorker.register(gw.workerUrl, { models: ['s6'] });
-    const pending = fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat('s6', { stream: true })) });
+    const pending = fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chat('s6', { stream: true })),
+    });
     const { worker: first, frame: second } = await ScriptedWorker.firstOf([worker, spare.worker], 'request');
     first.chunk(second.request_id, sse(chatChunk('partial')));
     const res = await pending;
@@ -153,7 +176,11 @@ describe('stream limits and backpressure', () => {
 
   it('ends a stream above the size ceiling with an SSE error and cancels the worker', async () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['big'] });
-    const pending = fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat('big', { stream: true })) });
+    const pending = fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chat('big', { stream: true })),
+    });
     const req = await worker.next('request');
     const piece = sse(chatChunk('x'.repeat(8000)));
     for (let i = 0; i < 12; i++) worker.chunk(req.request_id, piece);
@@ -164,7 +191,6 @@ describe('stream limits and backpressure', () => {
     expect(await worker.next('cancel')).toMatchObject({ request_id: req.request_id });
     worker.close();
   });
-
 });
 
 describe('backpressure', () => {

@@ -131,7 +131,9 @@ providers:
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['before-update'], worker_name: 'updating' });
     worker.send({ type: 'models_update', models: ['after-update', 'u'.repeat(300)], current_load: 0 });
     const listed = async () =>
-      ((await admin(gw.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json.data as Array<{ name: string; models: string[] }>).find((w) => w.name === 'updating')?.models;
+      ((await admin(gw.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json.data as Array<{ name: string; models: string[] }>).find(
+        (w) => w.name === 'updating',
+      )?.models;
     await eventually(async () => JSON.stringify(await listed()) === JSON.stringify(['after-update']));
     worker.close();
   });
@@ -306,7 +308,9 @@ providers:
       const { worker: good } = await ScriptedWorker.register(gw.workerUrl, { models: ['l'] });
       good.close();
       const lines = warn.mock.calls.map((c) => String(c[0]));
-      expect(lines).toContainEqual(expect.stringMatching(/rate limited for provider "local" from .*repeated authentication failures from this address for this provider/));
+      expect(lines).toContainEqual(
+        expect.stringMatching(/rate limited for provider "local" from .*repeated authentication failures from this address for this provider/),
+      );
     } finally {
       warn.mockRestore();
     }
@@ -352,7 +356,6 @@ describe('worker link: periodic model refresh', () => {
     worker.close();
   });
 });
-
 
 describe('worker link: while the gateway shuts down', () => {
   it('refuses a new worker with 1012 "gateway restarting" before authenticating it, without counting an auth failure', async () => {

@@ -147,7 +147,10 @@ describe('POST /v1/pools/:id/reload: models, aliases and capabilities of a pool,
     jest.spyOn(store, 'save').mockRejectedValueOnce(new Error('disk full'));
     const res = await call(gw, 'POST', '/v1/pools/gpu/reload', { models: ['b'], aliases: { quick: 'b' }, capabilities: { b: { tools: false } } });
     expect(res.status).toBe(500);
-    expect(res.json.error).toMatchObject({ code: 'internal_error', message: "Pool 'gpu' could not be stored; its previous models, aliases and capabilities stay" });
+    expect(res.json.error).toMatchObject({
+      code: 'internal_error',
+      message: "Pool 'gpu' could not be stored; its previous models, aliases and capabilities stay",
+    });
     expect(await declarations(gw, 'gpu')).toEqual(good);
     // The restored alias routes; the one of the failed reload does not exist.
     const pending = post(gw.url, '/v1/chat/completions', chat('fast'));

@@ -48,7 +48,9 @@ describe('SIGHUP reloads the configuration like POST /admin/reload (in process)'
   it('refuses an invalid file, logs every problem, and keeps the running configuration', async () => {
     const before = await providers(gw);
     const tenantsBefore = await tenants(gw);
-    file.write('providers:\n  - name: local\n    secret: test-worker-secret\n  - name: hup\n    max_queue_len: many\ntenants:\n  team-a: {rpm: -1}\nrouting: {strategy: [1]}\n');
+    file.write(
+      'providers:\n  - name: local\n    secret: test-worker-secret\n  - name: hup\n    max_queue_len: many\ntenants:\n  team-a: {rpm: -1}\nrouting: {strategy: [1]}\n',
+    );
     sighup();
     const line = (await eventually(() => lines.find((l) => String(l.msg).startsWith('configuration reload refused'))))!;
     expect(line).toMatchObject({ level: 'error', context: 'ConfigReload' });

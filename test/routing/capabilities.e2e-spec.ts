@@ -95,7 +95,10 @@ const jsonCalls: Array<[string, (model: string) => Call]> = [
       body: chat(model, { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }),
     }),
   ],
-  ['completions response_format json_object', (model) => ({ path: '/v1/completions', body: { model, prompt: 'Say {}', response_format: { type: 'json_object' } } })],
+  [
+    'completions response_format json_object',
+    (model) => ({ path: '/v1/completions', body: { model, prompt: 'Say {}', response_format: { type: 'json_object' } } }),
+  ],
   [
     'responses text.format json_schema',
     (model) => ({
@@ -170,10 +173,15 @@ providers:
     });
 
     it('a worker of a disabled provider takes no new work and its models leave /v1/models', async () => {
-      const paused = await ScriptedWorker.register(gw.workerUrl, { models: ['pause-shared', 'pause-only'] }, { provider: 'pausable', secret: 'pausable-secret' });
+      const paused = await ScriptedWorker.register(
+        gw.workerUrl,
+        { models: ['pause-shared', 'pause-only'] },
+        { provider: 'pausable', secret: 'pausable-secret' },
+      );
       const local = await ScriptedWorker.register(gw.workerUrl, { models: ['pause-shared'] });
       expect((await admin(gw.url, 'PATCH', '/admin/providers/pausable', TEST_ADMIN_TOKEN, { enabled: false })).status).toBe(200);
-      for (let i = 0; i < 3; i++) expect(await served(gw, { path: '/v1/chat/completions', body: chat('pause-shared') }, [paused.worker, local.worker])).toBe(local.worker);
+      for (let i = 0; i < 3; i++)
+        expect(await served(gw, { path: '/v1/chat/completions', body: chat('pause-shared') }, [paused.worker, local.worker])).toBe(local.worker);
       const refused = await post(gw.url, '/v1/chat/completions', chat('pause-only'));
       expect(refused.status).toBeGreaterThanOrEqual(400);
       expect(paused.worker.count('request')).toBe(0);
@@ -187,7 +195,7 @@ providers:
       local.worker.close();
     });
 
-    it("404 model_not_found \"Model 'gpt-5' not found\" in the OpenAI dialect (SDK)", async () => {
+    it('404 model_not_found "Model \'gpt-5\' not found" in the OpenAI dialect (SDK)', async () => {
       const live = await ScriptedWorker.register(gw.workerUrl, { models: ['some-other-model'] });
       const err = await openai.chat.completions.create({ model: 'gpt-5', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
       expect(err).toBeInstanceOf(OpenAI.NotFoundError);
@@ -197,7 +205,7 @@ providers:
       live.worker.close();
     });
 
-    it("404 model_not_found \"Model 'gpt-5' not found\" in the Anthropic dialect (SDK)", async () => {
+    it('404 model_not_found "Model \'gpt-5\' not found" in the Anthropic dialect (SDK)', async () => {
       const err = await anthropic.messages.create({ model: 'gpt-5', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
       expect(err).toBeInstanceOf(Anthropic.NotFoundError);
       expect(err.error).toEqual({
@@ -214,7 +222,10 @@ providers:
       const seeing = await ScriptedWorker.register(gw.workerUrl, { models: [model], capabilities: { [model]: { vision: true } } });
       for (let i = 0; i < 3; i++) expect(await served(gw, visionCall[dialect](model), [blind.worker, seeing.worker])).toBe(seeing.worker);
       // Plain requests may still use the worker without vision.
-      const plain = [await served(gw, toolsCall[dialect](model), [blind.worker, seeing.worker]), await served(gw, toolsCall[dialect](model), [blind.worker, seeing.worker])];
+      const plain = [
+        await served(gw, toolsCall[dialect](model), [blind.worker, seeing.worker]),
+        await served(gw, toolsCall[dialect](model), [blind.worker, seeing.worker]),
+      ];
       expect(plain).toContain(blind.worker);
       blind.worker.close();
       seeing.worker.close();
@@ -245,7 +256,10 @@ providers:
     });
 
     it('unknown capabilities count as supported (a worker that declares nothing takes vision + tools + JSON)', async () => {
-      const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['undeclared'], capabilities: { 'another-model': { vision: false, tools: false } } });
+      const { worker } = await ScriptedWorker.register(gw.workerUrl, {
+        models: ['undeclared'],
+        capabilities: { 'another-model': { vision: false, tools: false } },
+      });
       const call = visionCall.chat('undeclared');
       Object.assign(call.body, { tools: toolsCall.chat('undeclared').body.tools, response_format: { type: 'json_object' } });
       expect(await served(gw, call, [worker])).toBe(worker);
@@ -335,7 +349,10 @@ providers:
       });
 
       it('the Anthropic system prompt counts toward the estimate', async () => {
-        const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['ctx-anthropic'], capabilities: { 'ctx-anthropic': { context_length: 100 } } });
+        const { worker } = await ScriptedWorker.register(gw.workerUrl, {
+          models: ['ctx-anthropic'],
+          capabilities: { 'ctx-anthropic': { context_length: 100 } },
+        });
         const tooLong = await post(gw.url, '/v1/messages', {
           model: 'ctx-anthropic',
           max_tokens: 5,
@@ -346,7 +363,12 @@ providers:
         expect(tooLong.json.error).toMatchObject({ type: 'invalid_request_error', code: 'capability_mismatch', missing: ['context_length'] });
         const fits: Call = {
           path: '/v1/messages',
-          body: { model: 'ctx-anthropic', max_tokens: 5, system: [{ type: 'text', text: 'y'.repeat(296) }], messages: [{ role: 'user', content: 'x'.repeat(104) }] },
+          body: {
+            model: 'ctx-anthropic',
+            max_tokens: 5,
+            system: [{ type: 'text', text: 'y'.repeat(296) }],
+            messages: [{ role: 'user', content: 'x'.repeat(104) }],
+          },
         };
         expect(await served(gw, fits, [worker])).toBe(worker);
         worker.close();

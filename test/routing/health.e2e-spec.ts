@@ -310,12 +310,14 @@ routing:
   });
 
   it('the same name in another provider is another worker', async () => {
-    expect(
-      (await admin(gw.url, 'POST', '/admin/providers', TEST_ADMIN_TOKEN, { name: 'other-pool', secret: 'other-pool-secret' })).status,
-    ).toBe(201);
+    expect((await admin(gw.url, 'POST', '/admin/providers', TEST_ADMIN_TOKEN, { name: 'other-pool', secret: 'other-pool-secret' })).status).toBe(201);
     const local = await ScriptedWorker.register(gw.workerUrl, { models: ['np-model'], worker_name: 'namesake' });
     for (let i = 0; i < 3; i++) expect((await failOnce(gw, local.worker, 'np-model')).status).toBe(502);
-    const elsewhere = await ScriptedWorker.register(gw.workerUrl, { models: ['np-model'], worker_name: 'namesake' }, { provider: 'other-pool', secret: 'other-pool-secret' });
+    const elsewhere = await ScriptedWorker.register(
+      gw.workerUrl,
+      { models: ['np-model'], worker_name: 'namesake' },
+      { provider: 'other-pool', secret: 'other-pool-secret' },
+    );
     expect(await workerView(gw, elsewhere.ack.worker_id)).toMatchObject({ ejected: false, consecutive_failures: 0 });
     expect((await serveOnce(gw, elsewhere.worker, 'np-model')).status).toBe(200);
     local.worker.close();
@@ -347,7 +349,10 @@ routing:
     ];
     const raw = '{"model":"bu-model","messages":[{"role":"user","content":"hi"}]}';
     const pending = post(gw.url, '/v1/chat/completions', raw);
-    const first = await ScriptedWorker.firstOf(workers.map((w) => w.worker), 'request');
+    const first = await ScriptedWorker.firstOf(
+      workers.map((w) => w.worker),
+      'request',
+    );
     first.worker.send({ type: 'error', request_id: first.frame.request_id, code: 'backend_unavailable', message: 'connect ECONNREFUSED' });
     const other = workers.find((w) => w.worker !== first.worker)!;
     const second = await other.worker.next('request');
@@ -393,7 +398,10 @@ routing:
     const pending = openai.chat.completions.create({ model: 'bu-limit', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
     const tried = new Set<ScriptedWorker>();
     for (let attempt = 0; attempt < 2; attempt++) {
-      const got = await ScriptedWorker.firstOf(workers.filter((w) => !tried.has(w)), 'request');
+      const got = await ScriptedWorker.firstOf(
+        workers.filter((w) => !tried.has(w)),
+        'request',
+      );
       tried.add(got.worker);
       got.worker.send({ type: 'error', request_id: got.frame.request_id, code: 'backend_unavailable', message: 'down' });
     }
@@ -411,7 +419,10 @@ routing:
       await ScriptedWorker.register(gw.workerUrl, { models: ['bu-other'] }),
     ];
     const pending = openai.chat.completions.create({ model: 'bu-other', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
-    const first = await ScriptedWorker.firstOf(workers.map((w) => w.worker), 'request');
+    const first = await ScriptedWorker.firstOf(
+      workers.map((w) => w.worker),
+      'request',
+    );
     first.worker.send({ type: 'error', request_id: first.frame.request_id, code: 'backend_response_failed', message: 'reset' });
     const err = await pending;
     expect(err).toBeInstanceOf(OpenAI.APIError);
@@ -428,11 +439,20 @@ routing:
       await ScriptedWorker.register(gw.workerUrl, { models: ['bu-late'] }),
     ];
     const pending = post(gw.url, '/v1/chat/completions', chat('bu-late'));
-    const first = await ScriptedWorker.firstOf(workers.map((w) => w.worker), 'request');
+    const first = await ScriptedWorker.firstOf(
+      workers.map((w) => w.worker),
+      'request',
+    );
     first.worker.chunk(first.frame.request_id, '{"id":"partial"');
     first.worker.send({ type: 'error', request_id: first.frame.request_id, code: 'backend_unavailable', message: 'lost it' });
     const other = workers.find((w) => w.worker !== first.worker)!.worker;
-    const raced = await Promise.race([pending.then(() => 'answered' as const), other.next('request', () => true, 2000).then(() => 'requeued' as const).catch(() => 'none' as const)]);
+    const raced = await Promise.race([
+      pending.then(() => 'answered' as const),
+      other
+        .next('request', () => true, 2000)
+        .then(() => 'requeued' as const)
+        .catch(() => 'none' as const),
+    ]);
     if (raced === 'requeued') other.complete(other.frames.find((f) => f.type === 'request')!.request_id, OK_BODY);
     const res = await pending;
     expect(other.count('request')).toBe(0);
@@ -447,7 +467,10 @@ routing:
       await ScriptedWorker.register(gw.workerUrl, { models: ['bu-stream'] }),
     ];
     const pending = post(gw.url, '/v1/chat/completions', chat('bu-stream', { stream: true }));
-    const first = await ScriptedWorker.firstOf(workers.map((w) => w.worker), 'request');
+    const first = await ScriptedWorker.firstOf(
+      workers.map((w) => w.worker),
+      'request',
+    );
     first.worker.chunk(first.frame.request_id, 'data: {"choices":[]}\n\n');
     first.worker.send({ type: 'error', request_id: first.frame.request_id, code: 'backend_unavailable', message: 'lost it' });
     const res = await pending;

@@ -159,7 +159,7 @@ routing:
     b.worker.close();
   });
 
-  it('400 capability_mismatch when the pinned provider\'s workers lack a capability another provider has', async () => {
+  it("400 capability_mismatch when the pinned provider's workers lack a capability another provider has", async () => {
     const a = await ScriptedWorker.register(gw.workerUrl, { models: ['pin-vision'], capabilities: { 'pin-vision': { vision: true } } }, ALPHA);
     const b = await ScriptedWorker.register(gw.workerUrl, { models: ['pin-vision'], capabilities: { 'pin-vision': { vision: false } } }, BETA);
     const err = await openai.chat.completions

@@ -122,7 +122,8 @@ routing:
     it('US-06: 3 idle workers, 6 sequential requests: exactly 2 each', async () => {
       const workers = [];
       // Different priorities must not matter to round_robin (smart would send everything to priority 1).
-      for (const priority of [1, 50, 99]) workers.push((await ScriptedWorker.register(gw.workerUrl, { models: ['rr-model'], max_concurrent: 2, priority })).worker);
+      for (const priority of [1, 50, 99])
+        workers.push((await ScriptedWorker.register(gw.workerUrl, { models: ['rr-model'], max_concurrent: 2, priority })).worker);
       for (const w of workers) autoRespond(w);
       await sendSequentially(gw, 'rr-model', 6);
       expect(workers.map((w) => w.count('request'))).toEqual([2, 2, 2]);
@@ -187,8 +188,16 @@ routing:
     });
 
     it('the provider priority from the config file is a floor the priority a worker declares cannot beat', async () => {
-      const inPrimary = await ScriptedWorker.register(gw.workerUrl, { models: ['po-prov'], max_concurrent: 4, priority: 0 }, { provider: 'primary', secret: 'primary-secret' });
-      const inSecondary = await ScriptedWorker.register(gw.workerUrl, { models: ['po-prov'], max_concurrent: 4, priority: 0 }, { provider: 'secondary', secret: 'secondary-secret' });
+      const inPrimary = await ScriptedWorker.register(
+        gw.workerUrl,
+        { models: ['po-prov'], max_concurrent: 4, priority: 0 },
+        { provider: 'primary', secret: 'primary-secret' },
+      );
+      const inSecondary = await ScriptedWorker.register(
+        gw.workerUrl,
+        { models: ['po-prov'], max_concurrent: 4, priority: 0 },
+        { provider: 'secondary', secret: 'secondary-secret' },
+      );
       autoRespond(inPrimary.worker);
       autoRespond(inSecondary.worker);
       expect((await workerView(gw, inPrimary.ack.worker_id)).priority).toBe(1);
@@ -211,7 +220,11 @@ routing:
 
     it('a worker whose provider has priority 0 uses its own declared priority', async () => {
       const declared = await ScriptedWorker.register(gw.workerUrl, { models: ['po-declared'], max_concurrent: 4, priority: 0 });
-      const inSecondary = await ScriptedWorker.register(gw.workerUrl, { models: ['po-declared'], max_concurrent: 4 }, { provider: 'secondary', secret: 'secondary-secret' });
+      const inSecondary = await ScriptedWorker.register(
+        gw.workerUrl,
+        { models: ['po-declared'], max_concurrent: 4 },
+        { provider: 'secondary', secret: 'secondary-secret' },
+      );
       autoRespond(declared.worker);
       autoRespond(inSecondary.worker);
       expect((await workerView(gw, declared.ack.worker_id)).priority).toBe(0);

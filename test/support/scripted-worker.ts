@@ -51,7 +51,7 @@ export class ScriptedWorker {
 
   /** Resolves when the WebSocket closes; fails with a message if that has not happened within WAIT_MS of the await. */
   get closed(): Promise<CloseInfo> {
-    return withDeadline(this.closedUnbounded, WAIT_MS, 'the scripted worker\'s WebSocket was not closed');
+    return withDeadline(this.closedUnbounded, WAIT_MS, "the scripted worker's WebSocket was not closed");
   }
 
   static async connect(workerUrl: string, options: ScriptedWorkerOptions = {}): Promise<ScriptedWorker> {

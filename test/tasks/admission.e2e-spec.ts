@@ -65,14 +65,24 @@ tenants:
     ];
     for (const [body, param] of cases) {
       const res = await submit(gw, body);
-      expect([param, res.status, res.json.error]).toEqual([param, 400, expect.objectContaining({ code: 'invalid_params', kind: 'INVALID_PARAMS', param, check: 'params', retriable: false })]);
+      expect([param, res.status, res.json.error]).toEqual([
+        param,
+        400,
+        expect.objectContaining({ code: 'invalid_params', kind: 'INVALID_PARAMS', param, check: 'params', retriable: false }),
+      ]);
     }
   });
 
   it('an unknown model is refused before it queues, and says the model check failed', async () => {
     const res = await submit(gw, chatTask('no-such-model'));
     expect(res.status).toBe(400);
-    expect(res.json.error).toMatchObject({ code: 'unknown_model', kind: 'ADMISSION_REJECT', check: 'model', retriable: false, message: "Model 'no-such-model' not found" });
+    expect(res.json.error).toMatchObject({
+      code: 'unknown_model',
+      kind: 'ADMISSION_REJECT',
+      check: 'model',
+      retriable: false,
+      message: "Model 'no-such-model' not found",
+    });
     // The inference routes keep their 404.
     expect((await post(gw.url, '/v1/chat/completions', chatTask('no-such-model'))).status).toBe(404);
   });
@@ -95,7 +105,13 @@ tenants:
     const small = await ScriptedWorker.register(gw.workerUrl, { models: ['ctx-m'], capabilities: { 'ctx-m': { context_length: 1000 } }, max_concurrent: 4 });
     const tooLong = await submit(gw, { model: 'ctx-m', prompt: big, max_tokens: 950 });
     expect(tooLong.status).toBe(400);
-    expect(tooLong.json.error).toMatchObject({ code: 'context_exceeded', param: 'max_tokens', check: 'context', estimated_prompt_tokens: 100, max_tokens: 950 });
+    expect(tooLong.json.error).toMatchObject({
+      code: 'context_exceeded',
+      param: 'max_tokens',
+      check: 'context',
+      estimated_prompt_tokens: 100,
+      max_tokens: 950,
+    });
     expect(tooLong.json.error.message).toContain("every worker serving model 'ctx-m'");
     // ctx is also what the task needs from its worker.
     expect((await submit(gw, { model: 'ctx-m', prompt: 'hi', max_tokens: 10, ctx: 2000 })).json.error.code).toBe('context_exceeded');
@@ -112,7 +128,7 @@ tenants:
     large.worker.close();
   });
 
-  it("a full queue is 429 with Retry-After, X-Backoff-Ms, policy_label, retriable and retry_after_ms", async () => {
+  it('a full queue is 429 with Retry-After, X-Backoff-Ms, policy_label, retriable and retry_after_ms', async () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['q-full'], max_concurrent: 1 }, SMALL);
     expect((await submit(gw, chatTask('q-full', { pool_id: 'small' }))).json.queue_position).toBe(0);
     expect((await submit(gw, chatTask('q-full', { pool_id: 'small' }))).json.queue_position).toBe(1);
@@ -164,14 +180,25 @@ tenants:
     // The request asks for more than its tenant allows: the tenant's 50 applies.
     const over = await submit(gw, chatTask('budget-m', { session_id: 'sess', max_tokens: 60, budget: { tokens: 1000 } }), capped);
     expect(over.status).toBe(429);
-    expect(over.json.error).toMatchObject({ code: 'session_budget_exceeded', kind: 'ADMISSION_REJECT', retriable: false, check: 'session_tokens', limit: 50, used: 0, requested: 61 });
+    expect(over.json.error).toMatchObject({
+      code: 'session_budget_exceeded',
+      kind: 'ADMISSION_REJECT',
+      retriable: false,
+      check: 'session_tokens',
+      limit: 50,
+      used: 0,
+      requested: 61,
+    });
 
     const first = await submit(gw, chatTask('budget-m', { session_id: 'sess', max_tokens: 20, budget: { tokens: 30 } }), capped);
     expect(first.status).toBe(202);
     expect(first.headers.get('x-budget-remaining-tokens')).toBe('30');
     const req = await worker.next('request');
     const stream = new TaskStream(gw, first.json.task_id, capped);
-    worker.chunk(req.request_id, chatDelta('a') + chatDelta('b') + `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 6, completion_tokens: 15 } })}\n\n`);
+    worker.chunk(
+      req.request_id,
+      chatDelta('a') + chatDelta('b') + `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 6, completion_tokens: 15 } })}\n\n`,
+    );
     finish(worker, req.request_id);
     await stream.done;
     const metrics = stream.events.filter((e) => e.event === 'metrics');

@@ -52,13 +52,15 @@ describe('task API: job artifacts in the artifact registry', () => {
     // Another tenant does not see it; the prompt is stored nowhere.
     expect((await getJson(gw, `/v1/artifacts/${id}`, { 'x-tenant-id': 'team-other' })).status).toBe(404);
     await gw.app.get(JobArtifactRecorder).flush();
-    const rows: Array<{ content: string; job_id: string }> = await gw.app.get(DataSource).query("SELECT content, job_id FROM artifacts WHERE job_id = 'art-ok'");
+    const rows: Array<{ content: string; job_id: string }> = await gw.app
+      .get(DataSource)
+      .query("SELECT content, job_id FROM artifacts WHERE job_id = 'art-ok'");
     expect(rows).toHaveLength(1);
     expect(rows[0].content).not.toContain(CANARY);
     worker.close();
   });
 
-  it('a task\'s tags and parents go to its artifact (listed by tag), never to the worker', async () => {
+  it("a task's tags and parents go to its artifact (listed by tag), never to the worker", async () => {
     const plan = await post(gw.url, '/v1/artifacts', { kind: 'plan', session_id: 'art-session', content: { steps: ['draft', 'review'] } }, team);
     expect(plan.status).toBe(201);
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['art-m'] });
@@ -99,7 +101,10 @@ describe('task API: job artifacts in the artifact registry', () => {
     await worker.next('request');
     const cancelled = await cancel(gw, 'art-cancel', team);
     const artifact = await getJson(gw, `/v1/artifacts/${cancelled.json.artifact_id}`, team);
-    expect(artifact.json).toMatchObject({ metadata: { status: 'cancelled', error_code: 'cancelled' }, content: { error: { code: 'cancelled', retriable: false } } });
+    expect(artifact.json).toMatchObject({
+      metadata: { status: 'cancelled', error_code: 'cancelled' },
+      content: { error: { code: 'cancelled', retriable: false } },
+    });
     expect(artifact.json.content.transcript.text).toBe((await readStream(gw, 'art-cancel', team)).text);
     worker.close();
   });

@@ -15,7 +15,10 @@ function streamForever(worker: ScriptedWorker): { stop: () => void; requests: Se
     if (frame.type === 'request') {
       requests.add(frame.request_id);
       let n = 0;
-      timers.set(frame.request_id, setInterval(() => worker.chunk(frame.request_id, chatDelta(`${n++} `)), 2));
+      timers.set(
+        frame.request_id,
+        setInterval(() => worker.chunk(frame.request_id, chatDelta(`${n++} `)), 2),
+      );
     } else if (frame.type === 'cancel') {
       cancels.push(frame.request_id);
       let late = 0;

@@ -44,7 +44,10 @@ describe('task API: worker loss, backend errors, budgets and bounded buffers', (
     worker.kill();
     await stream.done;
     const last = stream.events.at(-1)!;
-    expect(last).toMatchObject({ event: 'error', data: { code: 'worker_disconnected', kind: 'WORKER_RESET', retriable: true, pool_id: 'local', message: 'The worker disconnected during the response' } });
+    expect(last).toMatchObject({
+      event: 'error',
+      data: { code: 'worker_disconnected', kind: 'WORKER_RESET', retriable: true, pool_id: 'local', message: 'The worker disconnected during the response' },
+    });
     expect(last.data.retry_after_ms).toBeGreaterThan(0);
     expect((await getJson(gw, '/v1/tasks/late')).json).toMatchObject({ status: 'failed', tokens_out: 1, error: { code: 'worker_disconnected' } });
   });
@@ -92,7 +95,10 @@ describe('task API: worker loss, backend errors, budgets and bounded buffers', (
     await stream.done;
     // 1 (prompt) + 11 tokens spend the 12; the 12th token is not delivered.
     expect(tokens(stream.events)).toEqual(Array.from({ length: 11 }, (_, i) => `${i}`));
-    expect(stream.events.at(-1)).toMatchObject({ event: 'error', data: { code: 'session_budget_exceeded', check: 'session_tokens', limit: 12, used: 12, retriable: false } });
+    expect(stream.events.at(-1)).toMatchObject({
+      event: 'error',
+      data: { code: 'session_budget_exceeded', check: 'session_tokens', limit: 12, used: 12, retriable: false },
+    });
     expect((await getJson(gw, '/v1/tasks/spend')).json.status).toBe('cancelled');
     worker.close();
   });
@@ -107,7 +113,10 @@ describe('task API: worker loss, backend errors, budgets and bounded buffers', (
     const cancel = await worker.next('cancel');
     expect(cancel).toMatchObject({ request_id: req.request_id, reason: 'timeout' });
     await stream.done;
-    expect(stream.events.at(-1)).toMatchObject({ event: 'error', data: { code: 'session_budget_exceeded', check: 'session_time', limit_secs: 0.2, retriable: false } });
+    expect(stream.events.at(-1)).toMatchObject({
+      event: 'error',
+      data: { code: 'session_budget_exceeded', check: 'session_time', limit_secs: 0.2, retriable: false },
+    });
     expect((await getJson(gw, '/v1/tasks/slow-1')).json.status).toBe('cancelled');
     const refused = await submit(gw, chatTask('slow', { session_id: 'timed', budget: { time_secs: 0.2 } }));
     expect(refused.status).toBe(429);

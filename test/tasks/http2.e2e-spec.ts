@@ -21,7 +21,12 @@ describe('task API over HTTP/2', () => {
   });
   afterAll(() => gw.close());
 
-  function h2(method: string, path: string, body?: string, onData?: (text: string) => void): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
+  function h2(
+    method: string,
+    path: string,
+    body?: string,
+    onData?: (text: string) => void,
+  ): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
     return new Promise((resolve, reject) => {
       const session = connect(base, { ca: tls.cert });
       session.on('error', reject);

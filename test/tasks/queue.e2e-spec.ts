@@ -64,7 +64,12 @@ describe('task API: queue position, predicted start, keepalive', () => {
     expect(d.comments.length).toBeGreaterThan(0);
 
     // Admission and started log lines carry the position and the prediction.
-    expect(lines.find((l) => l.msg === 'task admitted' && l.task_id === 'qd')).toMatchObject({ queue_position: 3, predicted_start_ms: null, model: 'q-move', pool: 'local' });
+    expect(lines.find((l) => l.msg === 'task admitted' && l.task_id === 'qd')).toMatchObject({
+      queue_position: 3,
+      predicted_start_ms: null,
+      model: 'q-move',
+      pool: 'local',
+    });
     expect(lines.find((l) => l.msg === 'task started event' && l.task_id === 'qd' && l.queue_position === 1)?.predicted_start_ms).toBeGreaterThan(0);
     expect(lines.find((l) => l.msg === 'task started' && l.task_id === 'qd')).toMatchObject({ queue_position: 0, predicted_start_ms: 0 });
     const access = await eventually(() => lines.find((l) => l.msg === 'request completed' && l.task_id === 'qd'));

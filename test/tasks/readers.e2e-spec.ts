@@ -30,7 +30,7 @@ describe('task API: readers', () => {
   });
   afterAll(() => gw.close());
 
-  it('a slow reader holds up neither its task, nor the task\'s other readers, nor other tasks; it gets the whole stream once it reads again', async () => {
+  it("a slow reader holds up neither its task, nor the task's other readers, nor other tasks; it gets the whole stream once it reads again", async () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['t-slow'], max_concurrent: 2 });
     expect((await submit(gw, chatTask('t-slow', { task_id: 'big' }))).status).toBe(202);
     const req = await worker.next('request');

@@ -122,7 +122,11 @@ export class TaskStream {
 }
 
 /** Reads a whole stream of a finished task (it ends at once). */
-export async function readStream(gw: TestGateway, id: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string; events: TaskEvent[] }> {
+export async function readStream(
+  gw: TestGateway,
+  id: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string; events: TaskEvent[] }> {
   const res = await fetch(`${gw.url}/v1/tasks/${id}/stream`, { headers });
   const text = await res.text();
   return { status: res.status, text, events: res.status === 200 ? parseSse(text).events : [] };

@@ -26,17 +26,41 @@ describe('task API: submit, stream, status, cancel', () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['t-chat'] });
     const accepted = await submit(
       gw,
-      chatTask('t-chat', { task_id: 'first', session_id: 's-1', ctx: 4096, pool_id: 'local', priority: 'high', output_mode: 'json', budget: { tokens: 1000 }, temperature: 0.3, top_p: 0.9, stream: false }),
+      chatTask('t-chat', {
+        task_id: 'first',
+        session_id: 's-1',
+        ctx: 4096,
+        pool_id: 'local',
+        priority: 'high',
+        output_mode: 'json',
+        budget: { tokens: 1000 },
+        temperature: 0.3,
+        top_p: 0.9,
+        stream: false,
+      }),
     );
     expect(accepted.status).toBe(202);
-    expect(accepted.json).toEqual({ task_id: 'first', queue_position: 0, predicted_start_ms: 0, stream_url: '/v1/tasks/first/stream', status_url: '/v1/tasks/first' });
+    expect(accepted.json).toEqual({
+      task_id: 'first',
+      queue_position: 0,
+      predicted_start_ms: 0,
+      stream_url: '/v1/tasks/first/stream',
+      status_url: '/v1/tasks/first',
+    });
     expect(accepted.headers.get('location')).toBe('/v1/tasks/first');
     expect(accepted.headers.get('x-budget-remaining-tokens')).toBe('1000');
 
     const req = await worker.next('request');
     expect(req).toMatchObject({ endpoint_path: '/v1/chat/completions', is_streaming: true, model: 't-chat' });
     // Sampling parameters go through; the gateway's own fields do not.
-    expect(JSON.parse(req.body)).toEqual({ model: 't-chat', messages: [{ role: 'user', content: 'hello' }], max_tokens: 16, temperature: 0.3, top_p: 0.9, stream: true });
+    expect(JSON.parse(req.body)).toEqual({
+      model: 't-chat',
+      messages: [{ role: 'user', content: 'hello' }],
+      max_tokens: 16,
+      temperature: 0.3,
+      top_p: 0.9,
+      stream: true,
+    });
     expect(req.headers['content-type']).toBe('application/json');
 
     const stream = new TaskStream(gw, 'first');
@@ -45,7 +69,12 @@ describe('task API: submit, stream, status, cancel', () => {
     expect(stream.headers?.get('content-type')).toMatch(/^text\/event-stream/);
     // Lines split anywhere across chunks (CRLF too), a role-only delta, an empty delta, a usage chunk.
     const text =
-      chatDelta(undefined) + chatDelta('Hel') + chatDelta('') + chatDelta('lo').replace(/\n/g, '\r\n') + chatDelta(', wör') + chatDelta('ld') +
+      chatDelta(undefined) +
+      chatDelta('Hel') +
+      chatDelta('') +
+      chatDelta('lo').replace(/\n/g, '\r\n') +
+      chatDelta(', wör') +
+      chatDelta('ld') +
       `data: ${JSON.stringify({ id: 'c', choices: [], usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 } })}\n\n`;
     const crlf = text.indexOf('\r\n');
     for (const piece of pieces(text, [5, 61, 62, 130, crlf + 1, crlf + 30, text.length - 20])) worker.chunk(req.request_id, piece);
@@ -69,7 +98,18 @@ describe('task API: submit, stream, status, cancel', () => {
     expect(order).toEqual(['started', 'token', 'token', 'token', 'token', 'end']);
 
     const status = await getJson(gw, '/v1/tasks/first');
-    expect(status.json).toMatchObject({ task_id: 'first', status: 'completed', model: 't-chat', served_model: 't-chat', pool_id: 'local', session_id: 's-1', tokens_out: 4, queue_position: 0, error: null, last_event_id: end.id });
+    expect(status.json).toMatchObject({
+      task_id: 'first',
+      status: 'completed',
+      model: 't-chat',
+      served_model: 't-chat',
+      pool_id: 'local',
+      session_id: 's-1',
+      tokens_out: 4,
+      queue_position: 0,
+      error: null,
+      last_event_id: end.id,
+    });
     expect(status.json.ended_at).toEqual(expect.any(String));
     worker.close();
   });
@@ -82,7 +122,8 @@ describe('task API: submit, stream, status, cancel', () => {
     const req = await worker.next('request');
     expect(req.endpoint_path).toBe('/v1/completions');
     expect(JSON.parse(req.body)).toEqual({ model: 't-prompt', prompt: 'The capital of France is', max_tokens: 4, stream: true });
-    for (const t of [' Par', 'is', '.']) worker.chunk(req.request_id, `data: ${JSON.stringify({ object: 'text_completion', choices: [{ index: 0, text: t }] })}\n\n`);
+    for (const t of [' Par', 'is', '.'])
+      worker.chunk(req.request_id, `data: ${JSON.stringify({ object: 'text_completion', choices: [{ index: 0, text: t }] })}\n\n`);
     finish(worker, req.request_id);
     const stream = new TaskStream(gw, accepted.json.task_id);
     await stream.done;
@@ -122,7 +163,11 @@ describe('task API: submit, stream, status, cancel', () => {
     // An id the task never sent (an earlier task's with the same id, say) would skip events: refused.
     const future = await getJson(gw, '/v1/tasks/multi/stream', { 'last-event-id': String(a.events.length + 1) });
     expect(future.status).toBe(400);
-    expect(future.json.error).toMatchObject({ code: 'invalid_params', param: 'Last-Event-ID', message: `Last-Event-ID ${a.events.length + 1} is not an event of this task: its last event so far is ${a.events.length}` });
+    expect(future.json.error).toMatchObject({
+      code: 'invalid_params',
+      param: 'Last-Event-ID',
+      message: `Last-Event-ID ${a.events.length + 1} is not an event of this task: its last event so far is ${a.events.length}`,
+    });
     worker.close();
   });
 

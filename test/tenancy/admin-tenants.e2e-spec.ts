@@ -7,7 +7,18 @@ import { admin, chat, post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { adminCall, answerNext, chatCompletion, configFile, createKey } from '../api-keys/support';
 
-const NONE = { rpm: null, tpm: null, tokens_per_day: null, priority: null, max_priority: null, max_queued: null, models: null, session_tokens: null, session_time_secs: null, pools: null };
+const NONE = {
+  rpm: null,
+  tpm: null,
+  tokens_per_day: null,
+  priority: null,
+  max_priority: null,
+  max_queued: null,
+  models: null,
+  session_tokens: null,
+  session_time_secs: null,
+  pools: null,
+};
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe('admin API: /admin/tenants', () => {
@@ -43,7 +54,11 @@ describe('admin API: /admin/tenants', () => {
   });
 
   it('shows any tenant: configured, or the defaults for one that is not', async () => {
-    expect((await adminCall(gw, 'GET', '/admin/tenants/team-a')).json).toEqual({ id: 'team-a', source: 'config', settings: { ...NONE, rpm: 100, max_priority: 'normal' } });
+    expect((await adminCall(gw, 'GET', '/admin/tenants/team-a')).json).toEqual({
+      id: 'team-a',
+      source: 'config',
+      settings: { ...NONE, rpm: 100, max_priority: 'normal' },
+    });
     expect((await adminCall(gw, 'GET', '/admin/tenants/nobody')).json).toEqual({ id: 'nobody', source: 'default', settings: { ...NONE, rpm: 10 } });
   });
 
@@ -52,12 +67,33 @@ describe('admin API: /admin/tenants', () => {
     await answerNext(worker, chatCompletion);
     expect((await before).status).toBe(200);
 
-    const res = await adminCall(gw, 'PUT', '/admin/tenants/team-c', { rpm: 5, tpm: 1000, tokens_per_day: 5_000_000_000, priority: 'low', max_priority: 'normal', max_queued: 2, models: ['m1'], session_tokens: 100_000, session_time_secs: 600 });
+    const res = await adminCall(gw, 'PUT', '/admin/tenants/team-c', {
+      rpm: 5,
+      tpm: 1000,
+      tokens_per_day: 5_000_000_000,
+      priority: 'low',
+      max_priority: 'normal',
+      max_queued: 2,
+      models: ['m1'],
+      session_tokens: 100_000,
+      session_time_secs: 600,
+    });
     expect(res.status).toBe(200);
     expect(res.json).toEqual({
       id: 'team-c',
       source: 'admin',
-      settings: { rpm: 5, tpm: 1000, tokens_per_day: 5_000_000_000, priority: 'low', max_priority: 'normal', max_queued: 2, models: ['m1'], session_tokens: 100_000, session_time_secs: 600, pools: null },
+      settings: {
+        rpm: 5,
+        tpm: 1000,
+        tokens_per_day: 5_000_000_000,
+        priority: 'low',
+        max_priority: 'normal',
+        max_queued: 2,
+        models: ['m1'],
+        session_tokens: 100_000,
+        session_time_secs: 600,
+        pools: null,
+      },
       created_at: expect.stringMatching(ISO),
       updated_at: expect.stringMatching(ISO),
     });
@@ -103,7 +139,16 @@ describe('admin API: /admin/tenants', () => {
 
   describe('validation (400 invalid_request naming every problem)', () => {
     it('rejects negative limits, bad priorities, bad models and unknown settings at once', async () => {
-      const res = await adminCall(gw, 'PUT', '/admin/tenants/team-v', { rpm: -1, tpm: 1.5, tokens_per_day: 'many', priority: 'urgent', max_priority: 3, max_queued: -5, models: 'm1', colour: 'red' });
+      const res = await adminCall(gw, 'PUT', '/admin/tenants/team-v', {
+        rpm: -1,
+        tpm: 1.5,
+        tokens_per_day: 'many',
+        priority: 'urgent',
+        max_priority: 3,
+        max_queued: -5,
+        models: 'm1',
+        colour: 'red',
+      });
       expect(res.status).toBe(400);
       expect(res.json.error.code).toBe('invalid_request');
       const problems: string[] = res.json.error.message.split('; ');

@@ -22,8 +22,7 @@ describe('cache and tenant metrics', () => {
     const text = await (await fetch(`${gw.url}/metrics`)).text();
     return parsePrometheusText(text).get(family)?.samples ?? [];
   }
-  const value = (list: Sample[], labels: Record<string, string>) =>
-    list.find((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+  const value = (list: Sample[], labels: Record<string, string>) => list.find((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
 
   /** A non-streaming request whose worker answers with `headers`. */
   async function answeredWith(model: string, headers: Record<string, string>, tenant?: string) {
@@ -49,7 +48,12 @@ describe('cache and tenant metrics', () => {
     const stream = post(gw.url, '/v1/chat/completions', chat('cached-model', { stream: true }));
     const streamed = await worker.next('request');
     worker.chunk(streamed.request_id, 'data: {"choices":[]}\n\n');
-    worker.send({ type: 'response_complete', request_id: streamed.request_id, status_code: 200, headers: { 'x-cache-hit': '1', 'x-cache-tokens-reused': '100' } });
+    worker.send({
+      type: 'response_complete',
+      request_id: streamed.request_id,
+      status_code: 200,
+      headers: { 'x-cache-hit': '1', 'x-cache-tokens-reused': '100' },
+    });
     expect((await stream).status).toBe(200);
 
     const results = await samples('switchboard_cache_hits_total');

@@ -164,9 +164,7 @@ describe('worker daemon against the real gateway', () => {
     await worker(a, { maxConcurrency: 1 });
     await worker(b, { maxConcurrency: 1 });
     const client = openai();
-    const answers = await Promise.all(
-      [1, 2].map(() => client.chat.completions.create({ model: 'llama3', messages: [{ role: 'user', content: 'x' }] })),
-    );
+    const answers = await Promise.all([1, 2].map(() => client.chat.completions.create({ model: 'llama3', messages: [{ role: 'user', content: 'x' }] })));
     expect(answers.map((r) => r.choices[0].message.content).sort()).toEqual(['from A', 'from B']);
     expect(a.maxInFlightSeen).toBe(1);
     expect(b.maxInFlightSeen).toBe(1);

@@ -84,7 +84,9 @@ describe('worker daemon: cancels and failures', () => {
     expect(done.status_code).toBe(200);
     expect(conn.framesFor(req.request_id).map((f) => f.type)).toEqual(['response_complete']);
     expect(env.backend.relayed).toHaveLength(1);
-    expect(worker.logs).toContainEqual(expect.objectContaining({ level: 'warn', request_id: req.request_id, msg: expect.stringContaining('already in flight') }));
+    expect(worker.logs).toContainEqual(
+      expect.objectContaining({ level: 'warn', request_id: req.request_id, msg: expect.stringContaining('already in flight') }),
+    );
   });
 
   it('reports an unreachable backend with error{backend_unavailable} and keeps the connection', async () => {
@@ -117,9 +119,12 @@ describe('worker daemon: cancels and failures', () => {
     expect(failure.code).toBe('backend_stream_failed');
     const frames = conn.framesFor(req.request_id);
     expect(frames.filter((f) => f.type === 'response_complete')).toHaveLength(0);
-    expect(frames.filter((f) => f.type === 'response_chunk').map((f) => f.chunk).join('')).toBe(
-      Buffer.concat(pieces).toString('utf8'),
-    );
+    expect(
+      frames
+        .filter((f) => f.type === 'response_chunk')
+        .map((f) => f.chunk)
+        .join(''),
+    ).toBe(Buffer.concat(pieces).toString('utf8'));
 
     // Still usable: the next request on the same connection succeeds.
     const next = requestFrame();

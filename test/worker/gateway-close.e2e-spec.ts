@@ -34,7 +34,13 @@ describe('worker daemon: gateway closes and restarts', () => {
   describe('one specific line per close', () => {
     it.each([
       [1008, CloseReasons.AUTH_FAILED, 'error', /^worker authentication failed/, /WORKER_SECRET.*provider name/],
-      [1008, CloseReasons.AUTH_RATE_LIMITED, 'error', /^worker authentication temporarily rate limited/, /another worker on this host.*your own secret may be fine/],
+      [
+        1008,
+        CloseReasons.AUTH_RATE_LIMITED,
+        'error',
+        /^worker authentication temporarily rate limited/,
+        /another worker on this host.*your own secret may be fine/,
+      ],
       [1002, CloseReasons.PROTOCOL_ERROR, 'error', /protocol error/, /protocol version mismatch/],
     ])('refused with %d "%s": %s line', async (code, reason, level, msg, hint) => {
       env.gateway.rejectWith = { code, reason };
@@ -67,10 +73,7 @@ describe('worker daemon: gateway closes and restarts', () => {
 
   describe('gateway restart (1012)', () => {
     it('reconnects after the short restart delay with the backoff counter reset, then starts the normal backoff from its minimum again', async () => {
-      const worker = startWorker(
-        { reconnectMinMs: 100, reconnectMaxMs: 60_000 },
-        { random: () => 0, restartReconnectMs: 50, restartReconnectMaxMs: 150 },
-      );
+      const worker = startWorker({ reconnectMinMs: 100, reconnectMaxMs: 60_000 }, { random: () => 0, restartReconnectMs: 50, restartReconnectMaxMs: 150 });
       const scheduled: Array<{ delayMs: number; attempt: number }> = [];
       worker.daemon.on('reconnect_scheduled', (s) => scheduled.push(s));
 
@@ -93,10 +96,7 @@ describe('worker daemon: gateway closes and restarts', () => {
     });
 
     it('keeps retrying at the short interval while the gateway is down, and is back as soon as it listens again', async () => {
-      const worker = startWorker(
-        { reconnectMinMs: 20_000, reconnectMaxMs: 60_000 },
-        { restartReconnectMs: 50, restartReconnectMaxMs: 150 },
-      );
+      const worker = startWorker({ reconnectMinMs: 20_000, reconnectMaxMs: 60_000 }, { restartReconnectMs: 50, restartReconnectMaxMs: 150 });
       const conn = await env.gateway.connection(1);
       await conn.next('register');
       const port = env.gateway.port;

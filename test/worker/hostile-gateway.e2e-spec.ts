@@ -54,7 +54,10 @@ describe('worker daemon: a hostile gateway', () => {
       const conn = await registered();
 
       for (const path of HOSTILE) {
-        const frame = { ...requestFrame({ body: { model: 'llama3', lora_name: 'x', lora_path: '/etc', messages: [{ role: 'user', content: 'Hi' }] } }), endpoint_path: path };
+        const frame = {
+          ...requestFrame({ body: { model: 'llama3', lora_name: 'x', lora_path: '/etc', messages: [{ role: 'user', content: 'Hi' }] } }),
+          endpoint_path: path,
+        };
         conn.send(frame);
         const answer = await conn.final(frame.request_id);
         expect({ path, answer }).toEqual({
@@ -97,7 +100,11 @@ describe('worker daemon: a hostile gateway', () => {
 
       const embeddings = { ...requestFrame({ body: { model: 'llama3', input: 'x' } }), endpoint_path: '/v1/embeddings' };
       conn.send(embeddings);
-      expect(await conn.final(embeddings.request_id)).toMatchObject({ type: 'error', code: 'endpoint_not_allowed', message: expect.stringContaining('/v1/embeddings is not an inference endpoint this worker advertised') });
+      expect(await conn.final(embeddings.request_id)).toMatchObject({
+        type: 'error',
+        code: 'endpoint_not_allowed',
+        message: expect.stringContaining('/v1/embeddings is not an inference endpoint this worker advertised'),
+      });
 
       const spelled = { ...requestFrame(), endpoint_path: '/v1/./%63hat/completions' };
       conn.send(spelled);

@@ -42,13 +42,23 @@ describe('lifecycle adapters', () => {
 
   const load = (model: string, extra: Partial<ModelLoadMessage> = {}): ModelLoadMessage => ({ type: 'model_load', task_id: 't', model_id: model, ...extra });
   const unload = (model: string): ModelUnloadMessage => ({ type: 'model_unload', task_id: 't', model_id: model });
-  const flush = (scope: CacheFlushMessage['scope'], extra: Partial<CacheFlushMessage> = {}): CacheFlushMessage => ({ type: 'cache_flush', task_id: 't', scope, ...extra });
+  const flush = (scope: CacheFlushMessage['scope'], extra: Partial<CacheFlushMessage> = {}): CacheFlushMessage => ({
+    type: 'cache_flush',
+    task_id: 't',
+    scope,
+    ...extra,
+  });
   const calls = () => b.requests.map((r) => `${r.method} ${r.path}${r.query ? `?${r.query}` : ''}`);
 
   describe('Ollama', () => {
     it('pulls a missing model with its streamed progress, then loads it with keep_alive -1 and num_ctx, and reports its VRAM', async () => {
       const ollama = new FakeOllama(b);
-      ollama.pulls.set('qwen2.5:7b', { layers: [{ digest: 'sha256:aaaaaaaaaaaaaaaaaaaa', total: 4_000_000_000 }, { digest: 'sha256:bbbbbbbbbbbbbbbbbbbb', total: 1_000 }] });
+      ollama.pulls.set('qwen2.5:7b', {
+        layers: [
+          { digest: 'sha256:aaaaaaaaaaaaaaaaaaaa', total: 4_000_000_000 },
+          { digest: 'sha256:bbbbbbbbbbbbbbbbbbbb', total: 1_000 },
+        ],
+      });
       const figures = await new OllamaAdapter().load(load('qwen2.5:7b', { max_context_length: 16384 }), ctx);
 
       expect(calls()).toEqual(['GET /api/tags', 'POST /api/pull', 'POST /api/generate', 'GET /api/ps']);
@@ -70,7 +80,9 @@ describe('lifecycle adapters', () => {
     it("fails with Ollama's own message when the pull reports an error, and loads nothing", async () => {
       const ollama = new FakeOllama(b);
       ollama.pulls.set('big:70b', { layers: [{ digest: 'sha256:cccccccccccccccccccc', total: 100 }], error: 'max retries exceeded: unexpected EOF' });
-      await expect(new OllamaAdapter().load(load('big:70b'), ctx)).rejects.toThrow(new OperationFailed('Ollama could not pull "big:70b": max retries exceeded: unexpected EOF'));
+      await expect(new OllamaAdapter().load(load('big:70b'), ctx)).rejects.toThrow(
+        new OperationFailed('Ollama could not pull "big:70b": max retries exceeded: unexpected EOF'),
+      );
       await expect(new OllamaAdapter().load(load('nosuch'), ctx)).rejects.toThrow('pull model manifest: file does not exist');
       expect(ollama.generated).toEqual([]);
     });
@@ -89,7 +101,10 @@ describe('lifecycle adapters', () => {
       const ollama = new FakeOllama(b, { 'a:latest': 1, 'b:latest': 1 });
       ollama.running.set('a:latest', 1);
       await new OllamaAdapter().load(load('b', { evict_model: 'a' }), ctx);
-      expect(ollama.generated.map((g) => [g.model, g.keep_alive])).toEqual([['a', 0], ['b', -1]]);
+      expect(ollama.generated.map((g) => [g.model, g.keep_alive])).toEqual([
+        ['a', 0],
+        ['b', -1],
+      ]);
       // A pull that fails leaves the model to evict where it was: the download needed no GPU memory.
       ollama.running.set('b:latest', 1);
       await expect(new OllamaAdapter().load(load('nosuch', { evict_model: 'b' }), ctx)).rejects.toThrow('pull model manifest: file does not exist');
@@ -119,7 +134,9 @@ describe('lifecycle adapters', () => {
 
     it('reports a load whose instance died with its exit code, and a model the router does not know', async () => {
       new FakeLlamaRouter(b, { broken: { loadScript: [{ state: 'loading' }, { state: 'failed', exitCode: 1 }] } });
-      await expect(new LlamaServerAdapter().load(load('broken'), ctx)).rejects.toThrow('llama-server could not load "broken" (its instance exited with code 1)');
+      await expect(new LlamaServerAdapter().load(load('broken'), ctx)).rejects.toThrow(
+        'llama-server could not load "broken" (its instance exited with code 1)',
+      );
       await expect(new LlamaServerAdapter().load(load('ghost'), ctx)).rejects.toThrow('llama-server does not know the model "ghost"');
     });
 
@@ -130,7 +147,9 @@ describe('lifecycle adapters', () => {
         flaky: { state: 'unloaded', failed: true, exitCode: 1, loadScript: [{ state: 'failed', exitCode: 1 }] },
         quits: { loadScript: [{ state: 'loading' }, { state: 'unloaded' }] },
       });
-      await expect(new LlamaServerAdapter().load(load('flaky'), guarded)).rejects.toThrow('llama-server could not load "flaky" (its instance exited with code 1)');
+      await expect(new LlamaServerAdapter().load(load('flaky'), guarded)).rejects.toThrow(
+        'llama-server could not load "flaky" (its instance exited with code 1)',
+      );
       await expect(new LlamaServerAdapter().load(load('quits'), guarded)).rejects.toThrow('llama-server stopped the instance of "quits" before it had loaded');
       expect(calls().filter((c) => c === 'POST /models/load')).toHaveLength(2);
     });
@@ -138,7 +157,11 @@ describe('lifecycle adapters', () => {
     it('loads a model the router is still downloading once the download has finished', async () => {
       const guarded = { ...ctx, signal: AbortSignal.timeout(5_000) };
       const router = new FakeLlamaRouter(b, { fresh: { state: 'downloading' } });
-      (router.models.get('fresh') as RouterModel).pending = [{ state: 'downloading', done: 25, total: 100 }, { state: 'downloading', done: 50, total: 100 }, { state: 'unloaded' }];
+      (router.models.get('fresh') as RouterModel).pending = [
+        { state: 'downloading', done: 25, total: 100 },
+        { state: 'downloading', done: 50, total: 100 },
+        { state: 'unloaded' },
+      ];
       expect(await new LlamaServerAdapter().load(load('fresh'), guarded)).toEqual({});
       expect(router.models.get('fresh')?.state).toBe('loaded');
       expect(calls().filter((c) => c === 'POST /models/load')).toHaveLength(1);
@@ -174,9 +197,11 @@ describe('lifecycle adapters', () => {
     it('says flush is unsupported without --slot-save-path, and by tenant or tag', async () => {
       const router = new FakeLlamaRouter(b, { a: { state: 'loaded', slots: [1] } });
       router.slotSavePath = false;
-      await expect(new LlamaServerAdapter().flush(flush('all'), ctx)).rejects.toThrow(new Unsupported(
-        "llama-server refuses slot actions: This server does not support slots action. Start it with `--slot-save-path` (erasing a slot's cache needs llama-server started with --slot-save-path)",
-      ));
+      await expect(new LlamaServerAdapter().flush(flush('all'), ctx)).rejects.toThrow(
+        new Unsupported(
+          "llama-server refuses slot actions: This server does not support slots action. Start it with `--slot-save-path` (erasing a slot's cache needs llama-server started with --slot-save-path)",
+        ),
+      );
       await expect(new LlamaServerAdapter().flush(flush('tenant', { tenant_id: 'x' }), ctx)).rejects.toThrow(Unsupported);
     });
 
@@ -235,7 +260,9 @@ describe('lifecycle adapters', () => {
       const vllm = new FakeVllm(b, 'm');
       vllm.sleepMode = false;
       await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(
-        new Unsupported('POST /sleep answered 500: Sleep mode is not enabled in the model config: sleep and wake-up need vLLM started with --enable-sleep-mode, and vLLM serves it only when started with VLLM_SERVER_DEV_MODE=1'),
+        new Unsupported(
+          'POST /sleep answered 500: Sleep mode is not enabled in the model config: sleep and wake-up need vLLM started with --enable-sleep-mode, and vLLM serves it only when started with VLLM_SERVER_DEV_MODE=1',
+        ),
       );
       b.routes.set('POST /sleep', () => ({ status: 500, json: { error: { message: 'CUDA error: out of memory', type: 'InternalServerError', code: 500 } } }));
       await expect(new VllmAdapter().unload(unload('m'), ctx)).rejects.toThrow(new OperationFailed('POST /sleep answered 500: CUDA error: out of memory'));
@@ -298,16 +325,33 @@ describe('lifecycle adapters', () => {
     it('forwards the load as is with the token, polls the task and relays its progress until completed', async () => {
       const runner = new FakeRunnerApi(b, [], token);
       const figures = await new RunnerApiAdapter().load(
-        load('meta-llama/Llama-3.1-70B-Instruct', { quantization: 'awq-4bit', max_context_length: 32768, gpu_memory_budget_mb: 40000, evict_model: 'small', verified_op_token: token }),
+        load('meta-llama/Llama-3.1-70B-Instruct', {
+          quantization: 'awq-4bit',
+          max_context_length: 32768,
+          gpu_memory_budget_mb: 40000,
+          evict_model: 'small',
+          verified_op_token: token,
+        }),
         ctx,
       );
       expect(runner.received).toEqual([
         {
           path: '/v1/models/load',
-          body: { modelId: 'meta-llama/Llama-3.1-70B-Instruct', quantization: 'awq-4bit', maxContextLength: 32768, gpuMemoryBudgetMB: 40000, evictModel: 'small', verifiedOpToken: token },
+          body: {
+            modelId: 'meta-llama/Llama-3.1-70B-Instruct',
+            quantization: 'awq-4bit',
+            maxContextLength: 32768,
+            gpuMemoryBudgetMB: 40000,
+            evictModel: 'small',
+            verifiedOpToken: token,
+          },
         },
       ]);
-      expect(calls().filter((c) => c.startsWith('GET /v1/models/load/'))).toEqual(['GET /v1/models/load/load-1', 'GET /v1/models/load/load-1', 'GET /v1/models/load/load-1']);
+      expect(calls().filter((c) => c.startsWith('GET /v1/models/load/'))).toEqual([
+        'GET /v1/models/load/load-1',
+        'GET /v1/models/load/load-1',
+        'GET /v1/models/load/load-1',
+      ]);
       expect(progress).toEqual([0, 0.25, 0.75]);
       expect(figures).toEqual({ gpu_memory_used_mb: 38500 });
       expect([...runner.loaded]).toEqual(['meta-llama/Llama-3.1-70B-Instruct']);
@@ -316,7 +360,9 @@ describe('lifecycle adapters', () => {
     it('fails when the backend fails the task or rejects the token', async () => {
       const runner = new FakeRunnerApi(b, [], token);
       runner.loadScript = { progress: [0.5], outcome: { status: 'failed', error: 'CUDA out of memory' } };
-      await expect(new RunnerApiAdapter().load(load('m', { verified_op_token: token }), ctx)).rejects.toThrow('the backend failed the load: CUDA out of memory');
+      await expect(new RunnerApiAdapter().load(load('m', { verified_op_token: token }), ctx)).rejects.toThrow(
+        'the backend failed the load: CUDA out of memory',
+      );
       await expect(new RunnerApiAdapter().load(load('m', { verified_op_token: 'forged' }), ctx)).rejects.toThrow(
         new OperationFailed('POST /v1/models/load answered 401: verifiedOpToken signature invalid'),
       );
@@ -349,6 +395,8 @@ describe('lifecycle adapters', () => {
 
   it('turns an unreachable backend into a short failure naming the call', async () => {
     await b.close();
-    await expect(new OllamaAdapter().unload(unload('m'), ctx)).rejects.toThrow(/^GET \/api\/ps: backend http:\/\/127\.0\.0\.1:\d+ unreachable: connect ECONNREFUSED/);
+    await expect(new OllamaAdapter().unload(unload('m'), ctx)).rejects.toThrow(
+      /^GET \/api\/ps: backend http:\/\/127\.0\.0\.1:\d+ unreachable: connect ECONNREFUSED/,
+    );
   });
 });

@@ -207,9 +207,7 @@ describe('worker daemon: models, drain, reconnect, heartbeat, shutdown', () => {
         code: 'worker_shutting_down',
         message: expect.any(String),
       });
-      await Promise.all(
-        [startedCall, waitingCall, silentCall].map((call) => within(call.socketClosed, 'the backend calls to be aborted')),
-      );
+      await Promise.all([startedCall, waitingCall, silentCall].map((call) => within(call.socketClosed, 'the backend calls to be aborted')));
       expect((await conn.closed).code).toBe(1000);
       expect(await exit).toBe(0);
       // Frames arrive in order before the close: these three really got nothing, so the gateway requeues them.
@@ -217,9 +215,12 @@ describe('worker daemon: models, drain, reconnect, heartbeat, shutdown', () => {
       expect(conn.framesFor(silentStream.request_id)).toEqual([]);
       expect(conn.framesFor(queued.request_id)).toEqual([]);
       expect(env.backend.relayed).toHaveLength(3);
-      expect(worker.logs.filter((l) => String(l.msg).includes('the gateway can requeue it')).map((l) => l.request_id).sort()).toEqual(
-        [waiting.request_id, silentStream.request_id, queued.request_id].sort(),
-      );
+      expect(
+        worker.logs
+          .filter((l) => String(l.msg).includes('the gateway can requeue it'))
+          .map((l) => l.request_id)
+          .sort(),
+      ).toEqual([waiting.request_id, silentStream.request_id, queued.request_id].sort());
     });
 
     it('a second stop aborts at once, also without frames for requests with nothing relayed yet', async () => {

@@ -26,12 +26,13 @@ describe('worker daemon: model lifecycle', () => {
     return { conn, register };
   }
 
-  const final = (conn: GatewayConnection, taskId: string) =>
-    conn.next('lifecycle_status', (f) => f.task_id === taskId && FINAL.includes(f.status as string));
+  const final = (conn: GatewayConnection, taskId: string) => conn.next('lifecycle_status', (f) => f.task_id === taskId && FINAL.includes(f.status as string));
 
   /** The task's frames and the models_update frames, in the order they arrived. */
   const story = (conn: GatewayConnection, taskId: string) =>
-    conn.frames.filter((f) => f.task_id === taskId || f.type === 'models_update').map((f) => (f.type === 'models_update' ? `models_update ${JSON.stringify(f.models)}` : f.status));
+    conn.frames
+      .filter((f) => f.task_id === taskId || f.type === 'models_update')
+      .map((f) => (f.type === 'models_update' ? `models_update ${JSON.stringify(f.models)}` : f.status));
 
   it('with Ollama: pulls and loads a model — accepted, loading with progress, models_update with the model, then completed', async () => {
     const ollama = new FakeOllama(env.backend, { 'llama3:latest': 5_000_000_000 });
@@ -105,7 +106,9 @@ describe('worker daemon: model lifecycle', () => {
     await conn.next('pong');
     expect(conn.frames.filter((f) => f.type === 'lifecycle_status')).toEqual([]);
     expect(ollama.generated).toEqual([]);
-    expect(worker.logs).toContainEqual(expect.objectContaining({ level: 'warn', msg: expect.stringContaining('without negotiating model_lifecycle'), task_id: 'nope' }));
+    expect(worker.logs).toContainEqual(
+      expect.objectContaining({ level: 'warn', msg: expect.stringContaining('without negotiating model_lifecycle'), task_id: 'nope' }),
+    );
   });
 
   it('with --no-model-lifecycle does not ask for the feature', async () => {

@@ -67,7 +67,7 @@ describe('worker daemon: backend probing', () => {
     });
   });
 
-  it('relays a runner API backend\'s own GET /v1/capabilities document as it is, and nothing when the backend has none', async () => {
+  it("relays a runner API backend's own GET /v1/capabilities document as it is, and nothing when the backend has none", async () => {
     env.backend.models = ['rk'];
     const doc = { api_version: '1.0.0', engine: 'llamacpp', resources: { gpus: [{ id: 0, vram_total_mb: 24576, vram_free_mb: 8000 }] }, queue: { depth: 2 } };
     env.backend.routes.set('GET /v1/capabilities', () => ({ status: 200, json: doc }));
@@ -229,11 +229,7 @@ describe('worker daemon: backend probing', () => {
       '/v1/messages': { status: 404, text: '404 page not found' },
     });
     startWorker({ ...probing, models: ['llama3'] });
-    expect((await (await env.gateway.connection(1)).next('register')).endpoints).toEqual([
-      '/v1/chat/completions',
-      '/v1/completions',
-      '/v1/embeddings',
-    ]);
+    expect((await (await env.gateway.connection(1)).next('register')).endpoints).toEqual(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
   });
 
   it('a backend answering 404 on every endpoint gets no endpoint list (which would take it out of all routing), and a warning', async () => {

@@ -135,7 +135,11 @@ describe('worker daemon: proxies and private CAs', () => {
       expect((await conn.final(req.request_id)).status_code).toBe(200);
       expect(proxy.forwarded.map((f) => f.url)).toEqual([`${env.backend.url}/v1/chat/completions`]);
       expect(worker.logs).toContainEqual(
-        expect.objectContaining({ level: 'warn', msg: expect.stringContaining('backend calls go through the proxy'), hint: expect.stringContaining('NO_PROXY=127.0.0.1') }),
+        expect.objectContaining({
+          level: 'warn',
+          msg: expect.stringContaining('backend calls go through the proxy'),
+          hint: expect.stringContaining('NO_PROXY=127.0.0.1'),
+        }),
       );
     });
 

@@ -37,9 +37,7 @@ describe('worker daemon: registration and relaying requests', () => {
     env.gateway.ackWarnings = ['model list truncated to 1 entries'];
     const worker = startWorker();
     await new Promise<void>((resolve) => worker.daemon.once('registered', () => resolve()));
-    expect(worker.logs).toContainEqual(
-      expect.objectContaining({ level: 'warn', warning: 'model list truncated to 1 entries' }),
-    );
+    expect(worker.logs).toContainEqual(expect.objectContaining({ level: 'warn', warning: 'model list truncated to 1 entries' }));
   });
 
   it('relays a non-streaming chat completion: one response_complete with status, headers, body and token counts', async () => {
@@ -142,7 +140,10 @@ describe('worker daemon: registration and relaying requests', () => {
     env.backend.usage = { prompt: 25, completion: 15 };
     startWorker();
     const conn = await env.gateway.connection(1);
-    const plain = requestFrame({ path: '/v1/messages', headers: { 'x-api-key': 'ant-key', 'anthropic-version': '2023-06-01', 'content-type': 'application/json' } });
+    const plain = requestFrame({
+      path: '/v1/messages',
+      headers: { 'x-api-key': 'ant-key', 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+    });
     conn.send(plain);
     const plainDone = await conn.final(plain.request_id);
     expect(plainDone.status_code).toBe(200);
@@ -283,7 +284,10 @@ describe('worker daemon: registration and relaying requests', () => {
       const split = requestFrame();
       conn.send(split);
       const splitDone = await conn.final(split.request_id);
-      const chunks = conn.framesFor(split.request_id).filter((f) => f.type === 'response_chunk').map((f) => f.chunk as string);
+      const chunks = conn
+        .framesFor(split.request_id)
+        .filter((f) => f.type === 'response_chunk')
+        .map((f) => f.chunk as string);
       expect(chunks.map((c) => Buffer.byteLength(c))).toEqual([MAX_INLINE_BODY_BYTES - 2, 6]);
       expect(chunks[1]).toBe('🚀"}');
       expect(chunks.join('')).toBe(over);

@@ -42,7 +42,12 @@ describe('API keys configuration', () => {
   });
 
   it('reads the limiter and flush settings', () => {
-    const c = loadConfig({ CLIENT_AUTH_FAILURE_LIMIT: '3', CLIENT_AUTH_FAILURE_WINDOW_SECS: '0.5', CLIENT_AUTH_BLOCK_SECS: '2', API_KEY_LAST_USED_FLUSH_SECS: '0.05' });
+    const c = loadConfig({
+      CLIENT_AUTH_FAILURE_LIMIT: '3',
+      CLIENT_AUTH_FAILURE_WINDOW_SECS: '0.5',
+      CLIENT_AUTH_BLOCK_SECS: '2',
+      API_KEY_LAST_USED_FLUSH_SECS: '0.05',
+    });
     expect(c.apiKeys.authLimiter).toEqual({ maxFailures: 3, windowMs: 500, blockMs: 2000 });
     expect(c.apiKeys.lastUsedFlushIntervalMs).toBe(50);
     expect(problemsOf({ CLIENT_AUTH_FAILURE_LIMIT: '0', API_KEY_LAST_USED_FLUSH_SECS: '0' })).toHaveLength(2);

@@ -29,14 +29,26 @@ describe('governance configuration', () => {
 
   it('defaults: lifecycle disabled, no signers, 2 required', () => {
     const governance = loadConfig({}).governance;
-    expect(governance).toEqual({ signerKeys: {}, signers: [], requiredSigners: 2, sharedKeyCompat: false, auditRetentionMs: 0, unauthenticatedAuditRetentionMs: 30 * DAY_MS });
+    expect(governance).toEqual({
+      signerKeys: {},
+      signers: [],
+      requiredSigners: 2,
+      sharedKeyCompat: false,
+      auditRetentionMs: 0,
+      unauthenticatedAuditRetentionMs: 30 * DAY_MS,
+    });
     expect(lifecycleEnabled(governance)).toBe(false);
   });
 
   it('public keys in governance.signers enable the lifecycle; the signers are their names', () => {
     const keys = { alice: pub(), bob: pub(), carol: pub() };
     const file = join(dir, 'sb.yaml');
-    writeFileSync(file, `governance:\n  signers:\n${Object.entries(keys).map(([n, k]) => `    ${n}: ${k}\n`).join('')}  required_signers: 3\n`);
+    writeFileSync(
+      file,
+      `governance:\n  signers:\n${Object.entries(keys)
+        .map(([n, k]) => `    ${n}: ${k}\n`)
+        .join('')}  required_signers: 3\n`,
+    );
     const governance = loadConfig({ CONFIG_FILE: file }).governance;
     expect(governance).toMatchObject({ signerKeys: keys, signers: ['alice', 'bob', 'carol'], requiredSigners: 3, sharedKeyCompat: false });
     expect(lifecycleEnabled(governance)).toBe(true);
@@ -58,18 +70,37 @@ describe('governance configuration', () => {
   });
 
   it('the shared HMAC key is accepted only with GOVERNANCE_SHARED_KEY_COMPAT (single authority), with its list of names', () => {
-    expect(problemsOf({ VERIFIED_OP_TOKEN_KEY_PATH: keyFile, GOVERNANCE_SIGNERS: 'alice,bob' }).problems).toEqual([expect.stringContaining('VERIFIED_OP_TOKEN_KEY_PATH is set but shared-key (HMAC) op tokens are off')]);
-    const { config, problems } = problemsOf({ VERIFIED_OP_TOKEN_KEY_PATH: keyFile, GOVERNANCE_SHARED_KEY_COMPAT: 'true', GOVERNANCE_SIGNERS: ' alice, bob ,carol', GOVERNANCE_REQUIRED_SIGNERS: '2' });
+    expect(problemsOf({ VERIFIED_OP_TOKEN_KEY_PATH: keyFile, GOVERNANCE_SIGNERS: 'alice,bob' }).problems).toEqual([
+      expect.stringContaining('VERIFIED_OP_TOKEN_KEY_PATH is set but shared-key (HMAC) op tokens are off'),
+    ]);
+    const { config, problems } = problemsOf({
+      VERIFIED_OP_TOKEN_KEY_PATH: keyFile,
+      GOVERNANCE_SHARED_KEY_COMPAT: 'true',
+      GOVERNANCE_SIGNERS: ' alice, bob ,carol',
+      GOVERNANCE_REQUIRED_SIGNERS: '2',
+    });
     expect(problems).toEqual([]);
     expect(config).toMatchObject({ keyPath: keyFile, sharedKeyCompat: true, signers: ['alice', 'bob', 'carol'], signerKeys: {}, requiredSigners: 2 });
     expect(lifecycleEnabled(config)).toBe(true);
-    expect(problemsOf({}, { shared_key_compat: true, key_path: keyFile, signers: ['dave', 'erin'] }).config).toMatchObject({ sharedKeyCompat: true, signers: ['dave', 'erin'] });
-    expect(problemsOf({ GOVERNANCE_SHARED_KEY_COMPAT: 'true' }).problems).toEqual(['GOVERNANCE_SHARED_KEY_COMPAT needs VERIFIED_OP_TOKEN_KEY_PATH (the shared HMAC key file)']);
+    expect(problemsOf({}, { shared_key_compat: true, key_path: keyFile, signers: ['dave', 'erin'] }).config).toMatchObject({
+      sharedKeyCompat: true,
+      signers: ['dave', 'erin'],
+    });
+    expect(problemsOf({ GOVERNANCE_SHARED_KEY_COMPAT: 'true' }).problems).toEqual([
+      'GOVERNANCE_SHARED_KEY_COMPAT needs VERIFIED_OP_TOKEN_KEY_PATH (the shared HMAC key file)',
+    ]);
   });
 
   it.each([
     ['a key that is not Ed25519', () => ({ alice: Buffer.alloc(31).toString('base64') }), 'governance.signers (config file).alice: not an Ed25519 public key'],
-    ['one key under two names (one person would count twice)', () => { const k = pub(); return { alice: k, alice2: k }; }, 'alice and alice2 have the same public key'],
+    [
+      'one key under two names (one person would count twice)',
+      () => {
+        const k = pub();
+        return { alice: k, alice2: k };
+      },
+      'alice and alice2 have the same public key',
+    ],
     ['a bad name', () => ({ 'a b': pub() }), '"a b" is not a signer name'],
   ])('refuses %s', (_what, keys, message) => {
     expect(problemsOf({}, { signers: keys() }).problems).toEqual([expect.stringContaining(message)]);
@@ -79,11 +110,16 @@ describe('governance configuration', () => {
     expect(problemsOf({ GOVERNANCE_SIGNERS_FILE: join(dir, 'none.yaml') }).problems).toEqual([expect.stringContaining('cannot be read')]);
     writeFileSync(join(dir, 'empty.yaml'), '{}\n');
     expect(problemsOf({ GOVERNANCE_SIGNERS_FILE: join(dir, 'empty.yaml') }).problems).toEqual([expect.stringContaining('names no signer')]);
-    expect(problemsOf({ GOVERNANCE_SIGNERS_FILE: join(dir, 'empty.yaml'), GOVERNANCE_SIGNERS: 'a,b' }).problems).toContain("GOVERNANCE_SIGNERS names the signers of shared-key tokens; with public keys configured the signers are the keys' names: unset it");
+    expect(problemsOf({ GOVERNANCE_SIGNERS_FILE: join(dir, 'empty.yaml'), GOVERNANCE_SIGNERS: 'a,b' }).problems).toContain(
+      "GOVERNANCE_SIGNERS names the signers of shared-key tokens; with public keys configured the signers are the keys' names: unset it",
+    );
   });
 
   it.each([
-    [{ VERIFIED_OP_TOKEN_KEY_PATH: '/nonexistent/model-api.key', GOVERNANCE_SHARED_KEY_COMPAT: 'true', GOVERNANCE_SIGNERS: 'a,b' }, 'VERIFIED_OP_TOKEN_KEY_PATH "/nonexistent/model-api.key" cannot be read'],
+    [
+      { VERIFIED_OP_TOKEN_KEY_PATH: '/nonexistent/model-api.key', GOVERNANCE_SHARED_KEY_COMPAT: 'true', GOVERNANCE_SIGNERS: 'a,b' },
+      'VERIFIED_OP_TOKEN_KEY_PATH "/nonexistent/model-api.key" cannot be read',
+    ],
     [{ GOVERNANCE_SIGNERS: 'a,b', GOVERNANCE_REQUIRED_SIGNERS: '3' }, 'GOVERNANCE_REQUIRED_SIGNERS (3) must not exceed the number of signers (2: a, b)'],
     [{ GOVERNANCE_REQUIRED_SIGNERS: '0' }, 'GOVERNANCE_REQUIRED_SIGNERS must be an integer >= 1, got "0"'],
     [{ GOVERNANCE_REQUIRED_SIGNERS: 'two' }, 'GOVERNANCE_REQUIRED_SIGNERS must be an integer >= 1, got "two"'],
@@ -105,16 +141,26 @@ describe('governance configuration', () => {
   });
 
   it('reads the audit retentions (days, fractions allowed, 0 = none) from the environment or the config file', () => {
-    expect(problemsOf({ GOVERNANCE_AUDIT_RETENTION_DAYS: '365', GOVERNANCE_UNAUTHENTICATED_AUDIT_RETENTION_DAYS: '0.5' }).config).toMatchObject({ auditRetentionMs: 365 * DAY_MS, unauthenticatedAuditRetentionMs: DAY_MS / 2 });
-    expect(problemsOf({}, { audit_retention_days: 90, unauthenticated_audit_retention_days: 0 }).config).toMatchObject({ auditRetentionMs: 90 * DAY_MS, unauthenticatedAuditRetentionMs: 0 });
+    expect(problemsOf({ GOVERNANCE_AUDIT_RETENTION_DAYS: '365', GOVERNANCE_UNAUTHENTICATED_AUDIT_RETENTION_DAYS: '0.5' }).config).toMatchObject({
+      auditRetentionMs: 365 * DAY_MS,
+      unauthenticatedAuditRetentionMs: DAY_MS / 2,
+    });
+    expect(problemsOf({}, { audit_retention_days: 90, unauthenticated_audit_retention_days: 0 }).config).toMatchObject({
+      auditRetentionMs: 90 * DAY_MS,
+      unauthenticatedAuditRetentionMs: 0,
+    });
     expect(problemsOf({ GOVERNANCE_AUDIT_RETENTION_DAYS: '-1' }).problems).toEqual(['GOVERNANCE_AUDIT_RETENTION_DAYS must be a number >= 0, got "-1"']);
     expect(problemsOf({ GOVERNANCE_UNAUTHENTICATED_AUDIT_RETENTION_DAYS: 'month' }).problems).toHaveLength(1);
   });
 
   it('rejects unknown keys and a section that is not a mapping', () => {
-    expect(problemsOf({}, { signers: ['a', 'b'], quorum: 2 }).problems).toEqual(['governance.quorum (config file) is not a governance setting (known: key_path, signers, required_signers, shared_key_compat, audit_retention_days, unauthenticated_audit_retention_days)']);
+    expect(problemsOf({}, { signers: ['a', 'b'], quorum: 2 }).problems).toEqual([
+      'governance.quorum (config file) is not a governance setting (known: key_path, signers, required_signers, shared_key_compat, audit_retention_days, unauthenticated_audit_retention_days)',
+    ]);
     expect(problemsOf({}, ['a']).problems).toEqual(['governance (config file) must be a mapping']);
-    expect(problemsOf({}, { signers: 'alice' }).problems).toEqual(['governance.signers (config file) must be a mapping of signer name to public key (or, for shared-key tokens, a list of names)']);
+    expect(problemsOf({}, { signers: 'alice' }).problems).toEqual([
+      'governance.signers (config file) must be a mapping of signer name to public key (or, for shared-key tokens, a list of names)',
+    ]);
   });
 });
 
@@ -125,7 +171,12 @@ describe('the governance key file', () => {
 
   it('is the content with one trailing newline removed (LF or CRLF), nothing else', () => {
     const file = join(dir, 'k');
-    for (const [content, key] of [['secret\n', 'secret'], ['secret\r\n', 'secret'], ['secret', 'secret'], [' secret \n\n', ' secret \n']]) {
+    for (const [content, key] of [
+      ['secret\n', 'secret'],
+      ['secret\r\n', 'secret'],
+      ['secret', 'secret'],
+      [' secret \n\n', ' secret \n'],
+    ]) {
       writeFileSync(file, content);
       expect(readOpTokenKey(file).toString()).toBe(key);
     }

@@ -122,11 +122,13 @@ export function readGovernanceConfig(env: Env, section: unknown, problems: strin
   const sharedKeyCompat = read(r, env, S.sharedKeyCompat);
   const signersFile = env[S.signersFile.env!] || undefined;
   const fileMap = yaml.signers !== null && typeof yaml.signers === 'object' && !Array.isArray(yaml.signers);
-  const signerKeys = signersFile !== undefined ? readKeysFile(signersFile, own) : fileMap ? readKeys(yaml.signers, 'governance.signers (config file)', own) : {};
+  const signerKeys =
+    signersFile !== undefined ? readKeysFile(signersFile, own) : fileMap ? readKeys(yaml.signers, 'governance.signers (config file)', own) : {};
   const keyed = Object.keys(signerKeys);
   let signers = keyed;
   if (keyed.length > 0 || signersFile !== undefined) {
-    if (env[S.signerNames.env!]) own.push('GOVERNANCE_SIGNERS names the signers of shared-key tokens; with public keys configured the signers are the keys\' names: unset it');
+    if (env[S.signerNames.env!])
+      own.push("GOVERNANCE_SIGNERS names the signers of shared-key tokens; with public keys configured the signers are the keys' names: unset it");
   } else signers = readNames(env[S.signerNames.env!], fileMap ? undefined : yaml.signers, own);
   const requiredSigners = read(r, env, S.requiredSigners);
   const auditRetentionDays = read(r, env, S.auditRetentionDays);
@@ -134,7 +136,7 @@ export function readGovernanceConfig(env: Env, section: unknown, problems: strin
   if (keyPath !== undefined && !sharedKeyCompat) {
     // Fail loudly rather than silently drop the operator's governance: the shared key is one authority, not M of N.
     own.push(
-      'VERIFIED_OP_TOKEN_KEY_PATH is set but shared-key (HMAC) op tokens are off: whoever holds that key can sign as every signer. Configure the signers\' public keys (governance.signers: {name: key} or GOVERNANCE_SIGNERS_FILE; `switchboard op-token keygen`), or set GOVERNANCE_SHARED_KEY_COMPAT=true to keep accepting it',
+      "VERIFIED_OP_TOKEN_KEY_PATH is set but shared-key (HMAC) op tokens are off: whoever holds that key can sign as every signer. Configure the signers' public keys (governance.signers: {name: key} or GOVERNANCE_SIGNERS_FILE; `switchboard op-token keygen`), or set GOVERNANCE_SHARED_KEY_COMPAT=true to keep accepting it",
     );
   }
   if (sharedKeyCompat && keyPath === undefined) own.push('GOVERNANCE_SHARED_KEY_COMPAT needs VERIFIED_OP_TOKEN_KEY_PATH (the shared HMAC key file)');
@@ -175,7 +177,8 @@ function readKeysFile(path: string, problems: string[]): Record<string, string> 
     return {};
   }
   const keys = readKeys(parsed, `GOVERNANCE_SIGNERS_FILE "${path}"`, problems);
-  if (Object.keys(keys).length === 0 && !problems.some((p) => p.startsWith(`GOVERNANCE_SIGNERS_FILE "${path}"`))) problems.push(`GOVERNANCE_SIGNERS_FILE "${path}" names no signer`);
+  if (Object.keys(keys).length === 0 && !problems.some((p) => p.startsWith(`GOVERNANCE_SIGNERS_FILE "${path}"`)))
+    problems.push(`GOVERNANCE_SIGNERS_FILE "${path}" names no signer`);
   return keys;
 }
 
@@ -216,7 +219,10 @@ function readNames(fromEnv: string | undefined, fromFile: unknown, problems: str
   let names: string[];
   let source: string;
   if (fromEnv !== undefined && fromEnv !== '') {
-    names = fromEnv.split(',').map((s) => s.trim()).filter(Boolean);
+    names = fromEnv
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     source = 'GOVERNANCE_SIGNERS';
   } else if (fromFile !== undefined && fromFile !== null) {
     source = 'governance.signers (config file)';

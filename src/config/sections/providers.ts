@@ -152,11 +152,27 @@ export function readProviders(file: Yaml, defaults: ProviderDefaults, problems: 
       secretHash,
       enabled: p.enabled !== false,
       maxQueueLen: num(S.maxQueueLen.yaml!, defaults.maxQueueLen, S.maxQueueLen.opts),
-      queueTimeoutMs: toMillis(num(S.queueTimeout.yaml!, defaults.queueTimeoutMs / 1000, S.queueTimeout.opts), `${at}.${S.queueTimeout.yaml}`, S.queueTimeout.opts, problems),
-      requestTimeoutMs: toMillis(num(S.requestTimeout.yaml!, defaults.requestTimeoutMs / 1000, S.requestTimeout.opts), `${at}.${S.requestTimeout.yaml}`, S.requestTimeout.opts, problems),
+      queueTimeoutMs: toMillis(
+        num(S.queueTimeout.yaml!, defaults.queueTimeoutMs / 1000, S.queueTimeout.opts),
+        `${at}.${S.queueTimeout.yaml}`,
+        S.queueTimeout.opts,
+        problems,
+      ),
+      requestTimeoutMs: toMillis(
+        num(S.requestTimeout.yaml!, defaults.requestTimeoutMs / 1000, S.requestTimeout.opts),
+        `${at}.${S.requestTimeout.yaml}`,
+        S.requestTimeout.opts,
+        problems,
+      ),
       maxModelsPerWorker: num(S.maxModels.yaml!, defaults.maxModelsPerWorker, S.maxModels.opts),
-      models: Array.isArray(models) ? models.filter((m): m is string => typeof m === 'string').map((m) => m.trim()).filter(Boolean) : [],
-      priority: p.priority === undefined || p.priority === null ? undefined : checkNumber(p.priority, `${at}.priority`, S.priority.default, S.priority.opts, problems),
+      models: Array.isArray(models)
+        ? models
+            .filter((m): m is string => typeof m === 'string')
+            .map((m) => m.trim())
+            .filter(Boolean)
+        : [],
+      priority:
+        p.priority === undefined || p.priority === null ? undefined : checkNumber(p.priority, `${at}.priority`, S.priority.default, S.priority.opts, problems),
       capabilities: parseCapabilityDeclarations(p.capabilities, `${at}.capabilities`, problems),
     });
   });

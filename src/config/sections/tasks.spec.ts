@@ -26,7 +26,9 @@ describe('tasks: configuration', () => {
       maxRunMs: 3_600_000,
     });
     const config = loadConfig({
-      CONFIG_FILE: file('tasks:\n  max_events: 100\n  max_bytes: 65536\n  retention_secs: 60\n  keepalive_secs: 5\n  position_interval_secs: 0.5\n  metrics_interval_secs: 2\n  session_ttl_secs: 600\n  max_retained_bytes: 10485760\n  max_readers: 4\n  queue_timeout_secs: 7200\n  max_run_secs: 900\n'),
+      CONFIG_FILE: file(
+        'tasks:\n  max_events: 100\n  max_bytes: 65536\n  retention_secs: 60\n  keepalive_secs: 5\n  position_interval_secs: 0.5\n  metrics_interval_secs: 2\n  session_ttl_secs: 600\n  max_retained_bytes: 10485760\n  max_readers: 4\n  queue_timeout_secs: 7200\n  max_run_secs: 900\n',
+      ),
       TASKS_KEEPALIVE_SECS: '20',
       TASKS_MAX_RUN_SECS: '1800',
     });

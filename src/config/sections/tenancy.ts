@@ -149,7 +149,8 @@ export function parseTenantSettings(raw: unknown, where: string, problems: strin
   }
   if (o.pools !== undefined && o.pools !== null) {
     // An empty list would silently make every request of the tenant fail: refused instead.
-    if (Array.isArray(o.pools) && o.pools.length > 0 && o.pools.every((p) => typeof p === 'string' && p.trim() !== '')) out.pools = [...new Set((o.pools as string[]).map((p) => p.trim()))];
+    if (Array.isArray(o.pools) && o.pools.length > 0 && o.pools.every((p) => typeof p === 'string' && p.trim() !== ''))
+      out.pools = [...new Set((o.pools as string[]).map((p) => p.trim()))];
     else problems.push(`${where}.pools must be a non-empty list of pool (provider) names`);
   }
   for (const k of Object.keys(out) as Array<keyof TenantSettings>) if (out[k] === undefined) delete out[k];

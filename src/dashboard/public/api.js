@@ -96,7 +96,11 @@ export class AdminApi {
       text = await res.text();
     } catch (e) {
       const timedOut = e instanceof DOMException && e.name === 'AbortError';
-      throw new ApiError(0, timedOut ? 'timeout' : 'network_error', timedOut ? `The gateway did not answer within ${TIMEOUT_MS / 1000} s` : 'The gateway could not be reached');
+      throw new ApiError(
+        0,
+        timedOut ? 'timeout' : 'network_error',
+        timedOut ? `The gateway did not answer within ${TIMEOUT_MS / 1000} s` : 'The gateway could not be reached',
+      );
     } finally {
       clearTimeout(timer);
     }

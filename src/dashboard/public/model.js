@@ -111,7 +111,12 @@ export function linePath(values, width, height, max) {
  */
 export function areaPath(values, width, height, max) {
   if (values.length < 2) return '';
-  const line = linePath(values.map((v) => (v === null || !Number.isFinite(v) ? 0 : v)), width, height, max);
+  const line = linePath(
+    values.map((v) => (v === null || !Number.isFinite(v) ? 0 : v)),
+    width,
+    height,
+    max,
+  );
   return `${line} L${width} ${height} L0 ${height} Z`;
 }
 
@@ -208,7 +213,8 @@ export function workerBadges(w, now) {
     const until = w.ejected_until ? Math.max(0, Math.round((Date.parse(w.ejected_until) - now) / 1000)) : null;
     out.push({ label: until === null ? 'Ejected' : `Ejected ${until} s`, tone: 'bad', title: 'Taken out of rotation after failures' });
   }
-  if (!w.ejected && w.consecutive_failures > 0) out.push({ label: `${w.consecutive_failures} failure${w.consecutive_failures === 1 ? '' : 's'}`, tone: 'warn' });
+  if (!w.ejected && w.consecutive_failures > 0)
+    out.push({ label: `${w.consecutive_failures} failure${w.consecutive_failures === 1 ? '' : 's'}`, tone: 'warn' });
   if (out.length === 0) out.push({ label: 'Serving', tone: 'ok' });
   return out;
 }
@@ -234,7 +240,9 @@ export function poolBadges(p) {
  * @param {number} [limit]
  */
 export function codesLine(byCode, limit = 6) {
-  const entries = Object.entries(byCode).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const entries = Object.entries(byCode)
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   if (entries.length === 0) return '';
   const shown = entries.slice(0, limit).map(([code, n]) => `${code} ${fmtInt(n)}`);
   if (entries.length > limit) shown.push(`+${entries.length - limit} more`);

@@ -22,7 +22,11 @@ export function renderKpis(s, ctx) {
   const errorRate = o ? o.error_rate : null;
   kpi('error-rate', fmtPct(errorRate), 'of the last minute', (errorRate ?? 0) >= 0.05);
   const l = o?.latency_ms;
-  kpi('latency', l && l.samples > 0 ? fmtMsPair(l.p50, l.p95) : '–', l && l.samples > 0 ? `p99 ${fmtMs(l.p99)} · last minute` : 'none served in the last minute');
+  kpi(
+    'latency',
+    l && l.samples > 0 ? fmtMsPair(l.p50, l.p95) : '–',
+    l && l.samples > 0 ? `p99 ${fmtMs(l.p99)} · last minute` : 'none served in the last minute',
+  );
 
   let queued = 0;
   let inFlight = 0;
@@ -61,22 +65,45 @@ export function renderCharts(s, ctx) {
   const range = series.rps.length ? `last ${minutes} min` : '';
 
   const rpsMax = niceMax(series.rps, 1);
-  chart('rps', [{ values: series.rps, className: 'rps', area: true }], rpsMax, `max ${fmtRate(rpsMax)}/s · ${range}`,
-    `Requests per second, ${range} in ${series.bucketSecs}-second steps: latest ${fmtRate(last(series.rps))}, peak ${fmtRate(peak(series.rps))}`);
+  chart(
+    'rps',
+    [{ values: series.rps, className: 'rps', area: true }],
+    rpsMax,
+    `max ${fmtRate(rpsMax)}/s · ${range}`,
+    `Requests per second, ${range} in ${series.bucketSecs}-second steps: latest ${fmtRate(last(series.rps))}, peak ${fmtRate(peak(series.rps))}`,
+  );
 
   const errMax = niceMax(series.errorRate, 0.05);
-  chart('errors', [{ values: series.errorRate, className: 'errors', area: true }], errMax, `max ${fmtPct(errMax)} · ${range}`,
-    `Share of requests that ended with a 5xx, ${range}: latest ${fmtPct(last(series.errorRate))}, peak ${fmtPct(peak(series.errorRate))}`);
+  chart(
+    'errors',
+    [{ values: series.errorRate, className: 'errors', area: true }],
+    errMax,
+    `max ${fmtPct(errMax)} · ${range}`,
+    `Share of requests that ended with a 5xx, ${range}: latest ${fmtPct(last(series.errorRate))}, peak ${fmtPct(peak(series.errorRate))}`,
+  );
 
   const latMax = niceMax([...series.p50, ...series.p95], 10);
   const served = series.p95.some((v) => v !== null);
-  chart('latency', [{ values: series.p50, className: 'p50' }, { values: series.p95, className: 'p95' }], latMax, served ? `max ${fmtMs(latMax)}` : 'nothing served yet',
-    `Latency of served requests, ${range}: latest p50 ${fmtMs(last(series.p50))}, p95 ${fmtMs(last(series.p95))}; peak p95 ${fmtMs(peak(series.p95))}`);
+  chart(
+    'latency',
+    [
+      { values: series.p50, className: 'p50' },
+      { values: series.p95, className: 'p95' },
+    ],
+    latMax,
+    served ? `max ${fmtMs(latMax)}` : 'nothing served yet',
+    `Latency of served requests, ${range}: latest p50 ${fmtMs(last(series.p50))}, p95 ${fmtMs(last(series.p95))}; peak p95 ${fmtMs(peak(series.p95))}`,
+  );
 
   const q = ctx.queueSamples;
   const qMax = niceMax(q, 1);
-  chart('queue', [{ values: q, className: 'queue', area: true }], qMax, `max ${fmtInt(qMax)} · since page opened`,
-    `Requests waiting in queues, one sample per update since the page opened: now ${fmtInt(last(q))}, peak ${fmtInt(peak(q))}`);
+  chart(
+    'queue',
+    [{ values: q, className: 'queue', area: true }],
+    qMax,
+    `max ${fmtInt(qMax)} · since page opened`,
+    `Requests waiting in queues, one sample per update since the page opened: now ${fmtInt(last(q))}, peak ${fmtInt(peak(q))}`,
+  );
 }
 
 /**
@@ -108,4 +135,3 @@ export function peak(values) {
   for (const v of values) if (v !== null && (m === null || v > m)) m = v;
   return m;
 }
-

@@ -42,7 +42,6 @@ import { last, peak, renderCharts, renderKpis } from './overview.js';
 /** @type {WeakMap<HTMLElement, any>} */
 const rowItems = new WeakMap();
 
-
 /**
  * @param {Snapshot} s
  * @param {RenderContext} ctx
@@ -76,7 +75,14 @@ function renderPools(s, ctx) {
   /** @type {PoolRow[]} */
   const rows = s.pools.map((health) => ({ health, stats: stats.get(health.id), provider: providers.get(health.id) }));
   const tbody = $('#pools-table tbody');
-  syncRows(tbody, rows, (r) => r.health.id, (r) => createPoolRow(r, ctx.actions), updatePoolRow, $('#pools-title'));
+  syncRows(
+    tbody,
+    rows,
+    (r) => r.health.id,
+    (r) => createPoolRow(r, ctx.actions),
+    updatePoolRow,
+    $('#pools-title'),
+  );
   $('#pools-empty').hidden = rows.length > 0;
 }
 
@@ -134,7 +140,11 @@ function updatePoolRow(tr, r) {
     let path = spark.querySelector('path');
     if (!path) spark.append((path = /** @type {SVGPathElement} */ (svgEl('path', { d: '' }))));
     setAttr(path, 'd', d);
-    setAttr(spark, 'aria-label', `Requests per second of pool ${p.id} over the last minutes: latest ${fmtRate(last(series.rps))}, peak ${fmtRate(peak(series.rps))}`);
+    setAttr(
+      spark,
+      'aria-label',
+      `Requests per second of pool ${p.id} over the last minutes: latest ${fmtRate(last(series.rps))}, peak ${fmtRate(peak(series.rps))}`,
+    );
   }
 
   const toggle = button(tr, 'button[data-action]');
@@ -147,7 +157,14 @@ function updatePoolRow(tr, r) {
 /** @param {Snapshot} s @param {RenderContext} ctx */
 function renderWorkers(s, ctx) {
   const workers = [...s.workers].sort((a, b) => a.provider.localeCompare(b.provider) || a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
-  syncRows($('#workers-table tbody'), workers, (w) => w.id, (w) => createWorkerRow(w, ctx.actions), (tr, w) => updateWorkerRow(tr, w, ctx.now), $('#workers-title'));
+  syncRows(
+    $('#workers-table tbody'),
+    workers,
+    (w) => w.id,
+    (w) => createWorkerRow(w, ctx.actions),
+    (tr, w) => updateWorkerRow(tr, w, ctx.now),
+    $('#workers-title'),
+  );
   $('#workers-empty').hidden = workers.length > 0;
 }
 
@@ -271,7 +288,12 @@ function renderCordons(s, ctx) {
 /** @param {CordonItem} c @param {Actions} actions */
 function createCordonRow(c, actions) {
   const undrain = h('button', { type: 'button', class: 'small', 'data-action': 'cordon-undrain' }, 'Undrain');
-  const li = h('li', { 'data-cordon': c.kind }, h('div', { class: 'what' }, h('strong', { class: 'title' }), h('span', { class: 'sub muted detail' })), undrain);
+  const li = h(
+    'li',
+    { 'data-cordon': c.kind },
+    h('div', { class: 'what' }, h('strong', { class: 'title' }), h('span', { class: 'sub muted detail' })),
+    undrain,
+  );
   undrain.addEventListener('click', () => {
     /** @type {CordonItem} */
     const cur = rowItems.get(li);

@@ -110,10 +110,7 @@ describe('worker configuration', () => {
   });
 
   it('parses repeatable --capability flags, splitting the model at the last colon', () => {
-    const c = load(
-      ['--capability', 'llama3.1:8b:vision,tools,context_length=8192', '--capability=qwen:json_mode,vision=false'],
-      SECRET_ENV,
-    );
+    const c = load(['--capability', 'llama3.1:8b:vision,tools,context_length=8192', '--capability=qwen:json_mode,vision=false'], SECRET_ENV);
     expect(c.capabilities).toEqual({
       'llama3.1:8b': { vision: true, tools: true, context_length: 8192 },
       qwen: { json_mode: true, vision: false },
@@ -164,11 +161,16 @@ describe('worker configuration', () => {
   it('names every bad value in one error', () => {
     const found = problems(
       [
-        '--max-concurrency', '0',
-        '--heartbeat-interval', 'soon',
-        '--proxy-url', 'ftp://gw',
-        '--log-level', 'loud',
-        '--capability', 'llama3:vision,telepathy',
+        '--max-concurrency',
+        '0',
+        '--heartbeat-interval',
+        'soon',
+        '--proxy-url',
+        'ftp://gw',
+        '--log-level',
+        'loud',
+        '--capability',
+        'llama3:vision,telepathy',
         '--frobnicate',
         'stray',
       ],
@@ -196,10 +198,7 @@ describe('worker configuration', () => {
   it('rejects unknown keys in the config file and a reconnect min above the max', () => {
     const file = writeTemp('bad.yaml', 'worker_secret: x\nmax_concurency: 2\nreconnect_min_secs: 10\nreconnect_max_secs: 5\n');
     const found = problems(['--config', file]);
-    expect(found).toEqual([
-      expect.stringContaining('unknown key "max_concurency"'),
-      expect.stringContaining('must not exceed reconnect max'),
-    ]);
+    expect(found).toEqual([expect.stringContaining('unknown key "max_concurency"'), expect.stringContaining('must not exceed reconnect max')]);
   });
 
   it('reads --priority from flag, env or file as an integer >= 0, and rejects anything else', () => {
@@ -225,9 +224,7 @@ describe('worker configuration', () => {
     const pem = writeTemp('ca.pem', '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
     expect(load(['--ca-file', pem], SECRET_ENV).caFile).toBe(pem);
     expect(load([], { ...SECRET_ENV, CA_FILE: pem, NODE_EXTRA_CA_CERTS: pem })).toMatchObject({ caFile: pem, extraCaCertsFile: pem });
-    expect(problems(['--ca-file', '/nonexistent/ca.pem'], SECRET_ENV)).toEqual([
-      expect.stringMatching(/^--ca-file "\/nonexistent\/ca.pem" cannot be read/),
-    ]);
+    expect(problems(['--ca-file', '/nonexistent/ca.pem'], SECRET_ENV)).toEqual([expect.stringMatching(/^--ca-file "\/nonexistent\/ca.pem" cannot be read/)]);
     expect(problems(['--ca-file', writeTemp('not.pem', 'hello')], SECRET_ENV)).toEqual([expect.stringContaining('holds no PEM certificate')]);
     expect(problems(['--ca-file', pem], { ...SECRET_ENV, NODE_EXTRA_CA_CERTS: '/nonexistent/extra.pem' })).toEqual([
       expect.stringContaining('NODE_EXTRA_CA_CERTS "/nonexistent/extra.pem" cannot be read'),

@@ -62,24 +62,32 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
     checkHeaderSafe(secretRaw as Raw, workerSecret, 'the x-worker-secret header', problems);
   }
 
-  const provider = read('provider', (r) => {
-    const s = asString(r, problems);
-    if (s !== undefined && !PROVIDER_NAME.test(s)) {
-      problems.push(`${r.source} must be 1-64 letters, digits, '.', '_' or '-', got "${s}"`);
-      return undefined;
-    }
-    return s;
-  }, DEFAULTS.provider);
+  const provider = read(
+    'provider',
+    (r) => {
+      const s = asString(r, problems);
+      if (s !== undefined && !PROVIDER_NAME.test(s)) {
+        problems.push(`${r.source} must be 1-64 letters, digits, '.', '_' or '-', got "${s}"`);
+        return undefined;
+      }
+      return s;
+    },
+    DEFAULTS.provider,
+  );
 
   const models = read('models', (r) => asModelList(r, problems), { discover: true, models: [] as string[] });
-  const workerName = read('workerName', (r) => {
-    const s = asString(r, problems);
-    if (s === '') {
-      problems.push(`${r.source} must not be empty`);
-      return undefined;
-    }
-    return s;
-  }, hostname());
+  const workerName = read(
+    'workerName',
+    (r) => {
+      const s = asString(r, problems);
+      if (s === '') {
+        problems.push(`${r.source} must not be empty`);
+        return undefined;
+      }
+      return s;
+    },
+    hostname(),
+  );
   const maxConcurrency = read('maxConcurrency', (r) => asPositiveInt(r, problems), DEFAULTS.maxConcurrency);
 
   // Capabilities merge per model across layers (a flag for one model keeps the file's others).
@@ -89,14 +97,18 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
     if (raw) Object.assign(capabilities, asCapabilities(raw, problems) ?? {});
   }
 
-  const logLevel = read('logLevel', (r) => {
-    const s = asString(r, problems)?.toLowerCase();
-    if (s !== undefined && !(LOG_LEVELS as readonly string[]).includes(s)) {
-      problems.push(`${r.source} must be one of ${LOG_LEVELS.join(', ')}, got "${s}"`);
-      return undefined;
-    }
-    return s as LogLevel | undefined;
-  }, DEFAULTS.logLevel);
+  const logLevel = read(
+    'logLevel',
+    (r) => {
+      const s = asString(r, problems)?.toLowerCase();
+      if (s !== undefined && !(LOG_LEVELS as readonly string[]).includes(s)) {
+        problems.push(`${r.source} must be one of ${LOG_LEVELS.join(', ')}, got "${s}"`);
+        return undefined;
+      }
+      return s as LogLevel | undefined;
+    },
+    DEFAULTS.logLevel,
+  );
 
   const seconds = (key: OptionSpec['key'], fallbackSecs: number, allowZero: boolean) =>
     read(key, (r) => asSeconds(r, problems, { allowZero }), Math.round(fallbackSecs * 1000));
@@ -134,14 +146,18 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
   problems.push(...proxyEnv.problems);
 
   const modelLifecycle = read('modelLifecycle', (r) => asBool(r, problems), DEFAULTS.modelLifecycle);
-  const runner = read('runner', (r) => {
-    const s = asString(r, problems)?.toLowerCase();
-    if (s !== undefined && !(RUNNER_TYPES as readonly string[]).includes(s)) {
-      problems.push(`${r.source} must be one of ${RUNNER_TYPES.join(', ')}, got "${s}"`);
-      return undefined;
-    }
-    return s as RunnerChoice | undefined;
-  }, DEFAULTS.runner);
+  const runner = read(
+    'runner',
+    (r) => {
+      const s = asString(r, problems)?.toLowerCase();
+      if (s !== undefined && !(RUNNER_TYPES as readonly string[]).includes(s)) {
+        problems.push(`${r.source} must be one of ${RUNNER_TYPES.join(', ')}, got "${s}"`);
+        return undefined;
+      }
+      return s as RunnerChoice | undefined;
+    },
+    DEFAULTS.runner,
+  );
   const lifecycleTimeoutMs = seconds('lifecycleTimeoutMs', DEFAULTS.lifecycleTimeoutSecs, false);
   const loraRaw = pick('loraDir');
   const loraDir = loraRaw ? asString(loraRaw, problems) || undefined : undefined;

@@ -133,7 +133,10 @@ export function asModelList(raw: Raw, problems: string[]): { discover: boolean; 
 function parseCapabilityList(text: string, where: string, problems: string[]): ModelCapabilities | undefined {
   const caps: ModelCapabilities = {};
   let ok = true;
-  for (const item of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const item of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const [name, value] = item.split('=', 2).map((s) => s.trim());
     if (name === 'context_length') {
       const n = value !== undefined && /^\d+$/.test(value) ? Number(value) : NaN;

@@ -53,7 +53,11 @@ describe('lifecycleArgsProblem', () => {
   });
 
   it('accepts sane commands', () => {
-    expect(lifecycleArgsProblem(load({ quantization: 'Q4_K_M', max_context_length: 8192, gpu_memory_budget_mb: 24_000, evict_model: 'org/old', verified_op_token: 'v1.abc.def' }))).toBeUndefined();
+    expect(
+      lifecycleArgsProblem(
+        load({ quantization: 'Q4_K_M', max_context_length: 8192, gpu_memory_budget_mb: 24_000, evict_model: 'org/old', verified_op_token: 'v1.abc.def' }),
+      ),
+    ).toBeUndefined();
     expect(lifecycleArgsProblem({ type: 'model_unload', task_id: 't', model_id: 'library/llama3:8b' })).toBeUndefined();
     expect(lifecycleArgsProblem({ type: 'cache_flush', task_id: 't', scope: 'tenant', tenant_id: 'acme-prod' })).toBeUndefined();
     expect(lifecycleArgsProblem({ type: 'cache_flush', task_id: 't', scope: 'tag', tag: 'Q3 rollout — ü' })).toBeUndefined();

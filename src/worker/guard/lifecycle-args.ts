@@ -48,11 +48,14 @@ export function lifecycleArgsProblem(command: LifecycleCommandMessage): string |
   if (token !== undefined && (token.length > TOKEN_MAX || !PRINTABLE.test(token))) return 'verified_op_token is not a printable ASCII token of at most 64 KiB';
   switch (command.type) {
     case 'model_load': {
-      const problem = modelNameProblem(command.model_id) ?? (command.evict_model !== undefined ? modelNameProblem(command.evict_model, 'evict_model') : undefined);
+      const problem =
+        modelNameProblem(command.model_id) ?? (command.evict_model !== undefined ? modelNameProblem(command.evict_model, 'evict_model') : undefined);
       if (problem) return problem;
-      if (command.quantization !== undefined && !QUANTIZATION.test(command.quantization)) return 'quantization is not a quantization name (letters, digits, . _ -; at most 64)';
+      if (command.quantization !== undefined && !QUANTIZATION.test(command.quantization))
+        return 'quantization is not a quantization name (letters, digits, . _ -; at most 64)';
       if (command.max_context_length !== undefined && !inRange(command.max_context_length, CONTEXT_MAX)) return `max_context_length must be 1-${CONTEXT_MAX}`;
-      if (command.gpu_memory_budget_mb !== undefined && !inRange(command.gpu_memory_budget_mb, MEMORY_MAX_MB)) return `gpu_memory_budget_mb must be 1-${MEMORY_MAX_MB}`;
+      if (command.gpu_memory_budget_mb !== undefined && !inRange(command.gpu_memory_budget_mb, MEMORY_MAX_MB))
+        return `gpu_memory_budget_mb must be 1-${MEMORY_MAX_MB}`;
       return undefined;
     }
     case 'model_unload':
@@ -64,7 +67,8 @@ export function lifecycleArgsProblem(command: LifecycleCommandMessage): string |
       }
       for (const field of ['tenant_id', 'tag'] as const) {
         const v = command[field];
-        if (v !== undefined && (v.length === 0 || v.length > MODEL_NAME_MAX || CONTROL.test(v))) return `${field} must be 1-${MODEL_NAME_MAX} characters without control characters`;
+        if (v !== undefined && (v.length === 0 || v.length > MODEL_NAME_MAX || CONTROL.test(v)))
+          return `${field} must be 1-${MODEL_NAME_MAX} characters without control characters`;
       }
       return undefined;
   }
@@ -95,7 +99,9 @@ export async function containedLoraPath(loraDir: string, name: string): Promise<
   try {
     root = await realpath(loraDir);
   } catch (err) {
-    throw new LoraPathRefused(`--lora-dir ${loraDir} cannot be resolved on this host (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the worker loads only adapters it can see inside it`);
+    throw new LoraPathRefused(
+      `--lora-dir ${loraDir} cannot be resolved on this host (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the worker loads only adapters it can see inside it`,
+    );
   }
   try {
     real = await realpath(candidate);

@@ -29,10 +29,7 @@ export class TunnelAgent extends http.Agent {
     (this as unknown as { protocol: string }).protocol = options.secure ? 'https:' : 'http:';
   }
 
-  override createConnection(
-    options: http.ClientRequestArgs,
-    callback?: (err: Error | null, stream: Duplex) => void,
-  ): Duplex | null | undefined {
+  override createConnection(options: http.ClientRequestArgs, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
     const done = callback ?? (() => undefined);
     const host = stripBrackets(String(options.host ?? options.hostname ?? 'localhost'));
     const port = Number(options.port ?? (this.options.secure ? 443 : 80));

@@ -128,12 +128,7 @@ export class BackendClient {
   }
 
   /** POSTs a relayed request. Resolves once the response head is in; the body streams afterwards. */
-  post(
-    endpointPath: string,
-    body: string,
-    clientHeaders: Record<string, string> | undefined,
-    signal: AbortSignal,
-  ): Promise<BackendResponse> {
+  post(endpointPath: string, body: string, clientHeaders: Record<string, string> | undefined, signal: AbortSignal): Promise<BackendResponse> {
     return this.send('POST', this.urlFor(endpointPath), this.outgoingHeaders(clientHeaders, body), body, signal);
   }
 
@@ -190,13 +185,7 @@ export class BackendClient {
     this.route.agent.destroy();
   }
 
-  private send(
-    method: string,
-    url: URL,
-    headers: Record<string, string>,
-    body: string | undefined,
-    signal: AbortSignal,
-  ): Promise<BackendResponse> {
+  private send(method: string, url: URL, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<BackendResponse> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) {
         reject(abortError());

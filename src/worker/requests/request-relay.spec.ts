@@ -189,9 +189,7 @@ describe('RequestRelay (fake clock)', () => {
     void t.calls[0].sink.chunk('data: 1\n\n');
     t.relay.abortAll(t.channel);
     expect(t.calls.every((c) => c.signal.aborted)).toBe(true);
-    expect(t.channel.frames.filter((f) => f.type === 'error')).toEqual([
-      expect.objectContaining({ request_id: 'streamed', code: 'worker_shutting_down' }),
-    ]);
+    expect(t.channel.frames.filter((f) => f.type === 'error')).toEqual([expect.objectContaining({ request_id: 'streamed', code: 'worker_shutting_down' })]);
     expect([t.relay.load, t.relay.queued]).toEqual([0, 0]);
   });
 

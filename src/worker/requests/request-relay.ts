@@ -94,7 +94,14 @@ export class RequestRelay {
       return;
     }
     // The canonical path that was checked is what goes out, not the gateway's spelling of it.
-    const task: Task = { request: { ...request, endpoint_path: endpoint.path }, channel, controller: new AbortController(), state: 'queued', settled: false, sentChunks: false };
+    const task: Task = {
+      request: { ...request, endpoint_path: endpoint.path },
+      channel,
+      controller: new AbortController(),
+      state: 'queued',
+      settled: false,
+      sentChunks: false,
+    };
     if (this.runningCount < maxConcurrency) {
       this.tasks.set(id, task);
       this.start(task);

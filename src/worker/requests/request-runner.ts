@@ -46,12 +46,7 @@ export interface ResponseSink {
  * (complete or fail), unless `signal` is aborted: then it reports nothing, because whoever
  * aborted (cancel, shutdown deadline, lost connection) answers for the request.
  */
-export async function runBackendRequest(
-  backend: BackendClient,
-  request: RequestMessage,
-  signal: AbortSignal,
-  sink: ResponseSink,
-): Promise<void> {
+export async function runBackendRequest(backend: BackendClient, request: RequestMessage, signal: AbortSignal, sink: ResponseSink): Promise<void> {
   let headReceived = false;
   try {
     const res = await backend.post(request.endpoint_path, request.body, request.headers, signal);

@@ -62,9 +62,11 @@ describe('token counts from JSON bodies', () => {
   });
 
   it('reads Anthropic usage, counting cached prompt tokens as prompt', () => {
-    expect(
-      usageFromJsonBody('{"usage":{"input_tokens":10,"cache_read_input_tokens":90,"output_tokens":5}}'),
-    ).toEqual({ prompt_tokens: 100, completion_tokens: 5, total_tokens: 105 });
+    expect(usageFromJsonBody('{"usage":{"input_tokens":10,"cache_read_input_tokens":90,"output_tokens":5}}')).toEqual({
+      prompt_tokens: 100,
+      completion_tokens: 5,
+      total_tokens: 105,
+    });
   });
 
   it('ignores bodies that are not JSON or carry no usage', () => {

@@ -39,9 +39,7 @@ class UsageAccumulator {
     const counts: TokenCounts = {};
     if (this.prompt !== undefined) counts.prompt_tokens = this.prompt;
     if (this.completion !== undefined) counts.completion_tokens = this.completion;
-    const total =
-      this.total ??
-      (this.prompt !== undefined && this.completion !== undefined ? this.prompt + this.completion : undefined);
+    const total = this.total ?? (this.prompt !== undefined && this.completion !== undefined ? this.prompt + this.completion : undefined);
     if (total !== undefined) counts.total_tokens = total;
     return counts;
   }
@@ -279,7 +277,8 @@ export class JsonUsageScanner {
   private appendCapture(text: string, from: number, to: number): void {
     if (!this.capture || to <= from) return;
     this.captureChars += to - from;
-    if (this.captureChars > MAX_USAGE_VALUE_CHARS) this.capture = undefined; // not a usage object we know
+    if (this.captureChars > MAX_USAGE_VALUE_CHARS)
+      this.capture = undefined; // not a usage object we know
     else this.capture.push(text.slice(from, to));
   }
 

@@ -209,9 +209,11 @@ export class FakeBackend {
     if (route) return this.answerProbe(res, route({ path, query: new URLSearchParams(query), body, headers: req.headers }));
     if (unknownGet) return this.answerProbe(res, { status: 404, json: { error: { message: 'File Not Found', type: 'not_found_error' } } });
     if (endpointProbe) {
-      const answer = this.endpointProbe[path] ?? (SERVED_ENDPOINTS.has(path)
-        ? { status: 400, json: { error: { message: "'messages' is required", type: 'invalid_request_error' } } }
-        : { status: 404, json: { error: { message: 'File Not Found', type: 'not_found_error' } } });
+      const answer =
+        this.endpointProbe[path] ??
+        (SERVED_ENDPOINTS.has(path)
+          ? { status: 400, json: { error: { message: "'messages' is required", type: 'invalid_request_error' } } }
+          : { status: 404, json: { error: { message: 'File Not Found', type: 'not_found_error' } } });
       return this.answerProbe(res, answer);
     }
     if (req.method === 'GET' && path === '/v1/models') return this.answerModels(res);

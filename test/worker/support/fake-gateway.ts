@@ -10,7 +10,7 @@ import { CLOSE_MS, START_MS, WAIT_MS as CLOSED_MS, withDeadline } from '../../su
  */
 
 // Frames are kept loosely typed: the tests assert exact wire shapes.
- 
+
 export type Frame = Record<string, any>;
 
 const WAIT_MS = 10_000;
@@ -67,8 +67,8 @@ export class GatewayConnection {
 
   /** Waits for the request's final frame (response_complete or error). */
   final(requestId: string): Promise<Frame> {
-    return this.next('*', (f) => f.request_id === requestId && (f.type === 'response_complete' || f.type === 'error')).catch(
-      () => Promise.reject(new Error(`request ${requestId} got no final frame; frames: ${JSON.stringify(this.framesFor(requestId))}`)),
+    return this.next('*', (f) => f.request_id === requestId && (f.type === 'response_complete' || f.type === 'error')).catch(() =>
+      Promise.reject(new Error(`request ${requestId} got no final frame; frames: ${JSON.stringify(this.framesFor(requestId))}`)),
     );
   }
 

@@ -42,7 +42,14 @@ export class FakeLlamaRouter {
     readonly single = false,
   ) {
     for (const [id, m] of Object.entries(models)) {
-      this.models.set(id, { state: m.state ?? 'unloaded', failed: m.failed, exitCode: m.exitCode, loadScript: m.loadScript ?? [{ state: 'loading' }, { state: 'loaded' }], pending: [], slots: m.slots ?? [0, 0] });
+      this.models.set(id, {
+        state: m.state ?? 'unloaded',
+        failed: m.failed,
+        exitCode: m.exitCode,
+        loadScript: m.loadScript ?? [{ state: 'loading' }, { state: 'loaded' }],
+        pending: [],
+        slots: m.slots ?? [0, 0],
+      });
     }
     b.models = [...this.models.keys()];
     b.modelEntry = () => ({ owned_by: 'llamacpp' });
@@ -117,7 +124,15 @@ export class FakeLlamaRouter {
       if (this.single) return { status: 200, json: { default_generation_settings: { n_ctx: 4096, params: {} }, total_slots: 2, build_info: 'b6500-1a2b3c4d' } };
       return {
         status: 200,
-        json: { role: 'router', max_instances: 4, models_autoload: this.autoload, model_alias: 'llama-server', model_path: 'none', default_generation_settings: { params: {}, n_ctx: 0 }, build_info: 'b6500-1a2b3c4d' },
+        json: {
+          role: 'router',
+          max_instances: 4,
+          models_autoload: this.autoload,
+          model_alias: 'llama-server',
+          model_path: 'none',
+          default_generation_settings: { params: {}, n_ctx: 0 },
+          build_info: 'b6500-1a2b3c4d',
+        },
       };
     }
     const refused = this.refuse(id, query);
@@ -145,7 +160,18 @@ export class FakeLlamaRouter {
   private slots(query: URLSearchParams): ProbeAnswer {
     const target = this.modelFor(query.get('model') ?? undefined, query);
     if ('refused' in target) return target.refused;
-    return { status: 200, json: target.model.slots.map((n, id) => ({ id, id_task: -1, n_ctx: 4096, speculative: false, is_processing: false, params: {}, next_token: { n_decoded: n } })) };
+    return {
+      status: 200,
+      json: target.model.slots.map((n, id) => ({
+        id,
+        id_task: -1,
+        n_ctx: 4096,
+        speculative: false,
+        is_processing: false,
+        params: {},
+        next_token: { n_decoded: n },
+      })),
+    };
   }
 
   private slotAction(path: string, query: URLSearchParams, req: Json): ProbeAnswer {

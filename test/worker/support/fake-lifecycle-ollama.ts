@@ -34,12 +34,29 @@ export class FakeOllama {
     b.routes.set('GET /api/version', () => ({ status: 200, json: { version: '0.12.6' } }));
     b.routes.set('GET /api/tags', () => ({
       status: 200,
-      json: { models: [...this.local].map(([name, size]) => ({ name, model: name, modified_at: '2025-10-01T12:00:00Z', size, digest: 'a80c4f17', details: details() })) },
+      json: {
+        models: [...this.local].map(([name, size]) => ({
+          name,
+          model: name,
+          modified_at: '2025-10-01T12:00:00Z',
+          size,
+          digest: 'a80c4f17',
+          details: details(),
+        })),
+      },
     }));
     b.routes.set('GET /api/ps', () => ({
       status: 200,
       json: {
-        models: [...this.running].map(([name, vram]) => ({ name, model: name, size: vram, digest: 'a80c4f17', details: details(), expires_at: '2318-06-04T14:38:31Z', size_vram: vram })),
+        models: [...this.running].map(([name, vram]) => ({
+          name,
+          model: name,
+          size: vram,
+          digest: 'a80c4f17',
+          details: details(),
+          expires_at: '2318-06-04T14:38:31Z',
+          size_vram: vram,
+        })),
       },
     }));
     b.routes.set('POST /api/show', (req) => {
@@ -91,7 +108,10 @@ export class FakeOllama {
     }
     yield { status: 'verifying sha256 digest' };
     yield { status: 'writing manifest' };
-    this.local.set(tagged(model), plan.layers.reduce((n, l) => n + l.total, 0));
+    this.local.set(
+      tagged(model),
+      plan.layers.reduce((n, l) => n + l.total, 0),
+    );
     this.sync();
     yield { status: 'success' };
   }

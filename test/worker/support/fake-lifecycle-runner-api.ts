@@ -30,30 +30,45 @@ export class FakeRunnerApi {
     this.sync();
     b.routes.set('GET /v1/capabilities', () => ({
       status: 200,
-      json: { runnerType: 'vllm-0.6.0', runnerId: 'runner-1', models: { loaded: [...this.loaded].map((id) => ({ id })), loading: [], available: [] }, health: 'healthy' },
+      json: {
+        runnerType: 'vllm-0.6.0',
+        runnerId: 'runner-1',
+        models: { loaded: [...this.loaded].map((id) => ({ id })), loading: [], available: [] },
+        health: 'healthy',
+      },
     }));
-    b.routes.set('POST /v1/models/load', (req) => this.guard('/v1/models/load', req.body, (r) => {
-      const id = `load-${this.tasks.size + 1}`;
-      this.tasks.set(id, { modelId: String(r.modelId), polls: 0, script: this.loadScript });
-      return { status: 202, json: { taskId: id, status: 'loading', progress: 0.0, eta: 300 } };
-    }));
+    b.routes.set('POST /v1/models/load', (req) =>
+      this.guard('/v1/models/load', req.body, (r) => {
+        const id = `load-${this.tasks.size + 1}`;
+        this.tasks.set(id, { modelId: String(r.modelId), polls: 0, script: this.loadScript });
+        return { status: 202, json: { taskId: id, status: 'loading', progress: 0.0, eta: 300 } };
+      }),
+    );
     b.routes.set('GET /v1/models/load/*', (req) => {
       const id = decodeURIComponent(req.path.slice('/v1/models/load/'.length));
       const task = this.tasks.get(id);
       if (!task) return { status: 404, json: { error: `unknown task ${id}` } };
       const progress = task.script.progress[task.polls++];
       if (progress !== undefined) return { status: 200, json: { taskId: id, status: 'loading', progress, eta: Math.round(300 * (1 - progress)) } };
-      if (task.script.outcome.status === 'failed') return { status: 200, json: { taskId: id, status: 'failed', modelId: task.modelId, error: task.script.outcome.error } };
+      if (task.script.outcome.status === 'failed')
+        return { status: 200, json: { taskId: id, status: 'failed', modelId: task.modelId, error: task.script.outcome.error } };
       this.loaded.add(task.modelId);
       this.sync();
-      return { status: 200, json: { taskId: id, status: 'completed', modelId: task.modelId, gpuMemoryUsedMB: task.script.outcome.gpuMemoryUsedMB, loadTimeMs: 287000 } };
+      return {
+        status: 200,
+        json: { taskId: id, status: 'completed', modelId: task.modelId, gpuMemoryUsedMB: task.script.outcome.gpuMemoryUsedMB, loadTimeMs: 287000 },
+      };
     });
-    b.routes.set('POST /v1/models/unload', (req) => this.guard('/v1/models/unload', req.body, (r) => {
-      this.loaded.delete(String(r.modelId));
-      this.sync();
-      return { status: 200, json: { modelId: r.modelId, gpuMemoryFreedMB: 8200, kvCacheFlushed: true } };
-    }));
-    b.routes.set('POST /v1/cache/flush', (req) => this.guard('/v1/cache/flush', req.body, () => ({ status: 200, json: { flushed: true, entriesRemoved: 1234, memoryFreedMB: 3500 } })));
+    b.routes.set('POST /v1/models/unload', (req) =>
+      this.guard('/v1/models/unload', req.body, (r) => {
+        this.loaded.delete(String(r.modelId));
+        this.sync();
+        return { status: 200, json: { modelId: r.modelId, gpuMemoryFreedMB: 8200, kvCacheFlushed: true } };
+      }),
+    );
+    b.routes.set('POST /v1/cache/flush', (req) =>
+      this.guard('/v1/cache/flush', req.body, () => ({ status: 200, json: { flushed: true, entriesRemoved: 1234, memoryFreedMB: 3500 } })),
+    );
   }
 
   private guard(path: string, text: string, answer: (r: Json) => ProbeAnswer): ProbeAnswer {

@@ -43,27 +43,36 @@ export class FakeVllm {
       },
     }));
     b.routes.set('GET /version', () => ({ status: 200, json: { version: '0.11.0' } }));
-    b.routes.set('POST /sleep', (req) => this.dev(() => {
-      this.sleepLevels.push(req.query.get('level'));
-      // The engine's assertion, turned into a 500 by the server's generic exception handler.
-      if (!this.sleepMode) return { status: 500, json: { error: { message: 'Sleep mode is not enabled in the model config', type: 'InternalServerError', code: 500 } } };
-      this.sleeping = true;
-      return { status: 200, text: '' };
-    }));
-    b.routes.set('POST /wake_up', () => this.dev(() => {
-      this.sleeping = false;
-      return { status: 200, text: '' };
-    }));
+    b.routes.set('POST /sleep', (req) =>
+      this.dev(() => {
+        this.sleepLevels.push(req.query.get('level'));
+        // The engine's assertion, turned into a 500 by the server's generic exception handler.
+        if (!this.sleepMode)
+          return { status: 500, json: { error: { message: 'Sleep mode is not enabled in the model config', type: 'InternalServerError', code: 500 } } };
+        this.sleeping = true;
+        return { status: 200, text: '' };
+      }),
+    );
+    b.routes.set('POST /wake_up', () =>
+      this.dev(() => {
+        this.sleeping = false;
+        return { status: 200, text: '' };
+      }),
+    );
     b.routes.set('GET /is_sleeping', () => this.dev(() => ({ status: 200, json: { is_sleeping: this.sleeping } })));
-    b.routes.set('POST /reset_prefix_cache', () => this.dev(() => {
-      this.prefixResets++;
-      return { status: 200, text: '' };
-    }));
+    b.routes.set('POST /reset_prefix_cache', () =>
+      this.dev(() => {
+        this.prefixResets++;
+        return { status: 200, text: '' };
+      }),
+    );
     b.routes.set('POST /v1/load_lora_adapter', (req) => {
       if (!this.runtimeLora) return FASTAPI_404;
       const { lora_name: name, lora_path: path } = body(req.body) as { lora_name?: string; lora_path?: string };
-      if (!name || !path) return { status: 400, json: { error: { message: "Both 'lora_name' and 'lora_path' must be provided.", type: 'BadRequestError', code: 400 } } };
-      if (this.loras.has(name)) return { status: 400, json: { error: { message: `The lora adapter '${name}' has already been loaded.`, type: 'BadRequestError', code: 400 } } };
+      if (!name || !path)
+        return { status: 400, json: { error: { message: "Both 'lora_name' and 'lora_path' must be provided.", type: 'BadRequestError', code: 400 } } };
+      if (this.loras.has(name))
+        return { status: 400, json: { error: { message: `The lora adapter '${name}' has already been loaded.`, type: 'BadRequestError', code: 400 } } };
       if (!this.adapterDirs.has(path)) return { status: 404, json: { error: { message: `No adapter found for ${path}`, type: 'NotFoundError', code: 404 } } };
       this.loras.set(name, path);
       b.models = [base, ...this.loras.keys()];
@@ -72,7 +81,8 @@ export class FakeVllm {
     b.routes.set('POST /v1/unload_lora_adapter', (req) => {
       if (!this.runtimeLora) return FASTAPI_404;
       const name = String(body(req.body).lora_name);
-      if (!this.loras.delete(name)) return { status: 404, json: { error: { message: `The lora adapter '${name}' cannot be found.`, type: 'NotFoundError', code: 404 } } };
+      if (!this.loras.delete(name))
+        return { status: 404, json: { error: { message: `The lora adapter '${name}' cannot be found.`, type: 'NotFoundError', code: 404 } } };
       b.models = [base, ...this.loras.keys()];
       return { status: 200, text: `Success: LoRA adapter '${name}' removed successfully.` };
     });

@@ -31,7 +31,16 @@ export function actLikeLlamaServer(b: FakeBackend, shape: LlamaServerShape): voi
         n_ctx: Math.floor(shape.ctxSize / shape.slots),
         speculative: false,
         is_processing: false,
-        params: { n_predict: -1, seed: 4294967295, temperature: 0.8, top_k: 40, top_p: 0.95, stop: [], max_tokens: -1, samplers: ['top_k', 'top_p', 'temperature'] },
+        params: {
+          n_predict: -1,
+          seed: 4294967295,
+          temperature: 0.8,
+          top_k: 40,
+          top_p: 0.95,
+          stop: [],
+          max_tokens: -1,
+          samplers: ['top_k', 'top_p', 'temperature'],
+        },
         prompt: '',
         next_token: { has_next_token: true, has_new_line: false, n_remain: -1, n_decoded: 0, stopping_word: '' },
       },
@@ -55,7 +64,18 @@ export function actLikeVllm(b: FakeBackend, shape: { maxModelLen: Record<string,
     root: `/models/${id}`,
     parent: null,
     max_model_len: shape.maxModelLen[id] ?? null,
-    permission: [{ id: 'modelperm-1', object: 'model_permission', created: 1, allow_create_engine: false, allow_sampling: true, organization: '*', group: null, is_blocking: false }],
+    permission: [
+      {
+        id: 'modelperm-1',
+        object: 'model_permission',
+        created: 1,
+        allow_create_engine: false,
+        allow_sampling: true,
+        organization: '*',
+        group: null,
+        is_blocking: false,
+      },
+    ],
   });
   b.routes.set('GET /version', () => ({ status: 200, json: { version: shape.version } }));
 }

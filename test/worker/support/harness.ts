@@ -75,13 +75,15 @@ export function useWorkerHarness() {
 
 let counter = 0;
 
-export function requestFrame(opts: {
-  path?: string;
-  stream?: boolean;
-  model?: string;
-  body?: Record<string, unknown>;
-  headers?: Record<string, string>;
-} = {}): Frame & { request_id: string } {
+export function requestFrame(
+  opts: {
+    path?: string;
+    stream?: boolean;
+    model?: string;
+    body?: Record<string, unknown>;
+    headers?: Record<string, string>;
+  } = {},
+): Frame & { request_id: string } {
   const model = opts.model ?? 'llama3';
   const stream = opts.stream ?? false;
   const path = opts.path ?? '/v1/chat/completions';

@@ -74,7 +74,8 @@ export class LifecycleHttp {
             if (line) yield line;
             nl = rest.indexOf('\n');
           }
-          if (rest.length > LINE_MAX) throw new OperationFailed(`POST ${shortPath(path)}: a line of the answer is longer than ${LINE_MAX} characters (not a progress stream)`);
+          if (rest.length > LINE_MAX)
+            throw new OperationFailed(`POST ${shortPath(path)}: a line of the answer is longer than ${LINE_MAX} characters (not a progress stream)`);
         }
         rest += decoder.end();
         if (rest.trim()) yield rest.trim();

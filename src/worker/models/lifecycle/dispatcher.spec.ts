@@ -131,9 +131,11 @@ describe('LifecycleDispatcher', () => {
     const { adapter, dispatcher, frames, link } = setup(50);
     const slow = dispatcher.handle(load('slow', 'm'), link);
     // The adapter polls until aborted, as the real ones do.
-    await expect(adapter.started[0].ctx.pause().then(async () => {
-      for (;;) await adapter.started[0].ctx.pause();
-    })).rejects.toThrow('aborted');
+    await expect(
+      adapter.started[0].ctx.pause().then(async () => {
+        for (;;) await adapter.started[0].ctx.pause();
+      }),
+    ).rejects.toThrow('aborted');
     adapter.started[0].finish(new Error('aborted'));
     await slow;
     expect(frames.at(-1)).toEqual({ type: 'lifecycle_status', task_id: 'slow', status: 'failed', error: 'timed out after 0.05 s (--lifecycle-timeout)' });

@@ -110,9 +110,7 @@ export class LlamaServerAdapter implements LifecycleAdapter {
     }
     if (!(await this.props(ctx.http, ctx.signal)).router) return { entries_removed: await this.eraseSlots(ctx) };
     const models =
-      command.scope === 'model'
-        ? [command.model_id as string]
-        : (await this.models(ctx)).filter((e) => stateOf(e) === 'loaded').map((e) => e.id as string);
+      command.scope === 'model' ? [command.model_id as string] : (await this.models(ctx)).filter((e) => stateOf(e) === 'loaded').map((e) => e.id as string);
     let erased = 0;
     for (const model of models) {
       const entry = await this.entry(model, ctx);
@@ -155,7 +153,10 @@ export class LlamaServerAdapter implements LifecycleAdapter {
   private async eraseSlots(ctx: OperationContext, model?: string): Promise<number> {
     const query = model === undefined ? '' : `?model=${encodeURIComponent(model)}&autoload=false`;
     const slots = await ctx.http.get(`/slots${query}`, ctx.signal);
-    if (isMissingRoute(slots)) throw new Unsupported(`llama-server does not expose its slots (GET /slots answered ${slots.status}: ${backendMessage(slots)}); start it without --no-slots`);
+    if (isMissingRoute(slots))
+      throw new Unsupported(
+        `llama-server does not expose its slots (GET /slots answered ${slots.status}: ${backendMessage(slots)}); start it without --no-slots`,
+      );
     const list = expectOk(slots, 'GET /slots').json;
     if (!Array.isArray(list)) throw new OperationFailed('GET /slots did not answer a list of slots');
     let erased = 0;
@@ -165,7 +166,9 @@ export class LlamaServerAdapter implements LifecycleAdapter {
       const path = `/slots/${id}?action=erase${model === undefined ? '' : '&autoload=false'}`;
       const answer: Answer = await ctx.http.post(path, model === undefined ? {} : { model }, ctx.signal);
       if (answer.status === 501) {
-        throw new Unsupported(`llama-server refuses slot actions: ${backendMessage(answer)} (erasing a slot's cache needs llama-server started with --slot-save-path)`);
+        throw new Unsupported(
+          `llama-server refuses slot actions: ${backendMessage(answer)} (erasing a slot's cache needs llama-server started with --slot-save-path)`,
+        );
       }
       const n = asObject(expectOk(answer, `POST /slots/${id}?action=erase`).json)?.n_erased;
       if (typeof n === 'number' && n >= 0) erased += n;

@@ -26,7 +26,10 @@ describe('ProgressThrottle', () => {
     advance(999);
     expect(sent).toHaveLength(1);
     advance(1);
-    expect(sent).toEqual([{ progress: 0.1, etaSecs: 90 }, { progress: 0.3, etaSecs: 70 }]);
+    expect(sent).toEqual([
+      { progress: 0.1, etaSecs: 90 },
+      { progress: 0.3, etaSecs: 70 },
+    ]);
     advance(5_000);
     throttle.report(0.4);
     expect(sent.at(-1)).toEqual({ progress: 0.4 });

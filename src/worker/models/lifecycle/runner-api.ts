@@ -61,7 +61,9 @@ export class RunnerApiAdapter implements LifecycleAdapter {
   private async forward(ctx: OperationContext, path: string, body: object): Promise<Answer> {
     const answer = await ctx.http.post(path, body, ctx.signal);
     if (isMissingRoute(answer)) {
-      throw new Unsupported(`the backend answered ${answer.status} to POST ${path}: it does not implement this runner-API operation (${backendMessage(answer)})`);
+      throw new Unsupported(
+        `the backend answered ${answer.status} to POST ${path}: it does not implement this runner-API operation (${backendMessage(answer)})`,
+      );
     }
     return expectOk(answer, `POST ${path}`);
   }

@@ -78,7 +78,9 @@ class NoLifecycleAdapter implements LifecycleAdapter {
           ? 'the worker was told (--runner openai-compatible) that its backend is a plain OpenAI-compatible server'
           : 'the backend was detected as a plain OpenAI-compatible server';
     return Promise.reject(
-      new Unsupported(`${why}, which has no API to load or unload models or flush its cache; if it is llama-server, vLLM, Ollama or a runner-API server, say so with --runner`),
+      new Unsupported(
+        `${why}, which has no API to load or unload models or flush its cache; if it is llama-server, vLLM, Ollama or a runner-API server, say so with --runner`,
+      ),
     );
   }
 }

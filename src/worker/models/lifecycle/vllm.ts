@@ -122,7 +122,9 @@ export class VllmAdapter implements LifecycleAdapter {
       );
     }
     if (!ADAPTER_NAME.test(model)) {
-      throw new OperationFailed(`"${model}" is not a LoRA adapter name that can be looked up under --lora-dir (letters, digits, . _ - and / only; no "." or ".." segments)`);
+      throw new OperationFailed(
+        `"${model}" is not a LoRA adapter name that can be looked up under --lora-dir (letters, digits, . _ - and / only; no "." or ".." segments)`,
+      );
     }
     try {
       // Resolved on disk: a symlink inside --lora-dir must not lead vLLM out of it.

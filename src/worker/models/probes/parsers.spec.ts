@@ -29,9 +29,11 @@ describe('probe parsers', () => {
 
   describe('Ollama /api/show', () => {
     it('finds the context length under the architecture named in model_info', () => {
-      expect(
-        ollamaCapabilities({ capabilities: ['completion'], model_info: { 'general.architecture': 'gemma3', 'gemma3.context_length': 131072 } }),
-      ).toEqual({ vision: false, tools: false, context_length: 131072 });
+      expect(ollamaCapabilities({ capabilities: ['completion'], model_info: { 'general.architecture': 'gemma3', 'gemma3.context_length': 131072 } })).toEqual({
+        vision: false,
+        tools: false,
+        context_length: 131072,
+      });
     });
 
     it('accepts a single *.context_length key when the architecture key does not match, and ignores several', () => {
