@@ -1,9 +1,10 @@
 import { AsyncResource } from 'node:async_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
-/* Fastify's internals have no typed entry point. */
+/* eslint-disable @typescript-eslint/no-require-imports -- Fastify's internals have no typed entry point */
 const symbols = require('fastify/lib/symbols') as Record<string, symbol>;
 const contentTypeParserModule = require('fastify/lib/content-type-parser') as Record<symbol, { rawBody?: RawBody } | undefined>;
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 type Done = (error: unknown, body: unknown) => void;
 type Handler = (request: FastifyRequest, reply: FastifyReply) => void;

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { LabelBudget } from './label-budget';
-import { DeferredSeries } from './metrics-registry';
+import { DeferredSeries, HistogramSeries } from './metrics-registry';
 
 const MAX_MODEL_LABELS = 500;
 const MAX_TENANT_LABELS = 200;
@@ -67,6 +67,10 @@ export class MetricsService {
   private readonly pendingRequests = new DeferredSeries<'provider' | 'model' | 'endpoint' | 'status' | 'tenant'>('add');
   private readonly pendingTokens = new DeferredSeries<'provider' | 'model' | 'tenant' | 'kind'>('add');
   private readonly pendingQueueDepth = new DeferredSeries<'provider'>('set');
+  /** Per-request observations, by series (see HistogramSeries). */
+  private readonly durationSeries: HistogramSeries<'provider' | 'model'>;
+  private readonly firstByteSeries: HistogramSeries<'provider' | 'model'>;
+  private readonly queueWaitSeries: HistogramSeries<'provider'>;
 
   constructor(readonly registry: Registry = new Registry()) {
     const registers = [registry];
@@ -183,6 +187,9 @@ export class MetricsService {
       labelNames: ['provider', 'model'],
       registers,
     });
+    this.durationSeries = new HistogramSeries(this.requestDuration);
+    this.firstByteSeries = new HistogramSeries(this.firstByte);
+    this.queueWaitSeries = new HistogramSeries(this.queueWaitSeconds);
     this.usageWritten = new Counter({
       name: `${PREFIX}usage_records_written_total`,
       help: 'Usage records written to the database.',
@@ -229,11 +236,12 @@ export class MetricsService {
     const tenant = this.tenants.label(l.tenant);
     const { provider, endpoint, status } = l;
     this.pendingRequests.update(`${provider}\0${model}\0${endpoint}\0${status}\0${tenant}`, () => ({ provider, model, endpoint, status: String(status), tenant }), 1);
-    this.requestDuration.observe({ provider, model }, durationSec);
+    this.durationSeries.observe(`${provider}\0${model}`, () => ({ provider, model }), durationSec);
   }
 
   timeToFirstByte(provider: string, model: string, seconds: number): void {
-    this.firstByte.observe({ provider, model: this.models.label(model) }, seconds);
+    const m = this.models.label(model);
+    this.firstByteSeries.observe(`${provider}\0${m}`, () => ({ provider, model: m }), seconds);
   }
 
   setQueueDepth(provider: string, depth: number): void {
@@ -241,7 +249,7 @@ export class MetricsService {
   }
 
   queueWait(provider: string, seconds: number): void {
-    this.queueWaitSeconds.observe({ provider }, seconds);
+    this.queueWaitSeries.observe(provider, () => ({ provider }), seconds);
   }
 
   setWorkersConnected(provider: string, count: number): void {
