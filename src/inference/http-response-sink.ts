@@ -79,7 +79,10 @@ export class HttpResponseSink implements ResponseSink {
   startStream(status = 200, headers?: Record<string, string>): void {
     const backend = headers ? sendableHeaders(clientResponseHeaders(headers)) : undefined;
     if (backend) delete backend['content-length']; // the stream is written as it arrives
-    this.res.writeHead(status, { ...SSE_HEADERS, ...backend, ...this.gatewayHeaders, [CORRELATION_HEADER]: this.correlationId });
+    // Same names, order and precedence as spreading the four sources, without object spread's slow path.
+    const out: Record<string, string> = Object.assign({}, SSE_HEADERS, backend, this.gatewayHeaders);
+    out[CORRELATION_HEADER] = this.correlationId;
+    this.res.writeHead(status, out);
   }
 
   writeChunk(chunk: string): boolean {
@@ -165,13 +168,12 @@ export class HttpResponseSink implements ResponseSink {
       return;
     }
     const body = JSON.stringify(errorBody(this.dialect, error));
-    this.res.writeHead(statusOf(error.code), {
-      'content-type': 'application/json',
-      'content-length': String(Buffer.byteLength(body)),
-      ...this.gatewayHeaders,
-      [CORRELATION_HEADER]: this.correlationId,
-      ...errorHeaders(error),
-    });
+    const headers: Record<string, string> = Object.assign(
+      { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      this.gatewayHeaders,
+    );
+    headers[CORRELATION_HEADER] = this.correlationId;
+    this.res.writeHead(statusOf(error.code), Object.assign(headers, errorHeaders(error)));
     this.res.end(body);
   }
 }
