@@ -216,7 +216,8 @@ const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
  */
 function sendableHeaders(headers: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
     // Node's own tests (a token name; a defined value without control characters), without the
     // cost of a throw-and-catch per header; anything they do not pass gets Node's checks below.
     if (HEADER_TOKEN.test(name) && typeof value === 'string' && !INVALID_HEADER_VALUE.test(value)) {
