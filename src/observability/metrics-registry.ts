@@ -87,12 +87,15 @@ interface HistogramInternals {
 export class HistogramSeries<L extends string> {
   private readonly series = new Map<string, { labels: Labels<L>; hash: string | undefined }>();
   private readonly internals: HistogramInternals | undefined;
+  /** The bucket record's keys, i.e. each upper bound as a property name, converted once. */
+  private readonly bucketKeys: readonly string[] = [];
 
   constructor(private readonly histogram: Histogram<L>) {
     const h = histogram as unknown as Partial<HistogramInternals> & { enableExemplars?: boolean };
     const usable =
       typeof promUtil.hashObject === 'function' && typeof h.hashMap === 'object' && Array.isArray(h.upperBounds) && Array.isArray(h.sortedLabelNames) && !h.enableExemplars;
     this.internals = usable ? (h as HistogramInternals) : undefined;
+    if (this.internals) this.bucketKeys = this.internals.upperBounds.map(String);
   }
 
   /** `key` must identify the label values; `labels` is called only for a key not seen before. */
@@ -113,7 +116,7 @@ export class HistogramSeries<L extends string> {
     const bounds = this.internals!.upperBounds;
     for (let i = 0; i < bounds.length; i++) {
       if (value <= bounds[i]) {
-        entry.bucketValues[bounds[i]] += 1;
+        entry.bucketValues[this.bucketKeys[i]] += 1;
         return;
       }
     }
