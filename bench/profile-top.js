@@ -40,7 +40,12 @@ function moduleOf(url) {
   }
   if (url.startsWith('node:')) return 'node core';
   const dist = url.indexOf('/dist/');
-  if (dist >= 0) return `switchboard ${url.slice(dist + 1).split('/').slice(0, 2).join('/')}`;
+  if (dist >= 0)
+    return `switchboard ${url
+      .slice(dist + 1)
+      .split('/')
+      .slice(0, 2)
+      .join('/')}`;
   return url;
 }
 

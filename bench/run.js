@@ -28,9 +28,7 @@ const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { Agent, request } = require('undici');
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-);
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 const ONLY = args.only;
 if (ONLY !== undefined && ONLY !== 'relay' && ONLY !== 'fleet') {
   console.error(`--only must be relay or fleet, got "${ONLY}"`);
@@ -40,7 +38,9 @@ const REQUESTS = Number(args.requests ?? 2000);
 const STREAM_REQUESTS = Number(args['stream-requests'] ?? 400);
 const CONCURRENCY = Number(args.concurrency ?? 16);
 const CHUNKS = Number(args.chunks ?? 50);
-const FLEET_SIZES = String(args.fleet ?? '1,1000').split(',').map(Number);
+const FLEET_SIZES = String(args.fleet ?? '1,1000')
+  .split(',')
+  .map(Number);
 if (!FLEET_SIZES.every((n) => Number.isInteger(n) && n > 0)) {
   console.error(`--fleet must be a comma-separated list of positive integers, got "${args.fleet}"`);
   process.exit(2);
@@ -50,7 +50,9 @@ const FLEET_WARMUP = Number(args['fleet-warmup'] ?? 1000);
 const FLEET_CONCURRENCY = Number(args['fleet-concurrency'] ?? 16);
 const FLEET_MAX_CONCURRENT = Number(args['fleet-max-concurrent'] ?? 32);
 const MAX_SECONDS = Number(args['max-seconds'] ?? 240);
-const DISTS = String(args.dist ?? 'dist').split(',').filter(Boolean);
+const DISTS = String(args.dist ?? 'dist')
+  .split(',')
+  .filter(Boolean);
 const REPEAT = Number(args.repeat ?? 1);
 if (!Number.isInteger(REPEAT) || REPEAT < 1) {
   console.error(`--repeat must be a positive integer, got "${args.repeat}"`);
@@ -60,11 +62,15 @@ const SECRET = 'bench-secret';
 const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean) : [];
 
 const COMPLETION = JSON.stringify({
-  id: 'chatcmpl-bench', object: 'chat.completion', created: 1, model: 'bench',
+  id: 'chatcmpl-bench',
+  object: 'chat.completion',
+  created: 1,
+  model: 'bench',
   choices: [{ index: 0, message: { role: 'assistant', content: 'hello from the bench backend' }, finish_reason: 'stop' }],
   usage: { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11 },
 });
-const chunk = (i) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'bench', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
+const chunk = (i) =>
+  `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'bench', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
 const chatBody = (model, stream) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] });
 
 // ---------------------------------------------------------------- process CPU time
@@ -95,7 +101,9 @@ function cpuMs(pid) {
  * its (already raised) soft value is what the children will get.
  */
 function fdLimits() {
-  const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+  const line = readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Max open files'));
   const [soft, hard] = line.trim().split(/\s+/).slice(3, 5);
   const num = (s) => (s === 'unlimited' ? Infinity : Number(s));
   return { soft: num(soft), hard: num(hard) };
@@ -183,7 +191,12 @@ async function drive(baseUrl, total, payloads, { concurrency = CONCURRENCY } = {
       const payload = payloads[next++ % payloads.length];
       const t0 = process.hrtime.bigint();
       try {
-        const res = await request(`${baseUrl}/v1/chat/completions`, { method: 'POST', body: payload, headers: { 'content-type': 'application/json' }, dispatcher });
+        const res = await request(`${baseUrl}/v1/chat/completions`, {
+          method: 'POST',
+          body: payload,
+          headers: { 'content-type': 'application/json' },
+          dispatcher,
+        });
         let first = true;
         for await (const _ of res.body) {
           if (first) {
@@ -271,7 +284,20 @@ async function relayPart(dir, dist = DISTS[0], tag = '') {
     gw = await startGateway(dir, `relay${tag}`, dist);
     daemon = spawnNode(
       join(dist, 'worker/main.js'),
-      ['--proxy-url', gw.url, '--worker-secret', SECRET, '--backend-url', backendUrl, '--models', 'bench', '--max-concurrency', String(CONCURRENCY * 2), '--log-level', 'error'],
+      [
+        '--proxy-url',
+        gw.url,
+        '--worker-secret',
+        SECRET,
+        '--backend-url',
+        backendUrl,
+        '--models',
+        'bench',
+        '--max-concurrency',
+        String(CONCURRENCY * 2),
+        '--log-level',
+        'error',
+      ],
       {},
       { nodeFlags: NODE_FLAGS },
     );
@@ -284,13 +310,20 @@ async function relayPart(dir, dist = DISTS[0], tag = '') {
     await drive(gw.url, 200, plain);
 
     const rows = [];
-    for (const [label, total, payloads] of [['non-streaming', REQUESTS, plain], ['streaming', STREAM_REQUESTS, streaming]]) {
+    for (const [label, total, payloads] of [
+      ['non-streaming', REQUESTS, plain],
+      ['streaming', STREAM_REQUESTS, streaming],
+    ]) {
       const direct = await drive(backendUrl, total, payloads);
       const gateway = await withCpu(`relay${tag} ${label}`, { gateway: gw.child.pid }, total, () => drive(gw.url, total, payloads));
       rows.push({ label, direct, gateway });
     }
-    console.log(`Relay${tag ? ` [${dist}]${tag}` : ''} — ${REQUESTS} non-streaming / ${STREAM_REQUESTS} streaming (${CHUNKS} chunks) requests, concurrency ${CONCURRENCY}, loopback`);
-    console.log('| workload | direct req/s | gateway req/s | throughput ratio | direct p50 ms | gateway p50 ms | gateway p99 ms | gateway TTFB p50 ms | gateway CPU ms/req | failures |');
+    console.log(
+      `Relay${tag ? ` [${dist}]${tag}` : ''} — ${REQUESTS} non-streaming / ${STREAM_REQUESTS} streaming (${CHUNKS} chunks) requests, concurrency ${CONCURRENCY}, loopback`,
+    );
+    console.log(
+      '| workload | direct req/s | gateway req/s | throughput ratio | direct p50 ms | gateway p50 ms | gateway p99 ms | gateway TTFB p50 ms | gateway CPU ms/req | failures |',
+    );
     console.log('|---|---|---|---|---|---|---|---|---|---|');
     for (const { label, direct, gateway } of rows) {
       console.log(

@@ -59,7 +59,12 @@ describe('DeferredSeries', () => {
     const sets = new DeferredSeries<'a'>('set');
     const c2 = new Counter({ name: 'c_total', help: 'c', labelNames: ['a', 'b'], registers: [deferred], collect: () => adds.flush((l, n) => c2.inc(l, n)) });
     const g2 = new Gauge({ name: 'g', help: 'g', labelNames: ['a'], registers: [deferred], collect: () => sets.flush((l, v) => g2.set(l, v)) });
-    const steps: Array<[string, string, number]> = [['x', 'y', 1], ['x', 'z', 2], ['x', 'y', 3], ['w', 'y', 1]];
+    const steps: Array<[string, string, number]> = [
+      ['x', 'y', 1],
+      ['x', 'z', 2],
+      ['x', 'y', 3],
+      ['w', 'y', 1],
+    ];
     for (const [round] of [[0], [1]]) {
       for (const [a, b, n] of steps) {
         c1.inc({ a, b }, n + round);

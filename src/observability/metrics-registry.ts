@@ -93,7 +93,11 @@ export class HistogramSeries<L extends string> {
   constructor(private readonly histogram: Histogram<L>) {
     const h = histogram as unknown as Partial<HistogramInternals> & { enableExemplars?: boolean };
     const usable =
-      typeof promUtil.hashObject === 'function' && typeof h.hashMap === 'object' && Array.isArray(h.upperBounds) && Array.isArray(h.sortedLabelNames) && !h.enableExemplars;
+      typeof promUtil.hashObject === 'function' &&
+      typeof h.hashMap === 'object' &&
+      Array.isArray(h.upperBounds) &&
+      Array.isArray(h.sortedLabelNames) &&
+      !h.enableExemplars;
     this.internals = usable ? (h as HistogramInternals) : undefined;
     if (this.internals) this.bucketKeys = this.internals.upperBounds.map(String);
   }

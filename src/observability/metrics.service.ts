@@ -161,7 +161,7 @@ export class MetricsService {
     });
     this.redisUp = new Gauge({
       name: `${PREFIX}redis_up`,
-      help: 'Whether the rate limiter\'s Redis answers (1) or not (0); stays 0 when REDIS_URL is not set.',
+      help: "Whether the rate limiter's Redis answers (1) or not (0); stays 0 when REDIS_URL is not set.",
       registers,
     });
     this.rateLimiterFallbacks = new Counter({
@@ -235,7 +235,11 @@ export class MetricsService {
     const model = this.models.label(l.model);
     const tenant = this.tenants.label(l.tenant);
     const { provider, endpoint, status } = l;
-    this.pendingRequests.update(`${provider}\0${model}\0${endpoint}\0${status}\0${tenant}`, () => ({ provider, model, endpoint, status: String(status), tenant }), 1);
+    this.pendingRequests.update(
+      `${provider}\0${model}\0${endpoint}\0${status}\0${tenant}`,
+      () => ({ provider, model, endpoint, status: String(status), tenant }),
+      1,
+    );
     this.durationSeries.observe(`${provider}\0${model}`, () => ({ provider, model }), durationSec);
   }
 
