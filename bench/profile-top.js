@@ -1,12 +1,15 @@
 #!/usr/bin/env node
 /* Summarises a V8 .cpuprofile (from `node --cpu-prof`): self time by function and by module.
  *
- * Usage: node bench/profile-top.js <file.cpuprofile> [--top 25] [--from <µs> --to <µs>] [--callers <text>]
+ * Usage: node bench/profile-top.js <file.cpuprofile> [--top 25] [--from <µs> --to <µs>] [--callers <text>] [--samples]
  * --from/--to restrict the summary to samples within a window of the monotonic clock in µs, the
  * clock of both the profile's timestamps and process.hrtime; bench/run.js prints each measured
  * phase's window when BENCH_NODE_FLAGS is set, so a profile can be cut to the measured requests.
  * --callers also lists, for functions whose name contains <text>, their self time by the four
  * frames above them (who calls the hot function).
+ * --samples weighs every sample alike (shares of samples, not of time): on a busy machine a sample
+ * taken just before the process is descheduled otherwise carries the whole pause with it, and one
+ * unlucky function can show 10 % of "busy" time from a handful of samples.
  */
 'use strict';
 const { readFileSync } = require('node:fs');
@@ -21,6 +24,7 @@ const TOP = Number(args.top ?? 25);
 const FROM = args.from !== undefined ? Number(args.from) : -Infinity;
 const TO = args.to !== undefined ? Number(args.to) : Infinity;
 const CALLERS = args.callers;
+const SAMPLES = process.argv.includes('--samples');
 
 const profile = JSON.parse(readFileSync(file, 'utf8'));
 const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -64,7 +68,7 @@ for (let i = 0; i < profile.samples.length; i++) {
   t += profile.timeDeltas[i];
   if (t < FROM || t > TO) continue;
   // A sample stands for the time until the next one.
-  const dt = i + 1 < profile.timeDeltas.length ? profile.timeDeltas[i + 1] : 0;
+  const dt = SAMPLES ? 1000 : i + 1 < profile.timeDeltas.length ? profile.timeDeltas[i + 1] : 0;
   const { callFrame } = nodes.get(profile.samples[i]);
   const name = callFrame.functionName || '(anonymous)';
   total += dt;
@@ -92,6 +96,7 @@ const busy = total - idle;
 const ms = (us) => (us / 1000).toFixed(1);
 const pct = (us) => ((100 * us) / busy).toFixed(1);
 console.log(`${file}`);
+if (SAMPLES) console.log('--samples: every "ms" figure below is a count of samples');
 console.log(`window ${ms(total)} ms, idle ${ms(idle)} ms (${((100 * idle) / total).toFixed(1)} %), busy ${ms(busy)} ms; shares below are of busy time`);
 for (const [name, us] of special) if (name !== '(idle)') console.log(`  ${name}: ${ms(us)} ms (${pct(us)} %)`);
 console.log('');

@@ -13,7 +13,12 @@
  *
  * Usage: npm run bench [-- --only relay|fleet --requests 2000 --stream-requests 400 --concurrency 16
  *   --chunks 50 --fleet 1,1000 --fleet-requests 4000 --fleet-warmup 1000 --fleet-concurrency 16
- *   --fleet-max-concurrent 32 --max-seconds 240]
+ *   --fleet-max-concurrent 32 --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1]
+ *
+ * --dist compares builds in one run: a comma-separated list of build directories (default `dist`);
+ * the relay part runs once per build and repetition, interleaved (A B A B …, --repeat times), each
+ * with that build's gateway and daemon, and ends with each build's median CPU per request and the
+ * ratio to the first build. The fleet part uses the first build.
  */
 'use strict';
 const http = require('node:http');
@@ -45,6 +50,14 @@ const FLEET_WARMUP = Number(args['fleet-warmup'] ?? 1000);
 const FLEET_CONCURRENCY = Number(args['fleet-concurrency'] ?? 16);
 const FLEET_MAX_CONCURRENT = Number(args['fleet-max-concurrent'] ?? 32);
 const MAX_SECONDS = Number(args['max-seconds'] ?? 240);
+const DISTS = String(args.dist ?? 'dist')
+  .split(',')
+  .filter(Boolean);
+const REPEAT = Number(args.repeat ?? 1);
+if (!Number.isInteger(REPEAT) || REPEAT < 1) {
+  console.error(`--repeat must be a positive integer, got "${args.repeat}"`);
+  process.exit(2);
+}
 const SECRET = 'bench-secret';
 const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean) : [];
 
@@ -149,10 +162,10 @@ async function waitFor(check, ms = 30000, what = 'the benchmark setup') {
 }
 
 /** A fresh gateway with its own SQLite file; nothing in its config limits the number of workers. */
-async function startGateway(dir, label) {
+async function startGateway(dir, label, dist = DISTS[0]) {
   const port = await freePort();
   const child = spawnNode(
-    'dist/main.js',
+    join(dist, 'main.js'),
     [],
     { LISTEN_ADDR: `127.0.0.1:${port}`, WORKER_SECRET: SECRET, DATABASE_URL: `sqlite:${join(dir, `${label}.db`)}`, LOG_LEVEL: 'error', MAX_QUEUE_LEN: '10000' },
     { nodeFlags: NODE_FLAGS },
@@ -262,15 +275,15 @@ function startBackend() {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-async function relayPart(dir) {
+async function relayPart(dir, dist = DISTS[0], tag = '') {
   const backend = await startBackend();
   const backendUrl = `http://127.0.0.1:${backend.address().port}`;
   let gw;
   let daemon;
   try {
-    gw = await startGateway(dir, 'relay');
+    gw = await startGateway(dir, `relay${tag}`, dist);
     daemon = spawnNode(
-      'dist/worker/main.js',
+      join(dist, 'worker/main.js'),
       [
         '--proxy-url',
         gw.url,
@@ -302,10 +315,12 @@ async function relayPart(dir) {
       ['streaming', STREAM_REQUESTS, streaming],
     ]) {
       const direct = await drive(backendUrl, total, payloads);
-      const gateway = await withCpu(`relay ${label}`, { gateway: gw.child.pid }, total, () => drive(gw.url, total, payloads));
+      const gateway = await withCpu(`relay${tag} ${label}`, { gateway: gw.child.pid }, total, () => drive(gw.url, total, payloads));
       rows.push({ label, direct, gateway });
     }
-    console.log(`Relay — ${REQUESTS} non-streaming / ${STREAM_REQUESTS} streaming (${CHUNKS} chunks) requests, concurrency ${CONCURRENCY}, loopback`);
+    console.log(
+      `Relay${tag ? ` [${dist}]${tag}` : ''} — ${REQUESTS} non-streaming / ${STREAM_REQUESTS} streaming (${CHUNKS} chunks) requests, concurrency ${CONCURRENCY}, loopback`,
+    );
     console.log(
       '| workload | direct req/s | gateway req/s | throughput ratio | direct p50 ms | gateway p50 ms | gateway p99 ms | gateway TTFB p50 ms | gateway CPU ms/req | failures |',
     );
@@ -317,11 +332,35 @@ async function relayPart(dir) {
       );
     }
     console.log('');
+    return rows;
   } finally {
     if (daemon) await stop(daemon);
     if (gw) await stop(gw.child);
     backend.close();
   }
+}
+
+/** The relay part once per build and repetition, interleaved, then medians and ratios to the first build. */
+async function relayCompare(dir) {
+  const cpu = new Map(DISTS.map((d) => [d, { 'non-streaming': [], streaming: [] }]));
+  for (let r = 0; r < REPEAT; r++) {
+    for (const [i, dist] of DISTS.entries()) {
+      const rows = await relayPart(dir, dist, ` #${r + 1}.${i + 1}`);
+      for (const { label, gateway } of rows) cpu.get(dist)[label].push(gateway.gatewayCpuMs);
+    }
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  console.log(`Relay comparison — gateway CPU ms/req, ${REPEAT} interleaved run(s) per build; median, all runs, ratio of medians to ${DISTS[0]}`);
+  console.log('| build | workload | median | runs | ratio |');
+  console.log('|---|---|---|---|---|');
+  for (const label of ['non-streaming', 'streaming']) {
+    const base = median(cpu.get(DISTS[0])[label]);
+    for (const dist of DISTS) {
+      const xs = cpu.get(dist)[label];
+      console.log(`| ${dist} | ${label} | ${fmtCpu(median(xs))} | ${xs.map(fmtCpu).join(' ')} | ${(median(xs) / base).toFixed(2)} |`);
+    }
+  }
+  console.log('');
 }
 
 // ---------------------------------------------------------------- fleet: routing over N workers
@@ -422,7 +461,10 @@ async function main() {
   }, MAX_SECONDS * 1000);
   watchdog.unref();
   try {
-    if (ONLY !== 'fleet') await relayPart(dir);
+    if (ONLY !== 'fleet') {
+      if (DISTS.length === 1 && REPEAT === 1) await relayPart(dir);
+      else await relayCompare(dir);
+    }
     if (ONLY !== 'relay') await fleetPart(dir);
   } finally {
     for (const c of children) await stop(c, 5000);

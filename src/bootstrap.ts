@@ -18,6 +18,7 @@ import { ProvidersService } from './providers/providers.service';
 import { setupOpenApi } from './openapi/openapi.setup';
 import { answerBadHeaderCharacters } from './auth/header-characters';
 import { registerConnectionLimits } from './http/connection-limits';
+import { readBodiesWithoutBind } from './http/body-reader-scope';
 import { closeConnectionsOnClose } from './control-plane/close-connections';
 
 export interface CreateAppOptions {
@@ -60,6 +61,8 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
   // handlers parse what they need and answer malformed JSON in the caller's dialect.
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  // The same body reading without Fastify's per-request AsyncResource.bind (src/http/body-reader-scope.ts).
+  readBodiesWithoutBind(fastify);
   const logger = createLogger(config.logLevel, options.logDestination, { format: options.logFormat ?? 'json', color: options.logColor });
   registerAppLogger(config, logger);
   registerCorrelationId(fastify);

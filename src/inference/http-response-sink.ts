@@ -79,7 +79,10 @@ export class HttpResponseSink implements ResponseSink {
   startStream(status = 200, headers?: Record<string, string>): void {
     const backend = headers ? sendableHeaders(clientResponseHeaders(headers)) : undefined;
     if (backend) delete backend['content-length']; // the stream is written as it arrives
-    this.res.writeHead(status, { ...SSE_HEADERS, ...backend, ...this.gatewayHeaders, [CORRELATION_HEADER]: this.correlationId });
+    // Same names, order and precedence as spreading the four sources, without object spread's slow path.
+    const out: Record<string, string> = Object.assign({}, SSE_HEADERS, backend, this.gatewayHeaders);
+    out[CORRELATION_HEADER] = this.correlationId;
+    this.res.writeHead(status, out);
   }
 
   writeChunk(chunk: string): boolean {
@@ -165,13 +168,12 @@ export class HttpResponseSink implements ResponseSink {
       return;
     }
     const body = JSON.stringify(errorBody(this.dialect, error));
-    this.res.writeHead(statusOf(error.code), {
-      'content-type': 'application/json',
-      'content-length': String(Buffer.byteLength(body)),
-      ...this.gatewayHeaders,
-      [CORRELATION_HEADER]: this.correlationId,
-      ...errorHeaders(error),
-    });
+    const headers: Record<string, string> = Object.assign(
+      { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      this.gatewayHeaders,
+    );
+    headers[CORRELATION_HEADER] = this.correlationId;
+    this.res.writeHead(statusOf(error.code), Object.assign(headers, errorHeaders(error)));
     this.res.end(body);
   }
 }
@@ -202,6 +204,10 @@ function onSocketClose(socket: Socket, fn: () => void): () => void {
   return () => callbacks.delete(fn);
 }
 
+/** The patterns of Node's `validateHeaderName` and `validateHeaderValue` (lib/_http_common.js). */
+const HEADER_TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
+const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+
 /**
  * Headers without any name or value Node could not send (control or non-Latin-1 characters would
  * make writeHead throw). A worker's headers are first narrowed by `clientResponseHeaders`
@@ -210,7 +216,14 @@ function onSocketClose(socket: Socket, fn: () => void): () => void {
  */
 function sendableHeaders(headers: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
+    // Node's own tests (a token name; a defined value without control characters), without the
+    // cost of a throw-and-catch per header; anything they do not pass gets Node's checks below.
+    if (HEADER_TOKEN.test(name) && typeof value === 'string' && !INVALID_HEADER_VALUE.test(value)) {
+      out[name] = value;
+      continue;
+    }
     try {
       validateHeaderName(name);
       validateHeaderValue(name, value);

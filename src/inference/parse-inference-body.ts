@@ -9,11 +9,14 @@ export interface InferenceEnvelope {
 
 /** Reads `model` and `stream` from a raw JSON body; the raw string itself is forwarded untouched. */
 export function parseInferenceBody(raw: unknown): InferenceEnvelope | GatewayError {
-  if (typeof raw !== 'string' || raw.trim() === '') return Errors.invalidRequest('Request body must be a JSON object');
+  if (typeof raw !== 'string') return Errors.invalidRequest('Request body must be a JSON object');
   let json: unknown;
   try {
     json = JSON.parse(raw);
   } catch {
+    // An empty or blank body is not "invalid JSON" but no object at all; only a failed parse is
+    // checked for that, so a valid body is never copied by trim().
+    if (raw.trim() === '') return Errors.invalidRequest('Request body must be a JSON object');
     return Errors.invalidRequest('Request body is not valid JSON');
   }
   if (!json || typeof json !== 'object' || Array.isArray(json)) {

@@ -44,7 +44,9 @@ const BACKEND_RATELIMIT_PREFIX = 'x-backend-ratelimit-';
 export function clientResponseHeaders(headers: Record<string, string> | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   const renamed: Record<string, string> = {};
-  for (const [name, value] of Object.entries(forwardableHeaders(headers ?? {}) ?? {})) {
+  const forwardable = forwardableHeaders(headers ?? {}) ?? {};
+  for (const name of Object.keys(forwardable)) {
+    const value = forwardable[name];
     if (name.startsWith('x-ratelimit-')) renamed[BACKEND_RATELIMIT_PREFIX + name.slice('x-ratelimit-'.length)] = value;
     else if (name === 'retry-after') renamed['x-backend-retry-after'] = value;
     else if (passes(name, value)) out[name] = value;

@@ -11,6 +11,8 @@ export interface AccessLogFields {
 /** One info line per finished request (SSE streams included, when they end); probes at debug. */
 export function registerAccessLog(fastify: FastifyInstance, logger: AppLogger): void {
   const log = logger.child({ context: 'AccessLog' }).pino;
+  // Declared up front, so a handler setting it does not change the shape of every request object.
+  fastify.decorateRequest('accessLogFields', null);
   fastify.addHook('onResponse', (req, reply, done) => {
     // Probes and scrapes are frequent and uninteresting: they only show at debug level.
     const level = req.url.startsWith('/health') || req.url.startsWith('/metrics') ? 'debug' : 'info';

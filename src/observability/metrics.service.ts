@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { LabelBudget } from './label-budget';
+import { DeferredSeries, HistogramSeries } from './metrics-registry';
 
 const MAX_MODEL_LABELS = 500;
 const MAX_TENANT_LABELS = 200;
@@ -62,6 +63,14 @@ export class MetricsService {
   /** Client-chosen label values are capped (see LabelBudget). */
   private readonly models = new LabelBudget(MAX_MODEL_LABELS);
   private readonly tenants = new LabelBudget(MAX_TENANT_LABELS);
+  /** Per-request updates, applied when scraped (see DeferredSeries): requests, tokens, queue depth. */
+  private readonly pendingRequests = new DeferredSeries<'provider' | 'model' | 'endpoint' | 'status' | 'tenant'>('add');
+  private readonly pendingTokens = new DeferredSeries<'provider' | 'model' | 'tenant' | 'kind'>('add');
+  private readonly pendingQueueDepth = new DeferredSeries<'provider'>('set');
+  /** Per-request observations, by series (see HistogramSeries). */
+  private readonly durationSeries: HistogramSeries<'provider' | 'model'>;
+  private readonly firstByteSeries: HistogramSeries<'provider' | 'model'>;
+  private readonly queueWaitSeries: HistogramSeries<'provider'>;
 
   constructor(readonly registry: Registry = new Registry()) {
     const registers = [registry];
@@ -70,6 +79,7 @@ export class MetricsService {
       help: 'Client requests finished, by provider, model, endpoint, HTTP status and tenant.',
       labelNames: ['provider', 'model', 'endpoint', 'status', 'tenant'],
       registers,
+      collect: () => this.pendingRequests.flush((labels, n) => this.requests.inc(labels, n)),
     });
     this.requestDuration = new Histogram({
       name: `${PREFIX}request_duration_seconds`,
@@ -90,6 +100,7 @@ export class MetricsService {
       help: 'Requests waiting in the provider queue for a free worker slot.',
       labelNames: ['provider'],
       registers,
+      collect: () => this.pendingQueueDepth.flush((labels, depth) => this.queueDepth.set(labels, depth)),
     });
     this.queueWaitSeconds = new Histogram({
       name: `${PREFIX}queue_wait_seconds`,
@@ -116,6 +127,7 @@ export class MetricsService {
       help: 'Tokens reported by workers, by provider, model, tenant and kind (prompt, completion).',
       labelNames: ['provider', 'model', 'tenant', 'kind'],
       registers,
+      collect: () => this.pendingTokens.flush((labels, n) => this.tokensTotal.inc(labels, n)),
     });
     this.requeues = new Counter({
       name: `${PREFIX}requeues_total`,
@@ -175,6 +187,9 @@ export class MetricsService {
       labelNames: ['provider', 'model'],
       registers,
     });
+    this.durationSeries = new HistogramSeries(this.requestDuration);
+    this.firstByteSeries = new HistogramSeries(this.firstByte);
+    this.queueWaitSeries = new HistogramSeries(this.queueWaitSeconds);
     this.usageWritten = new Counter({
       name: `${PREFIX}usage_records_written_total`,
       help: 'Usage records written to the database.',
@@ -218,20 +233,27 @@ export class MetricsService {
 
   requestFinished(l: { provider: string; model: string; endpoint: string; status: number; tenant: string }, durationSec: number): void {
     const model = this.models.label(l.model);
-    this.requests.inc({ provider: l.provider, model, endpoint: l.endpoint, status: String(l.status), tenant: this.tenants.label(l.tenant) });
-    this.requestDuration.observe({ provider: l.provider, model }, durationSec);
+    const tenant = this.tenants.label(l.tenant);
+    const { provider, endpoint, status } = l;
+    this.pendingRequests.update(
+      `${provider}\0${model}\0${endpoint}\0${status}\0${tenant}`,
+      () => ({ provider, model, endpoint, status: String(status), tenant }),
+      1,
+    );
+    this.durationSeries.observe(`${provider}\0${model}`, () => ({ provider, model }), durationSec);
   }
 
   timeToFirstByte(provider: string, model: string, seconds: number): void {
-    this.firstByte.observe({ provider, model: this.models.label(model) }, seconds);
+    const m = this.models.label(model);
+    this.firstByteSeries.observe(`${provider}\0${m}`, () => ({ provider, model: m }), seconds);
   }
 
   setQueueDepth(provider: string, depth: number): void {
-    this.queueDepth.set({ provider }, depth);
+    this.pendingQueueDepth.update(provider, () => ({ provider }), depth);
   }
 
   queueWait(provider: string, seconds: number): void {
-    this.queueWaitSeconds.observe({ provider }, seconds);
+    this.queueWaitSeries.observe(provider, () => ({ provider }), seconds);
   }
 
   setWorkersConnected(provider: string, count: number): void {
@@ -261,7 +283,10 @@ export class MetricsService {
   }
 
   tokens(provider: string, model: string, tenant: string, kind: TokenKind, count: number): void {
-    if (count > 0) this.tokensTotal.inc({ provider, model: this.models.label(model), tenant: this.tenants.label(tenant), kind }, count);
+    if (!(count > 0)) return;
+    const m = this.models.label(model);
+    const t = this.tenants.label(tenant);
+    this.pendingTokens.update(`${provider}\0${m}\0${t}\0${kind}`, () => ({ provider, model: m, tenant: t, kind }), count);
   }
 
   requeue(provider: string): void {
