@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
@@ -9,6 +9,7 @@ import { WorkerSnapshot } from '../fleet/worker-snapshot';
 import { AdmissionQueue } from '../queue/admission-queue';
 import { Router } from '../routing/router.service';
 import { ClientBuffers } from './client-buffers';
+import { DispatchLog } from './dispatch-log';
 import { RequestObservers } from './observers/request-observers';
 import { RelayRequest } from './relay-request';
 import { CLIENT_CLOSED, RequestEnd } from './request-end';
@@ -23,7 +24,7 @@ export type { FrameVerdict } from './response-frames';
  */
 @Injectable()
 export class Dispatcher implements LeaseControl {
-  private readonly log = new Logger('Dispatcher');
+  private readonly log: DispatchLog;
   /** Response bytes held for clients (per-client backlogs, collected bodies) and their bounds. */
   readonly buffers: ClientBuffers;
   /** Worker frames about the requests they hold. */
@@ -40,6 +41,7 @@ export class Dispatcher implements LeaseControl {
     private readonly fleet: Fleet,
     private readonly observers: RequestObservers,
   ) {
+    this.log = new DispatchLog(config.logLevel === 'debug' || config.logLevel === 'trace');
     this.buffers = new ClientBuffers(config, clock, (req) => this.frames.tooSlow(req));
     this.end = new RequestEnd(clock, queue, this.buffers, observers);
     this.frames = new ResponseFrames(config, clock, router, fleet, this.buffers, this.end, observers, this, this.onWorkers);
@@ -162,16 +164,7 @@ export class Dispatcher implements LeaseControl {
     req.phase = 'queued';
     req.queuedAt = now;
     req.queuePosition = this.queue.depth(p.name);
-    this.log.debug({
-      msg: 'request queued',
-      correlation_id: req.correlationId,
-      request_id: req.id,
-      pool: p.name,
-      model,
-      tenant: req.tenant,
-      priority: req.priority,
-      queue_position: req.queuePosition,
-    });
+    this.log.queued(req, p.name, model);
     // A requeued request waits at most one more queue timeout, never past its lifetime.
     const waitUntil = Math.min(req.deadline, now + (req.timeouts?.queueMs ?? p.queueTimeoutMs));
     this.queue.expireAfter(req, waitUntil - now, () => this.onQueueTimeout(req));
@@ -231,16 +224,7 @@ export class Dispatcher implements LeaseControl {
     this.onWorkers.set(req.id, req);
     req.timer = this.clock.setTimeout(() => this.onRequestTimeout(req), Math.max(0, req.deadline - now));
     req.sink.routed(model, model === req.plan.target ? undefined : req.model);
-    this.log.debug({
-      msg: 'request placed',
-      correlation_id: req.correlationId,
-      request_id: req.id,
-      pool: worker.provider,
-      worker_id: worker.id,
-      worker_name: worker.name,
-      model,
-      queue_wait_ms: req.waitedMs,
-    });
+    this.log.placed(req, worker, model);
     lease.send({
       type: 'request',
       request_id: req.id,
@@ -266,7 +250,7 @@ export class Dispatcher implements LeaseControl {
     const wire = lease.cancel(reason);
     if (wire === undefined) return;
     this.onWorkers.delete(req.id);
-    this.log.debug({ msg: 'cancel sent', request_id: req.id, reason, wire_reason: wire, worker_id: lease.worker.id, correlation_id: req.correlationId });
+    this.log.cancelSent(req, reason, wire, lease.worker);
   }
 
   // ---------------------------------------------------------------- workers coming and going
@@ -330,13 +314,7 @@ export class Dispatcher implements LeaseControl {
         const decision = this.router.route(req.plan);
         if (decision.kind === 'reject' || decision.model === model) continue;
         this.queue.remove(req);
-        this.log.debug({
-          msg: 'queued request re-planned',
-          request_id: req.id,
-          correlation_id: req.correlationId,
-          from_model: model,
-          to_model: decision.model,
-        });
+        this.log.replanned(req, model, decision.model);
         // The wait is carried on (recorded once, on assignment) and the request now belongs to the
         // fallback's provider (metrics, usage, provider deletion); it was admitted already, so a
         // fallback's queue takes it without its bound.

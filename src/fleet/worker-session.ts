@@ -2,15 +2,10 @@ import { declaredFor, ModelCapabilities, RunnerInfo, ServerToWorkerMessage } fro
 import { TimerHandle } from '../common/clock';
 import type { SlotLease } from './slot-lease';
 import { RoutableWorker } from './worker-snapshot';
+import { BoundedIdSet } from './bounded-id-set';
 
 const RETIRED_IDS_KEPT = 1024;
 const CANCELLED_IDS_KEPT = 16384;
-
-/** Adds to a bounded insertion-ordered set, dropping the oldest entry past `max`. */
-function remember(set: Set<string>, id: string, max: number): void {
-  set.add(id);
-  if (set.size > max) set.delete(set.values().next().value as string);
-}
 
 /** The transport side of a worker as the relay sees it (implemented by worker-link). */
 export interface WorkerChannel {
@@ -86,9 +81,9 @@ export class WorkerSession implements RoutableWorker {
   draining = false;
   lastSeenAt: number;
   /** Ids of requests this worker finished recently: late frames for them are dropped, not fatal. */
-  readonly retired = new Set<string>();
+  private readonly retired = new BoundedIdSet(RETIRED_IDS_KEPT);
   /** Ids of cancelled requests whose slot was given back (see retireCancelled). */
-  private readonly cancelled = new Set<string>();
+  private readonly cancelled = new BoundedIdSet(CANCELLED_IDS_KEPT);
   drainTimer: TimerHandle | undefined;
   /** Models it still advertises that routing must not send it: an unload is draining them. */
   readonly heldOut = new Set<string>();
@@ -180,7 +175,7 @@ export class WorkerSession implements RoutableWorker {
 
   /** Remembers a finished request id (bounded), so a late chunk or completion is not a protocol error. */
   retire(requestId: string): void {
-    remember(this.retired, requestId, RETIRED_IDS_KEPT);
+    this.retired.add(requestId);
   }
 
   /**
@@ -189,7 +184,7 @@ export class WorkerSession implements RoutableWorker {
    * from the completions' FIFO, which a busy worker turns over in seconds.
    */
   retireCancelled(requestId: string): void {
-    remember(this.cancelled, requestId, CANCELLED_IDS_KEPT);
+    this.cancelled.add(requestId);
   }
 
   /** Whether frames for this request id are late ones to drop (finished, cancelled or held). */
