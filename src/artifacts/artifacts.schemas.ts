@@ -112,7 +112,7 @@ export const ARTIFACTS_SCHEMAS: Record<string, SchemaObject> = {
       },
       parent: {
         oneOf: [ARTIFACT_ID, { type: 'array', maxItems: MAX_PARENTS, items: ARTIFACT_ID }],
-        description: 'The same lineage under the task API issue\'s name: one id or a list; joined with `parents` (each id once, at most 32 together).',
+        description: "The same lineage under the task API issue's name: one id or a list; joined with `parents` (each id once, at most 32 together).",
       },
       metadata: { type: 'object', additionalProperties: true, description: 'Free-form; part of the id.' },
     },

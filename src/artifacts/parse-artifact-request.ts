@@ -146,13 +146,15 @@ export function parseLineage(body: Record<string, unknown>): string[] | GatewayE
   const parents = parseParents(body.parents);
   if (parents instanceof GatewayError) return parents;
   const what = 'an artifact id (64 lower-case hex characters)';
-  if (typeof body.parent === 'string' && !ARTIFACT_ID_PATTERN.test(body.parent)) return Errors.invalidParams(`'parent' must be ${what} or a list of them`, 'parent');
+  if (typeof body.parent === 'string' && !ARTIFACT_ID_PATTERN.test(body.parent))
+    return Errors.invalidParams(`'parent' must be ${what} or a list of them`, 'parent');
   const single = typeof body.parent === 'string' ? [body.parent] : body.parent;
   const parent = stringList(single, 'parent', MAX_PARENTS, ARTIFACT_ID_PATTERN, what, true);
   if (parent instanceof GatewayError) return parent;
   if (parent.length === 0) return parents;
   const joined = [...new Set([...parents, ...parent])];
-  if (joined.length > MAX_PARENTS) return Errors.invalidParams(`'parents' and 'parent' may hold at most ${MAX_PARENTS} ids together, got ${joined.length}`, 'parent');
+  if (joined.length > MAX_PARENTS)
+    return Errors.invalidParams(`'parents' and 'parent' may hold at most ${MAX_PARENTS} ids together, got ${joined.length}`, 'parent');
   return joined;
 }
 

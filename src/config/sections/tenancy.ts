@@ -58,7 +58,7 @@ export const TENANCY_SETTINGS = group('', 'tenancy', {
     reload: 'live',
     fields: ['tenants'],
     docDefault: 'none',
-    doc: '`100req/min`, `5000tok/min` or both (comma-separated) for one tenant; `TENANT_RATE_LIMIT_default` (the seed\'s spelling) is the fallback for tenants not configured, like `DEFAULT_RATE_LIMIT` ([tenancy.md](tenancy.md))',
+    doc: "`100req/min`, `5000tok/min` or both (comma-separated) for one tenant; `TENANT_RATE_LIMIT_default` (the seed's spelling) is the fallback for tenants not configured, like `DEFAULT_RATE_LIMIT` ([tenancy.md](tenancy.md))",
   }),
   defaultRateLimit: custom({
     env: 'DEFAULT_RATE_LIMIT',
