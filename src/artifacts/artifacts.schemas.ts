@@ -110,6 +110,10 @@ export const ARTIFACTS_SCHEMAS: Record<string, SchemaObject> = {
         items: ARTIFACT_ID,
         description: "Ids of this tenant's artifacts it derives from; an unknown one is a 400 naming it.",
       },
+      parent: {
+        oneOf: [ARTIFACT_ID, { type: 'array', maxItems: MAX_PARENTS, items: ARTIFACT_ID }],
+        description: "The same lineage under the task API issue's name: one id or a list; joined with `parents` (each id once, at most 32 together).",
+      },
       metadata: { type: 'object', additionalProperties: true, description: 'Free-form; part of the id.' },
     },
     additionalProperties: false,

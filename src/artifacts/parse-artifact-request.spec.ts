@@ -22,6 +22,19 @@ describe('parseNewArtifact', () => {
     });
   });
 
+  it("takes lineage as 'parent' (one id or a list) as well as 'parents', joined once each", () => {
+    const [a, b, c] = ['a', 'b', 'c'].map((x) => x.repeat(64));
+    expect(ok({ kind: 'plan', content: 1, parent: a })).toMatchObject({ parents: [a] });
+    expect(ok({ kind: 'plan', content: 1, parent: [a, b] })).toMatchObject({ parents: [a, b] });
+    expect(ok({ kind: 'plan', content: 1, parents: [a, b], parent: [b, c] })).toMatchObject({ parents: [a, b, c] });
+    expect(ok({ kind: 'plan', content: 1, parent: null })).toMatchObject({ parents: [] });
+    expect(refused(ok({ kind: 'plan', content: 1, parent: 'abc' }))).toEqual({ code: 'invalid_params', param: 'parent' });
+    expect(refused(ok({ kind: 'plan', content: 1, parent: 5 }))).toEqual({ code: 'invalid_params', param: 'parent' });
+    expect(refused(ok({ kind: 'plan', content: 1, parent: [a, 'x'] }))).toEqual({ code: 'invalid_params', param: 'parent[1]' });
+    const many = Array.from({ length: 40 }, (_, i) => i.toString(16).padStart(64, '0'));
+    expect(refused(ok({ kind: 'plan', content: 1, parents: many.slice(0, 20), parent: many.slice(20) })).code).toBe('invalid_params');
+  });
+
   it('is a 413 above the limit, before parsing', () => {
     expect(refused(parseNewArtifact(`{"kind":"plan","content":"${'x'.repeat(2000)}"}`, 1024))).toEqual({ code: 'payload_too_large', param: undefined });
     expect(refused(parseNewArtifact(`{${'x'.repeat(2000)}`, 1024)).code).toBe('payload_too_large');

@@ -21,7 +21,7 @@ export interface ArtifactListParams {
   after?: ListPosition;
 }
 
-const BODY_FIELDS = ['kind', 'content', 'session_id', 'tags', 'parents', 'metadata'];
+const BODY_FIELDS = ['kind', 'content', 'session_id', 'tags', 'parents', 'parent', 'metadata'];
 const QUERY_PARAMS = ['session_id', 'tag', 'kind', 'limit', 'cursor'];
 export const DEFAULT_LIST_LIMIT = 20;
 export const MAX_LIST_LIMIT = 100;
@@ -47,7 +47,7 @@ export function parseNewArtifact(raw: unknown, maxBytes: number): NewArtifact | 
   for (const field of Object.keys(body)) {
     if (!BODY_FIELDS.includes(field)) return Errors.invalidParams(`Unknown field '${shown(field)}' (known: ${BODY_FIELDS.join(', ')})`, field);
   }
-  const { kind, content, session_id: sessionId, tags, parents, metadata } = body;
+  const { kind, content, session_id: sessionId, tags, metadata } = body;
   if (typeof kind !== 'string' || !KIND_PATTERN.test(kind)) {
     return Errors.invalidParams("'kind' must be a lower-case name of 1-32 characters (a-z 0-9 _ -), such as plan, summary, diff or trace", 'kind');
   }
@@ -59,7 +59,7 @@ export function parseNewArtifact(raw: unknown, maxBytes: number): NewArtifact | 
   }
   const tagList = parseTags(tags);
   if (tagList instanceof GatewayError) return tagList;
-  const parentList = parseParents(parents);
+  const parentList = parseLineage(body);
   if (parentList instanceof GatewayError) return parentList;
   if (metadata !== undefined && metadata !== null && !isObject(metadata)) return Errors.invalidParams("'metadata' must be a JSON object", 'metadata');
   if (deeperThan(metadata, MAX_DEPTH)) return Errors.invalidParams(`'metadata' is nested deeper than ${MAX_DEPTH} levels`, 'metadata');
@@ -133,13 +133,34 @@ export function parseTags(value: unknown): string[] | GatewayError {
 }
 
 /** An artifact's `parents` (lineage) as a request gives them: ids only, whether they exist is the caller's check. */
-export function parseParents(value: unknown): string[] | GatewayError {
+function parseParents(value: unknown): string[] | GatewayError {
   return stringList(value, 'parents', MAX_PARENTS, ARTIFACT_ID_PATTERN, 'an artifact id (64 lower-case hex characters)');
 }
 
-function stringList(value: unknown, field: string, max: number, pattern: RegExp, what: string): string[] | GatewayError {
+/**
+ * Lineage as a body gives it: `parents` (a list) and the task API issue's `parent` (one id or a
+ * list), both accepted; given together they are joined, `parents` first, each id once, and the
+ * joined list is held to the same bound. A malformed entry is named by its field.
+ */
+export function parseLineage(body: Record<string, unknown>): string[] | GatewayError {
+  const parents = parseParents(body.parents);
+  if (parents instanceof GatewayError) return parents;
+  const what = 'an artifact id (64 lower-case hex characters)';
+  if (typeof body.parent === 'string' && !ARTIFACT_ID_PATTERN.test(body.parent))
+    return Errors.invalidParams(`'parent' must be ${what} or a list of them`, 'parent');
+  const single = typeof body.parent === 'string' ? [body.parent] : body.parent;
+  const parent = stringList(single, 'parent', MAX_PARENTS, ARTIFACT_ID_PATTERN, what, true);
+  if (parent instanceof GatewayError) return parent;
+  if (parent.length === 0) return parents;
+  const joined = [...new Set([...parents, ...parent])];
+  if (joined.length > MAX_PARENTS)
+    return Errors.invalidParams(`'parents' and 'parent' may hold at most ${MAX_PARENTS} ids together, got ${joined.length}`, 'parent');
+  return joined;
+}
+
+function stringList(value: unknown, field: string, max: number, pattern: RegExp, what: string, orOne = false): string[] | GatewayError {
   if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) return Errors.invalidParams(`'${field}' must be a list of strings`, field);
+  if (!Array.isArray(value)) return Errors.invalidParams(`'${field}' must be ${orOne ? 'a string or ' : ''}a list of strings`, field);
   if (value.length > max) return Errors.invalidParams(`'${field}' may hold at most ${max} entries, got ${value.length}`, field);
   for (const [i, item] of value.entries()) {
     if (typeof item !== 'string' || !pattern.test(item)) return Errors.invalidParams(`'${field}[${i}]' must be ${what}`, `${field}[${i}]`);

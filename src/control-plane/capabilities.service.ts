@@ -10,6 +10,9 @@ import { RoutingConfigHolder } from '../routing/routing-config-holder';
 import { TenantsService } from '../tenancy/tenants.service';
 import { appVersion } from '../observability/app-version';
 import { LoadingModels } from '../lifecycle/loading-models';
+import { Router } from '../routing/router.service';
+import { poolCapacity, PoolSlots } from './pool-capacity';
+import { PoolRunnerFacts, runnerFacts } from './runner-facts';
 
 /** How long one discovery answer is reused: discovery is polled by dashboards and CLIs. */
 const CACHE_MS = 5000;
@@ -28,11 +31,11 @@ export interface LoadedModel {
   workers: number;
 }
 
-export interface PoolCapabilities {
+export interface PoolCapabilities extends PoolRunnerFacts {
   id: string;
   engines: Array<{ type: string; version?: string }>;
   ctx_max?: number;
-  slots: { total: number; busy: number; free: number };
+  slots: PoolSlots;
   workers: number;
   supported_workloads: string[];
   models: { loaded: LoadedModel[]; loading: Array<{ id: string; progress: number; eta?: number }>; available: string[] };
@@ -65,6 +68,7 @@ export class CapabilitiesService {
     private readonly queue: AdmissionQueue,
     private readonly routing: RoutingConfigHolder,
     private readonly tenants: TenantsService,
+    private readonly router: Router,
     @Optional() private readonly loading?: LoadingModels,
   ) {
     // A load that starts, progresses or ends shows at once, not after the cache's 5 s.
@@ -88,13 +92,12 @@ export class CapabilitiesService {
     const engines = new Map<string, { type: string; version?: string }>();
     const workloads = new Set<string>();
     const loaded = new Map<string, LoadedModel & { caps: Set<string> }>();
-    const slots = { total: 0, busy: 0, free: 0 };
+    const now = this.clock.now();
+    // The same slots and readiness as /v1/pools/:id/health (pool-capacity.ts).
+    const capacity = poolCapacity(workers, (w) => this.router.health.of(w).isEjected(now));
     for (const w of workers) {
       if (w.runner) engines.set(`${w.runner.type}@${w.runner.version ?? ''}`, { ...w.runner });
       for (const e of w.endpoints ?? INFERENCE_ENDPOINTS) workloads.add(e);
-      slots.total += w.maxConcurrent;
-      slots.busy += w.pending;
-      slots.free += w.freeSlots;
       if (!w.draining) for (const model of w.models) this.addModel(loaded, model, p, w);
     }
     const ctxMax = Math.max(0, ...[...loaded.values()].map((m) => m.context_length ?? 0));
@@ -110,7 +113,8 @@ export class CapabilitiesService {
       id: p.name,
       engines: [...engines.values()],
       ...(ctxMax > 0 ? { ctx_max: ctxMax } : {}),
-      slots,
+      ...runnerFacts(workers, ctxMax),
+      slots: capacity.slots,
       workers: workers.length,
       supported_workloads: [...workloads].sort(),
       models: {
@@ -126,7 +130,7 @@ export class CapabilitiesService {
       },
       rate_limits: { default_rpm: defaults.rpm, default_tpm: defaults.tpm, per_tenant: true },
       features,
-      health: { enabled: p.enabled, ready: p.enabled && workers.some((w) => !w.draining) },
+      health: { enabled: p.enabled, ready: p.enabled && !p.cordon && capacity.serving },
       ...(runners.length > 0 ? { runners } : {}),
     };
   }

@@ -31,7 +31,10 @@ export const CAPABILITIES_EXAMPLE = {
     {
       id: 'local',
       engines: [{ type: 'llama-server', version: 'b4500' }],
+      engine: 'llama-server',
+      engine_version: 'b4500',
       ctx_max: 32768,
+      max_tokens_out: 32768,
       slots: { total: 4, busy: 1, free: 3 },
       workers: 1,
       supported_workloads: ['/v1/chat/completions', '/v1/completions'],
@@ -58,6 +61,7 @@ export const CAPABILITIES_EXAMPLE = {
 };
 
 const nullableMs: SchemaObject = { type: 'integer', nullable: true };
+const ONE_OR_MANY: SchemaObject = { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] };
 const nullableSeries: SchemaObject = { type: 'array', items: nullableMs };
 
 export const POOLS_SCHEMAS: Record<string, SchemaObject> = {
@@ -141,7 +145,27 @@ export const POOLS_SCHEMAS: Record<string, SchemaObject> = {
           properties: {
             id: { type: 'string' },
             engines: { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, version: { type: 'string' } } } },
+            engine: { ...ONE_OR_MANY, description: "The workers' engine (`runner.type`, else the runner document's `runnerType`); a list when mixed." },
+            engine_version: { ...ONE_OR_MANY, description: "The workers' engine version; a list when mixed." },
+            sampler_profile_version: { ...ONE_OR_MANY, description: 'When a runner document reports it (`samplerProfileVersion`); a list when mixed.' },
             ctx_max: { type: 'integer' },
+            max_tokens_out: { type: 'integer', description: 'The largest `maxTokensOut` a runner document reports, else `ctx_max`.' },
+            prefixCaching: { type: 'boolean', description: 'From the runner documents: true when every worker reporting it says so.' },
+            multiTenant: { type: 'boolean', description: 'From the runner documents: true when every worker reporting it says so.' },
+            audioInput: { type: 'boolean', description: 'From the runner documents: true when every worker reporting it says so.' },
+            resources: {
+              type: 'object',
+              description: "The runner documents' `resources`, summed over the workers that report them (KV utilisation weighted by KV cache size).",
+              required: ['reporting_workers'],
+              properties: {
+                gpuMemoryTotalMB: { type: 'number' },
+                gpuMemoryUsedMB: { type: 'number' },
+                gpuMemoryFreeMB: { type: 'number' },
+                kvCacheSizeMB: { type: 'number' },
+                kvCacheUtilization: { type: 'number' },
+                reporting_workers: { type: 'integer' },
+              },
+            },
             slots: {
               type: 'object',
               required: ['total', 'busy', 'free'],

@@ -12,6 +12,7 @@ import { Router } from '../routing/router.service';
 import { NameCordon } from '../fleet/name-cordon';
 import { RoutingConfigHolder } from '../routing/routing-config-holder';
 import { readPoolReload, rejectedWithProblems } from './pool-reload';
+import { poolCapacity, PoolSlots } from './pool-capacity';
 
 /** `GET /v1/pools/:id/health`. */
 export interface PoolHealth {
@@ -29,7 +30,7 @@ export interface PoolHealth {
     /** Requests running on the pool's workers (draining ones included). */
     in_flight: number;
     /** Concurrency of the workers that take new work (draining workers excluded): busy + free = total. */
-    slots: { total: number; busy: number; free: number };
+    slots: PoolSlots;
     workers: number;
     requests_per_min: number;
     error_rate: number;
@@ -88,19 +89,8 @@ export class PoolsService {
     const p = this.providerOr404(id);
     const now = this.clock.now();
     const workers = this.fleet.sessions.ofProvider(p.name);
-    let inFlight = 0;
-    let total = 0;
-    let busy = 0;
-    let free = 0;
-    let serving = false;
-    for (const w of workers) {
-      inFlight += w.assigned.size;
-      if (w.draining) continue;
-      total += w.maxConcurrent;
-      busy += Math.min(w.load, w.maxConcurrent);
-      free += w.freeSlots;
-      if (!this.router.health.of(w).isEjected(now)) serving = true;
-    }
+    // The same slots and readiness as /v1/capabilities (pool-capacity.ts).
+    const { slots, inFlight, serving } = poolCapacity(workers, (w) => this.router.health.of(w).isEjected(now));
     return {
       id: p.name,
       live: workers.size > 0,
@@ -111,7 +101,7 @@ export class PoolsService {
       metrics: {
         queue_depth: this.queues.depth(p.name),
         in_flight: inFlight,
-        slots: { total, busy, free },
+        slots,
         workers: workers.size,
         ...this.stats.rates(p.name),
       },

@@ -36,6 +36,8 @@ export class DispatchLog {
       worker_id: worker.id,
       worker_name: worker.name,
       model,
+      // Its place in the queue when it last queued; 0 when a worker took it at once.
+      queue_position: req.queuePosition,
       queue_wait_ms: req.waitedMs,
     });
   }

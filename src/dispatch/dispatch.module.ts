@@ -9,10 +9,11 @@ import { MetricsObserver } from './observers/metrics.observer';
 import { PoolStatsObserver } from './observers/pool-stats.observer';
 import { RequestObservers } from './observers/request-observers';
 import { UsageObserver } from './observers/usage.observer';
+import { ServiceTimeObserver } from './observers/service-time.observer';
 
 @Module({
   imports: [ProvidersModule, FleetModule, QueueModule, RoutingModule],
-  providers: [Dispatcher, ProviderChanges, MetricsObserver, UsageObserver, PoolStatsObserver, RequestObservers],
+  providers: [Dispatcher, ProviderChanges, MetricsObserver, UsageObserver, PoolStatsObserver, ServiceTimeObserver, RequestObservers],
   exports: [Dispatcher],
 })
 export class DispatchModule {}

@@ -27,12 +27,18 @@ describe('QueueStats', () => {
     expect(s.p95WaitMs('p')).toBe(950);
   });
 
-  it('predicts the wait of a queued request from its position and the observed rate, without a cap', () => {
+  it('averages service time per slot from completions (EWMA), per model with the pool as fallback', () => {
     const s = new QueueStats();
-    expect(s.predictedWaitMs('p', 3, 0)).toBeUndefined();
-    for (let t = 0; t <= 10_000; t += 500) s.departed('p', 200, t); // 2 per second
-    expect(s.predictedWaitMs('p', 3, 10_000)).toBe(1500);
-    expect(s.predictedWaitMs('p', 1000, 10_000)).toBe(500_000);
-    expect(s.predictedWaitMs('other', 3, 10_000)).toBeUndefined();
+    expect(s.serviceMs('p', 'm')).toBeUndefined();
+    s.served('p', 'm', 1000);
+    expect(s.serviceMs('p', 'm')).toBe(1000); // available after the first completion
+    s.served('p', 'm', 2000);
+    expect(s.serviceMs('p', 'm')).toBe(1200); // 1000 + 0.2 × (2000 − 1000)
+    expect(s.serviceMs('p', 'other')).toBe(1200); // the pool's, until the model has its own
+    s.served('p', 'other', 100);
+    expect(s.serviceMs('p', 'other')).toBe(100);
+    expect(s.serviceMs('q', 'm')).toBeUndefined();
+    s.served('p', 'm', NaN);
+    expect(s.serviceMs('p', 'm')).toBe(1200);
   });
 });

@@ -30,6 +30,34 @@ class Departures {
   }
 }
 
+/** Weight of the newest completion in the service-time average (about the last ten count). */
+export const SERVICE_EWMA_ALPHA = 0.2;
+
+/**
+ * Service time per slot: an exponentially weighted moving average of how long a worker's slot was
+ * busy with a request (assignment to completion), per pool and per model within it. Only time a
+ * slot spent serving counts, so idle spells leave it unchanged.
+ */
+class ServiceTimes {
+  private readonly byPool = new Map<string, number>();
+  private readonly byModel = new Map<string, number>();
+
+  add(pool: string, model: string, ms: number): void {
+    ewma(this.byPool, pool, ms);
+    ewma(this.byModel, `${pool}\u0000${model}`, ms);
+  }
+
+  /** The model's average on the pool, else the pool's (another model's requests), else undefined. */
+  of(pool: string, model: string): number | undefined {
+    return this.byModel.get(`${pool}\u0000${model}`) ?? this.byPool.get(pool);
+  }
+}
+
+function ewma(map: Map<string, number>, key: string, ms: number): void {
+  const prev = map.get(key);
+  map.set(key, prev === undefined ? ms : prev + SERVICE_EWMA_ALPHA * (ms - prev));
+}
+
 /**
  * What the queue has been doing, per provider: how fast requests leave it for a worker and how
  * long they waited. Feeds the Retry-After advice of `queue_full` and the queue figures operators
@@ -37,6 +65,17 @@ class Departures {
  */
 export class QueueStats {
   private readonly byProvider = new Map<string, Departures>();
+  private readonly service = new ServiceTimes();
+
+  /** A worker of `provider` completed a request for `model` that held its slot for `ms`. */
+  served(provider: string, model: string, ms: number): void {
+    if (ms >= 0 && Number.isFinite(ms)) this.service.add(provider, model, ms);
+  }
+
+  /** The observed service time per slot (EWMA) for `model` on `provider`; undefined before its first completion. */
+  serviceMs(provider: string, model: string): number | undefined {
+    return this.service.of(provider, model);
+  }
 
   departed(provider: string, waitedMs: number, now: number): void {
     let d = this.byProvider.get(provider);
@@ -52,16 +91,6 @@ export class QueueStats {
     const rate = this.byProvider.get(provider)?.ratePerMs(now);
     if (!rate) return MIN_RETRY_MS;
     return Math.round(Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, position / rate)));
-  }
-
-  /**
-   * How long until a request `position` places from the head of the queue leaves it for a worker,
-   * at the rate requests have recently left (`position / rate`, unclamped); undefined until at
-   * least two queued requests of the provider have departed.
-   */
-  predictedWaitMs(provider: string, position: number, now: number): number | undefined {
-    const rate = this.byProvider.get(provider)?.ratePerMs(now);
-    return rate ? Math.round(position / rate) : undefined;
   }
 
   avgWaitMs(provider: string): number {

@@ -155,6 +155,21 @@ describe('Router', () => {
     expect(plan('gpt-4').candidates).toEqual(['llama3:70b', 'llama3:8b', 'mistral:7b']);
   });
 
+  it('an alias applies only when the requested name has no candidates: a worker advertising the alias name gets it (router seed step 5a)', () => {
+    const target = worker(['llama3:70b']);
+    expect(route('gpt-4')).toEqual({ kind: 'assign', worker: target, model: 'llama3:70b' });
+    const own = worker(['gpt-4'], { caps: { 'gpt-4': { vision: false } } });
+    expect(route('gpt-4')).toEqual({ kind: 'assign', worker: own, model: 'gpt-4' });
+    expect(plan('gpt-4')).toMatchObject({ target: 'gpt-4', candidates: ['gpt-4'] });
+    // Busy, it is still the candidate: the request waits for it.
+    fleet.reserve(own, 'r1', 'gpt-4');
+    expect(route('gpt-4')).toMatchObject({ kind: 'queue', model: 'gpt-4' });
+    // A worker that cannot take the request (capabilities, draining) is no candidate: the alias applies.
+    expect(route('gpt-4', vision)).toEqual({ kind: 'assign', worker: target, model: 'llama3:70b' });
+    own.draining = true;
+    expect(route('gpt-4')).toEqual({ kind: 'assign', worker: target, model: 'llama3:70b' });
+  });
+
   it('a fallback that is an alias resolves to its target, once', () => {
     expect(plan('claude-3-opus').candidates).toEqual(['opus-local', 'llama3:70b']);
   });

@@ -132,7 +132,14 @@ export class Router implements OnModuleInit {
       if (!pin.enabled) return Errors.poolUnready(pin.name, 'provider is disabled');
       if (pin.cordon) return Errors.poolUnavailable(pin.name);
     }
+    // The router seed's step 5a: an alias applies only when the requested model itself has no
+    // candidates, so a worker advertising the alias's name gets the request (it is not shadowed).
+    // Only a name that is an alias is looked at (one pass over the workers advertising it).
     let target = this.routing.aliases.get(req.model);
+    const aliased = target !== undefined || this.providers.poolAlias(req.model) !== undefined;
+    if (aliased && (!req.allowedModels || req.allowedModels.has(req.model))) {
+      if (this.hasCandidates(req.model, pin, req)) target = req.model;
+    }
     if (target === undefined) {
       const poolAlias = this.providers.poolAlias(req.model);
       // A pool alias of a pool the tenant may not use is no alias for it (the name routes as a model).
@@ -154,6 +161,27 @@ export class Router implements OnModuleInit {
       }
     }
     return { requested: req.model, target, candidates, requirements: req.requirements, pin, pools: req.allowedPools };
+  }
+
+  /**
+   * Whether a worker advertising exactly `model` (not a `*` worker) could take a request for it:
+   * its pool may serve the model and is enabled, uncordoned, allowed and not another than the pin;
+   * the worker is healthy and has the capabilities. Busy workers count (the request would wait for
+   * them). Looks only at the workers advertising that name.
+   */
+  private hasCandidates(model: string, pin: Provider | undefined, req: RouteRequest): boolean {
+    const workers = this.registry.servingExactly(model);
+    if (workers.size === 0) return false;
+    const owners = this.providers.ownersOf(model);
+    const now = this.clock.now();
+    for (const w of workers) {
+      const provider = this.providers.get(w.provider);
+      if (!provider || !provider.enabled || provider.cordon || (pin && pin !== provider) || !ownerAllows(owners, provider)) continue;
+      if (req.allowedPools && !req.allowedPools.has(provider.name)) continue;
+      if (!this.isHealthy(w, now)) continue;
+      if (!missingCapabilities(req.requirements, declaredFor(provider.capabilities, model), capabilitiesOf(w, model), w.endpoints)) return true;
+    }
+    return false;
   }
 
   // ---------------------------------------------------------------- deciding

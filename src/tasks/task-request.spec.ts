@@ -46,6 +46,17 @@ describe('parseTaskRequest', () => {
     expect(JSON.stringify(req.params)).not.toContain('secret prompt');
   });
 
+  it("takes the job artifact's lineage as 'parent' (one id or a list) as well as 'parents', and forwards neither", () => {
+    const [a, b] = ['a', 'b'].map((x) => x.repeat(64));
+    const one = parse({ model: 'm', prompt: 'p', max_tokens: 1, parent: a }) as TaskRequest;
+    expect(one.parents).toEqual([a]);
+    expect(one.workerJson).not.toHaveProperty('parent');
+    expect((parse({ model: 'm', prompt: 'p', max_tokens: 1, parents: [a], parent: [a, b] }) as TaskRequest).parents).toEqual([a, b]);
+    const refused = parse({ model: 'm', prompt: 'p', max_tokens: 1, parent: 'nope' }) as GatewayError;
+    expect(refused).toBeInstanceOf(GatewayError);
+    expect(refused.details).toMatchObject({ param: 'parent', fields: { check: 'params' } });
+  });
+
   it('a prompt makes a completion; unknown output modes are dropped', () => {
     const req = parse({ model: 'm', prompt: ['a', 'b'], max_tokens: 1, output_mode: 'yaml', system: 'x' }) as TaskRequest;
     expect(req.endpoint).toBe('/v1/completions');

@@ -1,4 +1,4 @@
-import { parseParents, parseTags } from '../artifacts/parse-artifact-request';
+import { parseLineage, parseTags } from '../artifacts/parse-artifact-request';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { MAX_TIMER_SECS } from '../common/config-reader';
 import { parsePriority, Priority } from '../common/priority';
@@ -34,7 +34,7 @@ export interface TaskRequest {
 }
 
 /** Fields the gateway reads and never forwards. */
-const GATEWAY_FIELDS = new Set(['task_id', 'session_id', 'ctx', 'pool_id', 'priority', 'output_mode', 'budget', 'tags', 'parents']);
+const GATEWAY_FIELDS = new Set(['task_id', 'session_id', 'ctx', 'pool_id', 'priority', 'output_mode', 'budget', 'tags', 'parents', 'parent']);
 /** Fields that carry the prompt: never kept in an artifact. */
 const PROMPT_FIELDS = ['messages', 'prompt', 'input', 'system'];
 const ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -91,7 +91,7 @@ export function parseTaskRequest(raw: unknown): TaskRequest | GatewayError {
   if (budget instanceof GatewayError) return budget;
   const tags = parseTags(body.tags);
   if (tags instanceof GatewayError) return tags.with({ fields: { check: 'params' } });
-  const parents = parseParents(body.parents);
+  const parents = parseLineage(body);
   if (parents instanceof GatewayError) return parents.with({ fields: { check: 'params' } });
 
   const workerJson: Json = {};

@@ -65,7 +65,7 @@ describe('tasks over the dispatcher (fake clock)', () => {
     const tenants = new TenantsService(config);
     limiter = new MemoryRateLimiter(clock);
     artifacts = new RecordedArtifacts();
-    runtime = new TaskRuntime(config, clock, dispatcher, queue, new InMemorySessionBudgets(config.tasks.sessionTtlMs), artifacts);
+    runtime = new TaskRuntime(config, clock, dispatcher, queue, fleet, new InMemorySessionBudgets(config.tasks.sessionTtlMs), artifacts);
     runtime.onModuleInit();
     tasks = new TasksService(config, clock, dispatcher, tenants, new TenantLimits(limiter, tenants, metrics, clock), runtime);
   });

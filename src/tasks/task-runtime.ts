@@ -9,7 +9,8 @@ import { AdmissionQueue } from '../queue/admission-queue';
 import { JOB_ARTIFACTS, JobArtifacts, NO_JOB_ARTIFACTS } from '../artifacts/job-artifacts.port';
 import { CancelReason } from '../protocol';
 import { SessionBudgetStore, SessionUsage } from './session-budgets';
-import { predictedStartMs } from './start-estimator';
+import { predictStart } from './start-estimator';
+import { Fleet } from '../fleet/fleet.service';
 import { FinalStatus, Task, TaskError } from './task';
 import { jobArtifactOf } from './task-artifact';
 import { TaskHandlers } from './task-sink';
@@ -46,6 +47,7 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly dispatcher: Dispatcher,
     private readonly queue: AdmissionQueue<RelayRequest>,
+    private readonly fleet: Fleet,
     private readonly budgets: SessionBudgetStore,
     @Optional() @Inject(JOB_ARTIFACTS) private readonly artifacts: JobArtifacts = NO_JOB_ARTIFACTS,
   ) {
@@ -235,13 +237,15 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
   tick(): void {
     const now = this.clock.now();
     let positions: Map<RelayRequest, number> | undefined;
+    // Slots serving each pool's model, counted once per tick however many of its tasks wait.
+    let slots: Map<string, number> | undefined;
     for (const task of this.live) {
       const relay = task.relay!;
       if (relay.phase === 'queued') {
         // Back in the queue: its worker went away before the first byte.
         task.status = 'queued';
         positions ??= this.queue.positions(now);
-        this.reportPosition(task, relay, positions.get(relay) ?? Math.max(1, task.queuePosition), now);
+        this.reportPosition(task, relay, positions.get(relay) ?? Math.max(1, task.queuePosition), now, (slots ??= new Map()));
       } else this.checkTime(task, now);
       if (!task.finished && now - task.metricsAt >= this.config.metricsIntervalMs) this.publishMetrics(task, relay, now);
     }
@@ -280,9 +284,9 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
   // ---------------------------------------------------------------- events
 
   /** `started` with the task's place in line, when it changed enough to be worth telling. */
-  private reportPosition(task: Task, relay: RelayRequest, position: number, now: number): void {
+  private reportPosition(task: Task, relay: RelayRequest, position: number, now: number, slotCache?: Map<string, number>): void {
     const pool = relay.provider?.name;
-    const predicted = pool === undefined ? null : predictedStartMs(this.queue.stats, pool, position, now);
+    const predicted = pool === undefined ? null : predictStart(this.queue.stats, this.fleet.directory, pool, relay.targetModel, position, slotCache);
     const last = task.predictedStartMs;
     const moved =
       position !== task.queuePosition ||

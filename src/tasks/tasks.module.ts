@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { ApiKeysModule } from '../api-keys/api-keys.module';
 import { DispatchModule } from '../dispatch/dispatch.module';
+import { FleetModule } from '../fleet/fleet.module';
 import { QueueModule } from '../queue/queue.module';
 import { TenancyModule } from '../tenancy/tenancy.module';
 import { InMemorySessionBudgets, SessionBudgetStore } from './session-budgets';
@@ -15,7 +16,7 @@ import { TasksService } from './tasks.service';
  * go through the `JOB_ARTIFACTS` port when a registry provides it.
  */
 @Module({
-  imports: [DispatchModule, QueueModule, TenancyModule, ApiKeysModule],
+  imports: [DispatchModule, FleetModule, QueueModule, TenancyModule, ApiKeysModule],
   controllers: [TasksController],
   providers: [
     TasksService,

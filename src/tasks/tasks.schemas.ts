@@ -14,7 +14,7 @@ export const TASKS_SCHEMAS: Record<string, SchemaObject> = {
     type: 'object',
     description:
       'Either `messages` (sent to the worker as a streaming chat completion) or `prompt` (a streaming completion). The gateway fields ' +
-      '(`task_id`, `session_id`, `ctx`, `pool_id`, `priority`, `output_mode`, `budget`, `tags`, `parents`) are never forwarded; every other field is (sampling parameters).',
+      '(`task_id`, `session_id`, `ctx`, `pool_id`, `priority`, `output_mode`, `budget`, `tags`, `parents`, `parent`) are never forwarded; every other field is (sampling parameters).',
     required: ['model', 'max_tokens'],
     properties: {
       task_id: { ...id, description: 'Chosen by the client; one that exists for the tenant is `409 conflict`. Default: `t-<uuid>`.' },
@@ -51,6 +51,7 @@ export const TASKS_SCHEMAS: Record<string, SchemaObject> = {
       },
       tags: { ...ARTIFACT_FIELDS.tags, description: "The job artifact's tags, validated as on `POST /v1/artifacts`." },
       parents: { ...ARTIFACT_FIELDS.parents, description: "The job artifact's lineage: ids of artifacts it derives from (recorded as given, not looked up)." },
+      parent: { ...ARTIFACT_FIELDS.parent, description: 'The same lineage as one id or a list; joined with `parents`.' },
       temperature: { type: 'number' },
       seed: { type: 'integer' },
     },

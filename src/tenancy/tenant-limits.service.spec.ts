@@ -36,6 +36,21 @@ describe('TenantLimits (in memory, fake clock)', () => {
     expect(admit().error).toBeUndefined();
   });
 
+  it("TENANT_RATE_LIMIT_default (the seed's spelling) is the fallback for tenants without an entry, like DEFAULT_RATE_LIMIT", () => {
+    for (const name of ['TENANT_RATE_LIMIT_default', 'DEFAULT_RATE_LIMIT']) {
+      setup({ [name]: '2req/min', TENANT_RATE_LIMIT_big: '5req/min' });
+      for (let i = 0; i < 2; i++) expect(admit().error).toBeUndefined();
+      expect(admit().error).toMatchObject({ code: 'rate_limit_exceeded', details: { fields: { limit: 2 } } });
+      for (let i = 0; i < 5; i++) expect(admit({ tenant: 'big', priority: 1 }).error).toBeUndefined();
+      limiter.close();
+    }
+    const config = loadConfig({ TENANT_RATE_LIMIT_default: '2req/min' });
+    expect(config.tenancy.tenants.has('default')).toBe(false);
+    expect(config.tenancy.defaults).toEqual({ rpm: 2 });
+    expect(() => loadConfig({ TENANT_RATE_LIMIT_default: '2req/min', DEFAULT_RATE_LIMIT: '3req/min' })).toThrow(/synonyms/);
+    expect(loadConfig({ TENANT_RATE_LIMIT_default: '2req/min', DEFAULT_RATE_LIMIT: '2req/min' }).tenancy.defaults).toEqual({ rpm: 2 });
+  });
+
   it('counts tokens when requests end: a window over its token limit refuses the next request', () => {
     setup({ TENANT_RATE_LIMIT_acme: '100tok/min' });
     expect(admit().error).toBeUndefined(); // checking costs no tokens

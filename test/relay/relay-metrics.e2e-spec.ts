@@ -74,7 +74,7 @@ describe('access log', () => {
     const gw = await startGateway({ LOG_LEVEL: 'debug' }, { logDestination: destination });
     try {
       const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['logged'], max_concurrent: 1 });
-      const first = post(gw.url, '/v1/chat/completions', chat('logged'), { 'x-tenant-id': 'team-log' });
+      const first = post(gw.url, '/v1/chat/completions', chat('logged'), { 'x-tenant-id': 'team-log', 'x-correlation-id': 'trace-at-once' });
       const r1 = await worker.next('request');
       const second = post(gw.url, '/v1/chat/completions', chat('logged'), { 'x-tenant-id': 'team-log', 'x-correlation-id': 'trace-queued' });
       await eventually(() => lines.some((l) => l.msg === 'request queued' && l.correlation_id === 'trace-queued'));
@@ -93,7 +93,14 @@ describe('access log', () => {
         status: 200,
       });
       expect(access!.queue_wait_ms).toBeGreaterThanOrEqual(0);
-      expect(lines.find((l) => l.msg === 'request placed' && l.correlation_id === 'trace-queued')).toMatchObject({ pool: 'local', worker_id: ack.worker_id });
+      expect(lines.find((l) => l.msg === 'request queued' && l.correlation_id === 'trace-queued')).toMatchObject({ queue_position: 1 });
+      expect(lines.find((l) => l.msg === 'request placed' && l.correlation_id === 'trace-queued')).toMatchObject({
+        pool: 'local',
+        worker_id: ack.worker_id,
+        queue_position: 1,
+      });
+      // Placed at once: the placement line says so with 0 (not only requests that waited carry it).
+      expect(lines.find((l) => l.msg === 'request placed' && l.correlation_id === 'trace-at-once')).toMatchObject({ queue_position: 0, queue_wait_ms: 0 });
       worker.close();
     } finally {
       await gw.close();

@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { startGateway, TestGateway } from '../support/gateway';
 import { ScriptedWorker } from '../support/scripted-worker';
-import { chat, post, sleep } from '../support/http';
+import { chat, eventually, post, sleep } from '../support/http';
 import { OK_BODY, writeConfig } from '../support/routing';
 
 const IMAGE = { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } };
@@ -44,6 +44,25 @@ routing:
   afterAll(() => gw.close());
 
   describe('US-04 aliases', () => {
+    it('an alias does not shadow a real model: a worker advertising the alias name gets the request (router seed step 5a)', async () => {
+      // gpt-4o's target (ghost-target) has no worker: before, every request answered 404 while this worker was connected.
+      const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['gpt-4o'] });
+      expect(await listedModels(gw)).toContain('gpt-4o');
+      const pending = post(gw.url, '/v1/chat/completions', chat('gpt-4o'));
+      const req = await worker.next('request');
+      expect(req.model).toBe('gpt-4o');
+      expect(JSON.parse(req.body).model).toBe('gpt-4o');
+      worker.complete(req.request_id, OK_BODY);
+      const res = await pending;
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-switchboard-model')).toBe('gpt-4o');
+      worker.close();
+      await worker.closed;
+      // Gone, the alias applies again: its target has no worker.
+      await eventually(async () => !(await listedModels(gw)).includes('gpt-4o'));
+      expect((await post(gw.url, '/v1/chat/completions', chat('gpt-4o'))).status).toBe(404);
+    });
+
     it('routes an alias to a worker with the target model; the worker sees the target in request.model and in the body, every other byte unchanged', async () => {
       const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['llama3:70b'] });
       const raw =

@@ -15,6 +15,7 @@ import { Router } from '../../src/routing/router.service';
 import { NO_USAGE_RECORDS, UsageRecorder } from '../../src/usage/usage-recorder.port';
 import { PoolStats } from '../../src/providers/pool-stats';
 import { MetricsObserver } from '../../src/dispatch/observers/metrics.observer';
+import { ServiceTimeObserver } from '../../src/dispatch/observers/service-time.observer';
 import { PoolStatsObserver } from '../../src/dispatch/observers/pool-stats.observer';
 import { RequestObservers } from '../../src/dispatch/observers/request-observers';
 import { UsageObserver } from '../../src/dispatch/observers/usage.observer';
@@ -94,7 +95,12 @@ export async function dispatchHarness(config: AppConfig, clock: Clock, usage?: U
   const router = new Router(config, clock, providers, fleet, records, metrics);
   const queue = new AdmissionQueue<RelayRequest>(config, clock, metrics);
   const poolStats = new PoolStats(clock);
-  const observers = new RequestObservers(new MetricsObserver(metrics), new UsageObserver(usage ?? NO_USAGE_RECORDS), new PoolStatsObserver(poolStats));
+  const observers = new RequestObservers(
+    new MetricsObserver(metrics),
+    new UsageObserver(usage ?? NO_USAGE_RECORDS),
+    new PoolStatsObserver(poolStats),
+    new ServiceTimeObserver(clock, queue),
+  );
   const dispatcher = new Dispatcher(config, clock, router, queue, fleet, observers);
   new ProviderChanges(providers, fleet, dispatcher, queue, metrics);
   const coordinator = new ShutdownCoordinator(config, lifecycle, dispatcher, fleet, providers);

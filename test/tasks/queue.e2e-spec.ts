@@ -26,7 +26,7 @@ describe('task API: queue position, predicted start, keepalive', () => {
       [202, 2],
       [202, 3],
     ]);
-    // Nothing has left this pool's queue yet: no drain rate, no prediction.
+    // Nothing of this pool has completed yet: no service time, no prediction.
     expect(answers[3].json.predicted_start_ms).toBeNull();
 
     const d = new TaskStream(gw, 'qd');
@@ -43,7 +43,7 @@ describe('task API: queue position, predicted start, keepalive', () => {
       expect(JSON.parse(req.body).messages).toBeDefined();
       worker.chunk(req.request_id, chatDelta(`r${served}`));
       finish(worker, req.request_id);
-      // The position drops with every departure; from the second one on the pool has a drain rate.
+      // The position drops with every departure; from the first completion on the pool has a service time.
       if (served < 2) await d.until((e) => e.some((x) => x.event === 'started' && x.data.queue_position === 2 - served));
     }
     const req = await worker.next('request');

@@ -31,7 +31,10 @@ export interface TenantSettings {
 export interface TenancyConfig {
   /** Tenants from the config file and `TENANT_RATE_LIMIT_<tenant>`. */
   tenants: Map<string, TenantSettings>;
-  /** Settings of tenants not listed (`DEFAULT_RATE_LIMIT`, `tenants.default` is a tenant like any other). */
+  /**
+   * Settings of tenants not listed (`DEFAULT_RATE_LIMIT` or `TENANT_RATE_LIMIT_default`;
+   * `tenants.default` in the config file is a tenant like any other).
+   */
   defaults: TenantSettings;
 }
 
@@ -55,14 +58,14 @@ export const TENANCY_SETTINGS = group('', 'tenancy', {
     reload: 'live',
     fields: ['tenants'],
     docDefault: 'none',
-    doc: '`100req/min`, `5000tok/min` or both (comma-separated) for one tenant ([tenancy.md](tenancy.md))',
+    doc: "`100req/min`, `5000tok/min` or both (comma-separated) for one tenant; `TENANT_RATE_LIMIT_default` (the seed's spelling) is the fallback for tenants not configured, like `DEFAULT_RATE_LIMIT` ([tenancy.md](tenancy.md))",
   }),
   defaultRateLimit: custom({
     env: 'DEFAULT_RATE_LIMIT',
     reload: 'live',
     fields: ['defaults'],
     docDefault: 'none',
-    doc: 'the same for tenants not configured',
+    doc: 'the same for tenants not configured (synonym: `TENANT_RATE_LIMIT_default`)',
   }),
 });
 const S = TENANCY_SETTINGS.settings;
@@ -86,15 +89,31 @@ export function readTenancyConfig(env: Env, section: unknown, problems: string[]
   for (const [name, value] of Object.entries(env)) {
     if (!name.startsWith(RATE_LIMIT_PREFIX) || value === undefined || value === '') continue;
     const id = name.slice(RATE_LIMIT_PREFIX.length);
+    // The seed's spelling of the fallback, read below with DEFAULT_RATE_LIMIT: not a tenant named `default`.
+    if (id === FALLBACK_TENANT) continue;
     if (!TENANT_ID.test(id)) {
       problems.push(`${name}: "${id}" is not a tenant id (1-64 characters of A-Z a-z 0-9 . _ -)`);
       continue;
     }
     tenants.set(id, { ...tenants.get(id), ...parseRates(value, name, problems) });
   }
+  return { tenants, defaults: readDefaults(env, problems) };
+}
+
+/** `TENANT_RATE_LIMIT_default`: the seed's name for the settings of tenants without an entry. */
+const FALLBACK_TENANT = 'default';
+
+/** `DEFAULT_RATE_LIMIT` or its synonym `TENANT_RATE_LIMIT_default`; both set, they must agree. */
+function readDefaults(env: Env, problems: string[]): TenantSettings {
   const defaultEnv = S.defaultRateLimit.env!;
-  const defaults = env[defaultEnv] ? parseRates(env[defaultEnv], defaultEnv, problems) : {};
-  return { tenants, defaults };
+  const seedEnv = RATE_LIMIT_PREFIX + FALLBACK_TENANT;
+  const own = env[defaultEnv];
+  const seed = env[seedEnv];
+  if (own && seed && own.trim() !== seed.trim()) {
+    problems.push(`${defaultEnv} and ${seedEnv} are synonyms (the fallback for tenants without settings) and differ: set one`);
+  }
+  if (own) return parseRates(own, defaultEnv, problems);
+  return seed ? parseRates(seed, seedEnv, problems) : {};
 }
 
 /** `100req/min`, `5000tok/min`, or both separated by a comma. */

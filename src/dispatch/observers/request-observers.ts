@@ -7,12 +7,13 @@ import type { RelayRequest } from '../relay-request';
 import { MetricsObserver } from './metrics.observer';
 import { PoolStatsObserver } from './pool-stats.observer';
 import { RequestObserver } from './request-observer';
+import { ServiceTimeObserver } from './service-time.observer';
 import { UsageObserver } from './usage.observer';
 
 type Hook = keyof RequestObserver;
 
 /**
- * Every observer of requests, called in order (metrics, usage, pool figures). Built once: each
+ * Every observer of requests, called in order (metrics, usage, pool figures, service times). Built once: each
  * event walks only the observers that implement it.
  */
 @Injectable()
@@ -20,8 +21,8 @@ export class RequestObservers implements Required<RequestObserver> {
   private readonly all: RequestObserver[];
   private readonly by: { [H in Hook]: RequestObserver[] };
 
-  constructor(metrics: MetricsObserver, usage: UsageObserver, pools: PoolStatsObserver) {
-    this.all = [metrics, usage, pools];
+  constructor(metrics: MetricsObserver, usage: UsageObserver, pools: PoolStatsObserver, service: ServiceTimeObserver) {
+    this.all = [metrics, usage, pools, service];
     const of = (hook: Hook) => this.all.filter((o) => typeof o[hook] === 'function');
     this.by = {
       finished: of('finished'),
