@@ -101,7 +101,8 @@ export class InferenceService {
       served_model: request.targetModel || undefined,
       pool: request.provider?.name,
       worker_id: request.worker?.id,
-      queue_position: request.queuePosition || undefined,
+      // 0 when a worker took it at once; absent when it never reached routing.
+      queue_position: request.provider ? request.queuePosition : undefined,
       queue_wait_ms: request.waitedMs,
       requeues: request.requeues || undefined,
     });

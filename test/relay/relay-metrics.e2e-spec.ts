@@ -101,6 +101,8 @@ describe('access log', () => {
       });
       // Placed at once: the placement line says so with 0 (not only requests that waited carry it).
       expect(lines.find((l) => l.msg === 'request placed' && l.correlation_id === 'trace-at-once')).toMatchObject({ queue_position: 0, queue_wait_ms: 0 });
+      const atOnce = await eventually(() => lines.find((l) => l.msg === 'request completed' && l.correlation_id === 'trace-at-once'));
+      expect(atOnce).toMatchObject({ queue_position: 0, queue_wait_ms: 0 });
       worker.close();
     } finally {
       await gw.close();
