@@ -13,6 +13,7 @@ import { RequestObservers } from './observers/request-observers';
 import { RelayRequest } from './relay-request';
 import { CLIENT_CLOSED, RequestEnd } from './request-end';
 import { LeaseControl, ResponseFrames } from './response-frames';
+import { Watchdogs } from './watchdogs';
 
 export type { FrameVerdict } from './response-frames';
 
@@ -29,6 +30,8 @@ export class Dispatcher implements LeaseControl {
   /** Worker frames about the requests they hold. */
   readonly frames: ResponseFrames;
   private readonly end: RequestEnd;
+  /** First-byte and stall watchdogs over the requests on workers. */
+  readonly watchdogs: Watchdogs;
   /** Requests on a worker, by id (their worker's frames name them). */
   private readonly onWorkers = new Map<string, RelayRequest>();
 
@@ -42,7 +45,8 @@ export class Dispatcher implements LeaseControl {
   ) {
     this.buffers = new ClientBuffers(config, clock, (req) => this.frames.tooSlow(req));
     this.end = new RequestEnd(clock, queue, this.buffers, observers);
-    this.frames = new ResponseFrames(config, clock, router, fleet, this.buffers, this.end, observers, this, this.onWorkers);
+    this.watchdogs = new Watchdogs(config.routing, clock, router, this.end, observers, this);
+    this.frames = new ResponseFrames(config, clock, router, fleet, this.buffers, this.end, observers, this, this.onWorkers, this.watchdogs);
     fleet.on('slotFreed', ({ worker }) => this.pullWork(worker));
     fleet.on('workerGone', ({ worker, orphans }) => this.onWorkerGone(worker, orphans));
     fleet.on('modelsChanged', ({ dropped }) => dropped.length > 0 && this.replanWaitingFor(dropped));
@@ -228,6 +232,7 @@ export class Dispatcher implements LeaseControl {
     req.lease = lease;
     req.targetModel = model;
     req.assignedAt = now;
+    this.watchdogs.assigned(req, now);
     this.onWorkers.set(req.id, req);
     req.timer = this.clock.setTimeout(() => this.onRequestTimeout(req), Math.max(0, req.deadline - now));
     req.sink.routed(model, model === req.plan.target ? undefined : req.model);

@@ -147,6 +147,10 @@ export class RelayRequest {
   unrecordedWaitMs = 0;
   waitRecorded = false;
   timer: TimerHandle | undefined;
+  /** The watchdog line the request waits in (see Watchdogs), if any. */
+  watch: { delete(req: RelayRequest): boolean } | undefined;
+  /** When its worker last sent a chunk (or `response_start`): the stall watchdog's reference. */
+  lastChunkAt = 0;
   slowClientTimer: TimerHandle | undefined;
   /** The sink's `progress` when the slow-client timer was armed (see ClientBuffers). */
   slowClientMark: number | undefined;

@@ -44,7 +44,12 @@ export class RequestEnd {
     this.observers.finished(req, status, this.clock.now(), error);
   }
 
+  /** Stops the request's timer and takes it off the watchdogs' lines (it left its worker or ended). */
   clearTimer(req: RelayRequest): void {
+    if (req.watch) {
+      req.watch.delete(req);
+      req.watch = undefined;
+    }
     if (req.timer) {
       this.clock.clearTimeout(req.timer);
       req.timer = undefined;

@@ -36,6 +36,10 @@ export interface RoutingConfig {
   ejection: EjectionPolicy;
   /** `routing.max_retries`, when set: overrides MAX_REQUEUES (the same limit). */
   maxRetries?: number;
+  /** First-byte watchdog: a worker silent this long after taking a request loses it (requeued). */
+  firstByteTimeoutMs: number;
+  /** Stall watchdog: a started stream with no chunk for this long ends with a retriable error. */
+  streamIdleTimeoutMs: number;
   /** Tolerated oddities, logged at boot (an unknown strategy falls back to smart). */
   warnings: string[];
 }
@@ -117,6 +121,24 @@ export const ROUTING_SETTINGS = group('routing', 'routing', {
     fields: ['ejection.maxCooldownMs'],
     doc: 'the doubling stops here (at least `eject_cooldown_secs`)',
   }),
+  firstByteTimeout: secs({
+    env: 'ROUTING_FIRST_BYTE_TIMEOUT_SECS',
+    yaml: 'first_byte_timeout_secs',
+    default: 120,
+    opts: TIMER,
+    reload: 'restart',
+    fields: ['firstByteTimeoutMs'],
+    doc: 'a worker that sent no `response_start`, chunk or completion this long after taking a request is sent `cancel` (`timeout`), charged a health failure, and the request goes to another worker ([routing.md](routing.md#watchdogs))',
+  }),
+  streamIdleTimeout: secs({
+    env: 'ROUTING_STREAM_IDLE_TIMEOUT_SECS',
+    yaml: 'stream_idle_timeout_secs',
+    default: 60,
+    opts: TIMER,
+    reload: 'restart',
+    fields: ['streamIdleTimeoutMs'],
+    doc: 'a started stream with no chunk this long is cancelled on its worker (charged a health failure) and ends with a retriable `DECODE_TIMEOUT` SSE error event ([routing.md](routing.md#watchdogs))',
+  }),
 });
 const S = ROUTING_SETTINGS.settings;
 const ROUTING_KEYS = yamlKeys(ROUTING_SETTINGS);
@@ -152,6 +174,8 @@ export function readRoutingConfig(env: Env, section: unknown, problems: string[]
       cooldownMs: read(r, env, S.ejectCooldown),
       maxCooldownMs: read(r, env, S.ejectMaxCooldown),
     },
+    firstByteTimeoutMs: read(r, env, S.firstByteTimeout),
+    streamIdleTimeoutMs: read(r, env, S.streamIdleTimeout),
     warnings,
   };
   if (env[S.maxRetries.env!] || yaml[S.maxRetries.yaml!] !== undefined) {
