@@ -22,7 +22,9 @@ export class ConcurrencyGate {
 
   /** The request waits in the queue: its caps know, so that one of theirs ending can wake it. */
   waits(req: RelayRequest): void {
-    if (req.caps) for (const cap of req.caps) cap.waiting.add(req);
+    if (!req.caps) return;
+    for (const cap of req.caps) cap.waiting.add(req);
+    this.tellClient(req);
   }
 
   /** A worker took the request: it counts against its caps until it ends or leaves the worker. */
@@ -33,7 +35,12 @@ export class ConcurrencyGate {
       cap.waiting.delete(req);
       cap.inFlight++;
     }
-    const headers = concurrencyHeaders(req.caps);
+    this.tellClient(req);
+  }
+
+  /** `x-concurrency-limit` and `x-concurrency-in-flight` as they stand (the response carries the last). */
+  private tellClient(req: RelayRequest): void {
+    const headers = concurrencyHeaders(req.caps!);
     if (headers) req.sink.addHeaders?.(headers);
   }
 

@@ -14,6 +14,8 @@ export class ConcurrencyCap<T = unknown> {
   constructor(
     readonly scope: CapScope,
     readonly id: string,
+    /** The tenant it belongs to (a tenant's cap: itself). */
+    readonly tenant: string,
     /** Replaced when the key's or tenant's setting changes (the next request brings the new value). */
     public limit: number,
   ) {}
@@ -35,6 +37,7 @@ export function concurrencyHeaders(caps: readonly ConcurrencyCap[]): Record<stri
 export interface CapView {
   scope: CapScope;
   id: string;
+  tenant: string;
   limit: number;
   in_flight: number;
   waiting: number;
@@ -53,21 +56,21 @@ export class ConcurrencyCaps<T = unknown> {
    * neither has a limit (the common case).
    */
   capsFor(tenant: string, tenantLimit: number | undefined, keyId?: string, keyLimit?: number | null): ConcurrencyCap<T>[] | undefined {
-    const key = keyId !== undefined && keyLimit != null ? this.cap('key', keyId, keyLimit) : undefined;
-    const ten = tenantLimit != null ? this.cap('tenant', tenant, tenantLimit) : undefined;
+    const key = keyId !== undefined && keyLimit != null ? this.cap('key', keyId, tenant, keyLimit) : undefined;
+    const ten = tenantLimit != null ? this.cap('tenant', tenant, tenant, tenantLimit) : undefined;
     if (key && ten) return [key, ten];
     if (key) return [key];
     if (ten) return [ten];
     return undefined;
   }
 
-  /** Caps, optionally of one tenant (its own and its keys') or one key: `/admin/usage`. */
-  list(filter: { tenant?: string; keyIds?: ReadonlySet<string> } = {}): CapView[] {
+  /** Caps, optionally of one tenant (its own and its keys') or one key: `/admin/usage` (O(caps), operators only). */
+  list(filter: { tenant?: string; key?: string } = {}): CapView[] {
     const out: CapView[] = [];
     for (const c of this.caps.values()) {
-      if (filter.tenant !== undefined && !(c.scope === 'tenant' ? c.id === filter.tenant : filter.keyIds?.has(c.id))) continue;
-      if (filter.tenant === undefined && filter.keyIds && !(c.scope === 'key' && filter.keyIds.has(c.id))) continue;
-      out.push({ scope: c.scope, id: c.id, limit: c.limit, in_flight: c.inFlight, waiting: c.waiting.size });
+      if (filter.tenant !== undefined && c.tenant !== filter.tenant) continue;
+      if (filter.key !== undefined && !(c.scope === 'key' && c.id === filter.key)) continue;
+      out.push({ scope: c.scope, id: c.id, tenant: c.tenant, limit: c.limit, in_flight: c.inFlight, waiting: c.waiting.size });
     }
     return out.sort((a, b) => a.scope.localeCompare(b.scope) || a.id.localeCompare(b.id));
   }
@@ -78,10 +81,10 @@ export class ConcurrencyCaps<T = unknown> {
     if (c && c.inFlight === 0 && c.waiting.size === 0) this.caps.delete(`${scope}:${id}`);
   }
 
-  private cap(scope: CapScope, id: string, limit: number): ConcurrencyCap<T> {
+  private cap(scope: CapScope, id: string, tenant: string, limit: number): ConcurrencyCap<T> {
     const name = `${scope}:${id}`;
     let c = this.caps.get(name);
-    if (!c) this.caps.set(name, (c = new ConcurrencyCap<T>(scope, id, limit)));
+    if (!c) this.caps.set(name, (c = new ConcurrencyCap<T>(scope, id, tenant, limit)));
     else c.limit = limit;
     return c;
   }

@@ -58,6 +58,7 @@ describe('migrations', () => {
       'LifecycleTasks1764979200000',
       'Artifacts1765065600000',
       'TenantPools1765170000000',
+      'MaxConcurrent1765256400000',
     ]);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
