@@ -141,8 +141,8 @@ tenants:
     expect(c.apiKeys.keys[0]).toMatchObject({ name: 'batch', maxConcurrent: 4 });
     expect(c.tenancy.tenants.get('team-a')).toEqual({ maxConcurrent: 16, maxQueued: 100 });
     expect(problemsOf(withFile(`keys:\n  - {name: z, tenant: t, key_sha256: ${HASH}, max_concurrent: 0}\ntenants:\n  t: {max_concurrent: 0}\n`))).toEqual([
+      expect.stringContaining('tenants.t.max_concurrent must be an integer >= 1'),
       'keys[0].max_concurrent must be an integer >= 1, got 0',
-      expect.stringContaining('tenants.t.max_concurrent'),
     ]);
   });
 });
