@@ -118,7 +118,7 @@ function toRecord(row: ApiKeyEntity): ApiKeyRecord {
     source: row.source,
     rpm: row.rpm,
     tpm: row.tpm,
-    maxConcurrent: row.maxConcurrent ?? null,
+    ...(row.maxConcurrent != null ? { maxConcurrent: row.maxConcurrent } : {}),
     priority: row.priority,
     models: row.models ?? null,
     expiresAt: row.expiresAt,

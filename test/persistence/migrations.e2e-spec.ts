@@ -193,6 +193,15 @@ describe('migrations', () => {
 
   it('down drops the tables and forgets the migrations', async () => {
     await ds.undoLastMigration();
+    const caps = ds.createQueryRunner();
+    try {
+      expect(await caps.hasColumn('api_keys', 'max_concurrent')).toBe(false);
+      expect(await caps.hasColumn('tenants', 'max_concurrent')).toBe(false);
+      expect(await caps.hasColumn('tenants', 'pools')).toBe(true);
+    } finally {
+      await caps.release();
+    }
+    await ds.undoLastMigration();
     const pools = ds.createQueryRunner();
     try {
       expect(await pools.hasColumn('tenants', 'pools')).toBe(false);
