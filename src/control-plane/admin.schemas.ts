@@ -281,7 +281,8 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
       },
       watchdogs: {
         type: 'object',
-        description: 'Requests the watchdogs caught since the gateway started (docs/routing.md#watchdogs): no first byte in time (moved to another worker), stream stalled (ended).',
+        description:
+          'Requests the watchdogs caught since the gateway started (docs/routing.md#watchdogs): no first byte in time (moved to another worker), stream stalled (ended).',
         required: ['first_byte', 'stream_idle'],
         properties: { first_byte: { type: 'integer' }, stream_idle: { type: 'integer' } },
       },
