@@ -22,12 +22,13 @@ export class ConcurrencyGate {
 
   /** The request waits in the queue: its caps know, so that one of theirs ending can wake it. */
   waits(req: RelayRequest): void {
-    if (!req.caps) return;
+    // A requeued request keeps its place under its caps (it has not ended): it is not waiting for room.
+    if (!req.caps || req.capsHeld) return;
     for (const cap of req.caps) cap.waiting.add(req);
     this.tellClient(req);
   }
 
-  /** A worker took the request: it counts against its caps until it ends or leaves the worker. */
+  /** A worker took the request: it counts against its caps until it ends (a requeue keeps its place). */
   acquire(req: RelayRequest): void {
     if (!req.caps || req.capsHeld) return;
     req.capsHeld = true;
@@ -45,7 +46,7 @@ export class ConcurrencyGate {
   }
 
   /**
-   * The request ended or left its worker: its place goes to the oldest request of the same cap
+   * The request ended: its place goes to the oldest request of the same cap
    * still waiting (when a worker can take it; otherwise the next freed slot's pull finds it).
    */
   release(req: RelayRequest): void {

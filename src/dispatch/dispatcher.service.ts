@@ -281,7 +281,6 @@ export class Dispatcher implements LeaseControl {
   /** The worker let go of the request before answering: requeued (within the limits) or failed. */
   rescue(req: RelayRequest): void {
     this.end.clearTimer(req);
-    this.gate.release(req);
     req.worker = undefined;
     req.lease = undefined;
     if (req.sink.clientGone) return this.end.settle(req, CLIENT_CLOSED);
