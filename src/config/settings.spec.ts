@@ -82,6 +82,7 @@ describe('configuration declarations', () => {
         'client_auth_failure_window_secs',
         'client_auth_block_secs',
         'routing.first_byte_timeout_secs',
+        'routing.first_byte_timeout_secs_per_pool',
         'routing.max_retries',
         'routing.stream_idle_timeout_secs',
         'queue.aging_secs',

@@ -169,4 +169,42 @@ describe('Watchdogs (fake clock, real Dispatcher and Router)', () => {
     expect(stream.sink.ended).toBe(true);
     expect(h.dispatcher.watchdogs.counts).toEqual({ first_byte: 0, stream_idle: 0 });
   });
+
+  it("first byte: a pool's own timeout (routing.first_byte_timeout_secs_per_pool) replaces the default", async () => {
+    const config = loadConfig({ REQUEST_TIMEOUT_SECS: '600', PROVIDER_NAME: 'local', ROUTING_FIRST_BYTE_TIMEOUT_SECS: '20' });
+    config.providers[0].models = ['m'];
+    config.routing.firstByteTimeoutMsByPool = new Map([['local', 90 * SECOND]]);
+    h = await dispatchHarness(config, clock);
+    const a = addWorker();
+    const { req } = submit();
+    clock.advance(89 * SECOND);
+    expect(frames(a.channel, 'cancel')).toEqual([]);
+    clock.advance(SECOND);
+    expect(frames(a.channel, 'cancel')).toEqual([{ type: 'cancel', request_id: req.id, reason: 'timeout' }]);
+  });
+
+  it('tasks (requests with bounds of their own) are not watched', () => {
+    const a = addWorker();
+    const sink = new StreamSink();
+    const req = new RelayRequest({
+      id: 'task-1',
+      model: 'm',
+      endpointPath: '/v1/chat/completions',
+      isStreaming: true,
+      body: '{}',
+      headers: undefined,
+      correlationId: 'c',
+      tenant: 'default',
+      priority: 1,
+      sink,
+      route: { model: 'm', requirements: extractRequirements('/v1/chat/completions', {}) },
+      timeouts: { runMs: 3_600_000 },
+    });
+    h.dispatcher.submit(req);
+    clock.advance(300 * SECOND);
+    h.dispatcher.frames.onChunk(a.worker, req.id, 'data: 1\n\n');
+    clock.advance(300 * SECOND);
+    expect(frames(a.channel, 'cancel')).toEqual([]);
+    expect(sink.error).toBeUndefined();
+  });
 });

@@ -57,7 +57,7 @@ class DueLine {
 }
 
 /** What the watchdogs settings and the Dispatcher give them. */
-export type WatchdogSettings = Pick<RoutingConfig, 'firstByteTimeoutMs' | 'streamIdleTimeoutMs'>;
+export type WatchdogSettings = Pick<RoutingConfig, 'firstByteTimeoutMs' | 'streamIdleTimeoutMs'> & Partial<Pick<RoutingConfig, 'firstByteTimeoutMsByPool'>>;
 
 /**
  * The first-byte and stall watchdogs (docs/routing.md#watchdogs). No timer per request: watched
@@ -96,7 +96,7 @@ export class Watchdogs {
   assigned(req: RelayRequest, now: number): void {
     // Tasks bring bounds of their own (they may wait and run far longer than an interactive request).
     if (req.timeouts) return;
-    const timeoutMs = this.settings.firstByteTimeoutMs;
+    const timeoutMs = this.settings.firstByteTimeoutMsByPool?.get(req.provider.name) ?? this.settings.firstByteTimeoutMs;
     let line = this.firstByteLines.get(timeoutMs);
     if (!line) this.firstByteLines.set(timeoutMs, (line = new DueLine(timeoutMs)));
     req.watch = line;
