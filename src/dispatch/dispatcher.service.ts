@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
@@ -7,14 +7,14 @@ import { Fleet } from '../fleet/fleet.service';
 import { SlotLease } from '../fleet/slot-lease';
 import { WorkerSnapshot } from '../fleet/worker-snapshot';
 import { AdmissionQueue } from '../queue/admission-queue';
-import { RouteDecision, Router } from '../routing/router.service';
+import { Router } from '../routing/router.service';
 import { ClientBuffers } from './client-buffers';
+import { DispatchLog } from './dispatch-log';
 import { RequestObservers } from './observers/request-observers';
 import { RelayRequest } from './relay-request';
 import { CLIENT_CLOSED, RequestEnd } from './request-end';
 import { LeaseControl, ResponseFrames } from './response-frames';
 import { Watchdogs } from './watchdogs';
-import { dispatchLog } from './dispatch-log';
 import { leaveQueue, recordWait } from './queue-waits';
 import { ConcurrencyGate } from './concurrency-gate';
 import { ConcurrencyCaps } from '../queue/concurrency-caps';
@@ -28,7 +28,7 @@ export type { FrameVerdict } from './response-frames';
  */
 @Injectable()
 export class Dispatcher implements LeaseControl {
-  private readonly log = new Logger('Dispatcher');
+  private readonly log: DispatchLog;
   /** Response bytes held for clients (per-client backlogs, collected bodies) and their bounds. */
   readonly buffers: ClientBuffers;
   /** Worker frames about the requests they hold. */
@@ -50,6 +50,7 @@ export class Dispatcher implements LeaseControl {
     private readonly fleet: Fleet,
     private readonly observers: RequestObservers,
   ) {
+    this.log = new DispatchLog(config.logLevel === 'debug' || config.logLevel === 'trace');
     this.buffers = new ClientBuffers(config, clock, (req) => this.frames.tooSlow(req));
     this.caps = queue.caps;
     this.gate = new ConcurrencyGate((req) => this.placeWaiting(req));
@@ -175,12 +176,12 @@ export class Dispatcher implements LeaseControl {
     }
     req.phase = 'queued';
     req.queuedAt = now;
-    this.gate.waits(req);
     req.queuePosition = this.queue.depth(p.name);
-    dispatchLog.queued(this.log, req, model);
+    this.log.queued(req, p.name, model);
     // A requeued request waits at most one more queue timeout, never past its lifetime.
     const waitUntil = Math.min(req.deadline, now + (req.timeouts?.queueMs ?? p.queueTimeoutMs));
     this.queue.expireAfter(req, waitUntil - now, () => this.onQueueTimeout(req));
+    this.gate.waits(req);
   }
 
   /** The queue already let go of it. */
@@ -219,7 +220,7 @@ export class Dispatcher implements LeaseControl {
     this.onWorkers.set(req.id, req);
     req.timer = this.clock.setTimeout(() => this.onRequestTimeout(req), Math.max(0, req.deadline - now));
     req.sink.routed(model, model === req.plan.target ? undefined : req.model);
-    dispatchLog.placed(this.log, req, worker, model);
+    this.log.placed(req, worker, model);
     lease.send({
       type: 'request',
       request_id: req.id,
@@ -245,7 +246,7 @@ export class Dispatcher implements LeaseControl {
     const wire = lease.cancel(reason);
     if (wire === undefined) return;
     this.onWorkers.delete(req.id);
-    this.log.debug({ msg: 'cancel sent', request_id: req.id, reason, wire_reason: wire, worker_id: lease.worker.id, correlation_id: req.correlationId });
+    this.log.cancelSent(req, reason, wire, lease.worker);
   }
 
   // ---------------------------------------------------------------- workers coming and going
@@ -308,8 +309,19 @@ export class Dispatcher implements LeaseControl {
         if (req.plan.candidates.length < 2) continue;
         const decision = this.router.route(req.plan);
         if (decision.kind === 'reject' || decision.model === model) continue;
-        dispatchLog.replanned(this.log, req, model, decision.model);
-        this.replace(req, decision);
+        this.queue.remove(req);
+        this.log.replanned(req, model, decision.model);
+        // The wait is carried on (recorded once, on assignment) and the request now belongs to the
+        // fallback's provider (metrics, usage, provider deletion); it was admitted already, so a
+        // fallback's queue takes it without its bound.
+        leaveQueue(this.observers, req, this.clock.now(), false);
+        if (decision.kind === 'assign') {
+          req.provider = this.router.provider(decision.worker.provider) ?? req.provider;
+          this.assign(req, decision.worker, decision.model);
+        } else {
+          req.provider = decision.provider;
+          this.enqueue(req, decision.model, true);
+        }
       }
     }
   }
@@ -319,24 +331,10 @@ export class Dispatcher implements LeaseControl {
     if (req.phase !== 'queued' || !req.queuedAt) return true; // no longer waiting: nothing to do
     const decision = this.gate.blocked(req) ? undefined : this.router.route(req.plan);
     if (decision?.kind !== 'assign') return false;
-    this.replace(req, decision);
-    return true;
-  }
-
-  /**
-   * Takes a waiting request out of its queue and places it by a new decision. The wait is carried on
-   * (recorded once, on assignment) and the request now belongs to the decision's provider (metrics,
-   * usage, provider deletion); it was admitted already, so another queue takes it without its bound.
-   */
-  private replace(req: RelayRequest, decision: Exclude<RouteDecision, { kind: 'reject' }>): void {
     this.queue.remove(req);
     leaveQueue(this.observers, req, this.clock.now(), false);
-    if (decision.kind === 'assign') {
-      req.provider = this.router.provider(decision.worker.provider) ?? req.provider;
-      this.assign(req, decision.worker, decision.model);
-    } else {
-      req.provider = decision.provider;
-      this.enqueue(req, decision.model, true);
-    }
+    req.provider = this.router.provider(decision.worker.provider) ?? req.provider;
+    this.assign(req, decision.worker, decision.model);
+    return true;
   }
 }
