@@ -14,6 +14,8 @@ export interface ApiKeyRecord {
   source: 'admin' | 'config';
   rpm: number | null;
   tpm: number | null;
+  /** How many of its requests may be on workers at once; null or absent = no cap of its own. */
+  maxConcurrent?: number | null;
   priority: Priority | null;
   models: string[] | null;
   expiresAt: number | null;

@@ -5,7 +5,21 @@ import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyRecord, ApiKeyStore } from './api-key-store';
 
 /** Columns rewritten when a key is saved again; `created_at` and `last_used_at` are kept. */
-const UPDATED_ON_SAVE = ['name', 'key_hash', 'prefix', 'tenant', 'enabled', 'source', 'rpm', 'tpm', 'priority', 'models', 'expires_at', 'revoked_at'];
+const UPDATED_ON_SAVE = [
+  'name',
+  'key_hash',
+  'prefix',
+  'tenant',
+  'enabled',
+  'source',
+  'rpm',
+  'tpm',
+  'max_concurrent',
+  'priority',
+  'models',
+  'expires_at',
+  'revoked_at',
+];
 
 /**
  * Up to 5 bound parameters per key (SQLite binds a name once per occurrence): well under SQLite's
@@ -83,6 +97,7 @@ function toRow(r: ApiKeyRecord): ApiKeyEntity {
     source: r.source,
     rpm: r.rpm,
     tpm: r.tpm,
+    maxConcurrent: r.maxConcurrent ?? null,
     priority: r.priority,
     models: r.models ? [...r.models] : null,
     expiresAt: r.expiresAt,
@@ -103,6 +118,7 @@ function toRecord(row: ApiKeyEntity): ApiKeyRecord {
     source: row.source,
     rpm: row.rpm,
     tpm: row.tpm,
+    ...(row.maxConcurrent != null ? { maxConcurrent: row.maxConcurrent } : {}),
     priority: row.priority,
     models: row.models ?? null,
     expiresAt: row.expiresAt,

@@ -8,8 +8,8 @@ import type { KeyStatus } from './api-keys.service';
  * Bodies of `/admin/keys` (snake_case like the config file's `keys:`), validated with the same
  * rules as the file; every problem is reported in one 400.
  *
- *   POST  {name, tenant, rpm?, tpm?, priority?, models?, expires_at?, enabled?}
- *   PATCH any of those; null clears rpm, tpm, priority, models, expires_at
+ *   POST  {name, tenant, rpm?, tpm?, max_concurrent?, priority?, models?, expires_at?, enabled?}
+ *   PATCH any of those; null clears rpm, tpm, max_concurrent, priority, models, expires_at
  */
 export type CreateKeyInput = KeyFields & { name: string; tenant: string };
 
@@ -40,6 +40,7 @@ export function describeKey(r: ApiKeyRecord, status: KeyStatus) {
     status,
     rpm: r.rpm,
     tpm: r.tpm,
+    max_concurrent: r.maxConcurrent ?? null,
     priority: r.priority,
     models: r.models,
     expires_at: iso(r.expiresAt),

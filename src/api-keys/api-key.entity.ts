@@ -45,6 +45,10 @@ export class ApiKeyEntity {
   @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
   tpm: number | null;
 
+  /** How many of the key's requests may be on workers at once; null = no cap of its own. */
+  @Column({ name: 'max_concurrent', type: 'bigint', nullable: true, transformer: bigintNumber })
+  maxConcurrent: number | null;
+
   /** Default priority of the key's requests (capped by the tenant's `max_priority`). */
   @Column({ type: 'varchar', length: 16, nullable: true })
   priority: Priority | null;

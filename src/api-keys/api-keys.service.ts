@@ -240,6 +240,7 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
       source: 'admin',
       rpm: fields.rpm ?? null,
       tpm: fields.tpm ?? null,
+      maxConcurrent: fields.maxConcurrent ?? null,
       priority: fields.priority ?? null,
       models: fields.models ?? null,
       expiresAt: fields.expiresAt ?? null,
@@ -274,6 +275,7 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     if (fields.tenant !== undefined) next.tenant = fields.tenant;
     if (fields.rpm !== undefined) next.rpm = fields.rpm;
     if (fields.tpm !== undefined) next.tpm = fields.tpm;
+    if (fields.maxConcurrent !== undefined) next.maxConcurrent = fields.maxConcurrent;
     if (fields.priority !== undefined) next.priority = fields.priority;
     if (fields.models !== undefined) next.models = fields.models;
     if (fields.expiresAt !== undefined) next.expiresAt = fields.expiresAt;
@@ -367,6 +369,7 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
         source: 'config',
         rpm: k.rpm ?? null,
         tpm: k.tpm ?? null,
+        maxConcurrent: k.maxConcurrent ?? null,
         priority: k.priority ?? null,
         models: k.models ?? null,
         expiresAt: k.expiresAt ?? null,

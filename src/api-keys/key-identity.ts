@@ -12,6 +12,7 @@ export interface IdentifyingKey {
   models: readonly string[] | null;
   rpm: number | null;
   tpm: number | null;
+  maxConcurrent?: number | null;
 }
 
 /**
@@ -44,6 +45,7 @@ export function identifyByKey(
     allowedPools: poolsOf(settings),
     keyId: key.id,
   };
+  if (key.maxConcurrent != null) identity.keyMaxConcurrent = key.maxConcurrent;
   if (key.rpm !== null || key.tpm !== null) {
     identity.keyLimits = {};
     if (key.rpm !== null) identity.keyLimits.rpm = key.rpm;

@@ -279,6 +279,13 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
         required: ratesFigures,
         properties: { ...rates, latency_ms: ref('LatencyPercentiles'), history: ref('PoolHistory') },
       },
+      watchdogs: {
+        type: 'object',
+        description:
+          'Requests the watchdogs caught since the gateway started (docs/routing.md#watchdogs): no first byte in time (moved to another worker), stream stalled (ended).',
+        required: ['first_byte', 'stream_idle'],
+        properties: { first_byte: { type: 'integer' }, stream_idle: { type: 'integer' } },
+      },
       recent_errors: {
         type: 'array',
         description: 'The last 50 error answers of the whole gateway, newest first (gateway errors and backend 5xx).',

@@ -254,6 +254,7 @@ export class PoolsService {
       unrouted: { rejected_by_code: Object.fromEntries(u.rejectedByCode), errors_by_code: Object.fromEntries(u.errorsByCode) },
       overall: this.stats.overall(),
       recent_errors: this.stats.recentErrors(),
+      watchdogs: { ...this.dispatcher.watchdogs.counts },
     };
   }
 }

@@ -83,6 +83,9 @@ class RecordingObservers implements Required<RequestObserver> {
   requeued(req: RelayRequest) {
     this.log.push(`requeued:${req.id}`);
   }
+  watchdog(kind: string, req: RelayRequest) {
+    this.log.push(`watchdog:${req.id}:${kind}`);
+  }
   /** The entries of one hook, in order. */
   of(hook: keyof RequestObserver): string[] {
     return this.log.filter((e) => e.startsWith(`${hook}:`));

@@ -14,6 +14,10 @@ import { RequestObservers } from './observers/request-observers';
 import { RelayRequest } from './relay-request';
 import { CLIENT_CLOSED, RequestEnd } from './request-end';
 import { LeaseControl, ResponseFrames } from './response-frames';
+import { Watchdogs } from './watchdogs';
+import { leaveQueue, recordWait } from './queue-waits';
+import { ConcurrencyGate } from './concurrency-gate';
+import { ConcurrencyCaps } from '../queue/concurrency-caps';
 
 export type { FrameVerdict } from './response-frames';
 
@@ -30,6 +34,11 @@ export class Dispatcher implements LeaseControl {
   /** Worker frames about the requests they hold. */
   readonly frames: ResponseFrames;
   private readonly end: RequestEnd;
+  /** `max_concurrent` of keys and tenants: requests over it wait in the queue. */
+  private readonly gate: ConcurrencyGate;
+  readonly caps: ConcurrencyCaps<RelayRequest>;
+  /** First-byte and stall watchdogs over the requests on workers. */
+  readonly watchdogs: Watchdogs;
   /** Requests on a worker, by id (their worker's frames name them). */
   private readonly onWorkers = new Map<string, RelayRequest>();
 
@@ -43,8 +52,11 @@ export class Dispatcher implements LeaseControl {
   ) {
     this.log = new DispatchLog(config.logLevel === 'debug' || config.logLevel === 'trace');
     this.buffers = new ClientBuffers(config, clock, (req) => this.frames.tooSlow(req));
-    this.end = new RequestEnd(clock, queue, this.buffers, observers);
-    this.frames = new ResponseFrames(config, clock, router, fleet, this.buffers, this.end, observers, this, this.onWorkers);
+    this.caps = queue.caps;
+    this.gate = new ConcurrencyGate((req) => this.placeWaiting(req));
+    this.end = new RequestEnd(clock, queue, this.buffers, observers, this.gate);
+    this.watchdogs = new Watchdogs(config.routing, clock, router, this.end, observers, this);
+    this.frames = new ResponseFrames(config, clock, router, fleet, this.buffers, this.end, observers, this, this.onWorkers, this.watchdogs);
     fleet.on('slotFreed', ({ worker }) => this.pullWork(worker));
     fleet.on('workerGone', ({ worker, orphans }) => this.onWorkerGone(worker, orphans));
     fleet.on('modelsChanged', ({ dropped }) => dropped.length > 0 && this.replanWaitingFor(dropped));
@@ -118,7 +130,7 @@ export class Dispatcher implements LeaseControl {
   rerouteWaiting(provider: string): void {
     const now = this.clock.now();
     for (const req of this.queue.discard(provider)) {
-      this.leaveQueue(req, now, false);
+      leaveQueue(this.observers, req, now, false);
       this.dispatch(req, false);
     }
   }
@@ -147,7 +159,8 @@ export class Dispatcher implements LeaseControl {
       // Its own run bound starts when a worker first takes it (see assign); a reroute keeps it.
       else if (!req.assignedAt) req.deadline = Infinity;
     }
-    if (decision.kind === 'assign') this.assign(req, decision.worker, decision.model);
+    // A key or tenant at its max_concurrent waits in the queue even when a worker is free.
+    if (decision.kind === 'assign' && !this.gate.blocked(req)) this.assign(req, decision.worker, decision.model);
     else this.enqueue(req, decision.model, requeued);
   }
 
@@ -168,39 +181,20 @@ export class Dispatcher implements LeaseControl {
     // A requeued request waits at most one more queue timeout, never past its lifetime.
     const waitUntil = Math.min(req.deadline, now + (req.timeouts?.queueMs ?? p.queueTimeoutMs));
     this.queue.expireAfter(req, waitUntil - now, () => this.onQueueTimeout(req));
-  }
-
-  /**
-   * The request leaves the queue (for a worker, a timeout or its client leaving). A reroute to
-   * another queue or model passes `record: false`: the wait is carried on and recorded once, when
-   * the request next leaves a queue or reaches a worker.
-   */
-  private leaveQueue(req: RelayRequest, now: number, record = true): void {
-    if (!req.queuedAt) return;
-    const waited = now - req.queuedAt;
-    req.waitedMs += waited;
-    req.unrecordedWaitMs += waited;
-    req.queuedAt = 0;
-    req.sink.queueWaited(req.waitedMs);
-    if (record) this.recordWait(req);
-  }
-
-  private recordWait(req: RelayRequest): void {
-    this.observers.waited(req, req.unrecordedWaitMs);
-    req.unrecordedWaitMs = 0;
-    req.waitRecorded = true;
+    this.gate.waits(req);
   }
 
   /** The queue already let go of it. */
   private onQueueTimeout(req: RelayRequest): void {
     if (req.phase !== 'queued') return;
     const now = this.clock.now();
-    this.leaveQueue(req, now);
+    leaveQueue(this.observers, req, now);
     this.observers.cancelled('timeout');
     this.end.fail(req, now >= req.deadline ? Errors.requestTimeout() : Errors.queueTimeout());
   }
 
   private assign(req: RelayRequest, worker: WorkerSnapshot, model: string): void {
+    if (this.gate.blocked(req)) return this.enqueue(req, model, true);
     const lease = this.fleet.reserve(worker, req.id, model);
     // Routing offers only workers with a free slot; should one be gone, the request waits its turn.
     if (!lease) return this.enqueue(req, model, true);
@@ -208,11 +202,11 @@ export class Dispatcher implements LeaseControl {
     this.end.clearTimer(req);
     if (req.queuedAt) {
       this.queue.stats.departed(req.provider.name, now - req.queuedAt, now);
-      this.leaveQueue(req, now);
+      leaveQueue(this.observers, req, now);
     } else if (req.unrecordedWaitMs > 0 || (req.requeues === 0 && !req.waitRecorded)) {
       // Dispatched at once: a zero wait, so the histogram's percentiles cover every request (a
       // rerouted one records the wait it carried, once; one queued before recorded it on leaving).
-      this.recordWait(req);
+      recordWait(this.observers, req);
     }
     const runMs = req.timeouts?.runMs;
     if (runMs !== undefined && !req.assignedAt) req.deadline = now + runMs;
@@ -221,6 +215,8 @@ export class Dispatcher implements LeaseControl {
     req.lease = lease;
     req.targetModel = model;
     req.assignedAt = now;
+    this.gate.acquire(req);
+    this.watchdogs.assigned(req, now);
     this.onWorkers.set(req.id, req);
     req.timer = this.clock.setTimeout(() => this.onRequestTimeout(req), Math.max(0, req.deadline - now));
     req.sink.routed(model, model === req.plan.target ? undefined : req.model);
@@ -263,7 +259,7 @@ export class Dispatcher implements LeaseControl {
   private pullWork(worker: WorkerSnapshot): void {
     if (worker.draining || this.fleet.directory.get(worker.id) !== worker) return;
     while (worker.freeSlots > 0) {
-      const req = this.queue.takeFor(worker, (r) => this.router.canServe(worker, r.plan, r.targetModel), this.clock.now());
+      const req = this.queue.takeFor(worker, (r) => !this.gate.blocked(r) && this.router.canServe(worker, r.plan, r.targetModel), this.clock.now());
       if (!req) return;
       this.assign(req, this.router.pick(req.plan, req.targetModel) ?? worker, req.targetModel);
     }
@@ -318,7 +314,7 @@ export class Dispatcher implements LeaseControl {
         // The wait is carried on (recorded once, on assignment) and the request now belongs to the
         // fallback's provider (metrics, usage, provider deletion); it was admitted already, so a
         // fallback's queue takes it without its bound.
-        this.leaveQueue(req, this.clock.now(), false);
+        leaveQueue(this.observers, req, this.clock.now(), false);
         if (decision.kind === 'assign') {
           req.provider = this.router.provider(decision.worker.provider) ?? req.provider;
           this.assign(req, decision.worker, decision.model);
@@ -328,5 +324,17 @@ export class Dispatcher implements LeaseControl {
         }
       }
     }
+  }
+
+  /** A waiting request whose key or tenant has room again goes to a worker, if one can take it now. */
+  private placeWaiting(req: RelayRequest): boolean {
+    if (req.phase !== 'queued' || !req.queuedAt) return true; // no longer waiting: nothing to do
+    const decision = this.gate.blocked(req) ? undefined : this.router.route(req.plan);
+    if (decision?.kind !== 'assign') return false;
+    this.queue.remove(req);
+    leaveQueue(this.observers, req, this.clock.now(), false);
+    req.provider = this.router.provider(decision.worker.provider) ?? req.provider;
+    this.assign(req, decision.worker, decision.model);
+    return true;
   }
 }

@@ -6,6 +6,7 @@ import type { WorkerSnapshot } from '../fleet/worker-snapshot';
 import { Provider } from '../providers/providers.service';
 import { RoutePlan, RouteRequest } from '../routing/router.service';
 import { replaceTopLevelModel } from '../routing/rewrite-model';
+import type { ConcurrencyCap } from '../queue/concurrency-caps';
 
 /**
  * The HTTP side of a request, as the dispatcher drives it. Implemented by inference/ for
@@ -47,6 +48,8 @@ export interface ResponseSink {
   routed(servedModel: string, fallbackFor: string | undefined): void;
   /** Total time the request has waited in the queue so far; the response reports it. */
   queueWaited(ms: number): void;
+  /** Adds gateway headers to the response (when it has not started yet): `x-concurrency-*`. */
+  addHeaders?(headers: Record<string, string>): void;
 }
 
 export type RequestPhase = 'queued' | 'assigned' | 'streaming' | 'finished';
@@ -74,6 +77,8 @@ export interface RelayRequestInit {
   priority: number;
   /** How many requests of this tenant may wait in the queue at once. */
   maxQueued?: number;
+  /** `max_concurrent` of its key and tenant, where set (AdmissionQueue.caps.capsFor). */
+  caps?: ConcurrencyCap<RelayRequest>[];
   sink: ResponseSink;
   route: RouteRequest;
   /** Told the request's tokens when the worker reports them (token limits, budgets). */
@@ -95,6 +100,9 @@ export class RelayRequest {
   readonly keyId: string | undefined;
   readonly priority: number;
   readonly maxQueued: number;
+  readonly caps: ConcurrencyCap<RelayRequest>[] | undefined;
+  /** It counts against its caps' in-flight requests (see ConcurrencyGate). */
+  capsHeld = false;
   readonly sink: ResponseSink;
   /** What routing needs: requested model, requirements, pin. */
   readonly route: RouteRequest;
@@ -147,6 +155,10 @@ export class RelayRequest {
   unrecordedWaitMs = 0;
   waitRecorded = false;
   timer: TimerHandle | undefined;
+  /** The watchdog line the request waits in (see Watchdogs), if any. */
+  watch: { delete(req: RelayRequest): boolean } | undefined;
+  /** When its worker last sent a chunk (or `response_start`): the stall watchdog's reference. */
+  lastChunkAt = 0;
   slowClientTimer: TimerHandle | undefined;
   /** The sink's `progress` when the slow-client timer was armed (see ClientBuffers). */
   slowClientMark: number | undefined;
@@ -163,6 +175,7 @@ export class RelayRequest {
     this.keyId = init.keyId;
     this.priority = init.priority;
     this.maxQueued = init.maxQueued ?? Infinity;
+    this.caps = init.caps;
     this.sink = init.sink;
     this.route = init.route;
     this.onTokens = init.onTokens;

@@ -3,6 +3,7 @@ import { GatewayError, isRetriable, statusOf } from '../common/gateway-error';
 import { AdmissionQueue } from '../queue/admission-queue';
 import { ClientBuffers } from './client-buffers';
 import { RequestObservers } from './observers/request-observers';
+import { ConcurrencyGate } from './concurrency-gate';
 import { RelayRequest } from './relay-request';
 
 /** HTTP status recorded for requests whose client left before an answer. */
@@ -18,6 +19,7 @@ export class RequestEnd {
     private readonly queue: AdmissionQueue<RelayRequest>,
     private readonly buffers: ClientBuffers,
     private readonly observers: RequestObservers,
+    private readonly gate: ConcurrencyGate,
   ) {}
 
   /** Refuses a request before it runs (admission, routing, queue bounds): counted as a rejection. */
@@ -42,9 +44,16 @@ export class RequestEnd {
     this.buffers.dropBody(req);
     req.phase = 'finished';
     this.observers.finished(req, status, this.clock.now(), error);
+    // Last: its key's or tenant's next waiting request may go to a worker now.
+    this.gate.release(req);
   }
 
+  /** Stops the request's timer and takes it off the watchdogs' lines (it left its worker or ended). */
   clearTimer(req: RelayRequest): void {
+    if (req.watch) {
+      req.watch.delete(req);
+      req.watch = undefined;
+    }
     if (req.timer) {
       this.clock.clearTimeout(req.timer);
       req.timer = undefined;

@@ -11,6 +11,7 @@ import { ClientBuffers } from './client-buffers';
 import { RequestObservers } from './observers/request-observers';
 import { RelayRequest } from './relay-request';
 import { RequestEnd } from './request-end';
+import { Watchdogs } from './watchdogs';
 
 /** What a frame handler learns: `unknown` means the worker spoke about a request it never had. */
 export type FrameVerdict = 'ok' | 'unknown';
@@ -44,11 +45,13 @@ export class ResponseFrames {
     private readonly leases: LeaseControl,
     /** The requests on workers, by id (shared with the Dispatcher, which adds and removes them). */
     private readonly onWorkers: Map<string, RelayRequest>,
+    private readonly watchdogs: Watchdogs,
   ) {}
 
   onChunk(worker: WorkerSession, requestId: string, chunk: string): FrameVerdict {
     const req = this.requestOn(worker, requestId);
     if (!req) return this.lateFrame(worker, requestId);
+    this.watchdogs.spoke(req, this.clock.now());
     if (req.streamedBytes === 0) this.firstByte(req, worker);
     const bytes = Buffer.byteLength(chunk);
     req.streamedBytes += bytes;
@@ -76,6 +79,7 @@ export class ResponseFrames {
   onResponseStart(worker: WorkerSession, msg: ResponseStartMessage): FrameVerdict {
     const req = this.requestOn(worker, msg.request_id);
     if (!req) return this.lateFrame(worker, msg.request_id);
+    this.watchdogs.spoke(req, this.clock.now());
     if (!req.isStreaming || req.phase !== 'assigned' || msg.status_code < 200) return 'ok';
     req.phase = 'streaming';
     req.sink.startStream(msg.status_code, msg.headers);

@@ -84,6 +84,7 @@ export class InferenceService {
       keyId: identity.keyId,
       priority: identity.priority,
       maxQueued: this.tenants.settingsOf(identity.tenant).maxQueued,
+      caps: this.dispatcher.caps.capsFor(identity.tenant, this.tenants.settingsOf(identity.tenant).maxConcurrent, identity.keyId, identity.keyMaxConcurrent),
       sink,
       route: {
         model: envelope.model,

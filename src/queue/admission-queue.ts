@@ -5,6 +5,7 @@ import { Errors, GatewayError } from '../common/gateway-error';
 import { MetricsService } from '../observability/metrics.service';
 import { AdmitResult, Queueable, QueueOrder, ServingWorker } from './queue-order';
 import { QueueStats } from './queue-stats';
+import { ConcurrencyCaps } from './concurrency-caps';
 
 export type { AdmitResult, Queueable, ServingWorker } from './queue-order';
 
@@ -19,6 +20,8 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
   private readonly timers = new Map<T, TimerHandle>();
   /** Drain rate and waits, per provider (Retry-After advice, operators' figures). */
   readonly stats = new QueueStats();
+  /** `max_concurrent` of keys and tenants: requests over it wait here (see ConcurrencyGate in dispatch/). */
+  readonly caps = new ConcurrencyCaps<T>();
 
   constructor(
     @Inject(APP_CONFIG) config: Pick<AppConfig, 'queue'>,

@@ -16,6 +16,8 @@ export interface ClientIdentity {
   keyId?: string;
   /** The key's own limits, beside its tenant's. */
   keyLimits?: { rpm?: number; tpm?: number };
+  /** The key's `max_concurrent`, when it has one (see ConcurrencyGate). */
+  keyMaxConcurrent?: number;
 }
 
 export const TENANT_HEADER = 'x-tenant-id';

@@ -13,6 +13,7 @@ const UPDATED_ON_SAVE = [
   'priority',
   'max_priority',
   'max_queued',
+  'max_concurrent',
   'models',
   'session_tokens',
   'session_time_secs',
@@ -60,6 +61,7 @@ function toColumns(s: TenantSettings): Omit<TenantEntity, 'id' | 'createdAt' | '
     priority: s.priority ?? null,
     maxPriority: s.maxPriority ?? null,
     maxQueued: s.maxQueued ?? null,
+    maxConcurrent: s.maxConcurrent ?? null,
     models: s.models ? [...s.models] : null,
     sessionTokens: s.sessionTokens ?? null,
     sessionTimeSecs: s.sessionTimeSecs ?? null,
@@ -75,6 +77,7 @@ function toRecord(row: TenantEntity): TenantRecord {
   if (row.priority !== null) settings.priority = row.priority;
   if (row.maxPriority !== null) settings.maxPriority = row.maxPriority;
   if (row.maxQueued !== null) settings.maxQueued = row.maxQueued;
+  if (row.maxConcurrent !== null && row.maxConcurrent !== undefined) settings.maxConcurrent = row.maxConcurrent;
   if (row.models !== null && row.models !== undefined) settings.models = row.models;
   if (row.sessionTokens !== null) settings.sessionTokens = row.sessionTokens;
   if (row.sessionTimeSecs !== null) settings.sessionTimeSecs = row.sessionTimeSecs;

@@ -29,6 +29,9 @@ export class TenantEntity {
   @Column({ name: 'max_queued', type: 'bigint', nullable: true, transformer: epochMillis })
   maxQueued: number | null;
 
+  @Column({ name: 'max_concurrent', type: 'bigint', nullable: true, transformer: epochMillis })
+  maxConcurrent: number | null;
+
   @Column({ name: 'session_tokens', type: 'bigint', nullable: true, transformer: epochMillis })
   sessionTokens: number | null;
 

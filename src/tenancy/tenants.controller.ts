@@ -75,6 +75,7 @@ function settingsJson(s: TenantSettings) {
     priority: s.priority ?? null,
     max_priority: s.maxPriority ?? null,
     max_queued: s.maxQueued ?? null,
+    max_concurrent: s.maxConcurrent ?? null,
     models: s.models ?? null,
     session_tokens: s.sessionTokens ?? null,
     session_time_secs: s.sessionTimeSecs ?? null,

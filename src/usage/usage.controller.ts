@@ -5,12 +5,16 @@ import { UsageAggregates, UsageTotals } from './usage-aggregates.service';
 import { parseUsageQuery, UsageGroupBy } from './usage-query';
 import { ApiDoc } from '../openapi/api-doc';
 import { USAGE_API } from './usage.schemas';
+import { AdmissionQueue } from '../queue/admission-queue';
 
 /** Operator API (bearer ADMIN_TOKEN): usage totals for chargeback. */
 @Controller('admin')
 @UseGuards(AdminGuard)
 export class UsageController {
-  constructor(private readonly aggregates: UsageAggregates) {}
+  constructor(
+    private readonly aggregates: UsageAggregates,
+    private readonly queue: AdmissionQueue,
+  ) {}
 
   /** `GET /admin/usage?tenant=&key=&since=&until=&group_by=tenant|key|model|day` (see docs/api.md). */
   @Get('usage')
@@ -29,6 +33,8 @@ export class UsageController {
         until: query.until === undefined ? null : new Date(query.until).toISOString(),
       },
       data: totals.map((t) => describe(t, query.groupBy)),
+      // Live, not recorded: the keys' and tenants' max_concurrent and what runs and waits under it now.
+      concurrency: this.queue.caps.list({ tenant: query.tenant, key: query.keyId }),
     };
   }
 }

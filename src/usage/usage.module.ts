@@ -7,6 +7,7 @@ import { TypeOrmUsageRecorder } from './usage-recorder.service';
 import { UsageRecorder } from './usage-recorder.port';
 import { UsageRetention } from './usage-retention.service';
 import { UsageController } from './usage.controller';
+import { QueueModule } from '../queue/queue.module';
 
 /**
  * Usage records for chargeback: the write-behind recorder behind the `UsageRecorder` port (the
@@ -20,7 +21,7 @@ import { UsageController } from './usage.controller';
  */
 @Global()
 @Module({
-  imports: [AuthModule, TypeOrmModule.forFeature([UsageRecordEntity])],
+  imports: [AuthModule, QueueModule, TypeOrmModule.forFeature([UsageRecordEntity])],
   controllers: [UsageController],
   providers: [TypeOrmUsageRecorder, { provide: UsageRecorder, useExisting: TypeOrmUsageRecorder }, UsageAggregates, UsageRetention],
   exports: [UsageRecorder, TypeOrmUsageRecorder, UsageAggregates, UsageRetention],

@@ -10,7 +10,7 @@ import { tenantId } from '../tenancy/tenants.schemas';
 export const USAGE_SCHEMAS: Record<string, SchemaObject> = {
   Usage: {
     type: 'object',
-    required: ['object', 'group_by', 'filters', 'data'],
+    required: ['object', 'group_by', 'filters', 'data', 'concurrency'],
     properties: {
       object: { type: 'string', enum: ['usage'] },
       group_by: { type: 'string', enum: ['tenant', 'key', 'model', 'day'], nullable: true },
@@ -35,6 +35,23 @@ export const USAGE_SCHEMAS: Record<string, SchemaObject> = {
             prompt_tokens: { type: 'integer' },
             completion_tokens: { type: 'integer' },
             total_tokens: { type: 'integer' },
+          },
+        },
+      },
+      concurrency: {
+        type: 'array',
+        description:
+          'Live: every key and tenant with `max_concurrent` (of the `tenant` / `key` filter, when given), its requests on workers now and those waiting for room ([routing](routing.md#concurrency-caps)).',
+        items: {
+          type: 'object',
+          required: ['scope', 'id', 'tenant', 'limit', 'in_flight', 'waiting'],
+          properties: {
+            scope: { type: 'string', enum: ['key', 'tenant'] },
+            id: { type: 'string', description: 'The key id or the tenant id.' },
+            tenant: { type: 'string' },
+            limit: { type: 'integer', minimum: 1 },
+            in_flight: { type: 'integer' },
+            waiting: { type: 'integer' },
           },
         },
       },
@@ -80,6 +97,7 @@ export const USAGE_API = {
           { tenant: 'team-a', requests: 1520, errors: 12, prompt_tokens: 803211, completion_tokens: 120044, total_tokens: 923255 },
           { tenant: 'team-b', requests: 87, errors: 0, prompt_tokens: 10233, completion_tokens: 4410, total_tokens: 14643 },
         ],
+        concurrency: [{ scope: 'key', id: 'key_Qm3vX9pL2wR8tY4u', tenant: 'team-a', limit: 4, in_flight: 4, waiting: 2 }],
       }),
       ...adminErrors(['invalid_request'], {
         invalid_request: Errors.invalidRequest("Query parameter 'group_by' must be one of tenant, key, model, day, got 'week'", 'group_by'),

@@ -46,6 +46,7 @@ describe('admin API: /admin/keys', () => {
       status: 'active',
       rpm: 60,
       tpm: 100000,
+      max_concurrent: null,
       priority: 'low',
       models: ['m1'],
       expires_at: '2099-01-01T00:00:00.000Z',

@@ -97,6 +97,7 @@ describe('TypeOrmApiKeyStore', () => {
         'source',
         'tenant',
         'tpm',
+        'max_concurrent',
       ].sort(),
     );
   });

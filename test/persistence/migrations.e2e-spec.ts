@@ -58,6 +58,7 @@ describe('migrations', () => {
       'LifecycleTasks1764979200000',
       'Artifacts1765065600000',
       'TenantPools1765170000000',
+      'MaxConcurrent1765256400000',
     ]);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
@@ -191,6 +192,15 @@ describe('migrations', () => {
   });
 
   it('down drops the tables and forgets the migrations', async () => {
+    await ds.undoLastMigration();
+    const caps = ds.createQueryRunner();
+    try {
+      expect(await caps.hasColumn('api_keys', 'max_concurrent')).toBe(false);
+      expect(await caps.hasColumn('tenants', 'max_concurrent')).toBe(false);
+      expect(await caps.hasColumn('tenants', 'pools')).toBe(true);
+    } finally {
+      await caps.release();
+    }
     await ds.undoLastMigration();
     const pools = ds.createQueryRunner();
     try {

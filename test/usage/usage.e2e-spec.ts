@@ -124,6 +124,7 @@ describe('usage records and GET /admin/usage', () => {
       group_by: null,
       filters: { tenant: null, key: null, since: null, until: null },
       data: [{ requests: 7, errors: 2, prompt_tokens: 126, completion_tokens: 34, total_tokens: 160 }],
+      concurrency: [],
     });
   });
 

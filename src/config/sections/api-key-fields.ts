@@ -10,6 +10,8 @@ export interface KeyFields {
   tenant?: string;
   rpm?: number | null;
   tpm?: number | null;
+  /** How many of its requests may be on workers at once (at least 1). */
+  maxConcurrent?: number | null;
   priority?: Priority | null;
   models?: string[] | null;
   /** Epoch milliseconds. */
@@ -29,7 +31,7 @@ export interface KeyFieldRules {
   namePattern?: { regex: RegExp; description: string };
 }
 
-export const KEY_FIELD_NAMES = ['name', 'tenant', 'rpm', 'tpm', 'priority', 'models', 'expires_at', 'enabled'] as const;
+export const KEY_FIELD_NAMES = ['name', 'tenant', 'rpm', 'tpm', 'max_concurrent', 'priority', 'models', 'expires_at', 'enabled'] as const;
 
 const MAX_NAME = 128;
 const MAX_MODELS = 1000;
@@ -80,6 +82,13 @@ export function parseKeyFields(raw: unknown, where: string, rules: KeyFieldRules
     const v = o[key];
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) problems.push(`${where}${key} must be an integer >= 0, got ${JSON.stringify(v)}`);
     else out[key] = v;
+  }
+  if (present('max_concurrent')) {
+    const v = o.max_concurrent;
+    if (v === null) out.maxConcurrent = null;
+    else if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1)
+      problems.push(`${where}max_concurrent must be an integer >= 1, got ${JSON.stringify(v)}`);
+    else out.maxConcurrent = v;
   }
   if (present('priority')) {
     if (isNull('priority')) out.priority = null;

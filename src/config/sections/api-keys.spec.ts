@@ -129,4 +129,20 @@ describe('API keys configuration', () => {
     expect(problems).toHaveLength(13);
     expect(problemsOf(withFile('keys: {a: 1}\n'))).toEqual(['keys (config file) must be a list of {name, tenant, key_sha256, ...}']);
   });
+
+  it('reads max_concurrent of keys and tenants (an integer >= 1)', () => {
+    const c = loadConfig(
+      withFile(`keys:
+  - {name: batch, tenant: team-a, key_sha256: ${HASH}, max_concurrent: 4}
+tenants:
+  team-a: {max_concurrent: 16, max_queued: 100}
+`),
+    );
+    expect(c.apiKeys.keys[0]).toMatchObject({ name: 'batch', maxConcurrent: 4 });
+    expect(c.tenancy.tenants.get('team-a')).toEqual({ maxConcurrent: 16, maxQueued: 100 });
+    expect(problemsOf(withFile(`keys:\n  - {name: z, tenant: t, key_sha256: ${HASH}, max_concurrent: 0}\ntenants:\n  t: {max_concurrent: 0}\n`))).toEqual([
+      expect.stringContaining('tenants.t.max_concurrent must be an integer >= 1'),
+      'keys[0].max_concurrent must be an integer >= 1, got 0',
+    ]);
+  });
 });

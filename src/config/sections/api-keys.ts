@@ -13,6 +13,7 @@ export interface ConfiguredApiKey {
   enabled: boolean;
   rpm?: number;
   tpm?: number;
+  maxConcurrent?: number;
   priority?: Priority;
   models?: string[];
   /** Epoch milliseconds. */
@@ -45,7 +46,7 @@ export const API_KEYS_SETTINGS = group('', 'apiKeys', {
     reload: 'restart',
     fields: ['keys'],
     docDefault: 'none',
-    doc: 'client API keys declared in the file, by their SHA-256 (`name`, `tenant`, `key_sha256`, optional `rpm`, `tpm`, `priority`, `models`, `expires_at`, `enabled`): see [Tenants and keys](#tenants-and-keys)',
+    doc: 'client API keys declared in the file, by their SHA-256 (`name`, `tenant`, `key_sha256`, optional `rpm`, `tpm`, `max_concurrent`, `priority`, `models`, `expires_at`, `enabled`): see [Tenants and keys](#tenants-and-keys)',
   }),
   lastUsedFlush: secs({
     env: 'API_KEY_LAST_USED_FLUSH_SECS',
@@ -144,6 +145,7 @@ function readConfiguredKeys(section: unknown, problems: string[]): ConfiguredApi
       enabled: fields.enabled ?? true,
       ...(fields.rpm != null ? { rpm: fields.rpm } : {}),
       ...(fields.tpm != null ? { tpm: fields.tpm } : {}),
+      ...(fields.maxConcurrent != null ? { maxConcurrent: fields.maxConcurrent } : {}),
       ...(fields.priority ? { priority: fields.priority } : {}),
       ...(fields.models ? { models: fields.models } : {}),
       ...(fields.expiresAt != null ? { expiresAt: fields.expiresAt } : {}),

@@ -118,4 +118,22 @@ describe('provider capability declarations', () => {
       'providers[0].capabilities.n must be a mapping of vision, tools, json_mode, context_length',
     ]);
   });
+
+  it('watchdogs: first byte 120 s and stream idle 60 s by default; the file, ROUTING_* and per-pool first-byte overrides', () => {
+    expect(read(undefined).config).toMatchObject({ firstByteTimeoutMs: 120_000, streamIdleTimeoutMs: 60_000, firstByteTimeoutMsByPool: new Map() });
+    const { config, problems } = read(
+      { first_byte_timeout_secs: 30, stream_idle_timeout_secs: 10, first_byte_timeout_secs_per_pool: { 'gpu-slow': 300 } },
+      { ROUTING_STREAM_IDLE_TIMEOUT_SECS: '5' },
+    );
+    expect(problems).toEqual([]);
+    expect(config).toMatchObject({ firstByteTimeoutMs: 30_000, streamIdleTimeoutMs: 5_000, firstByteTimeoutMsByPool: new Map([['gpu-slow', 300_000]]) });
+    const bad = read({ first_byte_timeout_secs: 0, first_byte_timeout_secs_per_pool: { p: 'soon' } }).problems;
+    expect(bad).toHaveLength(2);
+    expect(bad).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('routing.first_byte_timeout_secs (config file)'),
+        expect.stringContaining('routing.first_byte_timeout_secs_per_pool.p'),
+      ]),
+    );
+  });
 });

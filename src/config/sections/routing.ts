@@ -1,4 +1,4 @@
-import { Env, Reader, TIMER, Yaml } from '../../common/config-reader';
+import { checkNumber, Env, Reader, TIMER, Yaml } from '../../common/config-reader';
 import { bool, custom, group, num, read, secs, str, yamlKeys } from '../setting';
 import { ModelCapabilities } from '../../protocol';
 
@@ -36,6 +36,12 @@ export interface RoutingConfig {
   ejection: EjectionPolicy;
   /** `routing.max_retries`, when set: overrides MAX_REQUEUES (the same limit). */
   maxRetries?: number;
+  /** First-byte watchdog: a worker silent this long after taking a request loses it (requeued). */
+  firstByteTimeoutMs: number;
+  /** Pool (provider) name → its own first-byte timeout, in place of `firstByteTimeoutMs`. */
+  firstByteTimeoutMsByPool: Map<string, number>;
+  /** Stall watchdog: a started stream with no chunk for this long ends with a retriable error. */
+  streamIdleTimeoutMs: number;
   /** Tolerated oddities, logged at boot (an unknown strategy falls back to smart). */
   warnings: string[];
 }
@@ -117,6 +123,31 @@ export const ROUTING_SETTINGS = group('routing', 'routing', {
     fields: ['ejection.maxCooldownMs'],
     doc: 'the doubling stops here (at least `eject_cooldown_secs`)',
   }),
+  firstByteTimeout: secs({
+    env: 'ROUTING_FIRST_BYTE_TIMEOUT_SECS',
+    yaml: 'first_byte_timeout_secs',
+    default: 120,
+    opts: TIMER,
+    reload: 'restart',
+    fields: ['firstByteTimeoutMs'],
+    doc: 'a worker that sent no `response_start`, chunk or completion this long after taking a request is sent `cancel` (`timeout`), charged a health failure, and the request goes to another worker ([routing.md](routing.md#watchdogs))',
+  }),
+  firstByteTimeoutPerPool: custom({
+    yaml: 'first_byte_timeout_secs_per_pool',
+    reload: 'restart',
+    fields: ['firstByteTimeoutMsByPool'],
+    docDefault: 'none',
+    doc: 'pool (provider) name → its own `first_byte_timeout_secs` (file only), e.g. `{gpu-slow: 300}` for backends that load models on demand',
+  }),
+  streamIdleTimeout: secs({
+    env: 'ROUTING_STREAM_IDLE_TIMEOUT_SECS',
+    yaml: 'stream_idle_timeout_secs',
+    default: 60,
+    opts: TIMER,
+    reload: 'restart',
+    fields: ['streamIdleTimeoutMs'],
+    doc: 'a started stream with no chunk this long is cancelled on its worker (charged a health failure) and ends with a retriable `DECODE_TIMEOUT` SSE error event ([routing.md](routing.md#watchdogs))',
+  }),
 });
 const S = ROUTING_SETTINGS.settings;
 const ROUTING_KEYS = yamlKeys(ROUTING_SETTINGS);
@@ -152,6 +183,9 @@ export function readRoutingConfig(env: Env, section: unknown, problems: string[]
       cooldownMs: read(r, env, S.ejectCooldown),
       maxCooldownMs: read(r, env, S.ejectMaxCooldown),
     },
+    firstByteTimeoutMs: read(r, env, S.firstByteTimeout),
+    firstByteTimeoutMsByPool: readPoolTimeouts(yaml[S.firstByteTimeoutPerPool.yaml!], `routing.${S.firstByteTimeoutPerPool.yaml}`, problems),
+    streamIdleTimeoutMs: read(r, env, S.streamIdleTimeout),
     warnings,
   };
   if (env[S.maxRetries.env!] || yaml[S.maxRetries.yaml!] !== undefined) {
@@ -164,6 +198,22 @@ export function readRoutingConfig(env: Env, section: unknown, problems: string[]
   for (const key of r.unknownKeys()) problems.push(`routing.${key} (config file) is not a routing setting (known: ${ROUTING_KEYS.join(', ')})`);
   problems.push(...r.problems);
   return config;
+}
+
+/** `{pool: seconds}` → milliseconds by pool name. */
+function readPoolTimeouts(value: unknown, where: string, problems: string[]): Map<string, number> {
+  const out = new Map<string, number>();
+  if (value === undefined || value === null) return out;
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    problems.push(`${where} must be a mapping of pool name: seconds`);
+    return out;
+  }
+  for (const [pool, secs] of Object.entries(value as Yaml)) {
+    const before = problems.length;
+    const n = checkNumber(secs, `${where}.${pool}`, 0, TIMER, problems);
+    if (problems.length === before) out.set(pool, n * 1000);
+  }
+  return out;
 }
 
 function readWeights(value: unknown, problems: string[]): ScoringWeights {

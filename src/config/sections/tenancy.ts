@@ -15,6 +15,8 @@ export interface TenantSettings {
   maxPriority?: Priority;
   /** How many of its requests may wait in the queue at once. */
   maxQueued?: number;
+  /** How many of its requests may be on workers at once; more wait in the queue (docs/routing.md#concurrency-caps). */
+  maxConcurrent?: number;
   /** Models it may use (after alias resolution); absent = all. */
   models?: string[];
   /** The most tokens one task session may spend (a task's `budget.tokens` is capped by it). */
@@ -41,7 +43,19 @@ export interface TenancyConfig {
 /** Tenant ids: what `x-tenant-id` may carry and what configuration may name. */
 export const TENANT_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
-const TENANT_KEYS = ['rpm', 'tpm', 'tokens_per_day', 'priority', 'max_priority', 'max_queued', 'models', 'session_tokens', 'session_time_secs', 'pools'];
+const TENANT_KEYS = [
+  'rpm',
+  'tpm',
+  'tokens_per_day',
+  'priority',
+  'max_priority',
+  'max_queued',
+  'max_concurrent',
+  'models',
+  'session_tokens',
+  'session_time_secs',
+  'pools',
+];
 const RATE = /^\s*(\d+)\s*(req|tok)\s*\/\s*min\s*$/i;
 
 /** The `tenants:` section (a top-level key) and the rate-limit variables; a reload applies them. */
@@ -51,7 +65,7 @@ export const TENANCY_SETTINGS = group('', 'tenancy', {
     reload: 'live',
     fields: ['tenants'],
     docDefault: 'none',
-    doc: 'settings per tenant id (`rpm`, `tpm`, `tokens_per_day`, `priority`, `max_priority`, `max_queued`, `models`, `session_tokens`, `session_time_secs`, `pools`): see [Tenants and keys](#tenants-and-keys) and [tenancy.md](tenancy.md)',
+    doc: 'settings per tenant id (`rpm`, `tpm`, `tokens_per_day`, `priority`, `max_priority`, `max_queued`, `max_concurrent`, `models`, `session_tokens`, `session_time_secs`, `pools`): see [Tenants and keys](#tenants-and-keys) and [tenancy.md](tenancy.md)',
   }),
   tenantRateLimit: custom({
     env: 'TENANT_RATE_LIMIT_<tenant>',
@@ -140,11 +154,11 @@ export function parseTenantSettings(raw: unknown, where: string, problems: strin
     return out;
   }
   const o = raw as Yaml;
-  const count = (key: string) => {
+  const count = (key: string, min = 0) => {
     if (o[key] === undefined || o[key] === null) return undefined;
     const before = problems.length;
     // Bounded so every value fits a BIGINT column and a JS number exactly.
-    const n = checkNumber(o[key], `${where}.${key}`, 0, { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }, problems);
+    const n = checkNumber(o[key], `${where}.${key}`, 0, { min, max: Number.MAX_SAFE_INTEGER, integer: true }, problems);
     return problems.length === before ? n : undefined;
   };
   const priority = (key: string) => {
@@ -158,6 +172,7 @@ export function parseTenantSettings(raw: unknown, where: string, problems: strin
   out.tpm = count('tpm');
   out.tokensPerDay = count('tokens_per_day');
   out.maxQueued = count('max_queued');
+  out.maxConcurrent = count('max_concurrent', 1);
   out.sessionTokens = count('session_tokens');
   out.sessionTimeSecs = count('session_time_secs');
   out.priority = priority('priority');

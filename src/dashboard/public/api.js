@@ -39,7 +39,7 @@
  * }} Cordons
  * @typedef {{ name: string, enabled: boolean, source?: string, max_queue_len: number, queue_timeout_secs: number,
  *   workers_connected: number, queue_depth: number }} Provider
- * @typedef {{ stats: Stats, pools: PoolHealth[], workers: Worker[], cordons: Cordons, providers: Provider[] }} Snapshot
+ * @typedef {{ stats: Stats, pools: PoolHealth[], workers: Worker[], cordons: Cordons, providers: Provider[], caps: import('./caps.js').Cap[] }} Snapshot
  */
 
 /** How long one call may take before the dashboard calls the gateway unreachable. */
@@ -125,14 +125,16 @@ export class AdminApi {
 
   /** @returns {Promise<Snapshot>} everything the page shows, read in parallel */
   async snapshot() {
-    const [stats, pools, workers, cordons, providers] = await Promise.all([
+    // Usage totals of an empty window (nothing is summed): only the live `concurrency` is read.
+    const [stats, pools, workers, cordons, providers, usage] = await Promise.all([
       this.request('GET', 'admin/stats'),
       this.request('GET', 'v1/pools'),
       this.request('GET', 'admin/workers'),
       this.request('GET', 'admin/cordons'),
       this.request('GET', 'admin/providers'),
+      this.request('GET', 'admin/usage?since=9999-01-01'),
     ]);
-    return { stats, pools: pools.data, workers: workers.data, cordons, providers: providers.data };
+    return { stats, pools: pools.data, workers: workers.data, cordons, providers: providers.data, caps: usage.concurrency ?? [] };
   }
 
   /** @param {string} id @param {{ timeout_secs?: number, reason?: string }} body */

@@ -9,6 +9,7 @@ import { h } from './dom.js';
 import { finishedTotal, ratePerSecond } from './model.js';
 import { confirmDrain } from './confirm-dialog.js';
 import { clearAll, render } from './views.js';
+import { renderCaps, setupCapsForm } from './caps.js';
 
 /** The page updates at least this often. */
 const POLL_MS = 2000;
@@ -78,6 +79,7 @@ function showLogin(message, focus = true) {
   state.api = null;
   storeToken(null);
   clearAll();
+  renderCaps([]);
   ui.dashboard.hidden = true;
   ui.sessionBar.hidden = true;
   ui.nav.hidden = true;
@@ -204,6 +206,7 @@ function update(snapshot) {
   state.queueSamples.push(queued);
   if (state.queueSamples.length > QUEUE_SAMPLES) state.queueSamples.splice(0, state.queueSamples.length - QUEUE_SAMPLES);
   render(snapshot, { now: Date.now(), rps, queueSamples: state.queueSamples, actions });
+  renderCaps(snapshot.caps);
   ui.dashboard.classList.remove('stale-data');
   setConn('live', 'Live');
   ui.lastUpdate.textContent = `Updated ${new Date().toLocaleTimeString('en-GB', { hour12: false })}`;
@@ -349,3 +352,5 @@ if (saved) {
 } else {
   showLogin('', false);
 }
+
+setupCapsForm(() => state.api, act);

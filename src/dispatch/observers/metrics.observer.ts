@@ -1,16 +1,30 @@
 import { Injectable } from '@nestjs/common';
+import { Counter } from 'prom-client';
 import type { CancelReason, TokenCounts } from '../../protocol';
 import type { GatewayError } from '../../common/gateway-error';
 import type { WorkerSnapshot } from '../../fleet/worker-snapshot';
 import type { CacheReport } from '../../usage/cache-headers';
 import { MetricsService } from '../../observability/metrics.service';
 import type { RelayRequest } from '../relay-request';
+import { WATCHDOG_KINDS, WatchdogKind } from '../watchdogs';
 import { RequestObserver } from './request-observer';
 
 /** A request's life as Prometheus series (docs/observability.md). */
 @Injectable()
 export class MetricsObserver implements RequestObserver {
-  constructor(private readonly metrics: MetricsService) {}
+  /** `switchboard_watchdog_total{kind}`: requests a watchdog caught (docs/routing.md#watchdogs). */
+  private readonly watchdogs: Counter<'kind'>;
+
+  constructor(private readonly metrics: MetricsService) {
+    this.watchdogs = new Counter({
+      name: 'switchboard_watchdog_total',
+      help: 'Requests a watchdog caught, by kind: first_byte (no first byte in time, moved to another worker) or stream_idle (stream stalled, ended).',
+      labelNames: ['kind'],
+      registers: [metrics.registry],
+    });
+    // Both series exist from the start, at zero, so a rate is defined before the first catch.
+    for (const kind of WATCHDOG_KINDS) this.watchdogs.inc({ kind }, 0);
+  }
 
   finished(req: RelayRequest, status: number, now: number): void {
     // A request no provider took names a model nobody serves: its name is not worth a series.
@@ -48,5 +62,9 @@ export class MetricsObserver implements RequestObserver {
 
   requeued(req: RelayRequest): void {
     this.metrics.requeue(req.provider.name);
+  }
+
+  watchdog(kind: WatchdogKind): void {
+    this.watchdogs.inc({ kind });
   }
 }

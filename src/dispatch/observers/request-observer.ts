@@ -3,6 +3,7 @@ import type { GatewayError } from '../../common/gateway-error';
 import type { WorkerSnapshot } from '../../fleet/worker-snapshot';
 import type { CacheReport } from '../../usage/cache-headers';
 import type { RelayRequest } from '../relay-request';
+import type { WatchdogKind } from '../watchdogs';
 
 /**
  * Something that accounts for requests (metrics, usage records, pool figures): told what happens
@@ -26,4 +27,6 @@ export interface RequestObserver {
   waited?(req: RelayRequest, ms: number): void;
   /** The request's worker vanished before answering: it goes back to routing. */
   requeued?(req: RelayRequest): void;
+  /** A watchdog caught the request: no first byte in time (it moves on), or its stream stalled (it ends). */
+  watchdog?(kind: WatchdogKind, req: RelayRequest): void;
 }

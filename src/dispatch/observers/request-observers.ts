@@ -4,6 +4,7 @@ import type { GatewayError } from '../../common/gateway-error';
 import type { WorkerSnapshot } from '../../fleet/worker-snapshot';
 import type { CacheReport } from '../../usage/cache-headers';
 import type { RelayRequest } from '../relay-request';
+import type { WatchdogKind } from '../watchdogs';
 import { MetricsObserver } from './metrics.observer';
 import { PoolStatsObserver } from './pool-stats.observer';
 import { RequestObserver } from './request-observer';
@@ -33,6 +34,7 @@ export class RequestObservers implements Required<RequestObserver> {
       cancelled: of('cancelled'),
       waited: of('waited'),
       requeued: of('requeued'),
+      watchdog: of('watchdog'),
     };
   }
 
@@ -66,5 +68,9 @@ export class RequestObservers implements Required<RequestObserver> {
 
   requeued(req: RelayRequest): void {
     for (const o of this.by.requeued) o.requeued!(req);
+  }
+
+  watchdog(kind: WatchdogKind, req: RelayRequest): void {
+    for (const o of this.by.watchdog) o.watchdog!(kind, req);
   }
 }
