@@ -28,6 +28,10 @@ export interface ProviderConfig {
   priority?: number;
   /** Per-model capabilities; each declared field overrides what the workers advertise. */
   capabilities: Record<string, ModelCapabilities>;
+  /** GPU-time chargeback: price of one GPU-hour (any currency). */
+  costPerGpuHour?: number;
+  /** GPUs behind each worker of the pool (default 1). */
+  gpusPerWorker?: number;
 }
 
 /** Limits a provider gets when it does not set its own (env / top-level YAML values). */

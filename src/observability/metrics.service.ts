@@ -39,6 +39,7 @@ export class MetricsService {
   private readonly workersConnected: Gauge<'provider'>;
   private readonly workerSlots: Gauge<'provider' | 'state'>;
   private readonly tokensTotal: Counter<'provider' | 'model' | 'tenant' | 'kind'>;
+  private readonly workerBusySeconds: Counter<'pool' | 'tenant'>;
   private readonly requeues: Counter<'provider'>;
   private readonly cancellations: Counter<'reason'>;
   private readonly rejections: Counter<'code'>;
@@ -115,6 +116,12 @@ export class MetricsService {
       name: `${PREFIX}tokens_total`,
       help: 'Tokens reported by workers, by provider, model, tenant and kind (prompt, completion).',
       labelNames: ['provider', 'model', 'tenant', 'kind'],
+      registers,
+    });
+    this.workerBusySeconds = new Counter({
+      name: `${PREFIX}worker_busy_seconds_total`,
+      help: "Worker time requests held, by pool and tenant: each request's slot time as a share of its worker (seconds / max_concurrent).",
+      labelNames: ['pool', 'tenant'],
       registers,
     });
     this.requeues = new Counter({
@@ -262,6 +269,11 @@ export class MetricsService {
 
   tokens(provider: string, model: string, tenant: string, kind: TokenKind, count: number): void {
     if (count > 0) this.tokensTotal.inc({ provider, model: this.models.label(model), tenant: this.tenants.label(tenant), kind }, count);
+  }
+
+  /** A request's slot on a worker of `pool`, as a share of the worker (docs/enterprise.md#gpu-time-chargeback). */
+  workerBusy(pool: string, tenant: string, seconds: number): void {
+    if (seconds > 0) this.workerBusySeconds.inc({ pool, tenant: this.tenants.label(tenant) }, seconds);
   }
 
   requeue(provider: string): void {

@@ -13,7 +13,7 @@ export const USAGE_SCHEMAS: Record<string, SchemaObject> = {
     required: ['object', 'group_by', 'filters', 'data'],
     properties: {
       object: { type: 'string', enum: ['usage'] },
-      group_by: { type: 'string', enum: ['tenant', 'key', 'model', 'day'], nullable: true },
+      group_by: { type: 'string', enum: ['tenant', 'key', 'model', 'pool', 'day'], nullable: true },
       filters: {
         type: 'object',
         required: ['tenant', 'key', 'since', 'until'],
@@ -24,17 +24,24 @@ export const USAGE_SCHEMAS: Record<string, SchemaObject> = {
         description: 'One row of totals, or one per group; the group value is under the `group_by` name (null for rows without one, last).',
         items: {
           type: 'object',
-          required: ['requests', 'errors', 'prompt_tokens', 'completion_tokens', 'total_tokens'],
+          required: ['requests', 'errors', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'worker_seconds', 'gpu_seconds', 'cost'],
           properties: {
             tenant: { type: 'string', nullable: true },
             key: { type: 'string', nullable: true },
             model: { type: 'string', nullable: true },
+            pool: { type: 'string', nullable: true, description: 'The pool (provider) that admitted the requests.' },
             day: { type: 'string', nullable: true, pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
             requests: { type: 'integer' },
             errors: { type: 'integer', description: 'Requests that ended with a status >= 400.' },
             prompt_tokens: { type: 'integer' },
             completion_tokens: { type: 'integer' },
             total_tokens: { type: 'integer' },
+            worker_seconds: { type: 'number', description: 'Seconds the requests held a worker slot (placement to completion on the worker).' },
+            gpu_seconds: {
+              type: 'number',
+              description: "GPU seconds: each request's slot time as a share of its worker, `worker_ms / max_concurrent × gpus_per_worker`.",
+            },
+            cost: { type: 'number', nullable: true, description: "`gpu_seconds` at the pools' `cost_per_gpu_hour`; null when no pool involved sets a price." },
           },
         },
       },
@@ -68,7 +75,7 @@ export const USAGE_API = {
         in: 'query',
         required: false,
         description: 'Without it: one row of totals.',
-        schema: { type: 'string', enum: ['tenant', 'key', 'model', 'day'] },
+        schema: { type: 'string', enum: ['tenant', 'key', 'model', 'pool', 'day'] },
       },
     ],
     responses: {
@@ -77,12 +84,12 @@ export const USAGE_API = {
         group_by: 'tenant',
         filters: { tenant: null, key: null, since: '2025-01-01T00:00:00.000Z', until: '2025-02-01T00:00:00.000Z' },
         data: [
-          { tenant: 'team-a', requests: 1520, errors: 12, prompt_tokens: 803211, completion_tokens: 120044, total_tokens: 923255 },
-          { tenant: 'team-b', requests: 87, errors: 0, prompt_tokens: 10233, completion_tokens: 4410, total_tokens: 14643 },
+          { tenant: 'team-a', requests: 1520, errors: 12, prompt_tokens: 803211, completion_tokens: 120044, total_tokens: 923255, worker_seconds: 3040.5, gpu_seconds: 760.125, cost: 0.528 },
+          { tenant: 'team-b', requests: 87, errors: 0, prompt_tokens: 10233, completion_tokens: 4410, total_tokens: 14643, worker_seconds: 120, gpu_seconds: 30, cost: 0.020833 },
         ],
       }),
       ...adminErrors(['invalid_request'], {
-        invalid_request: Errors.invalidRequest("Query parameter 'group_by' must be one of tenant, key, model, day, got 'week'", 'group_by'),
+        invalid_request: Errors.invalidRequest("Query parameter 'group_by' must be one of tenant, key, model, pool, day, got 'week'", 'group_by'),
       }),
     },
   },

@@ -58,6 +58,7 @@ describe('migrations', () => {
       'LifecycleTasks1764979200000',
       'Artifacts1765065600000',
       'TenantPools1765170000000',
+      'Chargeback1765250000000',
     ]);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {

@@ -71,6 +71,10 @@ describe('usage records', () => {
       queueWaitMs: 5,
       ttfbMs: 100,
       durationMs: 900,
+      workerMs: 800,
+      backendMs: null,
+      gpuMs: 200,
+      cost: null,
       ...overrides,
     };
   }

@@ -175,7 +175,7 @@ describe('usage records and GET /admin/usage', () => {
     expect(badGroup.json.error).toMatchObject({
       code: 'invalid_request',
       param: 'group_by',
-      message: "Query parameter 'group_by' must be one of tenant, key, model, day, got 'week'",
+      message: "Query parameter 'group_by' must be one of tenant, key, model, pool, day, got 'week'",
     });
     const badDate = await usage('?since=last-tuesday');
     expect(badDate.status).toBe(400);
