@@ -193,6 +193,15 @@ describe('migrations', () => {
 
   it('down drops the tables and forgets the migrations', async () => {
     await ds.undoLastMigration();
+    const chargeback = ds.createQueryRunner();
+    try {
+      expect(await chargeback.hasColumn('usage_records', 'gpu_ms')).toBe(false);
+      expect(await chargeback.hasColumn('providers', 'cost_per_gpu_hour')).toBe(false);
+      expect(await chargeback.hasColumn('usage_records', 'duration_ms')).toBe(true);
+    } finally {
+      await chargeback.release();
+    }
+    await ds.undoLastMigration();
     const pools = ds.createQueryRunner();
     try {
       expect(await pools.hasColumn('tenants', 'pools')).toBe(false);
