@@ -10,6 +10,7 @@ import type { TasksConfig } from './sections/tasks';
 import type { GovernanceConfig } from './sections/governance';
 import type { LifecycleConfig } from './sections/lifecycle';
 import type { ConnectionConfig } from './sections/connection';
+import type { TelemetryConfig } from './sections/telemetry';
 
 export interface ProviderConfig {
   name: string;
@@ -108,4 +109,6 @@ export interface AppConfig {
   governance: GovernanceConfig;
   /** Model load, unload and cache flush timings (`lifecycle:`). */
   lifecycle: LifecycleConfig;
+  /** OpenTelemetry traces (off unless an OTLP endpoint is set). */
+  telemetry: TelemetryConfig;
 }

@@ -9,10 +9,12 @@ import { MetricsObserver } from './observers/metrics.observer';
 import { PoolStatsObserver } from './observers/pool-stats.observer';
 import { RequestObservers } from './observers/request-observers';
 import { UsageObserver } from './observers/usage.observer';
+import { TraceObserver } from './observers/trace.observer';
+import { TelemetryModule } from '../telemetry/telemetry.module';
 
 @Module({
-  imports: [ProvidersModule, FleetModule, QueueModule, RoutingModule],
-  providers: [Dispatcher, ProviderChanges, MetricsObserver, UsageObserver, PoolStatsObserver, RequestObservers],
+  imports: [ProvidersModule, FleetModule, QueueModule, RoutingModule, TelemetryModule],
+  providers: [Dispatcher, ProviderChanges, MetricsObserver, UsageObserver, PoolStatsObserver, TraceObserver, RequestObservers],
   exports: [Dispatcher],
 })
 export class DispatchModule {}

@@ -59,6 +59,12 @@ class ScriptedRouter {
 /** Request observers that write down what they are told, as `hook:requestId:detail`. */
 class RecordingObservers implements Required<RequestObserver> {
   readonly log: string[] = [];
+  submitted(req: RelayRequest) {
+    this.log.push(`submitted:${req.id}`);
+  }
+  placed(req: RelayRequest, worker: WorkerSnapshot) {
+    this.log.push(`placed:${req.id}:${worker.id}`);
+  }
   finished(req: RelayRequest, status: number) {
     this.log.push(`finished:${req.id}:${status}`);
   }

@@ -61,6 +61,7 @@ export class Dispatcher implements LeaseControl {
     const plan = this.router.plan(req.route);
     if (plan instanceof GatewayError) return this.reject(req, plan);
     req.plan = plan;
+    this.observers.submitted(req, req.receivedAt);
     this.dispatch(req, false);
   }
 
@@ -241,6 +242,7 @@ export class Dispatcher implements LeaseControl {
       model,
       queue_wait_ms: req.waitedMs,
     });
+    this.observers.placed(req, worker, now);
     lease.send({
       type: 'request',
       request_id: req.id,
