@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Context, ROOT_CONTEXT, Span, SpanKind, TimeInput, trace, Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { APP_CONFIG, AppConfig } from '../config';
+import { OtlpHttpJsonExporter, otlpOptionsFromEnv } from './otlp-http-exporter';
 
 const SERVICE_NAME = 'switchboard';
 const propagator = new W3CTraceContextPropagator();
@@ -26,8 +26,8 @@ const headerSetter = {
  *
  * The provider is this module's own (not registered as the global one): the gateway's spans are
  * made explicitly by its request observer, never by monkey-patching instrumentations. The SDK reads
- * the standard variables itself: `OTEL_TRACES_SAMPLER(_ARG)`, `OTEL_EXPORTER_OTLP_HEADERS`,
- * `OTEL_BSP_*`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`.
+ * the standard variables itself (`OTEL_TRACES_SAMPLER(_ARG)`, `OTEL_BSP_*`, `OTEL_RESOURCE_ATTRIBUTES`);
+ * the exporter reads `OTEL_EXPORTER_OTLP_(TRACES_)HEADERS` and `_TIMEOUT`.
  */
 @Injectable()
 export class Tracing implements OnApplicationShutdown {
@@ -42,7 +42,7 @@ export class Tracing implements OnApplicationShutdown {
     if (!url) return;
     this.provider = new BasicTracerProvider({
       resource: resourceFromAttributes({ 'service.name': process.env.OTEL_SERVICE_NAME || SERVICE_NAME, 'service.instance.id': config.instanceId }),
-      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }))],
+      spanProcessors: [new BatchSpanProcessor(new OtlpHttpJsonExporter(otlpOptionsFromEnv(url)))],
     });
     this.tracer = this.provider.getTracer(SERVICE_NAME);
     this.log.log(`tracing to ${url}`);
