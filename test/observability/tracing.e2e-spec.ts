@@ -145,6 +145,23 @@ describe('OpenTelemetry traces over OTLP/HTTP (issue 21)', () => {
     expect(receiver.bodies.join('\n')).not.toContain('hello');
   });
 
+  it('samples by OTEL_TRACES_SAMPLER: always_off exports nothing, the worker still gets an unsampled traceparent', async () => {
+    process.env.OTEL_TRACES_SAMPLER = 'always_off';
+    const { gw: unsampled, worker: w } = await tracedGateway(receiver).finally(() => delete process.env.OTEL_TRACES_SAMPLER);
+    try {
+      const pending = ask(unsampled, {});
+      const req = await w.next('request');
+      w.complete(req.request_id, { ok: true });
+      expect((await pending).status).toBe(200);
+      const [, traceId] = /^00-([0-9a-f]{32})-[0-9a-f]{16}-00$/.exec(req.headers.traceparent)!;
+      await new Promise((r) => setTimeout(r, 200));
+      expect(receiver.trace(traceId)).toEqual([]);
+    } finally {
+      w.close();
+      await unsampled.close();
+    }
+  });
+
   it('records the prompt only with telemetry.capture_content', async () => {
     const { gw: capturing, worker: w } = await tracedGateway(receiver, { TELEMETRY_CAPTURE_CONTENT: 'true' });
     try {
