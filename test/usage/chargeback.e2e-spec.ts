@@ -122,5 +122,3 @@ providers:
     about(row.worker_seconds, 0.1);
   });
 });
-
-

@@ -161,7 +161,8 @@ export function readProviders(file: Yaml, defaults: ProviderDefaults, problems: 
     }
     const num = (key: string, fallback: number, opts: NumberOpts) =>
       p[key] === undefined || p[key] === null ? fallback : checkNumber(p[key], `${at}.${key}`, fallback, opts, problems);
-    const optional = (key: string, opts: NumberOpts) => (p[key] === undefined || p[key] === null ? undefined : checkNumber(p[key], `${at}.${key}`, 0, opts, problems));
+    const optional = (key: string, opts: NumberOpts) =>
+      p[key] === undefined || p[key] === null ? undefined : checkNumber(p[key], `${at}.${key}`, 0, opts, problems);
     const models = p.models === undefined || p.models === null ? [] : p.models;
     if (!Array.isArray(models) || !models.every((m) => typeof m === 'string')) {
       problems.push(`${at}.models must be a list of strings`);

@@ -30,7 +30,12 @@ describe('TraceObserver', () => {
     const tracing = new Tracing(config(undefined));
     expect(tracing.enabled).toBe(false);
     const start = jest.spyOn(tracing, 'start');
-    const observers = new RequestObservers({} as never, { finished: () => undefined } as never, { finished: () => undefined } as never, new TraceObserver(tracing, new FakeClock()));
+    const observers = new RequestObservers(
+      {} as never,
+      { finished: () => undefined } as never,
+      { finished: () => undefined } as never,
+      new TraceObserver(tracing, new FakeClock()),
+    );
     const req = request();
     observers.submitted(req, 1);
     observers.placed(req, { id: 'w', name: 'w', provider: 'p', maxConcurrent: 1 } as WorkerSnapshot, 2);
