@@ -88,7 +88,6 @@ describe('OpenTelemetry traces over OTLP/HTTP (issue 21)', () => {
       'http.response.status_code': 200,
     });
     expect(typeof server.attributes['switchboard.ttfb_ms']).toBe('number');
-    expect(server.events.map((e) => e.name)).toContain('admitted');
     const attempt = spans.find((s) => s.kind === OTLP_CLIENT)!;
     expect(attempt.name).toBe('worker attempt gpu-7');
     expect(attempt.parentSpanId).toBe(server.spanId);

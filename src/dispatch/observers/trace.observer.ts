@@ -22,7 +22,9 @@ interface RequestTrace {
 /**
  * A request's trace (OpenTelemetry GenAI conventions): a server span from arrival to its end, a
  * `queue wait` child while it waited for a slot, a `worker attempt` child per placement (its
- * context is the `traceparent` the worker's backend gets), events for admission and first byte.
+ * context is the `traceparent` the worker's backend gets) with a `first byte` event. The server
+ * span starts at admission (the dispatcher sees a request once keys and limits let it in); a
+ * request refused there is a server span with a `rejected` event.
  * Registered only while tracing is on (RequestObservers): off, no span object is ever made.
  * Content (the prompt) is recorded only with `telemetry.capture_content`.
  */
@@ -39,8 +41,9 @@ export class TraceObserver implements RequestObserver {
     return this.tracing.enabled;
   }
 
+  /** Its server span starts here: the dispatcher takes a request once admission (key, tenant limits) passed. */
   submitted(req: RelayRequest, now: number): void {
-    this.open(req, now).server.addEvent('admitted', now);
+    this.open(req, now);
   }
 
   placed(req: RelayRequest, worker: WorkerSnapshot, now: number): void {
@@ -90,18 +93,18 @@ export class TraceObserver implements RequestObserver {
     const t = this.traces.get(req) ?? this.open(req, req.receivedAt || now);
     this.traces.delete(req);
     const s = t.server;
-    s.setAttribute(ATTR.status, status);
-    if (req.targetModel) s.setAttribute(ATTR.responseModel, req.targetModel);
-    if (req.provider) s.setAttribute(ATTR.pool, req.provider.name);
+    // One call: each setAttribute checks its value and the span's limits on its own.
+    const attributes: Record<string, string | number> = { [ATTR.status]: status, [ATTR.queueWaitMs]: req.waitedMs, [ATTR.requeues]: req.requeues };
+    if (req.targetModel) attributes[ATTR.responseModel] = req.targetModel;
+    if (req.provider) attributes[ATTR.pool] = req.provider.name;
     if (req.worker) {
-      s.setAttribute(ATTR.workerId, req.worker.id);
-      s.setAttribute(ATTR.workerName, req.worker.name);
+      attributes[ATTR.workerId] = req.worker.id;
+      attributes[ATTR.workerName] = req.worker.name;
     }
-    if (req.queuePosition) s.setAttribute(ATTR.queuePosition, req.queuePosition);
-    s.setAttribute(ATTR.queueWaitMs, req.waitedMs);
-    s.setAttribute(ATTR.requeues, req.requeues);
+    if (req.queuePosition) attributes[ATTR.queuePosition] = req.queuePosition;
     const errorType = error?.code ?? (status >= 400 ? String(status) : undefined);
-    if (errorType) s.setAttribute(ATTR.errorType, errorType);
+    if (errorType) attributes[ATTR.errorType] = errorType;
+    s.setAttributes(attributes);
     if (status >= 500 || error) s.setStatus({ code: SpanStatusCode.ERROR, message: error?.code ?? `HTTP ${status}` });
     if (t.attempt) {
       if (status >= 500) t.attempt.setStatus({ code: SpanStatusCode.ERROR });
