@@ -9,7 +9,6 @@ export const ATTR = {
   inputMessages: 'gen_ai.input.messages',
   errorType: 'error.type',
   status: 'http.response.status_code',
-  method: 'http.request.method',
   path: 'url.path',
   stream: 'switchboard.stream',
   tenant: 'switchboard.tenant',

@@ -9,22 +9,23 @@ import { Tracing } from '../../telemetry/tracing.service';
 import type { RelayRequest } from '../relay-request';
 import { RequestObserver } from './request-observer';
 
-/** The open spans of one request. */
+/** The open span of one request. */
 interface RequestTrace {
   server: Span;
-  /** The current worker attempt (placement to its end: answer, requeue or cancel). */
-  attempt: Span | undefined;
   attempts: number;
-  /** When its current wait for a worker began (arrival, or a requeue). */
-  waitFrom: number;
+  /** Its queue time already shown as `queue wait` spans (the dispatcher's `waitedMs` then). */
+  waitedMs: number;
+  /** The `traceparent` (and `tracestate`) the worker gets: the server span's, made once. */
+  propagated: Record<string, string> | undefined;
 }
 
 /**
- * A request's trace (OpenTelemetry GenAI conventions): a server span from arrival to its end, a
- * `queue wait` child while it waited for a slot, a `worker attempt` child per placement (its
- * context is the `traceparent` the worker's backend gets) with a `first byte` event. The server
- * span starts at admission (the dispatcher sees a request once keys and limits let it in); a
- * request refused there is a server span with a `rejected` event.
+ * A request's trace (OpenTelemetry GenAI conventions): a server span from admission to its end
+ * (the dispatcher sees a request once keys and limits let it in), a `queue wait` child span for
+ * each wait for a slot, and events on the server span for each worker attempt, a worker lost
+ * before answering, the first byte and a refusal. Attempts are events, not spans: a span per
+ * attempt doubled the tracing cost per request (docs/enterprise.md#cost). The worker gets the
+ * server span's context as `traceparent`, so its backend's spans are children of the request's.
  * Registered only while tracing is on (RequestObservers): off, no span object is ever made.
  * Content (the prompt) is recorded only with `telemetry.capture_content`.
  */
@@ -41,31 +42,42 @@ export class TraceObserver implements RequestObserver {
     return this.tracing.enabled;
   }
 
-  /** Its server span starts here: the dispatcher takes a request once admission (key, tenant limits) passed. */
   submitted(req: RelayRequest, now: number): void {
     this.open(req, now);
   }
 
   placed(req: RelayRequest, worker: WorkerSnapshot, now: number): void {
     const t = this.traces.get(req) ?? this.open(req, now);
-    if (now > t.waitFrom) this.tracing.start('queue wait', SpanKind.INTERNAL, t.server, t.waitFrom, { [ATTR.pool]: req.provider.name }).end(now);
-    t.attempt?.end(now);
+    // The dispatcher has just added this wait to `waitedMs` (a request dispatched at once has none).
+    const waited = req.waitedMs - t.waitedMs;
+    if (waited > 0) {
+      this.tracing.start('queue wait', SpanKind.INTERNAL, t.server, now - waited, { [ATTR.pool]: req.provider.name }).end(now);
+      t.waitedMs = req.waitedMs;
+    }
     t.attempts += 1;
-    t.attempt = this.tracing.start(`worker attempt ${worker.name}`, SpanKind.CLIENT, t.server, now, {
-      [ATTR.pool]: worker.provider,
-      [ATTR.workerId]: worker.id,
-      [ATTR.workerName]: worker.name,
-      [ATTR.responseModel]: req.targetModel,
-      [ATTR.attempt]: t.attempts,
-    });
+    t.server.addEvent(
+      'worker attempt',
+      {
+        [ATTR.attempt]: t.attempts,
+        [ATTR.pool]: worker.provider,
+        [ATTR.workerId]: worker.id,
+        [ATTR.workerName]: worker.name,
+        [ATTR.responseModel]: req.targetModel,
+      },
+      now,
+    );
     // The worker's daemon passes request headers on: a backend with OpenTelemetry joins this trace.
-    if (req.headers) this.tracing.inject(t.attempt, req.headers);
+    if (req.headers) {
+      if (!t.propagated) this.tracing.inject(t.server, (t.propagated = {}));
+      Object.assign(req.headers, t.propagated);
+    }
   }
 
   firstByte(req: RelayRequest, _worker: WorkerSnapshot, now: number): void {
     const t = this.traces.get(req);
-    t?.attempt?.addEvent('first byte', now);
-    t?.server.setAttribute(ATTR.ttfbMs, now - req.receivedAt);
+    if (!t) return;
+    t.server.addEvent('first byte', now);
+    t.server.setAttribute(ATTR.ttfbMs, now - req.receivedAt);
   }
 
   tokens(req: RelayRequest, counts: TokenCounts): void {
@@ -77,12 +89,8 @@ export class TraceObserver implements RequestObserver {
 
   requeued(req: RelayRequest): void {
     const t = this.traces.get(req);
-    if (!t?.attempt) return;
-    const now = this.clock.now();
-    t.attempt.setStatus({ code: SpanStatusCode.ERROR, message: 'worker gone before answering' });
-    t.attempt.end(now);
-    t.attempt = undefined;
-    t.waitFrom = now;
+    if (!t) return;
+    t.server.addEvent('worker lost', { [ATTR.attempt]: t.attempts }, this.clock.now());
   }
 
   rejected(req: RelayRequest, error: GatewayError): void {
@@ -106,11 +114,6 @@ export class TraceObserver implements RequestObserver {
     if (errorType) attributes[ATTR.errorType] = errorType;
     s.setAttributes(attributes);
     if (status >= 500 || error) s.setStatus({ code: SpanStatusCode.ERROR, message: error?.code ?? `HTTP ${status}` });
-    if (t.attempt) {
-      if (status >= 500) t.attempt.setStatus({ code: SpanStatusCode.ERROR });
-      t.attempt.setAttribute(ATTR.status, status);
-      t.attempt.end(now);
-    }
     s.end(now);
   }
 
@@ -121,7 +124,6 @@ export class TraceObserver implements RequestObserver {
       [ATTR.operation]: operation,
       [ATTR.requestModel]: req.model,
       [ATTR.stream]: req.isStreaming,
-      [ATTR.method]: 'POST',
       [ATTR.path]: req.endpointPath,
       [ATTR.tenant]: req.tenant,
       [ATTR.correlationId]: req.correlationId,
@@ -132,7 +134,7 @@ export class TraceObserver implements RequestObserver {
     if (maxTokens !== undefined) attributes[ATTR.maxTokens] = maxTokens;
     if (this.tracing.captureContent) attributes[ATTR.inputMessages] = req.body;
     const server = this.tracing.start(`${operation} ${req.model}`, SpanKind.SERVER, this.tracing.parentOf(req.headers), req.receivedAt || now, attributes);
-    const t: RequestTrace = { server, attempt: undefined, attempts: 0, waitFrom: now };
+    const t: RequestTrace = { server, attempts: 0, waitedMs: 0, propagated: undefined };
     this.traces.set(req, t);
     return t;
   }
