@@ -15,6 +15,8 @@ interface RequestTrace {
   attempts: number;
   /** Its queue time already shown as `queue wait` spans (the dispatcher's `waitedMs` then). */
   waitedMs: number;
+  /** Attributes learnt on the way (tokens, time to first byte), set with the final ones in one call. */
+  late: Record<string, number>;
   /** The `traceparent` (and `tracestate`) the worker gets: the server span's, made once. */
   propagated: Record<string, string> | undefined;
 }
@@ -77,14 +79,14 @@ export class TraceObserver implements RequestObserver {
     const t = this.traces.get(req);
     if (!t) return;
     t.server.addEvent('first byte', now);
-    t.server.setAttribute(ATTR.ttfbMs, now - req.receivedAt);
+    t.late[ATTR.ttfbMs] = now - req.receivedAt;
   }
 
   tokens(req: RelayRequest, counts: TokenCounts): void {
-    const server = this.traces.get(req)?.server;
-    if (!server) return;
-    if (counts.prompt_tokens !== undefined) server.setAttribute(ATTR.inputTokens, counts.prompt_tokens);
-    if (counts.completion_tokens !== undefined) server.setAttribute(ATTR.outputTokens, counts.completion_tokens);
+    const t = this.traces.get(req);
+    if (!t) return;
+    if (counts.prompt_tokens !== undefined) t.late[ATTR.inputTokens] = counts.prompt_tokens;
+    if (counts.completion_tokens !== undefined) t.late[ATTR.outputTokens] = counts.completion_tokens;
   }
 
   requeued(req: RelayRequest): void {
@@ -102,7 +104,7 @@ export class TraceObserver implements RequestObserver {
     this.traces.delete(req);
     const s = t.server;
     // One call: each setAttribute checks its value and the span's limits on its own.
-    const attributes: Record<string, string | number> = { [ATTR.status]: status, [ATTR.queueWaitMs]: req.waitedMs, [ATTR.requeues]: req.requeues };
+    const attributes: Record<string, string | number> = { ...t.late, [ATTR.status]: status, [ATTR.queueWaitMs]: req.waitedMs, [ATTR.requeues]: req.requeues };
     if (req.targetModel) attributes[ATTR.responseModel] = req.targetModel;
     if (req.provider) attributes[ATTR.pool] = req.provider.name;
     if (req.worker) {
@@ -134,7 +136,7 @@ export class TraceObserver implements RequestObserver {
     if (maxTokens !== undefined) attributes[ATTR.maxTokens] = maxTokens;
     if (this.tracing.captureContent) attributes[ATTR.inputMessages] = req.body;
     const server = this.tracing.start(`${operation} ${req.model}`, SpanKind.SERVER, this.tracing.parentOf(req.headers), req.receivedAt || now, attributes);
-    const t: RequestTrace = { server, attempts: 0, waitedMs: 0, propagated: undefined };
+    const t: RequestTrace = { server, attempts: 0, waitedMs: 0, late: {}, propagated: undefined };
     this.traces.set(req, t);
     return t;
   }
