@@ -136,6 +136,29 @@ describe('OpenTelemetry traces over OTLP/HTTP (issue 21)', () => {
     expect(server.attributes['error.type']).toBe('worker_error');
   });
 
+  it('a requeue shows as a lost worker and a second attempt, with the same traceparent to both workers', async () => {
+    // The first worker is busy; a second one (only slot) takes the request, then vanishes.
+    const { worker: flaky } = await ScriptedWorker.register(gw.workerUrl, { models: ['flaky-model'], worker_name: 'flaky' });
+    const { worker: steady } = await ScriptedWorker.register(gw.workerUrl, { models: ['flaky-model'], worker_name: 'steady' });
+    try {
+      const pending = post(gw.url, '/v1/chat/completions', chat('flaky-model'), { 'x-tenant-id': 'team-t' });
+      const got = await ScriptedWorker.firstOf([flaky, steady], 'request');
+      const other = got.worker === flaky ? steady : flaky;
+      got.worker.kill();
+      const again = await other.next('request');
+      expect(again.headers.traceparent).toBe(got.frame.headers.traceparent);
+      other.complete(again.request_id, { ok: true });
+      expect((await pending).status).toBe(200);
+      const { server } = await traceOf(/^00-([0-9a-f]{32})-/.exec(again.headers.traceparent)![1]);
+      expect(server.events.map((e) => e.name)).toEqual(['worker attempt', 'worker lost', 'worker attempt', 'first byte']);
+      expect(server.events[2].attributes['switchboard.attempt']).toBe(2);
+      expect(server.attributes['switchboard.requeues']).toBe(1);
+    } finally {
+      flaky.close();
+      steady.close();
+    }
+  });
+
   it('exports nothing of the prompt or the completion by default', async () => {
     await eventually(() => receiver.spans.length >= 6);
     expect(receiver.bodies.join('\n')).not.toContain(CANARY);
