@@ -32,6 +32,7 @@ export const LAYERS = {
   database: 1,
   'rate-limit': 1,
   observability: 1,
+  telemetry: 1,
   auth: 1,
   // 2 domain
   providers: 2,

@@ -10,6 +10,7 @@ import type { TasksConfig } from './sections/tasks';
 import type { GovernanceConfig } from './sections/governance';
 import type { LifecycleConfig } from './sections/lifecycle';
 import type { ConnectionConfig } from './sections/connection';
+import type { TelemetryConfig } from './sections/telemetry';
 
 export interface ProviderConfig {
   name: string;
@@ -28,6 +29,10 @@ export interface ProviderConfig {
   priority?: number;
   /** Per-model capabilities; each declared field overrides what the workers advertise. */
   capabilities: Record<string, ModelCapabilities>;
+  /** GPU-time chargeback: price of one GPU-hour (any currency). */
+  costPerGpuHour?: number;
+  /** GPUs behind each worker of the pool (default 1). */
+  gpusPerWorker?: number;
 }
 
 /** Limits a provider gets when it does not set its own (env / top-level YAML values). */
@@ -104,4 +109,6 @@ export interface AppConfig {
   governance: GovernanceConfig;
   /** Model load, unload and cache flush timings (`lifecycle:`). */
   lifecycle: LifecycleConfig;
+  /** OpenTelemetry traces (off unless an OTLP endpoint is set). */
+  telemetry: TelemetryConfig;
 }

@@ -20,6 +20,7 @@ import { readConnectionConfig } from './sections/connection';
 import { readArtifactsConfig } from './sections/artifacts';
 import { readGovernanceConfig } from './sections/governance';
 import { readLifecycleConfig } from './sections/lifecycle';
+import { readTelemetryConfig } from './sections/telemetry';
 import { Env, Reader, Yaml } from '../common/config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
@@ -192,6 +193,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const tasks = readTasksConfig(env, file.tasks, problems);
   const governance = readGovernanceConfig(env, file.governance, problems);
   const lifecycle = readLifecycleConfig(env, file.lifecycle, problems);
+  const telemetry = readTelemetryConfig(env, file.telemetry, problems);
   const instanceId = read(r, env, W.instanceId);
   const config: AppConfig = {
     listenHost: listen.host,
@@ -245,6 +247,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     tasks,
     governance,
     lifecycle,
+    telemetry,
   };
 
   if (heartbeatTimeoutMs <= heartbeatIntervalMs && !r.problems.some((p) => p.startsWith('HEARTBEAT'))) {

@@ -4,7 +4,17 @@ import { Setting, yamlPath } from './setting';
 import { SETTING_GROUPS } from './settings';
 
 /** AppConfig fields a default configuration leaves unset. */
-const OPTIONAL = ['adminToken', 'redisUrl', 'configFile', 'tls.certFile', 'tls.keyFile', 'routing.maxRetries', 'governance.signersFile', 'governance.keyPath'];
+const OPTIONAL = [
+  'adminToken',
+  'redisUrl',
+  'configFile',
+  'tls.certFile',
+  'tls.keyFile',
+  'routing.maxRetries',
+  'governance.signersFile',
+  'governance.keyPath',
+  'telemetry.tracesEndpoint',
+];
 
 const declared = SETTING_GROUPS.flatMap((g) =>
   Object.values<Setting>(g.settings).map((s) => ({ g, s, fields: s.fields.map((f) => (g.root ? `${g.root}.${f}` : f)) })),
@@ -106,6 +116,7 @@ describe('configuration declarations', () => {
         'tasks.position_interval_secs',
         'tasks.metrics_interval_secs',
         'tasks.session_ttl_secs',
+        'telemetry.capture_content',
         'tasks.queue_timeout_secs',
         'tasks.max_run_secs',
         'governance.key_path',

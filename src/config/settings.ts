@@ -8,6 +8,7 @@ import { ARTIFACTS_SETTINGS } from './sections/artifacts';
 import { CONNECTION_SETTINGS } from './sections/connection';
 import { GOVERNANCE_SETTINGS } from './sections/governance';
 import { LIFECYCLE_SETTINGS } from './sections/lifecycle';
+import { TELEMETRY_SETTINGS } from './sections/telemetry';
 import { QUEUE_SETTINGS } from './sections/queue';
 import { ROUTING_SETTINGS } from './sections/routing';
 import { PROVIDER_ENTRY_SETTINGS } from './sections/providers';
@@ -25,6 +26,7 @@ export const SECTION_GROUPS: SettingGroup[] = [
   TASKS_SETTINGS,
   GOVERNANCE_SETTINGS,
   LIFECYCLE_SETTINGS,
+  TELEMETRY_SETTINGS,
 ];
 
 export const SETTING_GROUPS: SettingGroup[] = [

@@ -10,10 +10,12 @@ import { PoolStatsObserver } from './observers/pool-stats.observer';
 import { RequestObservers } from './observers/request-observers';
 import { UsageObserver } from './observers/usage.observer';
 import { ServiceTimeObserver } from './observers/service-time.observer';
+import { TraceObserver } from './observers/trace.observer';
+import { TelemetryModule } from '../telemetry/telemetry.module';
 
 @Module({
-  imports: [ProvidersModule, FleetModule, QueueModule, RoutingModule],
-  providers: [Dispatcher, ProviderChanges, MetricsObserver, UsageObserver, PoolStatsObserver, ServiceTimeObserver, RequestObservers],
+  imports: [ProvidersModule, FleetModule, QueueModule, RoutingModule, TelemetryModule],
+  providers: [Dispatcher, ProviderChanges, MetricsObserver, UsageObserver, PoolStatsObserver, ServiceTimeObserver, TraceObserver, RequestObservers],
   exports: [Dispatcher],
 })
 export class DispatchModule {}

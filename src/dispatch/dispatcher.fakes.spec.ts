@@ -59,6 +59,9 @@ class ScriptedRouter {
 /** Request observers that write down what they are told, as `hook:requestId:detail`. */
 class RecordingObservers implements Required<RequestObserver> {
   readonly log: string[] = [];
+  /** Arrival and placement are seen through the frames and the other hooks: not logged. */
+  submitted() {}
+  placed() {}
   finished(req: RelayRequest, status: number) {
     this.log.push(`finished:${req.id}:${status}`);
   }

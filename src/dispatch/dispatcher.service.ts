@@ -75,6 +75,7 @@ export class Dispatcher implements LeaseControl {
     const plan = this.router.plan(req.route);
     if (plan instanceof GatewayError) return this.reject(req, plan);
     req.plan = plan;
+    this.observers.submitted(req, req.receivedAt);
     this.dispatch(req, false);
   }
 
@@ -221,6 +222,7 @@ export class Dispatcher implements LeaseControl {
     req.timer = this.clock.setTimeout(() => this.onRequestTimeout(req), Math.max(0, req.deadline - now));
     req.sink.routed(model, model === req.plan.target ? undefined : req.model);
     this.log.placed(req, worker, model);
+    this.observers.placed(req, worker, now);
     lease.send({
       type: 'request',
       request_id: req.id,

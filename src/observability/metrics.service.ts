@@ -40,6 +40,7 @@ export class MetricsService {
   private readonly workersConnected: Gauge<'provider'>;
   private readonly workerSlots: Gauge<'provider' | 'state'>;
   private readonly tokensTotal: Counter<'provider' | 'model' | 'tenant' | 'kind'>;
+  private readonly workerBusySeconds: Counter<'pool' | 'tenant'>;
   private readonly requeues: Counter<'provider'>;
   private readonly cancellations: Counter<'reason'>;
   private readonly rejections: Counter<'code'>;
@@ -128,6 +129,12 @@ export class MetricsService {
       labelNames: ['provider', 'model', 'tenant', 'kind'],
       registers,
       collect: () => this.pendingTokens.flush((labels, n) => this.tokensTotal.inc(labels, n)),
+    });
+    this.workerBusySeconds = new Counter({
+      name: `${PREFIX}worker_busy_seconds_total`,
+      help: "Worker time requests held, by pool and tenant: each request's slot time as a share of its worker (seconds / max_concurrent).",
+      labelNames: ['pool', 'tenant'],
+      registers,
     });
     this.requeues = new Counter({
       name: `${PREFIX}requeues_total`,
@@ -287,6 +294,11 @@ export class MetricsService {
     const m = this.models.label(model);
     const t = this.tenants.label(tenant);
     this.pendingTokens.update(`${provider}\0${m}\0${t}\0${kind}`, () => ({ provider, model: m, tenant: t, kind }), count);
+  }
+
+  /** A request's slot on a worker of `pool`, as a share of the worker (docs/enterprise.md#gpu-time-chargeback). */
+  workerBusy(pool: string, tenant: string, seconds: number): void {
+    if (seconds > 0) this.workerBusySeconds.inc({ pool, tenant: this.tenants.label(tenant) }, seconds);
   }
 
   requeue(provider: string): void {

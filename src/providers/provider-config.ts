@@ -15,6 +15,8 @@ const CONFIG_FIELDS = [
   'models',
   'priority',
   'capabilities',
+  'costPerGpuHour',
+  'gpusPerWorker',
 ] as const;
 
 /** The provider record the configuration describes; `previous` lends its hash (if the secret still matches) and its pool aliases. */
@@ -37,6 +39,8 @@ export async function recordFromConfig(pc: ProviderConfig, previous: ProviderRec
     priority: pc.priority ?? null,
     capabilities: pc.capabilities,
     aliases: previous?.aliases ?? {},
+    costPerGpuHour: pc.costPerGpuHour ?? null,
+    gpusPerWorker: pc.gpusPerWorker ?? null,
     source: 'config',
   };
 }

@@ -20,6 +20,10 @@ export interface ProviderRecord {
    * for configured and admin-created providers alike (the config file has no such key).
    */
   aliases: Record<string, string>;
+  /** GPU-time chargeback: the price of one GPU for an hour (any currency); null/absent = unpriced. */
+  costPerGpuHour?: number | null;
+  /** GPUs behind each of the pool's workers (default 1); a slot is a `1 / max_concurrent` share of them. */
+  gpusPerWorker?: number | null;
   /** `config` rows are rewritten from env/YAML at every boot; `admin` rows are created through the API. */
   source: 'config' | 'admin';
 }

@@ -17,6 +17,8 @@ const UPDATED_ON_SAVE = [
   'priority',
   'capabilities',
   'aliases',
+  'cost_per_gpu_hour',
+  'gpus_per_worker',
   'source',
   'updated_at',
 ];
@@ -65,6 +67,8 @@ function toRow(r: ProviderRecord): Omit<ProviderEntity, 'createdAt' | 'updatedAt
     priority: r.priority,
     capabilities: r.capabilities,
     aliases: r.aliases,
+    costPerGpuHour: r.costPerGpuHour ?? null,
+    gpusPerWorker: r.gpusPerWorker ?? null,
     source: r.source,
   };
 }
@@ -82,6 +86,8 @@ function toRecord(row: ProviderEntity): ProviderRecord {
     priority: row.priority,
     capabilities: row.capabilities ?? {},
     aliases: row.aliases ?? {},
+    costPerGpuHour: row.costPerGpuHour ?? null,
+    gpusPerWorker: row.gpusPerWorker ?? null,
     source: row.source,
   };
 }

@@ -41,6 +41,14 @@ export class ProviderEntity {
   @Column({ type: 'simple-json' })
   aliases: Record<string, string>;
 
+  /** GPU-time chargeback price (per GPU-hour); null = unpriced. */
+  @Column({ name: 'cost_per_gpu_hour', type: 'double precision', nullable: true })
+  costPerGpuHour: number | null;
+
+  /** GPUs behind each worker of the pool; null = 1. */
+  @Column({ name: 'gpus_per_worker', type: 'double precision', nullable: true })
+  gpusPerWorker: number | null;
+
   @Column({ type: 'varchar', length: 16 })
   source: 'config' | 'admin';
 

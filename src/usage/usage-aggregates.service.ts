@@ -14,6 +14,12 @@ export interface UsageTotals {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** Seconds requests held worker slots (placement to completion). */
+  workerSeconds: number;
+  /** GPU seconds: each slot's time as its share of the worker's GPUs (worker_ms / max_concurrent × gpus_per_worker). */
+  gpuSeconds: number;
+  /** Sum of the priced records' cost; null when no record of the group was priced. */
+  cost: number | null;
 }
 
 /** The entity property each grouping reads. `model` is the served model: the one that did the work. */
@@ -21,6 +27,7 @@ const GROUP_COLUMN: Record<UsageGroupBy, keyof UsageRecordEntity> = {
   tenant: 'tenant',
   key: 'keyId',
   model: 'servedModel',
+  pool: 'provider',
   day: 'day',
 };
 
@@ -30,6 +37,9 @@ interface RawTotals {
   errors: string | number | null;
   prompt_tokens: string | number | null;
   completion_tokens: string | number | null;
+  worker_ms: string | number | null;
+  gpu_ms: string | number | null;
+  cost: string | number | null;
 }
 
 /**
@@ -47,7 +57,10 @@ export class UsageAggregates {
       .select('COUNT(*)', 'requests')
       .addSelect('COALESCE(SUM(CASE WHEN u.status >= 400 OR u.errorCode IS NOT NULL THEN 1 ELSE 0 END), 0)', 'errors')
       .addSelect('COALESCE(SUM(u.promptTokens), 0)', 'prompt_tokens')
-      .addSelect('COALESCE(SUM(u.completionTokens), 0)', 'completion_tokens');
+      .addSelect('COALESCE(SUM(u.completionTokens), 0)', 'completion_tokens')
+      .addSelect('COALESCE(SUM(u.workerMs), 0)', 'worker_ms')
+      .addSelect('COALESCE(SUM(u.gpuMs), 0)', 'gpu_ms')
+      .addSelect('SUM(u.cost)', 'cost');
     if (query.tenant !== undefined) qb.andWhere('u.tenant = :tenant', { tenant: query.tenant });
     if (query.keyId !== undefined) qb.andWhere('u.keyId = :keyId', { keyId: query.keyId });
     if (query.since !== undefined) qb.andWhere('u.receivedAt >= :since', { since: query.since });
@@ -74,6 +87,9 @@ function toTotals(r: RawTotals, grouped: boolean): UsageTotals {
     promptTokens,
     completionTokens,
     totalTokens: promptTokens + completionTokens,
+    workerSeconds: Number(r.worker_ms ?? 0) / 1000,
+    gpuSeconds: Number(r.gpu_ms ?? 0) / 1000,
+    cost: r.cost === null || r.cost === undefined ? null : Number(r.cost),
   };
   if (grouped) totals.group = r.group_key ?? null;
   return totals;

@@ -32,7 +32,7 @@ describe('parseUsageQuery', () => {
 
   it('rejects a bad group_by, naming the choices', () => {
     const e = problem({ group_by: 'week' });
-    expect(e.message).toBe("Query parameter 'group_by' must be one of tenant, key, model, day, got 'week'");
+    expect(e.message).toBe("Query parameter 'group_by' must be one of tenant, key, model, pool, day, got 'week'");
     expect(e.details.param).toBe('group_by');
   });
 

@@ -4,7 +4,7 @@ import { TENANT_ID } from '../config/sections/tenancy';
 
 export { parseTime };
 
-export const USAGE_GROUPS = ['tenant', 'key', 'model', 'day'] as const;
+export const USAGE_GROUPS = ['tenant', 'key', 'model', 'pool', 'day'] as const;
 export type UsageGroupBy = (typeof USAGE_GROUPS)[number];
 
 /** A validated `GET /admin/usage` query. Times are epoch ms; `since` inclusive, `until` exclusive. */

@@ -64,4 +64,20 @@ export class UsageRecordEntity {
 
   @Column({ name: 'duration_ms', type: 'integer' })
   durationMs: number;
+
+  /** Placement to completion on the worker (the slot it held); null when no worker took it. */
+  @Column({ name: 'worker_ms', type: 'integer', nullable: true })
+  workerMs: number | null;
+
+  /** The backend's own time, where the worker reports it. */
+  @Column({ name: 'backend_ms', type: 'integer', nullable: true })
+  backendMs: number | null;
+
+  /** GPU milliseconds: worker_ms / max_concurrent × gpus_per_worker (fractional). */
+  @Column({ name: 'gpu_ms', type: 'double precision', nullable: true })
+  gpuMs: number | null;
+
+  /** gpu_ms at the pool's cost_per_gpu_hour when recorded; null when the pool sets none. */
+  @Column({ type: 'double precision', nullable: true })
+  cost: number | null;
 }

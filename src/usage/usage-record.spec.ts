@@ -28,9 +28,10 @@ function request(overrides: { model?: string; keyId?: string; tenant?: string } 
 describe('usageRecordOf', () => {
   it('describes a served request: models, provider, worker, tokens and timings', () => {
     const req = request({ keyId: 'key-7' });
-    req.provider = { name: 'gpu' } as Provider;
+    req.provider = { name: 'gpu', costPerGpuHour: 3.6, gpusPerWorker: 2 } as Provider;
     req.targetModel = 'llama-3-70b';
-    req.worker = { id: 'w-1', name: 'gpu-box-1' } as WorkerSnapshot;
+    req.worker = { id: 'w-1', name: 'gpu-box-1', maxConcurrent: 4 } as WorkerSnapshot;
+    req.assignedAt = T0 + 200;
     req.waitedMs = 120;
     req.firstByteAt = T0 + 400;
     req.tokenCounts = { prompt_tokens: 12, completion_tokens: 30, total_tokens: 42 };
@@ -54,7 +55,20 @@ describe('usageRecordOf', () => {
       queueWaitMs: 120,
       ttfbMs: 400,
       durationMs: 2000,
+      // Placement to completion; a slot of 4 on a 2-GPU worker is half a GPU; 3.6 per GPU-hour.
+      workerMs: 1800,
+      backendMs: null,
+      gpuMs: 900,
+      cost: expect.closeTo(0.0009, 12),
     });
+  });
+
+  it('charges GPU time without a price when the pool sets none, one GPU per worker by default', () => {
+    const req = request();
+    req.provider = { name: 'cpu' } as Provider;
+    req.worker = { id: 'w-2', name: 'box', maxConcurrent: 2 } as WorkerSnapshot;
+    req.assignedAt = T0 + 100;
+    expect(usageRecordOf(req, 200, T0 + 1100)).toMatchObject({ workerMs: 1000, gpuMs: 500, cost: null });
   });
 
   it('describes a request refused before routing: no provider, model, worker, tokens or first byte', () => {
@@ -68,6 +82,9 @@ describe('usageRecordOf', () => {
       workerName: null,
       status: 404,
       errorCode: 'model_not_found',
+      workerMs: null,
+      gpuMs: null,
+      cost: null,
       promptTokens: null,
       completionTokens: null,
       queueWaitMs: 0,

@@ -35,6 +35,14 @@ export interface UsageRecord {
   ttfbMs: number | null;
   /** Arrival to the end of the request. */
   durationMs: number;
+  /** Placement on its last worker to completion there: the time it held a worker slot; null when no worker took it. */
+  workerMs: number | null;
+  /** The backend's own time, where the worker reports it; null otherwise. */
+  backendMs: number | null;
+  /** Its share of GPU time: `workerMs / max_concurrent × gpus_per_worker` (a slot is a share of the worker); null without a worker. */
+  gpuMs: number | null;
+  /** `gpuMs` priced at its pool's `cost_per_gpu_hour` when the record was made; null when the pool sets no price. */
+  cost: number | null;
 }
 
 /** Column widths of `usage_records`; longer values are cut (PostgreSQL would reject the whole batch). */
@@ -74,14 +82,16 @@ export interface UsageSource {
   /** The model the client asked for. */
   readonly model: string;
   readonly targetModel: string;
-  readonly provider: { readonly name: string } | undefined;
-  readonly worker: { readonly id: string; readonly name: string } | undefined;
+  readonly provider: { readonly name: string; readonly costPerGpuHour?: number | null; readonly gpusPerWorker?: number | null } | undefined;
+  readonly worker: { readonly id: string; readonly name: string; readonly maxConcurrent: number } | undefined;
   readonly endpointPath: string;
   readonly errorCode: string | undefined;
   readonly tokenCounts: TokenCounts | undefined;
   readonly waitedMs: number;
   readonly queuedAt: number;
   readonly firstByteAt: number;
+  /** When its current worker was given it (0 = never placed). */
+  readonly assignedAt: number;
 }
 
 /** The usage record of a request that has just finished with `status` at `finishedAt`. */
@@ -108,7 +118,25 @@ export function usageRecordOf(req: UsageSource, status: number, finishedAt: numb
     queueWaitMs: millis(queueWaitMs),
     ttfbMs: req.firstByteAt ? millis(req.firstByteAt - req.receivedAt) : null,
     durationMs: millis(finishedAt - req.receivedAt),
+    ...slotTime(req, finishedAt),
   };
+}
+
+const MS_PER_HOUR = 3_600_000;
+
+/**
+ * The time the request held a worker slot, and its GPU share and cost. A worker running
+ * `max_concurrent` requests at once lends each a slot, a `1 / max_concurrent` share of its
+ * `gpus_per_worker` GPUs (docs/enterprise.md#chargeback). Only the last placement counts: a
+ * worker that vanished before answering is not charged.
+ */
+export function slotTime(req: UsageSource, finishedAt: number): Pick<UsageRecord, 'workerMs' | 'backendMs' | 'gpuMs' | 'cost'> {
+  if (!req.worker || !req.assignedAt) return { workerMs: null, backendMs: null, gpuMs: null, cost: null };
+  const workerMs = millis(finishedAt - req.assignedAt);
+  const gpus = req.provider?.gpusPerWorker ?? 1;
+  const gpuMs = (workerMs / Math.max(1, req.worker.maxConcurrent)) * gpus;
+  const price = req.provider?.costPerGpuHour;
+  return { workerMs, backendMs: null, gpuMs, cost: typeof price === 'number' ? (gpuMs / MS_PER_HOUR) * price : null };
 }
 
 /**

@@ -16,7 +16,7 @@ export class UsageController {
     private readonly queue: AdmissionQueue,
   ) {}
 
-  /** `GET /admin/usage?tenant=&key=&since=&until=&group_by=tenant|key|model|day` (see docs/api.md). */
+  /** `GET /admin/usage?tenant=&key=&since=&until=&group_by=tenant|key|model|pool|day` (see docs/api.md). */
   @Get('usage')
   @ApiDoc(USAGE_API.usage)
   async usage(@Query() raw: Record<string, unknown>) {
@@ -47,5 +47,14 @@ function describe(t: UsageTotals, groupBy: UsageGroupBy | undefined) {
     prompt_tokens: t.promptTokens,
     completion_tokens: t.completionTokens,
     total_tokens: t.totalTokens,
+    worker_seconds: round(t.workerSeconds, 3),
+    gpu_seconds: round(t.gpuSeconds, 3),
+    cost: t.cost === null ? null : round(t.cost, 6),
   };
+}
+
+/** Sums of fractional shares, without the float noise of adding thousands of them. */
+function round(n: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
 }

@@ -40,7 +40,18 @@ describe('dashboard: serving the page', () => {
 
   it('serves every asset of public/ with its type and an ETag (304 when unchanged); nothing else', async () => {
     const files = readdirSync(PUBLIC).filter((f) => f !== 'index.html');
-    expect(files.sort()).toEqual(['api.js', 'app.js', 'caps.js', 'confirm-dialog.js', 'dashboard.css', 'dom.js', 'model.js', 'overview.js', 'views.js']);
+    expect(files.sort()).toEqual([
+      'api.js',
+      'app.js',
+      'caps.js',
+      'chargeback.js',
+      'confirm-dialog.js',
+      'dashboard.css',
+      'dom.js',
+      'model.js',
+      'overview.js',
+      'views.js',
+    ]);
     for (const file of files) {
       const res = await fetch(`${gw.url}/dashboard/assets/${file}`);
       expect(res.status).toBe(200);

@@ -58,6 +58,7 @@ describe('migrations', () => {
       'LifecycleTasks1764979200000',
       'Artifacts1765065600000',
       'TenantPools1765170000000',
+      'Chargeback1765250000000',
       'MaxConcurrent1765256400000',
     ]);
     expect(await existingTables()).toEqual(TABLES);
@@ -200,6 +201,15 @@ describe('migrations', () => {
       expect(await caps.hasColumn('tenants', 'pools')).toBe(true);
     } finally {
       await caps.release();
+    }
+    await ds.undoLastMigration();
+    const chargeback = ds.createQueryRunner();
+    try {
+      expect(await chargeback.hasColumn('usage_records', 'gpu_ms')).toBe(false);
+      expect(await chargeback.hasColumn('providers', 'cost_per_gpu_hour')).toBe(false);
+      expect(await chargeback.hasColumn('usage_records', 'duration_ms')).toBe(true);
+    } finally {
+      await chargeback.release();
     }
     await ds.undoLastMigration();
     const pools = ds.createQueryRunner();

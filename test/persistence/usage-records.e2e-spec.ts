@@ -71,6 +71,10 @@ describe('usage records', () => {
       queueWaitMs: 5,
       ttfbMs: 100,
       durationMs: 900,
+      workerMs: 800,
+      backendMs: null,
+      gpuMs: 200,
+      cost: null,
       ...overrides,
     };
   }
@@ -309,18 +313,22 @@ describe('usage records', () => {
     });
 
     it('totals everything without group_by, errors included', async () => {
-      expect(await aggregates().totals({})).toEqual([{ requests: 6, errors: 3, promptTokens: 38, completionTokens: 307, totalTokens: 345 }]);
+      expect(await aggregates().totals({})).toEqual([
+        { requests: 6, errors: 3, promptTokens: 38, completionTokens: 307, totalTokens: 345, workerSeconds: 4.8, gpuSeconds: 1.2, cost: null },
+      ]);
     });
 
     it('answers zeros when nothing matches', async () => {
-      expect(await aggregates().totals({ tenant: 'nobody' })).toEqual([{ requests: 0, errors: 0, promptTokens: 0, completionTokens: 0, totalTokens: 0 }]);
+      expect(await aggregates().totals({ tenant: 'nobody' })).toEqual([
+        { requests: 0, errors: 0, promptTokens: 0, completionTokens: 0, totalTokens: 0, workerSeconds: 0, gpuSeconds: 0, cost: null },
+      ]);
       expect(await aggregates().totals({ tenant: 'nobody', groupBy: 'day' })).toEqual([]);
     });
 
     it('groups by tenant', async () => {
       expect(await aggregates().totals({ groupBy: 'tenant' })).toEqual([
-        { group: 'team-a', requests: 3, errors: 1, promptTokens: 30, completionTokens: 300, totalTokens: 330 },
-        { group: 'team-b', requests: 3, errors: 2, promptTokens: 8, completionTokens: 7, totalTokens: 15 },
+        { group: 'team-a', requests: 3, errors: 1, promptTokens: 30, completionTokens: 300, totalTokens: 330, workerSeconds: 2.4, gpuSeconds: 0.6, cost: null },
+        { group: 'team-b', requests: 3, errors: 2, promptTokens: 8, completionTokens: 7, totalTokens: 15, workerSeconds: 2.4, gpuSeconds: 0.6, cost: null },
       ]);
     });
 
@@ -341,6 +349,17 @@ describe('usage records', () => {
       ]);
     });
 
+    it('groups by pool, with worker and GPU seconds; cost sums the priced records only', async () => {
+      expect((await aggregates().totals({ groupBy: 'pool' })).map((t) => [t.group, t.requests, t.workerSeconds, t.gpuSeconds])).toEqual([
+        ['gpu', 5, 4, 1],
+        [null, 1, 0.8, 0.2],
+      ]);
+      await repo.insert([usage(7, { tenant: 'team-c', cost: 0.25 }), usage(8, { tenant: 'team-c', cost: 0.5 }), usage(9, { tenant: 'team-c' })]);
+      const [c] = await aggregates().totals({ tenant: 'team-c' });
+      expect(c.cost).toBeCloseTo(0.75, 10);
+      expect(c.gpuSeconds).toBeCloseTo(0.6, 10);
+    });
+
     it('groups by UTC day', async () => {
       expect((await aggregates().totals({ groupBy: 'day' })).map((t) => [t.group, t.requests, t.promptTokens])).toEqual([
         ['2025-01-01', 2, 30],
@@ -351,7 +370,9 @@ describe('usage records', () => {
 
     it('filters by tenant, key and time (since inclusive, until exclusive)', async () => {
       expect((await aggregates().totals({ tenant: 'team-a', groupBy: 'key' })).map((t) => t.group)).toEqual(['k-a1', 'k-a2']);
-      expect(await aggregates().totals({ keyId: 'k-a1' })).toEqual([{ requests: 2, errors: 1, promptTokens: 10, completionTokens: 100, totalTokens: 110 }]);
+      expect(await aggregates().totals({ keyId: 'k-a1' })).toEqual([
+        { requests: 2, errors: 1, promptTokens: 10, completionTokens: 100, totalTokens: 110, workerSeconds: 1.6, gpuSeconds: 0.4, cost: null },
+      ]);
       expect((await aggregates().totals({ since: jan(2), groupBy: 'day' })).map((t) => t.group)).toEqual(['2025-01-02', '2025-01-03']);
       expect((await aggregates().totals({ until: jan(2), groupBy: 'day' })).map((t) => t.group)).toEqual(['2025-01-01']);
       expect((await aggregates().totals({ since: jan(1, 23), until: jan(3), tenant: 'team-a' }))[0].requests).toBe(2);

@@ -12,6 +12,9 @@ import { admin, chat, eventually, post, RawResponse } from '../support/http';
 import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { ScriptedWorker } from '../support/scripted-worker';
 
+/** Slot time of real requests (their exact figures: test/usage/chargeback.e2e-spec.ts); no pool sets a price. */
+const CHARGED = { worker_seconds: expect.any(Number), gpu_seconds: expect.any(Number), cost: null };
+
 /** A phrase that only ever appears in prompts: it must never reach the database. */
 const CANARY = 'CANARY-prompt-7f3a9c-do-not-store';
 
@@ -123,30 +126,30 @@ describe('usage records and GET /admin/usage', () => {
       object: 'usage',
       group_by: null,
       filters: { tenant: null, key: null, since: null, until: null },
-      data: [{ requests: 7, errors: 2, prompt_tokens: 126, completion_tokens: 34, total_tokens: 160 }],
+      data: [{ requests: 7, errors: 2, prompt_tokens: 126, completion_tokens: 34, total_tokens: 160, ...CHARGED }],
       concurrency: [],
     });
   });
 
   it('groups by tenant', async () => {
     expect((await usage('?group_by=tenant')).json.data).toEqual([
-      { tenant: 'team-a', requests: 3, errors: 1, prompt_tokens: 15, completion_tokens: 27, total_tokens: 42 },
-      { tenant: 'team-b', requests: 3, errors: 1, prompt_tokens: 103, completion_tokens: 5, total_tokens: 108 },
-      { tenant: 'team-c', requests: 1, errors: 0, prompt_tokens: 8, completion_tokens: 2, total_tokens: 10 },
+      { tenant: 'team-a', requests: 3, errors: 1, prompt_tokens: 15, completion_tokens: 27, total_tokens: 42, ...CHARGED },
+      { tenant: 'team-b', requests: 3, errors: 1, prompt_tokens: 103, completion_tokens: 5, total_tokens: 108, ...CHARGED },
+      { tenant: 'team-c', requests: 1, errors: 0, prompt_tokens: 8, completion_tokens: 2, total_tokens: 10, ...CHARGED },
     ]);
   });
 
   it('groups by key id; requests without a key come last, as null', async () => {
     expect((await usage('?group_by=key')).json.data).toEqual([
-      { key: 'key-42', requests: 1, errors: 0, prompt_tokens: 8, completion_tokens: 2, total_tokens: 10 },
-      { key: null, requests: 6, errors: 2, prompt_tokens: 118, completion_tokens: 32, total_tokens: 150 },
+      { key: 'key-42', requests: 1, errors: 0, prompt_tokens: 8, completion_tokens: 2, total_tokens: 10, ...CHARGED },
+      { key: null, requests: 6, errors: 2, prompt_tokens: 118, completion_tokens: 32, total_tokens: 150, ...CHARGED },
     ]);
   });
 
   it('groups by served model; requests no provider took come last, as null', async () => {
     expect((await usage('?group_by=model')).json.data).toEqual([
-      { model: 'usage-model', requests: 6, errors: 1, prompt_tokens: 126, completion_tokens: 34, total_tokens: 160 },
-      { model: null, requests: 1, errors: 1, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+      { model: 'usage-model', requests: 6, errors: 1, prompt_tokens: 126, completion_tokens: 34, total_tokens: 160, ...CHARGED },
+      { model: null, requests: 1, errors: 1, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, worker_seconds: 0, gpu_seconds: 0, cost: null },
     ]);
   });
 
@@ -158,9 +161,11 @@ describe('usage records and GET /admin/usage', () => {
   });
 
   it('filters by tenant, key and time', async () => {
-    expect((await usage('?tenant=team-a')).json.data).toEqual([{ requests: 3, errors: 1, prompt_tokens: 15, completion_tokens: 27, total_tokens: 42 }]);
+    expect((await usage('?tenant=team-a')).json.data).toEqual([
+      { requests: 3, errors: 1, prompt_tokens: 15, completion_tokens: 27, total_tokens: 42, ...CHARGED },
+    ]);
     expect((await usage('?key=key-42&group_by=tenant')).json.data).toEqual([
-      { tenant: 'team-c', requests: 1, errors: 0, prompt_tokens: 8, completion_tokens: 2, total_tokens: 10 },
+      { tenant: 'team-c', requests: 1, errors: 0, prompt_tokens: 8, completion_tokens: 2, total_tokens: 10, ...CHARGED },
     ]);
     const since = new Date(startedAt - 60_000).toISOString();
     const res = await usage(`?since=${since}&until=${Date.now() + 60_000}&tenant=team-b`);
@@ -176,7 +181,7 @@ describe('usage records and GET /admin/usage', () => {
     expect(badGroup.json.error).toMatchObject({
       code: 'invalid_request',
       param: 'group_by',
-      message: "Query parameter 'group_by' must be one of tenant, key, model, day, got 'week'",
+      message: "Query parameter 'group_by' must be one of tenant, key, model, pool, day, got 'week'",
     });
     const badDate = await usage('?since=last-tuesday');
     expect(badDate.status).toBe(400);

@@ -107,6 +107,26 @@ export const PROVIDER_ENTRY_SETTINGS = group('providers[]', '', {
     table: 'providers',
     doc: 'per model, `{vision, tools, json_mode, context_length}`; each declared field overrides what the workers advertise',
   }),
+  costPerGpuHour: num({
+    yaml: 'cost_per_gpu_hour',
+    default: 0,
+    opts: { min: 0 },
+    reload: 'live',
+    fields: [],
+    docDefault: 'none',
+    table: 'providers',
+    doc: 'GPU-time chargeback: the price of one GPU for an hour (any currency); `/admin/usage` reports `cost` from it ([chargeback](enterprise.md#gpu-time-chargeback))',
+  }),
+  gpusPerWorker: num({
+    yaml: 'gpus_per_worker',
+    default: 1,
+    opts: { above: 0 },
+    reload: 'live',
+    fields: [],
+    docDefault: '1',
+    table: 'providers',
+    doc: "GPUs behind each of its workers: a request's slot is a `1 / max_concurrent` share of them",
+  }),
 });
 const S = PROVIDER_ENTRY_SETTINGS.settings;
 const PROVIDER_KEYS = new Set(yamlKeys(PROVIDER_ENTRY_SETTINGS));
@@ -141,6 +161,8 @@ export function readProviders(file: Yaml, defaults: ProviderDefaults, problems: 
     }
     const num = (key: string, fallback: number, opts: NumberOpts) =>
       p[key] === undefined || p[key] === null ? fallback : checkNumber(p[key], `${at}.${key}`, fallback, opts, problems);
+    const optional = (key: string, opts: NumberOpts) =>
+      p[key] === undefined || p[key] === null ? undefined : checkNumber(p[key], `${at}.${key}`, 0, opts, problems);
     const models = p.models === undefined || p.models === null ? [] : p.models;
     if (!Array.isArray(models) || !models.every((m) => typeof m === 'string')) {
       problems.push(`${at}.models must be a list of strings`);
@@ -174,6 +196,8 @@ export function readProviders(file: Yaml, defaults: ProviderDefaults, problems: 
       priority:
         p.priority === undefined || p.priority === null ? undefined : checkNumber(p.priority, `${at}.priority`, S.priority.default, S.priority.opts, problems),
       capabilities: parseCapabilityDeclarations(p.capabilities, `${at}.capabilities`, problems),
+      costPerGpuHour: optional(S.costPerGpuHour.yaml!, S.costPerGpuHour.opts),
+      gpusPerWorker: optional(S.gpusPerWorker.yaml!, S.gpusPerWorker.opts),
     });
   });
   const seen = new Set<string>();

@@ -8,6 +8,7 @@ import { AdminApi, ApiError } from './api.js';
 import { h } from './dom.js';
 import { finishedTotal, ratePerSecond } from './model.js';
 import { confirmDrain } from './confirm-dialog.js';
+import { CHARGEBACK_EVERY_MS, refreshChargeback } from './chargeback.js';
 import { clearAll, render } from './views.js';
 import { renderCaps, setupCapsForm } from './caps.js';
 
@@ -168,6 +169,9 @@ function stopPolling() {
   setConn('', '');
 }
 
+/** When the chargeback table was last read (performance.now(); -Infinity: at the next poll). */
+let chargebackReadAt = -Infinity;
+
 /** One round of reads; an update at once after an action. @param {number} generation */
 async function poll(generation) {
   const api = state.api;
@@ -176,6 +180,11 @@ async function poll(generation) {
     const snapshot = await api.snapshot();
     if (generation !== state.generation) return;
     update(snapshot);
+    // Its own slow period (a database query); a failure leaves the last table and is retried then.
+    if (performance.now() - chargebackReadAt >= CHARGEBACK_EVERY_MS) {
+      chargebackReadAt = performance.now();
+      refreshChargeback(api).catch(() => (chargebackReadAt = -Infinity));
+    }
   } catch (e) {
     if (generation !== state.generation) return;
     const err = e instanceof ApiError ? e : new ApiError(0, 'error', String(e));

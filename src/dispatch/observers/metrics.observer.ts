@@ -32,6 +32,9 @@ export class MetricsObserver implements RequestObserver {
       { provider: req.provider?.name ?? 'none', model: req.targetModel || '(unrouted)', endpoint: req.endpointPath, status, tenant: req.tenant },
       (now - req.receivedAt) / 1000,
     );
+    // The slot it held on its worker (placement to completion), as a share of that worker.
+    const worker = req.worker;
+    if (worker && req.assignedAt) this.metrics.workerBusy(worker.provider, req.tenant, (now - req.assignedAt) / 1000 / Math.max(1, worker.maxConcurrent));
   }
 
   rejected(_req: RelayRequest, error: GatewayError): void {

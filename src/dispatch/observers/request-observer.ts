@@ -11,6 +11,10 @@ import type { WatchdogKind } from '../watchdogs';
  * request path, so an observer only appends to in-memory state (writes happen later, in batches).
  */
 export interface RequestObserver {
+  /** The dispatcher took the request (admission passed; routing and the queue come next). */
+  submitted?(req: RelayRequest, now: number): void;
+  /** A worker was given the request (again after a requeue), just before its `request` frame is sent. */
+  placed?(req: RelayRequest, worker: WorkerSnapshot, now: number): void;
   /** The request ended, once, with the HTTP status its client got (499: the client left first). */
   finished?(req: RelayRequest, status: number, now: number, error: GatewayError | undefined): void;
   /** The request was refused before it ran (admission, routing, queue bounds). */

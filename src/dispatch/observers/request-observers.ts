@@ -9,23 +9,27 @@ import { MetricsObserver } from './metrics.observer';
 import { PoolStatsObserver } from './pool-stats.observer';
 import { RequestObserver } from './request-observer';
 import { ServiceTimeObserver } from './service-time.observer';
+import { TraceObserver } from './trace.observer';
 import { UsageObserver } from './usage.observer';
 
 type Hook = keyof RequestObserver;
 
 /**
- * Every observer of requests, called in order (metrics, usage, pool figures, service times). Built once: each
- * event walks only the observers that implement it.
+ * Every observer of requests, called in order (metrics, usage, pool figures, service times,
+ * traces). Built once: each event walks only the observers that implement it; traces only while
+ * tracing is on.
  */
 @Injectable()
 export class RequestObservers implements Required<RequestObserver> {
   private readonly all: RequestObserver[];
   private readonly by: { [H in Hook]: RequestObserver[] };
 
-  constructor(metrics: MetricsObserver, usage: UsageObserver, pools: PoolStatsObserver, service: ServiceTimeObserver) {
-    this.all = [metrics, usage, pools, service];
+  constructor(metrics: MetricsObserver, usage: UsageObserver, pools: PoolStatsObserver, service: ServiceTimeObserver, traces?: TraceObserver) {
+    this.all = traces?.enabled ? [metrics, usage, pools, service, traces] : [metrics, usage, pools, service];
     const of = (hook: Hook) => this.all.filter((o) => typeof o[hook] === 'function');
     this.by = {
+      submitted: of('submitted'),
+      placed: of('placed'),
       finished: of('finished'),
       rejected: of('rejected'),
       tokens: of('tokens'),
@@ -36,6 +40,14 @@ export class RequestObservers implements Required<RequestObserver> {
       requeued: of('requeued'),
       watchdog: of('watchdog'),
     };
+  }
+
+  submitted(req: RelayRequest, now: number): void {
+    for (const o of this.by.submitted) o.submitted!(req, now);
+  }
+
+  placed(req: RelayRequest, worker: WorkerSnapshot, now: number): void {
+    for (const o of this.by.placed) o.placed!(req, worker, now);
   }
 
   finished(req: RelayRequest, status: number, now: number, error: GatewayError | undefined): void {
