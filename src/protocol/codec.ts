@@ -1,4 +1,5 @@
 import {
+  CacheStats,
   CACHE_FLUSH_SCOPES,
   CacheFlushScope,
   LIFECYCLE_STATUSES,
@@ -257,6 +258,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         current_load: count(o, type, 'current_load', B.load),
         // Informational (the gateway does not use it): a wrong type is ignored, not a protocol error.
         timestamp_unix_ms: clampInt(o.timestamp_unix_ms, 0, B.epochMs),
+        cache_stats: optCacheStats(o.cache_stats),
       };
     case 'error':
       return {
@@ -271,6 +273,27 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
     default:
       throw new ProtocolError(`unknown message type "${type}"`);
   }
+}
+
+/**
+ * `pong.cache_stats` (negotiated): informational like the timestamp, so a malformed value is
+ * dropped rather than closing the link; each ratio is clamped to 0–1, a non-number is left out.
+ */
+function optCacheStats(v: unknown): CacheStats | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
+  const o = v as Record<string, unknown>;
+  const kv = ratio(o.kv_cache_usage_ratio);
+  const hit = ratio(o.prefix_cache_hit_ratio);
+  if (kv === undefined && hit === undefined) return undefined;
+  const out: CacheStats = {};
+  if (kv !== undefined) out.kv_cache_usage_ratio = kv;
+  if (hit !== undefined) out.prefix_cache_hit_ratio = hit;
+  return out;
+}
+
+function ratio(v: unknown): number | undefined {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
+  return v < 0 ? 0 : v > 1 ? 1 : v;
 }
 
 const ERROR_CODE_MAX = 128;

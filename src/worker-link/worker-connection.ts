@@ -273,6 +273,7 @@ export class WorkerConnection implements WorkerChannel {
         }
         return;
       case 'pong':
+        if (message.cache_stats && worker.features.has(Features.CACHE_STATS)) worker.cacheStats = message.cache_stats;
         fleet.onPong(worker, message.current_load);
         return;
       case 'response_start':
