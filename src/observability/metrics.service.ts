@@ -46,6 +46,10 @@ export class MetricsService {
   private readonly clientAuthFailures: Counter<'reason'>;
   private readonly adminAuthFailures: Counter<'reason'>;
   private readonly workerEjections: Counter<'provider'>;
+  private readonly affinityTotal: Counter<'result'>;
+  private readonly kvCacheUsage: Gauge<'provider' | 'worker'>;
+  /** Fills the KV-cache gauge at scrape time (routing/cache-gauges.ts). */
+  private kvCacheCollector: (() => void) | undefined;
   private readonly rateLimitedTotal: Counter<'tenant' | 'kind'>;
   private readonly heartbeatTimeouts: Counter<'provider'>;
   private readonly redisUp: Gauge;
@@ -140,6 +144,19 @@ export class MetricsService {
       help: 'Workers taken out of rotation after failing requests in a row (passive outlier detection).',
       labelNames: ['provider'],
       registers,
+    });
+    this.affinityTotal = new Counter({
+      name: `${PREFIX}affinity_total`,
+      help: 'Routing decisions by cache affinity outcome: the key\'s preferred worker, another within the load bound or the strategy\'s pick (spilled), or no key / affinity off (none).',
+      labelNames: ['result'],
+      registers,
+    });
+    this.kvCacheUsage = new Gauge({
+      name: `${PREFIX}worker_kv_cache_usage_ratio`,
+      help: 'KV-cache usage of the backend behind each worker (0-1), as its daemon last reported it (negotiated cache_stats).',
+      labelNames: ['provider', 'worker'],
+      registers,
+      collect: () => this.kvCacheCollector?.(),
     });
     this.heartbeatTimeouts = new Counter({
       name: `${PREFIX}worker_heartbeat_timeouts_total`,
@@ -245,6 +262,24 @@ export class MetricsService {
 
   rateLimited(tenant: string, kind: string): void {
     this.rateLimitedTotal.inc({ tenant: this.tenants.label(tenant), kind });
+  }
+
+  affinityDecision(result: 'preferred' | 'spilled' | 'none'): void {
+    this.affinityTotal.inc({ result });
+  }
+
+  /** Registers the scrape-time filler of `worker_kv_cache_usage_ratio`; it calls `setKvCacheUsage` per worker. */
+  collectKvCacheWith(collector: () => void): void {
+    this.kvCacheCollector = collector;
+  }
+
+  /** Starts a scrape's KV-cache figures afresh (workers gone since the last one drop out). */
+  resetKvCacheUsage(): void {
+    this.kvCacheUsage.reset();
+  }
+
+  setKvCacheUsage(provider: string, worker: string, ratio: number): void {
+    this.kvCacheUsage.set({ provider, worker }, ratio);
   }
 
   workerEjection(provider: string): void {
