@@ -77,7 +77,10 @@ export class InferenceService {
     headers[TENANT_HEADER] = identity.tenant;
     // Cache affinity: the key is computed here, once, from the client's headers and body (issue 19).
     const routing = this.routing.current;
-    const affinityKey = routing.affinity.enabled ? affinityKeyOf(req.headers, endpointPath, envelope.json, routing.affinity) : undefined;
+    const requirements = extractRequirements(endpointPath, envelope.json);
+    const affinityKey = routing.affinity.enabled
+      ? affinityKeyOf(req.headers, endpointPath, envelope.json, routing.affinity, requirements.estimatedTokens * 4)
+      : undefined;
     const request = new RelayRequest({
       id: `r-${randomUUID()}`,
       model: envelope.model,
@@ -93,7 +96,7 @@ export class InferenceService {
       sink,
       route: {
         model: envelope.model,
-        requirements: extractRequirements(endpointPath, envelope.json),
+        requirements,
         pin: pin === undefined ? undefined : pin.trim(),
         allowedModels: identity.allowedModels,
         allowedPools: identity.allowedPools,

@@ -15,7 +15,7 @@ import { declaredFor, missingCapabilities } from './capabilities';
 import { RequestRequirements } from './requirements';
 import { RoutingConfig } from '../config/sections/routing';
 import { RoutingConfigHolder } from './routing-config-holder';
-import { effectivePriority, loadSignal } from './scoring';
+import { effectivePriority, loadSignal, scoreOf } from './scoring';
 import { BoundedAffinity } from './affinity';
 import type { AffinityKey } from './affinity-key';
 import { ListedModel, listModels, ModelListFilter } from './model-listing';
@@ -271,11 +271,11 @@ export class Router implements OnModuleInit {
       // Load: assigned + held, plus load the worker reports beyond what the gateway gave it, or
       // its KV-cache usage × slots when it reports that and it is higher (scoring.ts).
       const load = loadSignal(w);
-      if (this.affine) this.affinity.eligible(w, load, w.freeSlots > 0);
-      if (w.freeSlots > 0) {
-        // Priority: the worker's declared one, never better than its provider's floor.
-        this.strategy.offer(w, effectivePriority(provider.priority, w.declaredPriority), load, health.latencyMs);
-      }
+      const free = w.freeSlots > 0;
+      // Priority: the worker's declared one, never better than its provider's floor.
+      const priority = effectivePriority(provider.priority, w.declaredPriority);
+      if (this.affine) this.affinity.eligible(w, load, free, free ? scoreOf(priority, load, health.latencyMs, this.routing.weights) : 0);
+      if (free) this.strategy.offer(w, priority, load, health.latencyMs);
     }
   }
 
