@@ -1,3 +1,4 @@
+import type { CacheStats } from '../protocol';
 import type { ScoringWeights } from '../config/sections/routing';
 export { DEFAULT_WEIGHTS } from '../config/sections/routing';
 export type { ScoringWeights } from '../config/sections/routing';
@@ -56,7 +57,7 @@ function clamp(v: number): number {
  * backend whose cache is nearly full (long contexts, or work from outside the gateway) is as good
  * as busy. Workers that report nothing (ModelRelay daemons) are weighed as before.
  */
-export function loadSignal(w: { readonly load: number; readonly maxConcurrent: number; readonly cacheStats?: { kv_cache_usage_ratio?: number } }): number {
+export function loadSignal(w: { readonly load: number; readonly maxConcurrent: number; readonly cacheStats?: CacheStats }): number {
   const kv = w.cacheStats?.kv_cache_usage_ratio;
   if (kv === undefined) return w.load;
   const byCache = kv * w.maxConcurrent;
