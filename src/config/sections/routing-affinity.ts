@@ -55,7 +55,7 @@ export const ROUTING_AFFINITY_SETTINGS = group('routing', 'routing', {
     opts: { min: 1, max: 100 },
     reload: 'live',
     fields: ['affinity.loadFactor'],
-    doc: "a key's worker is passed over while its load exceeds this × the mean load of the eligible workers",
+    doc: "a key's worker is passed over while one more request would take its load past ⌈this × (sum of the eligible workers' loads + 1) / their number⌉",
   }),
   exposeWorkerHeader: custom({
     env: 'ROUTING_EXPOSE_WORKER_HEADER',
