@@ -1,5 +1,5 @@
 import { AFFINITY_SOURCES, AffinityConfig } from '../config/sections/routing-affinity';
-import { AFFINITY_SCORE_MARGIN, BoundedAffinity } from './affinity';
+import { BoundedAffinity } from './affinity';
 import { affinityKeyOf, PREFIX_MIN_CHARS } from './affinity-key';
 import { loadSignal } from './scoring';
 
@@ -8,14 +8,14 @@ interface W {
   affinityHash: number;
   load: number;
   free: boolean;
-  score: number;
+  priority: number;
 }
 
-const worker = (name: string, load = 0, free = true, score = 80): W => ({ name, affinityHash: -1, load, free, score });
+const worker = (name: string, load = 0, free = true, priority = 100): W => ({ name, affinityHash: -1, load, free, priority });
 
 function decide(a: BoundedAffinity<W>, key: number, workers: W[]): W | undefined {
   a.begin(key);
-  for (const w of workers) a.eligible(w, w.load, w.free, w.score);
+  for (const w of workers) a.eligible(w, w.load, w.free, w.priority);
   return a.end();
 }
 
@@ -59,7 +59,7 @@ describe('BoundedAffinity (consistent hashing with bounded loads)', () => {
     expect(decide(a, 777, fleet)).toBe(next);
   });
 
-  it('passes over a preferred worker with no free slot, and one scoring far below the best', () => {
+  it('passes over a preferred worker with no free slot, and one of a worse priority than a free worker', () => {
     const a = new BoundedAffinity<W>(1.25);
     const fleet = ['w1', 'w2', 'w3'].map((n) => worker(n));
     const preferred = decide(a, 4242, fleet)!;
@@ -67,9 +67,9 @@ describe('BoundedAffinity (consistent hashing with bounded loads)', () => {
     expect(decide(a, 4242, fleet)).not.toBe(preferred);
     expect(a.result).toBe('spilled');
     preferred.free = true;
-    preferred.score = 80 - AFFINITY_SCORE_MARGIN - 1;
+    preferred.priority = 101;
     expect(decide(a, 4242, fleet)).not.toBe(preferred);
-    preferred.score = 80 - AFFINITY_SCORE_MARGIN;
+    for (const w of fleet) w.priority = 101;
     expect(decide(a, 4242, fleet)).toBe(preferred);
   });
 

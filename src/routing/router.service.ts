@@ -15,7 +15,7 @@ import { declaredFor, missingCapabilities } from './capabilities';
 import { RequestRequirements } from './requirements';
 import { RoutingConfig } from '../config/sections/routing';
 import { RoutingConfigHolder } from './routing-config-holder';
-import { effectivePriority, loadSignal, scoreOf } from './scoring';
+import { effectivePriority, loadSignal } from './scoring';
 import { BoundedAffinity } from './affinity';
 import type { AffinityKey } from './affinity-key';
 import { ListedModel, listModels, ModelListFilter } from './model-listing';
@@ -274,7 +274,7 @@ export class Router implements OnModuleInit {
       const free = w.freeSlots > 0;
       // Priority: the worker's declared one, never better than its provider's floor.
       const priority = effectivePriority(provider.priority, w.declaredPriority);
-      if (this.affine) this.affinity.eligible(w, load, free, free ? scoreOf(priority, load, health.latencyMs, this.routing.weights) : 0);
+      if (this.affine) this.affinity.eligible(w, load, free, priority);
       if (free) this.strategy.offer(w, priority, load, health.latencyMs);
     }
   }
