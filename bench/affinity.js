@@ -8,8 +8,9 @@
  * request's first byte comes after --base-ms plus --per-char-ms for every character of its prompt
  * beyond the longest prefix it shares with a cached prompt. The workload, the same for every
  * configuration (fixed seed):
- *   - --sessions multi-turn conversations running at once, --turns turns each, every one with its
- *     own long system prompt (half send `x-session-affinity`, half rely on the prompt-prefix key);
+ *   - --sessions multi-turn conversations running at once (starting within --ramp-ms, --think-ms
+ *     between turns), --turns turns each, every one with its own long system prompt (half send
+ *     `x-session-affinity`, half rely on the prompt-prefix key);
  *   - a batch of --batch requests sharing one long system prompt, each with its own question,
  *     at most --batch-concurrency in flight.
  * It runs three times, each on a fresh gateway and fresh (cold) workers: round_robin, smart with
@@ -18,7 +19,8 @@
  * against the mean share. Targets (issue 19): affinity's mean TTFB ≤ 0.5 × smart without affinity,
  * busiest worker ≤ 1.5 × the mean share.
  *
- * Usage: npm run bench:affinity [-- --workers 8 --slots 4 --cache 6 --sessions 24 --turns 6 --batch 48 --batch-concurrency 4]
+ * Usage: npm run bench:affinity [-- --workers 8 --slots 8 --cache 8 --sessions 32 --turns 10 --batch 48 --batch-concurrency 12
+ *   --base-ms 20 --per-char-ms 0.1 --ramp-ms 1000 --think-ms 50 --system-chars 4000 --turn-chars 300]
  */
 'use strict';
 const { mkdtempSync, rmSync } = require('node:fs');
@@ -40,16 +42,19 @@ try {
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 const int = (name, fallback) => Number(args[name] ?? fallback);
 const WORKERS = int('workers', 8);
-const SLOTS = int('slots', 4);
-const CACHE = int('cache', 6);
-const BASE_MS = int('base-ms', 5);
-const PER_CHAR_MS = Number(args['per-char-ms'] ?? 0.02);
-const SESSIONS = int('sessions', 24);
-const TURNS = int('turns', 6);
+const SLOTS = int('slots', 8);
+const CACHE = int('cache', 8);
+const BASE_MS = int('base-ms', 20);
+const PER_CHAR_MS = Number(args['per-char-ms'] ?? 0.1);
+const SESSIONS = int('sessions', 32);
+const TURNS = int('turns', 10);
 const BATCH = int('batch', 48);
-const BATCH_CONCURRENCY = int('batch-concurrency', 4);
+const BATCH_CONCURRENCY = int('batch-concurrency', 12);
 const SYSTEM_CHARS = int('system-chars', 4000);
 const TURN_CHARS = int('turn-chars', 300);
+/** Sessions start spread over this many ms, and wait this long between turns (a user reading, an agent's tool call). */
+const RAMP_MS = int('ramp-ms', 1000);
+const THINK_MS = int('think-ms', 50);
 const SECRET = 'bench-affinity-secret';
 const MODEL = 'bench-model';
 
@@ -141,6 +146,7 @@ class CachingWorker {
 function workload() {
   const rnd = prng(19);
   const sessions = Array.from({ length: SESSIONS }, (_, s) => ({
+    startMs: Math.floor(rnd() * RAMP_MS),
     header: s % 2 === 0 ? { 'x-session-affinity': `session-${s}` } : {},
     system: text(rnd, SYSTEM_CHARS),
     turns: Array.from({ length: TURNS }, () => ({ user: text(rnd, TURN_CHARS), assistant: text(rnd, TURN_CHARS) })),
@@ -159,9 +165,13 @@ async function timedPost(url, body, headers) {
   return ttfb;
 }
 
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
 async function runSession(url, s, out) {
+  await sleep(s.startMs);
   const messages = [{ role: 'system', content: s.system }];
   for (const t of s.turns) {
+    if (messages.length > 1) await sleep(THINK_MS);
     messages.push({ role: 'user', content: t.user });
     out.push(await timedPost(url, { model: MODEL, messages }, s.header));
     messages.push({ role: 'assistant', content: t.assistant });
@@ -233,7 +243,6 @@ async function main() {
     ['round_robin', { ROUTING_STRATEGY: 'round_robin' }],
     ['smart, affinity off', { ROUTING_STRATEGY: 'smart', ROUTING_AFFINITY_ENABLED: 'false' }],
     ['smart + affinity', { ROUTING_STRATEGY: 'smart' }],
-    ...(process.env.AFF_EXTRA ? [['smart + affinity (extra)', JSON.parse(process.env.AFF_EXTRA)]] : []),
   ]) {
     rows.push(await runConfiguration(label, env, w));
     process.stderr.write(`bench:affinity ${label} done\n`);
@@ -243,7 +252,7 @@ async function main() {
   const f = (v) => v.toFixed(1);
   const lines = [
     `Cache affinity — ${WORKERS} scripted workers × ${SLOTS} slots, each with an LRU of ${CACHE} prompts; first byte after ${BASE_MS} ms + ${PER_CHAR_MS} ms per uncached prompt character`,
-    `Workload: ${SESSIONS} concurrent sessions × ${TURNS} turns (own ${SYSTEM_CHARS}-character system prompt each; half send x-session-affinity, half use the prefix key) + a batch of ${BATCH} requests sharing one ${SYSTEM_CHARS * 1.5}-character system prompt (${BATCH_CONCURRENCY} in flight)`,
+    `Workload: ${SESSIONS} concurrent sessions (starting within ${RAMP_MS} ms) × ${TURNS} turns ${THINK_MS} ms apart (own ${SYSTEM_CHARS}-character system prompt each; half send x-session-affinity, half use the prefix key) + a batch of ${BATCH} requests sharing one ${SYSTEM_CHARS * 1.5}-character system prompt (${BATCH_CONCURRENCY} in flight)`,
     `Node ${process.version}, ${cpus().length} CPUs, 1-min load average ${load0.toFixed(2)} at the start, ${loadavg()[0].toFixed(2)} at the end`,
     '| routing | requests | mean TTFB ms | p99 TTFB ms | busiest worker share | busiest ÷ mean share | prompt characters cached | affinity preferred / spilled / none | wall s |',
     '|---|---|---|---|---|---|---|---|---|',
