@@ -103,7 +103,16 @@ class CachingWorker {
     return new Promise((resolve, reject) => {
       const ws = (this.ws = new WebSocket(this.url, { headers: { 'x-worker-secret': SECRET }, perMessageDeflate: false }));
       ws.on('open', () =>
-        ws.send(JSON.stringify({ type: 'register', worker_name: this.name, models: [MODEL], max_concurrent: SLOTS, protocol_version: '2026-04-bridge-v1', current_load: 0 })),
+        ws.send(
+          JSON.stringify({
+            type: 'register',
+            worker_name: this.name,
+            models: [MODEL],
+            max_concurrent: SLOTS,
+            protocol_version: '2026-04-bridge-v1',
+            current_load: 0,
+          }),
+        ),
       );
       ws.on('message', (data) => {
         const msg = JSON.parse(data.toString());
@@ -129,8 +138,14 @@ class CachingWorker {
     const delay = BASE_MS + (prompt.length - cached) * PER_CHAR_MS;
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      const body = JSON.stringify({ id: 'c', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] });
-      this.ws.send(JSON.stringify({ type: 'response_complete', request_id: msg.request_id, status_code: 200, headers: { 'content-type': 'application/json' }, body }));
+      const body = JSON.stringify({
+        id: 'c',
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+      });
+      this.ws.send(
+        JSON.stringify({ type: 'response_complete', request_id: msg.request_id, status_code: 200, headers: { 'content-type': 'application/json' }, body }),
+      );
     }, delay);
     this.timers.add(timer);
   }
@@ -158,7 +173,11 @@ function workload() {
 
 async function timedPost(url, body, headers) {
   const t0 = performance.now();
-  const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const ttfb = performance.now() - t0;
   await res.text();
   if (res.status !== 200) throw new Error(`request answered ${res.status}`);
@@ -183,7 +202,19 @@ async function runBatch(url, w, out) {
   const lane = async () => {
     while (next < w.batch.length) {
       const q = w.batch[next++];
-      out.push(await timedPost(url, { model: MODEL, messages: [{ role: 'system', content: w.shared }, { role: 'user', content: q }] }, {}));
+      out.push(
+        await timedPost(
+          url,
+          {
+            model: MODEL,
+            messages: [
+              { role: 'system', content: w.shared },
+              { role: 'user', content: q },
+            ],
+          },
+          {},
+        ),
+      );
     }
   };
   await Promise.all(Array.from({ length: BATCH_CONCURRENCY }, lane));

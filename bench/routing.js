@@ -95,7 +95,17 @@ let workerSeq = 0;
 function addWorker(ctx, models, capabilities) {
   const id = `w-${++workerSeq}`;
   const w = new WorkerSession(
-    { id, provider: PROVIDER, name: id, models, maxConcurrent: MAX_CONCURRENT, remoteAddress: '127.0.0.1', connectedAt: clock.now(), capabilities, endpoints: WORKER_ENDPOINTS },
+    {
+      id,
+      provider: PROVIDER,
+      name: id,
+      models,
+      maxConcurrent: MAX_CONCURRENT,
+      remoteAddress: '127.0.0.1',
+      connectedAt: clock.now(),
+      capabilities,
+      endpoints: WORKER_ENDPOINTS,
+    },
     channelStub,
   );
   ctx.fleet.attach(w);
@@ -238,7 +248,10 @@ async function fleetScenario({ strategy = 'smart', env, workers, modelsOf, model
   }
   refresh(ctx.registry);
   // With `sessions`, each request carries one of that many affinity keys (computed at parse time in the gateway).
-  const requests = sessions > 0 ? Array.from({ length: sessions }, (_, i) => routeRequest(models[i % models.length], body, Math.imul(i + 1, 2654435761) >>> 0)) : models.map((m) => routeRequest(m, body));
+  const requests =
+    sessions > 0
+      ? Array.from({ length: sessions }, (_, i) => routeRequest(models[i % models.length], body, Math.imul(i + 1, 2654435761) >>> 0))
+      : models.map((m) => routeRequest(m, body));
   const sequence = spread(requests, DECISIONS);
   return measure(routerDecide(ctx.router), sequence, expectKind(busy ? 'queue' : 'assign'));
 }
@@ -324,7 +337,16 @@ const scenarios = [
       const all = new Set();
       for (let i = 0; i < 1000; i++) {
         const w = new WorkerSession(
-          { id: `old-${i}`, provider: PROVIDER, name: `old-${i}`, models: [models[i]], maxConcurrent: MAX_CONCURRENT, remoteAddress: '127.0.0.1', connectedAt: clock.now(), endpoints: WORKER_ENDPOINTS },
+          {
+            id: `old-${i}`,
+            provider: PROVIDER,
+            name: `old-${i}`,
+            models: [models[i]],
+            maxConcurrent: MAX_CONCURRENT,
+            remoteAddress: '127.0.0.1',
+            connectedAt: clock.now(),
+            endpoints: WORKER_ENDPOINTS,
+          },
           channelStub,
         );
         w.lastAssignedSeq = 0;

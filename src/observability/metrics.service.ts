@@ -29,6 +29,13 @@ const QUEUE_WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
  * Metrics are registered in the given registry (the app's own, see createMetricsRegistry);
  * `new MetricsService()` gets a private registry, which keeps unit tests independent.
  */
+/** One worker's KV-cache usage for `switchboard_worker_kv_cache_usage_ratio`. */
+export interface KvCacheReading {
+  provider: string;
+  worker: string;
+  ratio: number;
+}
+
 @Injectable()
 export class MetricsService {
   private readonly requests: Counter<'provider' | 'model' | 'endpoint' | 'status' | 'tenant'>;
@@ -48,8 +55,8 @@ export class MetricsService {
   private readonly workerEjections: Counter<'provider'>;
   private readonly affinityTotal: Counter<'result'>;
   private readonly kvCacheUsage: Gauge<'provider' | 'worker'>;
-  /** Fills the KV-cache gauge at scrape time (routing/cache-gauges.ts). */
-  private kvCacheCollector: (() => void) | undefined;
+  /** Lists each reporting worker's KV-cache usage at scrape time (routing/cache-gauges.ts). */
+  private kvCacheCollector: (() => Iterable<KvCacheReading>) | undefined;
   private readonly rateLimitedTotal: Counter<'tenant' | 'kind'>;
   private readonly heartbeatTimeouts: Counter<'provider'>;
   private readonly redisUp: Gauge;
@@ -147,7 +154,7 @@ export class MetricsService {
     });
     this.affinityTotal = new Counter({
       name: `${PREFIX}affinity_total`,
-      help: 'Routing decisions by cache affinity outcome: the key\'s preferred worker, another within the load bound or the strategy\'s pick (spilled), or no key / affinity off (none).',
+      help: "Routing decisions by cache affinity outcome: the key's preferred worker, another within the load bound or the strategy's pick (spilled), or no key / affinity off (none).",
       labelNames: ['result'],
       registers,
     });
@@ -156,7 +163,12 @@ export class MetricsService {
       help: 'KV-cache usage of the backend behind each worker (0-1), as its daemon last reported it (negotiated cache_stats).',
       labelNames: ['provider', 'worker'],
       registers,
-      collect: () => this.kvCacheCollector?.(),
+      collect: () => {
+        if (!this.kvCacheCollector) return;
+        // Afresh each scrape: workers gone since the last one drop out.
+        this.kvCacheUsage.reset();
+        for (const r of this.kvCacheCollector()) this.kvCacheUsage.set({ provider: r.provider, worker: r.worker }, r.ratio);
+      },
     });
     this.heartbeatTimeouts = new Counter({
       name: `${PREFIX}worker_heartbeat_timeouts_total`,
@@ -268,18 +280,9 @@ export class MetricsService {
     this.affinityTotal.inc({ result });
   }
 
-  /** Registers the scrape-time filler of `worker_kv_cache_usage_ratio`; it calls `setKvCacheUsage` per worker. */
-  collectKvCacheWith(collector: () => void): void {
+  /** Registers what fills `worker_kv_cache_usage_ratio` when metrics are scraped. */
+  collectKvCacheWith(collector: () => Iterable<KvCacheReading>): void {
     this.kvCacheCollector = collector;
-  }
-
-  /** Starts a scrape's KV-cache figures afresh (workers gone since the last one drop out). */
-  resetKvCacheUsage(): void {
-    this.kvCacheUsage.reset();
-  }
-
-  setKvCacheUsage(provider: string, worker: string, ratio: number): void {
-    this.kvCacheUsage.set({ provider, worker }, ratio);
   }
 
   workerEjection(provider: string): void {

@@ -6,7 +6,6 @@ export type AffinityResult = 'preferred' | 'spilled' | 'none';
 /** Free candidates remembered per decision, best first; past them the strategy's pick is taken. */
 const KEPT = 4;
 
-
 interface Hashed {
   readonly name: string;
   affinityHash: number;

@@ -10,12 +10,11 @@ import { Fleet } from '../fleet/fleet.service';
 @Injectable()
 export class CacheGauges {
   constructor(fleet: Fleet, providers: ProvidersService, metrics: MetricsService) {
-    metrics.collectKvCacheWith(() => {
-      metrics.resetKvCacheUsage();
+    metrics.collectKvCacheWith(function* () {
       for (const p of providers.all()) {
         for (const w of fleet.sessions.ofProvider(p.name)) {
-          const kv = w.cacheStats?.kv_cache_usage_ratio;
-          if (kv !== undefined) metrics.setKvCacheUsage(p.name, w.name, kv);
+          const ratio = w.cacheStats?.kv_cache_usage_ratio;
+          if (ratio !== undefined) yield { provider: p.name, worker: w.name, ratio };
         }
       }
     });

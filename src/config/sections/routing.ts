@@ -168,7 +168,8 @@ export function readRoutingConfig(env: Env, section: unknown, problems: string[]
     problems.push('routing.eject_max_cooldown_secs must be at least routing.eject_cooldown_secs');
   }
   checkAliasesAndFallbacks(config, problems);
-  for (const key of r.unknownKeys()) problems.push(`routing.${key} (config file) is not a routing setting (known: ${[...ROUTING_KEYS, 'affinity', 'expose_worker_header'].join(', ')})`);
+  for (const key of r.unknownKeys())
+    problems.push(`routing.${key} (config file) is not a routing setting (known: ${[...ROUTING_KEYS, 'affinity', 'expose_worker_header'].join(', ')})`);
   problems.push(...r.problems);
   return config;
 }

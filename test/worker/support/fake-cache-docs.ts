@@ -22,7 +22,11 @@ export function llamaServerMetrics(figures: { ratio?: number; kvTokens: number }
     'llamacpp:prompt_tokens_seconds 5734.6',
     ...(figures.ratio === undefined
       ? []
-      : ['# HELP llamacpp:kv_cache_usage_ratio KV-cache usage. 1 means 100 percent usage.', '# TYPE llamacpp:kv_cache_usage_ratio gauge', `llamacpp:kv_cache_usage_ratio ${figures.ratio}`]),
+      : [
+          '# HELP llamacpp:kv_cache_usage_ratio KV-cache usage. 1 means 100 percent usage.',
+          '# TYPE llamacpp:kv_cache_usage_ratio gauge',
+          `llamacpp:kv_cache_usage_ratio ${figures.ratio}`,
+        ]),
     '# HELP llamacpp:kv_cache_tokens KV-cache tokens.',
     '# TYPE llamacpp:kv_cache_tokens gauge',
     `llamacpp:kv_cache_tokens ${figures.kvTokens}`,
@@ -45,7 +49,16 @@ export function llamaServerSlots(slots: Array<{ nCtx: number; processing: boolea
     speculative: false,
     is_processing: s.processing,
     ...(s.prompt ? { n_prompt_tokens: s.prompt[0], n_prompt_tokens_processed: s.prompt[0] - s.prompt[1], n_prompt_tokens_cache: s.prompt[1] } : {}),
-    params: { n_predict: -1, seed: 4294967295, temperature: 0.8, top_k: 40, top_p: 0.95, stop: [], max_tokens: -1, samplers: ['top_k', 'top_p', 'temperature'] },
+    params: {
+      n_predict: -1,
+      seed: 4294967295,
+      temperature: 0.8,
+      top_k: 40,
+      top_p: 0.95,
+      stop: [],
+      max_tokens: -1,
+      samplers: ['top_k', 'top_p', 'temperature'],
+    },
     next_token: { has_next_token: s.processing, has_new_line: false, n_remain: -1, n_decoded: s.processing ? 37 : 0, stopping_word: '' },
   }));
 }
