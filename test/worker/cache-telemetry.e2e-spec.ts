@@ -6,6 +6,7 @@ import { WorkerDaemon } from '../../src/worker/daemon';
 import { FakeBackend } from './support/fake-backend';
 import { actLikeLlamaServer, actLikeVllm } from './support/fake-runners';
 import { llamaServerMetrics, llamaServerSlots, vllmMetrics } from './support/fake-cache-docs';
+import { useWorkerHarness } from './support/harness';
 
 /**
  * Issue 19, cache telemetry: the real daemon reads its backend's cache documents (llama-server
@@ -106,5 +107,42 @@ describe('worker daemon cache telemetry against the real gateway', () => {
     await new Promise((r) => setTimeout(r, 400));
     expect(await statsOf('cache-w-1')).toBeNull();
     expect(b.probes.filter((r) => r.path === '/metrics' || r.path === '/slots')).toEqual([]);
+  });
+});
+
+describe('worker daemon cache_stats negotiation (fake gateway)', () => {
+  const { env, startWorker } = useWorkerHarness();
+
+  function serveLlamaCache(b: FakeBackend): void {
+    actLikeLlamaServer(b, { ctxSize: 4096, slots: 1 });
+    b.routes.set('GET /metrics', () => ({ status: 200, text: llamaServerMetrics({ ratio: 0.5, kvTokens: 2048 }) }));
+    b.routes.set('GET /slots', () => ({ status: 200, json: llamaServerSlots([{ nCtx: 4096, processing: false, prompt: [100, 40] }]) }));
+  }
+
+  it('asks for cache_stats in front of llama-server and puts the figures in pong once the gateway accepts it', async () => {
+    env.backend.models = ['llama3'];
+    serveLlamaCache(env.backend);
+    env.gateway.ackFeatures = ['response_start', 'cancel_reasons', 'cache_stats'];
+    startWorker({ runner: 'llama-server' });
+    const conn = await env.gateway.connection(1);
+    expect((await conn.next('register')).features).toContain('cache_stats');
+    await eventually(() => env.backend.probes.some((r) => r.path === '/slots'), 5000, 'the first read after register_ack');
+    await new Promise((r) => setTimeout(r, 100));
+    conn.send({ type: 'ping', timestamp_unix_ms: 1 });
+    expect((await conn.next('pong')).cache_stats).toEqual({ kv_cache_usage_ratio: 0.5, prefix_cache_hit_ratio: 0.4 });
+  });
+
+  it('sends no cache_stats field to a gateway that did not accept the feature, and reads nothing', async () => {
+    env.backend.models = ['llama3'];
+    serveLlamaCache(env.backend);
+    env.gateway.ackFeatures = ['response_start', 'cancel_reasons'];
+    startWorker({ runner: 'llama-server' });
+    const conn = await env.gateway.connection(1);
+    await conn.next('register');
+    for (let i = 0; i < 3; i++) {
+      conn.send({ type: 'ping', timestamp_unix_ms: i });
+      expect(await conn.next('pong')).not.toHaveProperty('cache_stats');
+    }
+    expect(env.backend.probes.filter((r) => r.path === '/slots' || r.path === '/metrics')).toEqual([]);
   });
 });
