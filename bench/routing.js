@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /* Routing decision-time micro-benchmark: the in-process cost of one routing decision,
- * `Router.plan(routeRequest)` + `Router.route(plan)`, over fake workers registered directly in a
- * WorkerRegistry. No network, no gateway process, no Nest container: the BUILT classes from dist/
+ * `Router.plan(routeRequest)` + `Router.route(plan)`, over fake workers attached directly to a
+ * Fleet (WorkerSession objects). No network, no gateway process, no Nest container: the BUILT classes from dist/
  * (run `npm run build` first; `npm run bench:routing` does) wired by hand as in
  * src/dispatch/dispatcher.service.spec.ts.
  *
@@ -17,6 +17,9 @@
  * One extra row times, for comparison, the routing algorithm from before the routing rewrite
  * (selectWorker at commit 232bacd), copied below as a reference function.
  *
+ * The "(g)" rows time cache affinity (issue 19): smart with `routing.affinity` on and requests
+ * carrying an affinity key (1000 distinct sessions), beside the same fleet without keys.
+ *
  * Nothing here asserts on timings; the pass/over marks are informational.
  *
  * Usage: npm run bench:routing [-- --decisions 20000 --warmup 5000 --only <substring of scenario name>]
@@ -31,8 +34,9 @@ try {
   loaded = {
     Router: require(join(DIST, 'routing/router.service.js')).Router,
     extractRequirements: require(join(DIST, 'routing/requirements.js')).extractRequirements,
-    WorkerRegistry: require(join(DIST, 'registry/worker-registry.service.js')).WorkerRegistry,
-    LiveWorker: require(join(DIST, 'registry/live-worker.js')).LiveWorker,
+    Fleet: require(join(DIST, 'fleet/fleet.service.js')).Fleet,
+    WorkerSession: require(join(DIST, 'fleet/worker-session.js')).WorkerSession,
+    LifecycleState: require(join(DIST, 'observability/lifecycle-state.js')).LifecycleState,
     ProvidersService: require(join(DIST, 'providers/providers.service.js')).ProvidersService,
     loadConfig: require(join(DIST, 'config')).loadConfig,
     MetricsService: require(join(DIST, 'observability/metrics.service.js')).MetricsService,
@@ -41,7 +45,7 @@ try {
   console.error(`bench/routing.js needs the built project (run "npm run build" or "npm run bench:routing"): ${err.message}`);
   process.exit(2);
 }
-const { Router, extractRequirements, WorkerRegistry, LiveWorker, ProvidersService, loadConfig, MetricsService } = loaded;
+const { Router, extractRequirements, Fleet, WorkerSession, LifecycleState, ProvidersService, loadConfig, MetricsService } = loaded;
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 const DECISIONS = Number(args.decisions ?? 20000);
@@ -72,25 +76,39 @@ const noRecords = {
 const clock = { now: () => Date.now(), setTimeout, clearTimeout, setInterval, clearInterval };
 const channelStub = { send() {}, close() {}, pause() {}, resume() {} };
 
-async function setup(strategy) {
+async function setup(strategy, env = {}) {
   // WORKER_SECRET: the default provider then has a secret (otherwise ProvidersService logs a
   // warning); DATABASE_URL is only read, never opened, by loadConfig.
-  const config = loadConfig({ WORKER_SECRET: 'x', PROVIDER_NAME: PROVIDER, ROUTING_STRATEGY: strategy, LOG_LEVEL: 'error' });
+  const config = loadConfig({ WORKER_SECRET: 'x', PROVIDER_NAME: PROVIDER, ROUTING_STRATEGY: strategy, LOG_LEVEL: 'error', ...env });
   const providers = new ProvidersService(config, memoryStore);
   await providers.onModuleInit();
-  const registry = new WorkerRegistry();
-  const router = new Router(config, clock, providers, registry, noRecords, new MetricsService());
+  const metrics = new MetricsService();
+  const fleet = new Fleet(config, clock, noRecords, metrics, new LifecycleState());
+  const registry = fleet.sessions;
+  const router = new Router(config, clock, providers, fleet, noRecords, metrics);
   router.onModuleInit();
   if (router.strategyName !== strategy) throw new Error(`router strategy is ${router.strategyName}, wanted ${strategy}`);
-  return { config, router, registry };
+  return { config, router, registry, fleet };
 }
 
 let workerSeq = 0;
 function addWorker(ctx, models, capabilities) {
   const id = `w-${++workerSeq}`;
-  const w = new LiveWorker(id, PROVIDER, id, models, MAX_CONCURRENT, '127.0.0.1', clock.now(), channelStub, capabilities, WORKER_ENDPOINTS, undefined);
-  ctx.router.attach(w);
-  ctx.registry.add(w);
+  const w = new WorkerSession(
+    {
+      id,
+      provider: PROVIDER,
+      name: id,
+      models,
+      maxConcurrent: MAX_CONCURRENT,
+      remoteAddress: '127.0.0.1',
+      connectedAt: clock.now(),
+      capabilities,
+      endpoints: WORKER_ENDPOINTS,
+    },
+    channelStub,
+  );
+  ctx.fleet.attach(w);
   return w;
 }
 
@@ -106,7 +124,7 @@ const visionBody = {
     },
   ],
 };
-const routeRequest = (model, body = plainBody) => ({ model, requirements: extractRequirements(ENDPOINT, body) });
+const routeRequest = (model, body = plainBody, affinityKey) => ({ model, requirements: extractRequirements(ENDPOINT, body), affinityKey });
 
 /** Deterministic PRNG (mulberry32), so every run asks for the same model sequence. */
 function prng(seed) {
@@ -222,17 +240,19 @@ function refresh(registry) {
 // ---------------------------------------------------------------- scenarios
 
 /** `workers` workers, worker i serving models modelsOf(i); requests spread over `models`. */
-async function fleetScenario({ strategy = 'smart', workers, modelsOf, models, capabilitiesOf, body, busy = false }) {
-  const ctx = await setup(strategy);
+async function fleetScenario({ strategy = 'smart', env, workers, modelsOf, models, capabilitiesOf, body, busy = false, sessions = 0 }) {
+  const ctx = await setup(strategy, env);
   for (let i = 0; i < workers; i++) {
     const w = addWorker(ctx, modelsOf(i), capabilitiesOf ? capabilitiesOf(i) : {});
     if (busy) w.externalLoad = MAX_CONCURRENT; // every slot taken: freeSlots 0
   }
   refresh(ctx.registry);
-  const sequence = spread(
-    models.map((m) => routeRequest(m, body)),
-    DECISIONS,
-  );
+  // With `sessions`, each request carries one of that many affinity keys (computed at parse time in the gateway).
+  const requests =
+    sessions > 0
+      ? Array.from({ length: sessions }, (_, i) => routeRequest(models[i % models.length], body, Math.imul(i + 1, 2654435761) >>> 0))
+      : models.map((m) => routeRequest(m, body));
+  const sequence = spread(requests, DECISIONS);
   return measure(routerDecide(ctx.router), sequence, expectKind(busy ? 'queue' : 'assign'));
 }
 
@@ -296,6 +316,16 @@ const scenarios = [
     strategy: 'smart',
     run: () => fleetScenario({ workers: 1000, modelsOf: () => ONE_MODEL, models: ONE_MODEL, busy: true }),
   },
+  ...[100, 1000].map((workers) => ({
+    name: `(g) ${workers} workers, 1 model, affinity on, 1000 sessions`,
+    strategy: 'smart',
+    run: () => fleetScenario({ workers, modelsOf: () => ONE_MODEL, models: ONE_MODEL, sessions: 1000 }),
+  })),
+  {
+    name: '(g) 1000 workers, 1 model, affinity off, 1000 sessions',
+    strategy: 'smart',
+    run: () => fleetScenario({ env: { ROUTING_AFFINITY_ENABLED: 'false' }, workers: 1000, modelsOf: () => ONE_MODEL, models: ONE_MODEL, sessions: 1000 }),
+  },
   {
     name: 'reference: OLD selectWorker (232bacd), 1000 workers, model served by 1',
     strategy: '—',
@@ -303,14 +333,26 @@ const scenarios = [
       // Own workers, so the field the old LiveWorker had (lastAssignedSeq = 0) is not added to the
       // objects the current Router sees. Scanned as a plain Set of one provider's workers, i.e.
       // without the old dispatcher's generator over enabled providers (a lower bound of its cost).
-      const registry = new WorkerRegistry();
       const models = distinct(1000);
+      const all = new Set();
       for (let i = 0; i < 1000; i++) {
-        const w = new LiveWorker(`old-${i}`, PROVIDER, `old-${i}`, [models[i]], MAX_CONCURRENT, '127.0.0.1', clock.now(), channelStub, {}, WORKER_ENDPOINTS);
+        const w = new WorkerSession(
+          {
+            id: `old-${i}`,
+            provider: PROVIDER,
+            name: `old-${i}`,
+            models: [models[i]],
+            maxConcurrent: MAX_CONCURRENT,
+            remoteAddress: '127.0.0.1',
+            connectedAt: clock.now(),
+            endpoints: WORKER_ENDPOINTS,
+          },
+          channelStub,
+        );
         w.lastAssignedSeq = 0;
-        registry.add(w);
+        w.supports = (m) => w.models.has(m);
+        all.add(w);
       }
-      const all = registry.ofProvider(PROVIDER);
       const sequence = spread(models, DECISIONS);
       return measure(
         (model) => selectWorker(all, model),

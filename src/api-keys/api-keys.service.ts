@@ -170,7 +170,7 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   private refuse(reason: ClientAuthFailureReason, error: GatewayError): GatewayError {
-    this.metrics.clientAuthFailure(reason);
+    this.metrics.auth.clientFailure(reason);
     return error;
   }
 

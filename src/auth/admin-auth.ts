@@ -53,12 +53,12 @@ export class AdminAuth implements OnModuleDestroy {
   /** Throws the refusal (403 without a configured token, 429 while throttled, else 401). */
   check(req: FastifyRequest): void {
     if (!this.expected) {
-      this.metrics?.adminAuthFailure('disabled');
+      this.metrics?.auth.adminFailure('disabled');
       throw new GatewayError('forbidden', 'Admin API is disabled: no admin token is configured');
     }
     const client = this.limiter.clientKey(req.raw?.socket?.remoteAddress, req.headers);
     if (this.limiter.isBlocked(client)) {
-      this.metrics?.adminAuthFailure('rate_limited');
+      this.metrics?.auth.adminFailure('rate_limited');
       throw Errors.adminAuthRateLimited(MINUTE_MS);
     }
     const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
@@ -67,7 +67,7 @@ export class AdminAuth implements OnModuleDestroy {
     // Only a wrong token is a guess; a request without one (a misconfigured client, a browser
     // before sign-in) is refused without counting, so it cannot lock out its address.
     if (m) this.limiter.recordFailure(client);
-    this.metrics?.adminAuthFailure(m ? 'invalid' : 'missing');
+    this.metrics?.auth.adminFailure(m ? 'invalid' : 'missing');
     throw new GatewayError('unauthorized', 'Invalid or missing admin token');
   }
 }

@@ -11,6 +11,7 @@ import { LIFECYCLE_SETTINGS } from './sections/lifecycle';
 import { TELEMETRY_SETTINGS } from './sections/telemetry';
 import { QUEUE_SETTINGS } from './sections/queue';
 import { ROUTING_SETTINGS } from './sections/routing';
+import { ROUTING_AFFINITY_SETTINGS } from './sections/routing-affinity';
 import { PROVIDER_ENTRY_SETTINGS } from './sections/providers';
 import { PROVIDER_DEFAULT_SETTINGS, PROVIDER_LIST_SETTINGS, SERVER_SETTINGS, WORKER_RECORD_SETTINGS } from './sections/server';
 import { TASKS_SETTINGS } from './sections/tasks';
@@ -20,6 +21,7 @@ import { USAGE_SETTINGS } from './sections/usage';
 /** The groups that are YAML sections of their own (`routing:`, `usage:`, …), in the file's order. */
 export const SECTION_GROUPS: SettingGroup[] = [
   ROUTING_SETTINGS,
+  ROUTING_AFFINITY_SETTINGS,
   QUEUE_SETTINGS,
   USAGE_SETTINGS,
   ARTIFACTS_SETTINGS,

@@ -180,6 +180,7 @@ export class AdminController {
       cordoned: cordon !== null,
       cordon,
       latency_ms: health.latencySamples > 0 ? Math.round(health.latencyMs) : null,
+      cache_stats: w.cacheStats ?? null,
       consecutive_failures: health.consecutiveFailures,
       ejected: health.isEjected(now),
       ejected_until: health.isEjected(now) ? new Date(health.ejectedUntil).toISOString() : null,

@@ -157,6 +157,12 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
       cordoned: { type: 'boolean' },
       cordon: { type: 'string', enum: ['pool', 'worker'], nullable: true },
       latency_ms: { type: 'integer', nullable: true, description: 'Average time to first byte.' },
+      cache_stats: {
+        type: 'object',
+        nullable: true,
+        description: "The backend's cache state from the worker's latest pong (negotiated `cache_stats`); null when it reports none.",
+        properties: { kv_cache_usage_ratio: { type: 'number', minimum: 0, maximum: 1 }, prefix_cache_hit_ratio: { type: 'number', minimum: 0, maximum: 1 } },
+      },
       consecutive_failures: { type: 'integer' },
       ejected: { type: 'boolean' },
       ejected_until: NULLABLE_ISO_TIME,

@@ -1,4 +1,4 @@
-import { declaredFor, ModelCapabilities, RunnerInfo, ServerToWorkerMessage } from '../protocol';
+import { CacheStats, declaredFor, ModelCapabilities, RunnerInfo, ServerToWorkerMessage } from '../protocol';
 import { TimerHandle } from '../common/clock';
 import type { SlotLease } from './slot-lease';
 import { RoutableWorker } from './worker-snapshot';
@@ -64,8 +64,12 @@ export class WorkerSession implements RoutableWorker {
   runner: RunnerInfo | undefined;
   runnerCapabilities: Record<string, unknown> | undefined;
   features: ReadonlySet<string> = new Set();
+  /** The backend's cache state from the latest `pong` (negotiated `cache_stats`); undefined = never reported. */
+  cacheStats: CacheStats | undefined;
   /** Bookkeeping of the routing strategy's rotation (when this worker was last picked). */
   rotationSeq = 0;
+  /** The worker's place for affinity hashing (a hash of its name; see routing/affinity.ts), computed once. */
+  affinityHash = -1;
   /** Leases of the requests this worker is working on, by request id. */
   readonly assigned = new Map<string, SlotLease>();
   /** Cancelled requests whose slot is kept until the worker completes them or reports lower load. */

@@ -1,4 +1,4 @@
-import { declaredFor, ModelCapabilities, RunnerInfo } from '../protocol';
+import { CacheStats, declaredFor, ModelCapabilities, RunnerInfo } from '../protocol';
 
 /**
  * What routing, the queue and operators know about one worker: plain data, no socket, no timer.
@@ -42,6 +42,8 @@ export interface WorkerSnapshot {
   readonly runnerCapabilities: Record<string, unknown> | undefined;
   /** Declarations resolved per advertised model (`*` folded in); see `capabilitiesOf`. */
   readonly declaredByModel: ReadonlyMap<string, ModelCapabilities | null>;
+  /** The backend's KV-cache usage and prefix-cache hit ratio from its latest `pong` (negotiated); undefined = none. */
+  readonly cacheStats: CacheStats | undefined;
 }
 
 /**
@@ -50,6 +52,8 @@ export interface WorkerSnapshot {
  */
 export interface RoutableWorker extends WorkerSnapshot {
   rotationSeq: number;
+  /** The worker's hash for cache affinity (of its name, so a reconnect keeps its keys); -1 = not yet computed. */
+  affinityHash: number;
 }
 
 /** The JSON form of a snapshot (sets as arrays): what another replica or an operator receives. */
@@ -68,6 +72,7 @@ export interface WorkerSnapshotData {
   draining: boolean;
   connected_at: number;
   last_seen_at: number;
+  cache_stats?: CacheStats;
 }
 
 /** Whether routing may send the worker a request for `model` (advertised and not held out). */
@@ -98,5 +103,6 @@ export function toSnapshotData(w: WorkerSnapshot): WorkerSnapshotData {
     draining: w.draining,
     connected_at: w.connectedAt,
     last_seen_at: w.lastSeenAt,
+    ...(w.cacheStats ? { cache_stats: { ...w.cacheStats } } : {}),
   };
 }

@@ -21,6 +21,8 @@ const SERVED_MODEL_HEADER = 'x-switchboard-model';
 const FALLBACK_HEADER = 'x-switchboard-fallback';
 /** Milliseconds the request waited in the gateway's queue (0 when a worker took it at once). */
 const QUEUE_WAIT_HEADER = 'x-queue-wait-ms';
+/** The serving worker's name, when `routing.expose_worker_header` is on. */
+const WORKER_HEADER = 'x-switchboard-worker';
 
 export class HttpResponseSink implements ResponseSink {
   clientGone = false;
@@ -60,9 +62,18 @@ export class HttpResponseSink implements ResponseSink {
     return true;
   }
 
+  /** `routing.expose_worker_header`: each assignment also names its worker (read from `workerName`). */
+  nameWorker(workerName: () => string | undefined): void {
+    this.workerName = workerName;
+  }
+
+  private workerName: (() => string | undefined) | undefined;
+
   routed(servedModel: string, fallbackFor: string | undefined): void {
     const headers: Record<string, string> = { [SERVED_MODEL_HEADER]: servedModel };
     if (fallbackFor !== undefined) headers[FALLBACK_HEADER] = fallbackFor;
+    const worker = this.workerName?.();
+    if (worker !== undefined) headers[WORKER_HEADER] = worker;
     // Model names are client or worker text: only values HTTP can carry are sent.
     Object.assign(this.gatewayHeaders, sendableHeaders(headers));
   }

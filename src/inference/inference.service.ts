@@ -12,6 +12,8 @@ import { dialectOf } from '../common/error-dialect';
 import { HttpResponseSink } from './http-response-sink';
 import { parseInferenceBody } from './parse-inference-body';
 import { extractRequirements } from '../routing/requirements';
+import { affinityKeyOf } from '../routing/affinity-key';
+import { RoutingConfigHolder } from '../routing/routing-config-holder';
 import { TENANT_HEADER } from '../tenancy/client-identity';
 import { TenantsService } from '../tenancy/tenants.service';
 import { LimitVerdict, TenantLimits } from '../tenancy/tenant-limits.service';
@@ -47,6 +49,7 @@ export class InferenceService {
     private readonly tenants: TenantsService,
     private readonly limits: TenantLimits,
     private readonly apiKeys: ApiKeysService,
+    private readonly routing: RoutingConfigHolder,
   ) {
     this.corsEnabled = config.corsOrigins.length > 0;
   }
@@ -72,6 +75,12 @@ export class InferenceService {
     headers[CORRELATION_HEADER] = req.correlationId;
     // The worker learns the tenant the gateway resolved, never what a client claimed beyond it.
     headers[TENANT_HEADER] = identity.tenant;
+    // Cache affinity: the key is computed here, once, from the client's headers and body (issue 19).
+    const routing = this.routing.current;
+    const requirements = extractRequirements(endpointPath, envelope.json);
+    const affinityKey = routing.affinity.enabled
+      ? affinityKeyOf(req.headers, endpointPath, envelope.json, routing.affinity, requirements.estimatedTokens * 4)
+      : undefined;
     const request = new RelayRequest({
       id: `r-${randomUUID()}`,
       model: envelope.model,
@@ -88,13 +97,15 @@ export class InferenceService {
       sink,
       route: {
         model: envelope.model,
-        requirements: extractRequirements(endpointPath, envelope.json),
+        requirements,
         pin: pin === undefined ? undefined : pin.trim(),
         allowedModels: identity.allowedModels,
         allowedPools: identity.allowedPools,
+        affinityKey,
       },
       onTokens: (tokens) => this.limits.chargeTokens(identity, tokens, request.worker),
     });
+    if (routing.exposeWorkerHeader) sink.nameWorker(() => request.worker?.name);
     // The access log's line for this request says how it was routed and how long it queued.
     (req as FastifyRequest & AccessLogFields).accessLogFields = () => ({
       tenant: request.tenant,

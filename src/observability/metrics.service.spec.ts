@@ -57,7 +57,7 @@ describe('MetricsService', () => {
     m.cancellation('client_disconnect');
     m.rejection('QUEUE_FULL');
     m.rejection('QUEUE_FULL');
-    m.workerAuthFailure('bad_secret');
+    m.auth.workerFailure('bad_secret');
     m.rateLimited('acme', 'requests');
     m.rateLimited('acme', 'requests');
     m.rateLimited('acme', 'budget');
@@ -65,9 +65,9 @@ describe('MetricsService', () => {
     m.backendCache('gpu', 'llama', { hit: true, tokensReused: 20 });
     m.backendCache('gpu', 'llama', { hit: false });
     m.backendCache('gpu', 'llama', {});
-    m.usageRecordsWritten(5);
-    m.usageRecordsDropped('buffer_full', 2);
-    m.collectUsageBufferWith(() => 7);
+    m.usage.recordsWritten(5);
+    m.usage.recordsDropped('buffer_full', 2);
+    m.usage.collectBufferWith(() => 7);
     m.workerHeartbeatTimeout('gpu');
 
     const f = await scrape(m.registry);

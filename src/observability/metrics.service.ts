@@ -2,19 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { LabelBudget } from './label-budget';
 import { DeferredSeries, HistogramSeries } from './metrics-registry';
+import { AuthMetrics, UsageMetrics } from './usage-and-auth-metrics';
 
 const MAX_MODEL_LABELS = 500;
 const MAX_TENANT_LABELS = 200;
 
 export type SlotState = 'busy' | 'free' | 'held';
 export type TokenKind = 'prompt' | 'completion';
-/** Why usage records were lost: the buffer was full (oldest dropped) or their batch kept failing. */
-export type UsageDropReason = 'buffer_full' | 'write_failed';
-/** A fixed set, so a client can never grow the label's cardinality. */
-/** Why the admin token check refused a request. */
-export type AdminAuthFailureReason = 'missing' | 'invalid' | 'rate_limited' | 'disabled';
-/** Why an API-key check refused a request. */
-export type ClientAuthFailureReason = 'missing' | 'invalid' | 'revoked' | 'disabled' | 'expired' | 'malformed' | 'rate_limited' | 'tenant_has_keys';
+export type { AdminAuthFailureReason, ClientAuthFailureReason, UsageDropReason } from './usage-and-auth-metrics';
 
 const PREFIX = 'switchboard_';
 
@@ -30,8 +25,19 @@ const QUEUE_WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
  * Metrics are registered in the given registry (the app's own, see createMetricsRegistry);
  * `new MetricsService()` gets a private registry, which keeps unit tests independent.
  */
+/** One worker's KV-cache usage for `switchboard_worker_kv_cache_usage_ratio`. */
+export interface KvCacheReading {
+  provider: string;
+  worker: string;
+  ratio: number;
+}
+
 @Injectable()
 export class MetricsService {
+  /** The usage recorder's series. */
+  readonly usage: UsageMetrics;
+  /** Refused authentications (workers, admin token, API keys). */
+  readonly auth: AuthMetrics;
   private readonly requests: Counter<'provider' | 'model' | 'endpoint' | 'status' | 'tenant'>;
   private readonly requestDuration: Histogram<'provider' | 'model'>;
   private readonly firstByte: Histogram<'provider' | 'model'>;
@@ -44,21 +50,17 @@ export class MetricsService {
   private readonly requeues: Counter<'provider'>;
   private readonly cancellations: Counter<'reason'>;
   private readonly rejections: Counter<'code'>;
-  private readonly workerAuthFailures: Counter<'reason'>;
-  private readonly clientAuthFailures: Counter<'reason'>;
-  private readonly adminAuthFailures: Counter<'reason'>;
   private readonly workerEjections: Counter<'provider'>;
+  private readonly affinityTotal: Counter<'result'>;
+  private readonly kvCacheUsage: Gauge<'provider' | 'worker'>;
+  /** Lists each reporting worker's KV-cache usage at scrape time (routing/cache-gauges.ts). */
+  private kvCacheCollector: (() => Iterable<KvCacheReading>) | undefined;
   private readonly rateLimitedTotal: Counter<'tenant' | 'kind'>;
   private readonly heartbeatTimeouts: Counter<'provider'>;
   private readonly redisUp: Gauge;
   private readonly rateLimiterFallbacks: Counter;
   private readonly cacheResults: Counter<'provider' | 'model' | 'result'>;
   private readonly cacheTokensReused: Counter<'provider' | 'model'>;
-  private readonly usageWritten: Counter;
-  private readonly usageDropped: Counter<'reason'>;
-  private readonly usageBuffered: Gauge;
-  /** Reads the usage recorder's buffer size at scrape time. */
-  private usageBufferCollector: (() => number) | undefined;
   /** Fills the slot gauges at scrape time, so no request pays for walking the workers. */
   private slotCollector: (() => void) | undefined;
   /** Client-chosen label values are capped (see LabelBudget). */
@@ -160,6 +162,24 @@ export class MetricsService {
       labelNames: ['provider'],
       registers,
     });
+    this.affinityTotal = new Counter({
+      name: `${PREFIX}affinity_total`,
+      help: "Routing decisions by cache affinity outcome: the key's preferred worker, another within the load bound or the strategy's pick (spilled), or no key / affinity off (none).",
+      labelNames: ['result'],
+      registers,
+    });
+    this.kvCacheUsage = new Gauge({
+      name: `${PREFIX}worker_kv_cache_usage_ratio`,
+      help: 'KV-cache usage of the backend behind each worker (0-1), as its daemon last reported it (negotiated cache_stats).',
+      labelNames: ['provider', 'worker'],
+      registers,
+      collect: () => {
+        if (!this.kvCacheCollector) return;
+        // Afresh each scrape: workers gone since the last one drop out.
+        this.kvCacheUsage.reset();
+        for (const r of this.kvCacheCollector()) this.kvCacheUsage.set({ provider: r.provider, worker: r.worker }, r.ratio);
+      },
+    });
     this.heartbeatTimeouts = new Counter({
       name: `${PREFIX}worker_heartbeat_timeouts_total`,
       help: 'Worker connections the gateway closed because the worker went silent for HEARTBEAT_TIMEOUT_SECS.',
@@ -197,45 +217,8 @@ export class MetricsService {
     this.durationSeries = new HistogramSeries(this.requestDuration);
     this.firstByteSeries = new HistogramSeries(this.firstByte);
     this.queueWaitSeries = new HistogramSeries(this.queueWaitSeconds);
-    this.usageWritten = new Counter({
-      name: `${PREFIX}usage_records_written_total`,
-      help: 'Usage records written to the database.',
-      registers,
-    });
-    this.usageDropped = new Counter({
-      name: `${PREFIX}usage_records_dropped_total`,
-      help: 'Usage records lost: buffer_full (the database fell behind, the oldest were dropped) or write_failed (their batch failed repeatedly).',
-      labelNames: ['reason'],
-      registers,
-    });
-    // Both series exist from the start, so an alert on their increase sees zeros, not gaps.
-    for (const reason of ['buffer_full', 'write_failed'] as const) this.usageDropped.inc({ reason }, 0);
-    this.usageBuffered = new Gauge({
-      name: `${PREFIX}usage_records_buffered`,
-      help: 'Usage records waiting in memory to be written.',
-      registers,
-      collect: () => {
-        if (this.usageBufferCollector) this.usageBuffered.set(this.usageBufferCollector());
-      },
-    });
-    this.workerAuthFailures = new Counter({
-      name: `${PREFIX}worker_auth_failures_total`,
-      help: 'Worker connections refused during the handshake, by reason.',
-      labelNames: ['reason'],
-      registers,
-    });
-    this.adminAuthFailures = new Counter({
-      name: `${PREFIX}admin_auth_failures_total`,
-      help: 'Admin API requests refused at the admin token check, by reason (missing, invalid, rate_limited, disabled).',
-      labelNames: ['reason'],
-      registers,
-    });
-    this.clientAuthFailures = new Counter({
-      name: `${PREFIX}client_auth_failures_total`,
-      help: 'Client requests refused by API-key authentication, by reason (missing, invalid, revoked, disabled, expired, malformed, rate_limited, tenant_has_keys).',
-      labelNames: ['reason'],
-      registers,
-    });
+    this.usage = new UsageMetrics(registers);
+    this.auth = new AuthMetrics(registers);
   }
 
   requestFinished(l: { provider: string; model: string; endpoint: string; status: number; tenant: string }, durationSec: number): void {
@@ -274,6 +257,15 @@ export class MetricsService {
 
   rateLimited(tenant: string, kind: string): void {
     this.rateLimitedTotal.inc({ tenant: this.tenants.label(tenant), kind });
+  }
+
+  affinityDecision(result: 'preferred' | 'spilled' | 'none'): void {
+    this.affinityTotal.inc({ result });
+  }
+
+  /** Registers what fills `worker_kv_cache_usage_ratio` when metrics are scraped. */
+  collectKvCacheWith(collector: () => Iterable<KvCacheReading>): void {
+    this.kvCacheCollector = collector;
   }
 
   workerEjection(provider: string): void {
@@ -332,32 +324,5 @@ export class MetricsService {
     const labels = { provider, model: this.models.label(model) };
     if (report.hit !== undefined) this.cacheResults.inc({ ...labels, result: report.hit ? 'hit' : 'miss' });
     if (report.tokensReused !== undefined) this.cacheTokensReused.inc(labels, report.tokensReused);
-  }
-
-  usageRecordsWritten(count: number): void {
-    if (count > 0) this.usageWritten.inc(count);
-  }
-
-  usageRecordsDropped(reason: UsageDropReason, count: number): void {
-    if (count > 0) this.usageDropped.inc({ reason }, count);
-  }
-
-  /** Registers what reports the usage buffer's size whenever metrics are scraped. */
-  collectUsageBufferWith(collector: () => number): void {
-    this.usageBufferCollector = collector;
-  }
-
-  workerAuthFailure(reason: string): void {
-    this.workerAuthFailures.inc({ reason });
-  }
-
-  /** A client request refused by API-key authentication (see ApiKeysService for the reasons). */
-  clientAuthFailure(reason: ClientAuthFailureReason): void {
-    this.clientAuthFailures.inc({ reason });
-  }
-
-  /** A request refused at the admin token check (see auth/admin-auth.ts). */
-  adminAuthFailure(reason: AdminAuthFailureReason): void {
-    this.adminAuthFailures.inc({ reason });
   }
 }

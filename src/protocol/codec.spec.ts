@@ -178,6 +178,29 @@ describe('worker protocol codec', () => {
     expect(() => parseServerMessage('{"type":"cancel","request_id":"r","reason":"bored"}')).toThrow(ProtocolError);
   });
 
+  describe('pong cache_stats (negotiated)', () => {
+    it('keeps each ratio clamped to 0–1 and drops what is not a number', () => {
+      expect(parseWorkerMessage('{"type":"pong","current_load":1,"cache_stats":{"kv_cache_usage_ratio":0.42,"prefix_cache_hit_ratio":1.7}}')).toEqual({
+        type: 'pong',
+        current_load: 1,
+        cache_stats: { kv_cache_usage_ratio: 0.42, prefix_cache_hit_ratio: 1 },
+      });
+      expect(parseWorkerMessage('{"type":"pong","current_load":1,"cache_stats":{"kv_cache_usage_ratio":-3,"prefix_cache_hit_ratio":"high"}}')).toEqual({
+        type: 'pong',
+        current_load: 1,
+        cache_stats: { kv_cache_usage_ratio: 0 },
+      });
+    });
+
+    it('ignores a malformed cache_stats instead of closing the link', () => {
+      for (const bad of ['"x"', '[]', 'null', '{}', '{"kv_cache_usage_ratio":null}']) {
+        const m = parseWorkerMessage(`{"type":"pong","current_load":0,"cache_stats":${bad}}`);
+        expect(m).toMatchObject({ type: 'pong', current_load: 0 });
+        expect((m as { cache_stats?: unknown }).cache_stats).toBeUndefined();
+      }
+    });
+  });
+
   describe('model lifecycle frames (negotiated)', () => {
     it('reads a lifecycle_status with its figures and ignores unknown fields', () => {
       const m = parseWorkerMessage(

@@ -13,6 +13,7 @@ import {
   TokenCounts,
   WorkerToServerMessage,
 } from './messages';
+import { optCacheStats } from './cache-stats-codec';
 import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, WorkerNumberBounds as B } from './number-bounds';
 
 /**
@@ -257,6 +258,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         current_load: count(o, type, 'current_load', B.load),
         // Informational (the gateway does not use it): a wrong type is ignored, not a protocol error.
         timestamp_unix_ms: clampInt(o.timestamp_unix_ms, 0, B.epochMs),
+        cache_stats: optCacheStats(o.cache_stats),
       };
     case 'error':
       return {

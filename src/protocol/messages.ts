@@ -25,8 +25,10 @@ export const Features = {
   CANCEL_REASONS: 'cancel_reasons',
   /** The gateway may send `model_load`, `model_unload` and `cache_flush`; the worker answers with `lifecycle_status`. */
   MODEL_LIFECYCLE: 'model_lifecycle',
+  /** The worker may add `cache_stats` (its backend's KV-cache usage and prefix-cache hit ratio) to `pong`. */
+  CACHE_STATS: 'cache_stats',
 } as const;
-export const GATEWAY_FEATURES: readonly string[] = [Features.RESPONSE_START, Features.CANCEL_REASONS, Features.MODEL_LIFECYCLE];
+export const GATEWAY_FEATURES: readonly string[] = [Features.RESPONSE_START, Features.CANCEL_REASONS, Features.MODEL_LIFECYCLE, Features.CACHE_STATS];
 
 /** Where a lifecycle operation stands, as a worker reports it in `lifecycle_status`. */
 export const LIFECYCLE_STATUSES = ['accepted', 'loading', 'completed', 'failed', 'unsupported'] as const;
@@ -112,10 +114,17 @@ export interface ResponseStartMessage {
   headers?: Record<string, string>;
 }
 
+/** Negotiated (`cache_stats`): the backend's cache state as the daemon last read it; each ratio 0–1, omitted when unknown. */
+export interface CacheStats {
+  kv_cache_usage_ratio?: number;
+  prefix_cache_hit_ratio?: number;
+}
+
 export interface PongMessage {
   type: 'pong';
   current_load: number;
   timestamp_unix_ms?: number;
+  cache_stats?: CacheStats;
 }
 
 export interface WorkerErrorMessage {

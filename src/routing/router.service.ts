@@ -15,7 +15,9 @@ import { declaredFor, missingCapabilities } from './capabilities';
 import { RequestRequirements } from './requirements';
 import { RoutingConfig } from '../config/sections/routing';
 import { RoutingConfigHolder } from './routing-config-holder';
-import { effectivePriority } from './scoring';
+import { effectivePriority, loadSignal } from './scoring';
+import { BoundedAffinity } from './affinity';
+import type { AffinityKey } from './affinity-key';
 import { ListedModel, listModels, ModelListFilter } from './model-listing';
 import { createStrategy, RoutingStrategy } from './strategies';
 import { HealthTracker, WorkerHealth } from './worker-health';
@@ -32,6 +34,8 @@ export interface RouteRequest {
   allowedModels?: ReadonlySet<string>;
   /** Pools (provider names) the caller's tenant may use (`tenants.<t>.pools`); undefined = all. */
   allowedPools?: ReadonlySet<string>;
+  /** Cache affinity key, computed once when the request was parsed (routing/affinity-key.ts); undefined = none. */
+  affinityKey?: AffinityKey;
 }
 
 /** A request's routing plan, made once on arrival and reused on requeue. */
@@ -48,6 +52,8 @@ export interface RoutePlan {
   avoid?: Set<string>;
   /** The tenant's pools: no worker of another pool ever gets the request. */
   pools?: ReadonlySet<string>;
+  /** The request's cache affinity key (see RouteRequest). */
+  affinityKey?: AffinityKey;
 }
 
 export type RouteDecision =
@@ -69,6 +75,9 @@ export class Router implements OnModuleInit {
   private readonly log = new Logger('Router');
   private routing: RoutingConfig;
   private strategy: RoutingStrategy<RoutableWorker>;
+  private affinity: BoundedAffinity<RoutableWorker>;
+  /** Whether the decision in progress applies affinity (set by `judge`, read in its pass). */
+  private affine = false;
   readonly health: HealthTracker;
   private readonly readyListeners: Array<(worker: RoutableWorker) => void> = [];
   private readonly registry: WorkerDirectory;
@@ -85,6 +94,7 @@ export class Router implements OnModuleInit {
     const routing = (holder ??= new RoutingConfigHolder(config)).current;
     this.routing = routing;
     this.strategy = createStrategy<RoutableWorker>(routing.strategy, routing.weights);
+    this.affinity = new BoundedAffinity(routing.affinity.loadFactor);
     this.health = new HealthTracker(routing.ejection);
     holder.onReplace((next, previous) => this.useRouting(next, previous));
     this.registry = fleet.directory;
@@ -102,6 +112,7 @@ export class Router implements OnModuleInit {
     if (next.strategy !== previous.strategy || !isDeepStrictEqual(next.weights, previous.weights)) {
       this.strategy = createStrategy<RoutableWorker>(next.strategy, next.weights);
     }
+    if (next.affinity.loadFactor !== previous.affinity.loadFactor) this.affinity = new BoundedAffinity(next.affinity.loadFactor);
     this.health.setPolicy(next.ejection);
   }
 
@@ -160,7 +171,7 @@ export class Router implements OnModuleInit {
         if (!candidates.includes(model) && (!req.allowedModels || req.allowedModels.has(model))) candidates.push(model);
       }
     }
-    return { requested: req.model, target, candidates, requirements: req.requirements, pin, pools: req.allowedPools };
+    return { requested: req.model, target, candidates, requirements: req.requirements, pin, pools: req.allowedPools, affinityKey: req.affinityKey };
   }
 
   /**
@@ -192,7 +203,10 @@ export class Router implements OnModuleInit {
     for (const model of plan.candidates) {
       const v = this.judge(model, plan);
       if (v.eligible) {
-        if (v.chosen) return { kind: 'assign', worker: v.chosen, model };
+        if (v.chosen) {
+          this.metrics.affinityDecision(this.affine ? this.affinity.result : 'none');
+          return { kind: 'assign', worker: v.chosen, model };
+        }
         return { kind: 'queue', model, provider: plan.pin ?? v.provider! };
       }
       verdicts.push(v);
@@ -215,7 +229,9 @@ export class Router implements OnModuleInit {
 
   /** Pull path: the strategy's pick among every free eligible worker for a waiting request. */
   pick(plan: RoutePlan, model: string): RoutableWorker | undefined {
-    return this.judge(model, plan).chosen;
+    const chosen = this.judge(model, plan).chosen;
+    if (chosen) this.metrics.affinityDecision(this.affine ? this.affinity.result : 'none');
+    return chosen;
   }
 
   /** One pass over the model's workers: filters, and offers the free eligible ones to the strategy. */
@@ -223,12 +239,15 @@ export class Router implements OnModuleInit {
     const v: ModelVerdict = { eligible: false, unhealthy: 0, soonestReturn: Infinity };
     const now = this.clock.now();
     this.strategy.begin();
+    this.affine = plan.affinityKey !== undefined && this.routing.affinity.enabled;
+    if (this.affine) this.affinity.begin(plan.affinityKey!);
     // One cached lookup per candidate model; each worker's provider is then checked against it.
     const owners = this.providers.ownersOf(model);
     this.judgeWorkers(this.registry.servingExactly(model), model, plan, now, v, owners);
     const wildcards = this.registry.wildcardWorkers();
     if (wildcards.size > 0) this.judgeWorkers(wildcards, model, plan, now, v, owners, true);
-    v.chosen = this.strategy.end();
+    // Affinity's worker within the load bound, else the strategy's pick among the free ones.
+    v.chosen = (this.affine ? this.affinity.end() : undefined) ?? this.strategy.end();
     return v;
   }
 
@@ -277,11 +296,14 @@ export class Router implements OnModuleInit {
         v.eligible = true;
         v.provider = provider;
       }
-      if (w.freeSlots > 0) {
-        // Priority: the worker's declared one, never better than its provider's floor; load:
-        // assigned + held, plus load the worker reports beyond what the gateway gave it.
-        this.strategy.offer(w, effectivePriority(provider.priority, w.declaredPriority), w.load, health.latencyMs);
-      }
+      // Load: assigned + held, plus load the worker reports beyond what the gateway gave it, or
+      // its KV-cache usage × slots when it reports that and it is higher (scoring.ts).
+      const load = loadSignal(w);
+      const free = w.freeSlots > 0;
+      // Priority: the worker's declared one, never better than its provider's floor.
+      const priority = effectivePriority(provider.priority, w.declaredPriority);
+      if (this.affine) this.affinity.eligible(w, load, free, priority);
+      if (free) this.strategy.offer(w, priority, load, health.latencyMs);
     }
   }
 

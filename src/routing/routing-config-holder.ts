@@ -81,6 +81,8 @@ export function routingChanges(from: RoutingConfig, to: RoutingConfig): RoutingC
   scalar('eject_after_failures', from.ejection.ejectAfterFailures, to.ejection.ejectAfterFailures);
   scalar('eject_cooldown_secs', from.ejection.cooldownMs / 1000, to.ejection.cooldownMs / 1000);
   scalar('eject_max_cooldown_secs', from.ejection.maxCooldownMs / 1000, to.ejection.maxCooldownMs / 1000);
+  scalar('affinity', from.affinity, to.affinity);
+  scalar('expose_worker_header', from.exposeWorkerHeader, to.exposeWorkerHeader);
   return out;
 }
 

@@ -3,10 +3,11 @@ import { ProvidersModule } from '../providers/providers.module';
 import { FleetModule } from '../fleet/fleet.module';
 import { RoutingConfigHolder } from './routing-config-holder';
 import { Router } from './router.service';
+import { CacheGauges } from './cache-gauges';
 
 @Module({
   imports: [ProvidersModule, FleetModule],
-  providers: [RoutingConfigHolder, Router],
+  providers: [RoutingConfigHolder, Router, CacheGauges],
   exports: [RoutingConfigHolder, Router],
 })
 export class RoutingModule {}

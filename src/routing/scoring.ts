@@ -1,3 +1,4 @@
+import type { CacheStats } from '../protocol';
 import type { ScoringWeights } from '../config/sections/routing';
 export { DEFAULT_WEIGHTS } from '../config/sections/routing';
 export type { ScoringWeights } from '../config/sections/routing';
@@ -48,4 +49,17 @@ export function scoreOf(priority: number, pending: number, latencyMs: number, we
 
 function clamp(v: number): number {
   return v > 100 ? 100 : v < 0 || !Number.isFinite(v) ? 0 : v;
+}
+
+/**
+ * A worker's load as routing weighs it: the requests the gateway has on it, or — when its daemon
+ * reports the backend's KV-cache usage (`cache_stats`) — that usage × its slots, if higher: a
+ * backend whose cache is nearly full (long contexts, or work from outside the gateway) is as good
+ * as busy. Workers that report nothing (ModelRelay daemons) are weighed as before.
+ */
+export function loadSignal(w: { readonly load: number; readonly maxConcurrent: number; readonly cacheStats?: CacheStats }): number {
+  const kv = w.cacheStats?.kv_cache_usage_ratio;
+  if (kv === undefined) return w.load;
+  const byCache = kv * w.maxConcurrent;
+  return byCache > w.load ? byCache : w.load;
 }

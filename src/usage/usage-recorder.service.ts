@@ -52,7 +52,7 @@ export class TypeOrmUsageRecorder extends UsageRecorder implements OnModuleInit,
     super();
     this.config = appConfig.usage;
     this.buffer = new RingBuffer(this.config.bufferSize);
-    metrics.collectUsageBufferWith(() => this.buffer.size);
+    metrics.usage.collectBufferWith(() => this.buffer.size);
   }
 
   onModuleInit(): void {
@@ -110,7 +110,7 @@ export class TypeOrmUsageRecorder extends UsageRecorder implements OnModuleInit,
     const lost = this.buffer.take(this.buffer.size).length;
     if (lost > 0) {
       this.log.warn(`shutting down: ${lost} usage record(s) could not be written`);
-      this.metrics.usageRecordsDropped('write_failed', lost);
+      this.metrics.usage.recordsDropped('write_failed', lost);
     }
   }
 
@@ -140,7 +140,7 @@ export class TypeOrmUsageRecorder extends UsageRecorder implements OnModuleInit,
         () => {
           this.failing = false;
           this.droppedSinceWarning = 0;
-          this.metrics.usageRecordsWritten(batch.length);
+          this.metrics.usage.recordsWritten(batch.length);
         },
         (e: unknown) => this.failed(batch, e),
       )
@@ -186,13 +186,13 @@ export class TypeOrmUsageRecorder extends UsageRecorder implements OnModuleInit,
     const retry = batch.filter((p) => ++p.attempts < MAX_WRITE_ATTEMPTS);
     const givenUp = batch.length - retry.length;
     this.log.warn(`writing ${batch.length} usage record(s) failed: ${message}${givenUp ? `; ${givenUp} dropped after ${MAX_WRITE_ATTEMPTS} attempts` : ''}`);
-    if (givenUp > 0) this.metrics.usageRecordsDropped('write_failed', givenUp);
+    if (givenUp > 0) this.metrics.usage.recordsDropped('write_failed', givenUp);
     const noRoom = this.buffer.putBack(retry);
     if (noRoom > 0) this.dropped('buffer_full', noRoom);
   }
 
   private dropped(reason: 'buffer_full', count: number): void {
-    this.metrics.usageRecordsDropped(reason, count);
+    this.metrics.usage.recordsDropped(reason, count);
     if (this.droppedSinceWarning === 0) {
       this.log.warn(`usage buffer full (${this.config.bufferSize} records): the database is behind, dropping the oldest records`);
     }

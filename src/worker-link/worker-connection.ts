@@ -132,7 +132,7 @@ export class WorkerConnection implements WorkerChannel {
     // unknown material spends scrypt, and only within the address's failure allowance.
     const known = providers.isVerifiedWorkerSecret(this.providerName, this.secret);
     if (!known && !authGate.tryBegin(this.limiterKey)) {
-      metrics.workerAuthFailure('rate_limited');
+      metrics.auth.workerFailure('rate_limited');
       log.warn(
         `worker authentication rate limited for provider "${this.providerName}" from ${this.clientKey}: ` +
           'repeated authentication failures from this address for this provider',
@@ -150,7 +150,7 @@ export class WorkerConnection implements WorkerChannel {
     if (result !== 'ok' && !known) limiter.recordFailure(this.limiterKey);
     if (this.state === 'closed') return;
     if (result !== 'ok') {
-      metrics.workerAuthFailure(result);
+      metrics.auth.workerFailure(result);
       log.warn(`worker authentication failed for provider "${this.providerName}" from ${this.clientKey}: ${result}`);
       this.close(CloseCodes.POLICY_VIOLATION, CloseReasons.AUTH_FAILED);
       return;
@@ -273,6 +273,7 @@ export class WorkerConnection implements WorkerChannel {
         }
         return;
       case 'pong':
+        if (message.cache_stats && worker.features.has(Features.CACHE_STATS)) worker.cacheStats = message.cache_stats;
         fleet.onPong(worker, message.current_load);
         return;
       case 'response_start':

@@ -19,6 +19,7 @@ import { TlsTrust, tlsTrust } from './network/tls-trust';
 import { BackendClient } from './requests/backend-client';
 import { RequestRelay } from './requests/request-relay';
 import { runBackendRequest } from './requests/request-runner';
+import { CacheTelemetry } from './telemetry/cache-telemetry';
 
 export type { DaemonEvents, DaemonState, DaemonStatus, DisconnectInfo, WorkerDaemonOptions } from './daemon-types';
 
@@ -48,6 +49,8 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
   private readonly relay: RequestRelay;
   private readonly catalog: ModelCatalog;
   private readonly modelSync: ModelSync;
+  /** The backend's cache state for `pong.cache_stats`, when the runner has one to read. */
+  readonly cacheTelemetry: CacheTelemetry;
   /** The model list read for the dial in progress: the register frame carries it. */
   private registerModels: string[] = [];
 
@@ -133,6 +136,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       prober,
       log,
     );
+    this.cacheTelemetry = new CacheTelemetry(backend, () => this.catalog.probe?.runner?.type ?? (config.runner !== 'auto' ? config.runner : undefined), log);
     const dispatcher = new LifecycleDispatcher({
       log,
       http: lifecycleHttp,
@@ -261,7 +265,12 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       priority: config.priority,
       runner: probed?.runner,
       runner_capabilities: probed?.runnerCapabilities,
-      features: [Features.RESPONSE_START, Features.CANCEL_REASONS, ...(config.modelLifecycle ? [Features.MODEL_LIFECYCLE] : [])],
+      features: [
+        Features.RESPONSE_START,
+        Features.CANCEL_REASONS,
+        ...(config.modelLifecycle ? [Features.MODEL_LIFECYCLE] : []),
+        ...(this.cacheTelemetry.supported ? [Features.CACHE_STATS] : []),
+      ],
     });
     this.log.info('connected to gateway; registering', { models, max_concurrent: config.maxConcurrency });
     this.link.armIdleTimer(session);
@@ -277,9 +286,13 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
         return this.relay.accept(session, message);
       case 'cancel':
         return this.relay.cancel(message);
-      case 'ping':
-        session.send({ type: 'pong', current_load: this.relay.load, timestamp_unix_ms: message.timestamp_unix_ms });
+      case 'ping': {
+        // Answered at once with the cache figures last read; the next read starts in the background.
+        const cache = session.features.has(Features.CACHE_STATS) ? this.cacheTelemetry.current : undefined;
+        session.send({ type: 'pong', current_load: this.relay.load, timestamp_unix_ms: message.timestamp_unix_ms, ...(cache ? { cache_stats: cache } : {}) });
+        if (session.features.has(Features.CACHE_STATS)) void this.cacheTelemetry.refresh();
         return;
+      }
       case 'graceful_shutdown':
         return this.onGracefulShutdown(session, message);
       case 'models_refresh':
@@ -296,6 +309,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     session.workerId = ack.worker_id;
     session.features = new Set(ack.features ?? []);
     this.link.registered();
+    if (session.features.has(Features.CACHE_STATS)) void this.cacheTelemetry.refresh();
     const probed = this.catalog.probe;
     this.log.info('registered with the gateway', {
       worker_id: ack.worker_id,

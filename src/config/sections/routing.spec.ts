@@ -137,3 +137,36 @@ describe('provider capability declarations', () => {
     );
   });
 });
+
+describe('routing.affinity and routing.expose_worker_header', () => {
+  it('defaults: on for smart, off for the other strategies; every source; 2048 characters; load factor 1.25; no worker header', () => {
+    const { config, problems } = read(undefined);
+    expect(problems).toEqual([]);
+    expect(config.affinity).toEqual({
+      enabled: true,
+      sources: ['header', 'session_header', 'prompt_cache_key', 'metadata.user_id', 'user', 'prefix'],
+      prefixChars: 2048,
+      loadFactor: 1.25,
+    });
+    expect(config.exposeWorkerHeader).toBe(false);
+    expect(read({ strategy: 'round_robin' }).config.affinity.enabled).toBe(false);
+    expect(read({ strategy: 'round_robin', affinity: { enabled: true } }).config.affinity.enabled).toBe(true);
+  });
+
+  it('reads the file and ROUTING_AFFINITY_* / ROUTING_EXPOSE_WORKER_HEADER, the variables winning', () => {
+    const { config, problems } = read(
+      { expose_worker_header: true, affinity: { enabled: false, sources: ['user', 'prefix'], prefix_chars: 512, load_factor: 2 } },
+      { ROUTING_AFFINITY_LOAD_FACTOR: '1.5', ROUTING_AFFINITY_SOURCES: 'header,prompt_cache_key' },
+    );
+    expect(problems).toEqual([]);
+    expect(config.affinity).toEqual({ enabled: false, sources: ['header', 'prompt_cache_key'], prefixChars: 512, loadFactor: 1.5 });
+    expect(config.exposeWorkerHeader).toBe(true);
+  });
+
+  it('reports unknown sources and keys, a load factor under 1 and a non-mapping', () => {
+    expect(read({ affinity: { sources: ['cookie'] } }).problems.join('\n')).toMatch(/"cookie" is not a source/);
+    expect(read({ affinity: { sticky: true } }).problems.join('\n')).toMatch(/routing\.affinity\.sticky .* is not an affinity setting/);
+    expect(read({ affinity: { load_factor: 0.5 } }).problems.length).toBeGreaterThan(0);
+    expect(read({ affinity: 'on' }).problems).toContain('routing.affinity (config file) must be a mapping');
+  });
+});

@@ -1,6 +1,7 @@
 import { checkNumber, Env, Reader, TIMER, Yaml } from '../../common/config-reader';
 import { bool, custom, group, num, read, secs, str, yamlKeys } from '../setting';
 import { ModelCapabilities } from '../../protocol';
+import { AffinityConfig, readAffinityConfig, readExposeWorkerHeader } from './routing-affinity';
 
 /** Routing strategies a configuration may name (routing/strategies.ts implements them). */
 export const STRATEGY_NAMES = ['smart', 'round_robin', 'priority_only', 'random'] as const;
@@ -34,6 +35,10 @@ export interface RoutingConfig {
   fallbacks: Map<string, string[]>;
   allowPinning: boolean;
   ejection: EjectionPolicy;
+  /** `routing.affinity`: cache affinity with bounded loads. */
+  affinity: AffinityConfig;
+  /** `routing.expose_worker_header`: responses name their worker in `x-switchboard-worker`. */
+  exposeWorkerHeader: boolean;
   /** `routing.max_retries`, when set: overrides MAX_REQUEUES (the same limit). */
   maxRetries?: number;
   /** First-byte watchdog: a worker silent this long after taking a request loses it (requeued). */
@@ -164,7 +169,7 @@ export function readRoutingConfig(env: Env, section: unknown, problems: string[]
     if (typeof section === 'object' && !Array.isArray(section)) yaml = section as Yaml;
     else problems.push('routing (config file) must be a mapping');
   }
-  const r = new Reader(env, yaml, 'routing', ROUTING_KEYS);
+  const r = new Reader(env, yaml, 'routing', [...ROUTING_KEYS, 'affinity']);
   const warnings: string[] = [];
 
   const strategyName = read(r, env, S.strategy).trim().toLowerCase();
@@ -186,6 +191,8 @@ export function readRoutingConfig(env: Env, section: unknown, problems: string[]
     firstByteTimeoutMs: read(r, env, S.firstByteTimeout),
     firstByteTimeoutMsByPool: readPoolTimeouts(yaml[S.firstByteTimeoutPerPool.yaml!], `routing.${S.firstByteTimeoutPerPool.yaml}`, problems),
     streamIdleTimeoutMs: read(r, env, S.streamIdleTimeout),
+    affinity: readAffinityConfig(env, yaml.affinity, strategy, problems),
+    exposeWorkerHeader: readExposeWorkerHeader(r, env),
     warnings,
   };
   if (env[S.maxRetries.env!] || yaml[S.maxRetries.yaml!] !== undefined) {
@@ -195,7 +202,8 @@ export function readRoutingConfig(env: Env, section: unknown, problems: string[]
     problems.push('routing.eject_max_cooldown_secs must be at least routing.eject_cooldown_secs');
   }
   checkAliasesAndFallbacks(config, problems);
-  for (const key of r.unknownKeys()) problems.push(`routing.${key} (config file) is not a routing setting (known: ${ROUTING_KEYS.join(', ')})`);
+  for (const key of r.unknownKeys())
+    problems.push(`routing.${key} (config file) is not a routing setting (known: ${[...ROUTING_KEYS, 'affinity', 'expose_worker_header'].join(', ')})`);
   problems.push(...r.problems);
   return config;
 }

@@ -31,7 +31,8 @@
  *   id: string, name: string, provider: string, models: string[], runner: { type: string, version?: string } | null,
  *   max_concurrent: number, in_flight: number, held_slots: number, load: number, draining: boolean,
  *   cordoned: boolean, cordon: 'pool' | 'worker' | null, latency_ms: number | null, consecutive_failures: number,
- *   ejected: boolean, ejected_until: string | null, connected_at: string, last_seen_at: string
+ *   ejected: boolean, ejected_until: string | null, connected_at: string, last_seen_at: string,
+ *   cache_stats: { kv_cache_usage_ratio?: number, prefix_cache_hit_ratio?: number } | null
  * }} Worker
  * @typedef {{
  *   pools: Array<{ pool: string, since: string, reason: string, deadline_ms: number }>,

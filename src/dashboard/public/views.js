@@ -206,6 +206,10 @@ function updateWorkerRow(tr, w, now) {
   const extra = [];
   if (w.held_slots > 0) extra.push(`${w.held_slots} held`);
   if (w.load !== w.in_flight) extra.push(`reports ${w.load}`);
+  // The backend's cache state, from daemons that report it (negotiated cache_stats).
+  const cache = w.cache_stats;
+  if (cache?.kv_cache_usage_ratio !== undefined) extra.push(`KV cache ${Math.round(cache.kv_cache_usage_ratio * 100)}%`);
+  if (cache?.prefix_cache_hit_ratio !== undefined) extra.push(`prefix hits ${Math.round(cache.prefix_cache_hit_ratio * 100)}%`);
   setText(cell(tr, '.held'), extra.join(' · '));
   setBadges(cell(tr, '.badges'), workerBadges(w, now));
   setText(cell(tr, '.latency'), fmtMs(w.latency_ms));
