@@ -1,6 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { AdminAuth } from './admin-auth';
+import { setAdminActor } from './admin-actor';
 
 /**
  * Admin routes: `Authorization: Bearer <ADMIN_TOKEN>`. Without a configured token they answer 403;
@@ -11,7 +12,10 @@ export class AdminGuard implements CanActivate {
   constructor(private readonly auth: AdminAuth) {}
 
   canActivate(context: ExecutionContext): boolean {
-    this.auth.check(context.switchToHttp().getRequest<FastifyRequest>());
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    this.auth.check(request);
+    // Only the break-glass token exists so far: it acts as admin (see admin-actor.ts).
+    setAdminActor(request, { kind: 'admin-token', subject: 'admin-token', role: 'admin' });
     return true;
   }
 }
