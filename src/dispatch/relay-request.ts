@@ -47,6 +47,8 @@ export interface ResponseSink {
   routed(servedModel: string, fallbackFor: string | undefined): void;
   /** Total time the request has waited in the queue so far; the response reports it. */
   queueWaited(ms: number): void;
+  /** The backend's processing time (the worker's negotiated `gpu_time_ms`, else the time the request held the worker), before `sendComplete`. */
+  gpuTime?(ms: number): void;
 }
 
 export type RequestPhase = 'queued' | 'assigned' | 'streaming' | 'finished';

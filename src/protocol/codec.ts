@@ -244,6 +244,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         headers: optStrMap(o, type, 'headers'),
         body: optStr(o, type, 'body'),
         token_counts: optTokenCounts(o),
+        ...(o.gpu_time_ms !== undefined && o.gpu_time_ms !== null ? { gpu_time_ms: uint(o, type, 'gpu_time_ms') } : {}),
       };
     }
     case 'response_start': {

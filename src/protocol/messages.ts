@@ -25,8 +25,10 @@ export const Features = {
   CANCEL_REASONS: 'cancel_reasons',
   /** The gateway may send `model_load`, `model_unload` and `cache_flush`; the worker answers with `lifecycle_status`. */
   MODEL_LIFECYCLE: 'model_lifecycle',
+  /** The worker reports `gpu_time_ms` in `response_complete`: its backend's own processing time. */
+  GPU_TIME: 'gpu_time',
 } as const;
-export const GATEWAY_FEATURES: readonly string[] = [Features.RESPONSE_START, Features.CANCEL_REASONS, Features.MODEL_LIFECYCLE];
+export const GATEWAY_FEATURES: readonly string[] = [Features.RESPONSE_START, Features.CANCEL_REASONS, Features.MODEL_LIFECYCLE, Features.GPU_TIME];
 
 /** Where a lifecycle operation stands, as a worker reports it in `lifecycle_status`. */
 export const LIFECYCLE_STATUSES = ['accepted', 'loading', 'completed', 'failed', 'unsupported'] as const;
@@ -102,6 +104,11 @@ export interface ResponseCompleteMessage {
   headers?: Record<string, string>;
   body?: string;
   token_counts?: TokenCounts;
+  /**
+   * Negotiated (`gpu_time`): milliseconds the worker's backend call took, measured by the daemon
+   * around it (X-GPU-Time-Ms). Only sent once the gateway accepted the feature; optional even then.
+   */
+  gpu_time_ms?: number;
 }
 
 /** Negotiated (`response_start`): a stream's status and headers, before its first chunk. */

@@ -19,7 +19,8 @@ export interface Task {
   sentChunks: boolean;
 }
 
-export function sendComplete(channel: RelayChannel, requestId: string, parts: CompleteParts): void {
+/** `gpuTimeMs`: the backend call's duration, sent only when the gateway accepted the `gpu_time` feature. */
+export function sendComplete(channel: RelayChannel, requestId: string, parts: CompleteParts, gpuTimeMs?: number): void {
   channel.send({
     type: 'response_complete',
     request_id: requestId,
@@ -27,6 +28,7 @@ export function sendComplete(channel: RelayChannel, requestId: string, parts: Co
     headers: parts.headers && Object.keys(parts.headers).length > 0 ? parts.headers : undefined,
     body: parts.body ? parts.body : undefined,
     token_counts: parts.token_counts,
+    ...(gpuTimeMs !== undefined && channel.features.has(Features.GPU_TIME) ? { gpu_time_ms: Math.max(0, Math.round(gpuTimeMs)) } : {}),
   });
 }
 
@@ -57,7 +59,7 @@ export function sinkFor(task: Task, startedAt: number, clock: Clock, log: Logger
     complete: (parts) => {
       if (task.settled) return;
       task.settled = true;
-      sendComplete(channel, id, parts);
+      sendComplete(channel, id, parts, clock.now() - startedAt);
       log.info('request completed', {
         request_id: id,
         model: task.request.model,
