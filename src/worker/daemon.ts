@@ -261,7 +261,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       priority: config.priority,
       runner: probed?.runner,
       runner_capabilities: probed?.runnerCapabilities,
-      features: [Features.RESPONSE_START, Features.CANCEL_REASONS, Features.GPU_TIME, ...(config.modelLifecycle ? [Features.MODEL_LIFECYCLE] : [])],
+      features: [Features.RESPONSE_START, Features.CANCEL_REASONS, ...(config.modelLifecycle ? [Features.MODEL_LIFECYCLE] : []), Features.GPU_TIME],
     });
     this.log.info('connected to gateway; registering', { models, max_concurrent: config.maxConcurrency });
     this.link.armIdleTimer(session);
