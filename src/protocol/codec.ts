@@ -269,6 +269,11 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
       };
     case 'lifecycle_status':
       return parseLifecycleStatus(o);
+    case 'runner_capabilities': {
+      const doc = optDocument(o, 'runner_capabilities');
+      if (!doc) fail(type, 'runner_capabilities', 'a JSON object of at most 64 KiB and 32 levels');
+      return { type, runner_capabilities: doc };
+    }
     default:
       throw new ProtocolError(`unknown message type "${type}"`);
   }

@@ -27,8 +27,16 @@ export const Features = {
   MODEL_LIFECYCLE: 'model_lifecycle',
   /** The worker reports `gpu_time_ms` in `response_complete`: its backend's own processing time. */
   GPU_TIME: 'gpu_time',
+  /** The worker sends a `runner_capabilities` frame whenever its backend's runner document changed. */
+  RUNNER_CAPABILITIES: 'runner_capabilities',
 } as const;
-export const GATEWAY_FEATURES: readonly string[] = [Features.RESPONSE_START, Features.CANCEL_REASONS, Features.MODEL_LIFECYCLE, Features.GPU_TIME];
+export const GATEWAY_FEATURES: readonly string[] = [
+  Features.RESPONSE_START,
+  Features.CANCEL_REASONS,
+  Features.MODEL_LIFECYCLE,
+  Features.GPU_TIME,
+  Features.RUNNER_CAPABILITIES,
+];
 
 /** Where a lifecycle operation stands, as a worker reports it in `lifecycle_status`. */
 export const LIFECYCLE_STATUSES = ['accepted', 'loading', 'completed', 'failed', 'unsupported'] as const;
@@ -89,6 +97,15 @@ export interface ModelsUpdateMessage {
   capabilities?: Record<string, ModelCapabilities>;
   endpoints?: string[];
   priority?: number;
+}
+
+/**
+ * Negotiated (`runner_capabilities`): the backend's runner document (its `GET /v1/capabilities`)
+ * changed since the worker last sent it (in `register` or in an earlier frame of this type).
+ */
+export interface RunnerCapabilitiesMessage {
+  type: 'runner_capabilities';
+  runner_capabilities: Record<string, unknown>;
 }
 
 export interface ResponseChunkMessage {
@@ -154,6 +171,7 @@ export type WorkerToServerMessage =
   | RegisterMessage
   | LifecycleStatusMessage
   | ModelsUpdateMessage
+  | RunnerCapabilitiesMessage
   | ResponseChunkMessage
   | ResponseCompleteMessage
   | ResponseStartMessage

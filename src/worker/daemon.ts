@@ -14,6 +14,7 @@ import { LifecycleDispatcher } from './models/lifecycle/dispatcher';
 import { ModelCatalog } from './models/model-catalog';
 import { ModelSync } from './models/model-sync';
 import { BackendProber } from './models/probes/backend-prober';
+import { RUNNER_REFRESH_MS, RunnerRefresh } from './models/runner-refresh';
 import { ProxySettings } from './network/proxy-env';
 import { TlsTrust, tlsTrust } from './network/tls-trust';
 import { BackendClient } from './requests/backend-client';
@@ -43,6 +44,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
   private readonly proxy: ProxySettings;
   private readonly tls: TlsTrust;
   private readonly backend: BackendClient;
+  private readonly runnerRefresh: RunnerRefresh;
   private readonly drainGraceMs: number;
   private readonly link: GatewayLink;
   private readonly relay: RequestRelay;
@@ -141,6 +143,12 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       pollMs: options.lifecyclePollMs ?? 1_000,
       progressIntervalMs: options.lifecycleProgressIntervalMs ?? 1_000,
       clock,
+    });
+    this.runnerRefresh = new RunnerRefresh(backend, this.catalog, {
+      intervalMs: options.runnerRefreshMs ?? RUNNER_REFRESH_MS,
+      timeoutMs: options.probeTimeoutMs ?? 2_000,
+      stopping: () => this.stopping,
+      log,
     });
     this.modelSync = new ModelSync(this.catalog, dispatcher, {
       priority: config.priority,
@@ -261,7 +269,13 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       priority: config.priority,
       runner: probed?.runner,
       runner_capabilities: probed?.runnerCapabilities,
-      features: [Features.RESPONSE_START, Features.CANCEL_REASONS, ...(config.modelLifecycle ? [Features.MODEL_LIFECYCLE] : []), Features.GPU_TIME],
+      features: [
+        Features.RESPONSE_START,
+        Features.CANCEL_REASONS,
+        ...(config.modelLifecycle ? [Features.MODEL_LIFECYCLE] : []),
+        Features.GPU_TIME,
+        ...(probed?.runnerCapabilities ? [Features.RUNNER_CAPABILITIES] : []),
+      ],
     });
     this.log.info('connected to gateway; registering', { models, max_concurrent: config.maxConcurrency });
     this.link.armIdleTimer(session);
@@ -296,6 +310,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     session.workerId = ack.worker_id;
     session.features = new Set(ack.features ?? []);
     this.link.registered();
+    this.runnerRefresh.start(session);
     const probed = this.catalog.probe;
     this.log.info('registered with the gateway', {
       worker_id: ack.worker_id,
