@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { LabelBudget } from './label-budget';
 import { DeferredSeries, HistogramSeries } from './metrics-registry';
+import { RunnerFigures, RunnerMetrics } from './runner-metrics';
 
 const MAX_MODEL_LABELS = 500;
 const MAX_TENANT_LABELS = 200;
@@ -56,6 +57,8 @@ export class MetricsService {
   private readonly usageWritten: Counter;
   private readonly usageDropped: Counter<'reason'>;
   private readonly usageBuffered: Gauge;
+  /** GPU memory and KV cache from runner documents, cache hit ratio per model (runner-metrics.ts). */
+  private readonly runners: RunnerMetrics;
   /** Reads the usage recorder's buffer size at scrape time. */
   private usageBufferCollector: (() => number) | undefined;
   /** Fills the slot gauges at scrape time, so no request pays for walking the workers. */
@@ -187,6 +190,7 @@ export class MetricsService {
       labelNames: ['provider', 'model'],
       registers,
     });
+    this.runners = new RunnerMetrics(registry, PREFIX, this.models);
     this.durationSeries = new HistogramSeries(this.requestDuration);
     this.firstByteSeries = new HistogramSeries(this.firstByte);
     this.queueWaitSeries = new HistogramSeries(this.queueWaitSeconds);
@@ -319,7 +323,13 @@ export class MetricsService {
     if (report.hit === undefined && report.tokensReused === undefined) return;
     const labels = { provider, model: this.models.label(model) };
     if (report.hit !== undefined) this.cacheResults.inc({ ...labels, result: report.hit ? 'hit' : 'miss' });
+    if (report.hit !== undefined) this.runners.cacheResult(model, report.hit);
     if (report.tokensReused !== undefined) this.cacheTokensReused.inc(labels, report.tokensReused);
+  }
+
+  /** Reads the workers' runner figures at scrape time (GPU memory, KV cache). */
+  collectRunnersWith(collector: () => RunnerFigures[]): void {
+    this.runners.collectWith(collector);
   }
 
   usageRecordsWritten(count: number): void {

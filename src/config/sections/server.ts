@@ -196,6 +196,22 @@ export const SERVER_SETTINGS = group('', '', {
     fields: ['registerTimeoutMs'],
     doc: 'time a connected worker has to send `register` before `1002`',
   }),
+  metricsPort: str({
+    env: 'METRICS_PORT',
+    yaml: 'metrics_port',
+    reload: 'restart',
+    fields: ['metricsPort'],
+    docDefault: 'none (on `LISTEN_ADDR`)',
+    doc: 'serve `GET /metrics` on a listener of its own, plain HTTP on this port of the `LISTEN_ADDR` host (`0` = any free port), instead of on the client port, which then answers it 404. Many operators keep metrics off the client port',
+  }),
+  enableMetrics: bool({
+    env: 'ENABLE_METRICS',
+    yaml: 'enable_metrics',
+    default: true,
+    reload: 'restart',
+    fields: ['metricsEnabled'],
+    doc: '`false` turns `GET /metrics` off (404) and opens no `METRICS_PORT` listener',
+  }),
   rejectLegacyWorkers: bool({
     env: 'REJECT_LEGACY_WORKERS',
     yaml: 'reject_legacy_workers',
