@@ -67,7 +67,14 @@ describe('runner API: request and response headers', () => {
     expect(w.ack?.features).toEqual(['gpu_time']);
     const x = scope.post('/v1/chat/completions', chatBody(model));
     const req = await w.nextRequest();
-    w.send({ type: 'response_complete', request_id: req.request_id, status_code: 200, headers: { 'content-type': 'application/json' }, body: '{}', gpu_time_ms: 450 });
+    w.send({
+      type: 'response_complete',
+      request_id: req.request_id,
+      status_code: 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+      gpu_time_ms: 450,
+    });
     expect((await x.done).headers['x-gpu-time-ms']).toBe('450');
   });
 
@@ -109,7 +116,7 @@ describe('runner API: seed names on a gateway of its own (tenant limit, max_queu
   afterEach(() => scope.cleanup());
   afterAll(() => gw.stop('SIGTERM'));
 
-  test("GET /health is 200 \"healthy\" on an idle gateway with MAX_QUEUE_LEN=0, with the seed's uptime, modelsLoaded and queueDepth", async () => {
+  test('GET /health is 200 "healthy" on an idle gateway with MAX_QUEUE_LEN=0, with the seed\'s uptime, modelsLoaded and queueDepth', async () => {
     const res = await fetch(`${gw.url}/health`);
     expect(res.status).toBe(200);
     const body = await res.json();

@@ -164,7 +164,9 @@ async function listenForMetrics(app: NestFastifyApplication, config: AppConfig):
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     await app.close().catch(() => undefined);
-    throw new ListenError(`${config.listenHost}:${config.metricsPort} (METRICS_PORT)`, code, (code && LISTEN_REASONS[code]) ?? (e as Error).message, { cause: e });
+    throw new ListenError(`${config.listenHost}:${config.metricsPort} (METRICS_PORT)`, code, (code && LISTEN_REASONS[code]) ?? (e as Error).message, {
+      cause: e,
+    });
   }
 }
 

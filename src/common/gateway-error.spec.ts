@@ -33,6 +33,8 @@ describe("backpressure bodies carry the model-runner seed's names beside ours (i
     const body = errorBody('anthropic', e).error as Record<string, unknown>;
     expect(body).toMatchObject({ code: 'rate_limit_exceeded', limit: 100, remaining: 0, resetAt: 1_745_880_060, reset_at: '2025-04-28T22:40:59.500Z' });
     expect(e.message).toBe("Tenant 'community-x' exceeded 100 req/min, please retry");
-    expect(Errors.rateLimitExceeded('tokens', { limit: 5000, remaining: 0, resetAt: 0, retryAfterMs: 1 }, 't').message).toBe("Tenant 't' exceeded 5000 tok/min, please retry");
+    expect(Errors.rateLimitExceeded('tokens', { limit: 5000, remaining: 0, resetAt: 0, retryAfterMs: 1 }, 't').message).toBe(
+      "Tenant 't' exceeded 5000 tok/min, please retry",
+    );
   });
 });

@@ -11,7 +11,16 @@ describe('runnerFigures (runner documents → GPU memory and KV cache gauges)', 
   });
 
   it('prefers per-GPU entries, and ignores what is not a figure', () => {
-    const doc = { resources: { gpuMemoryUsedMB: 3, gpus: [{ id: 0, gpuMemoryUsedMB: 1 }, { id: 1, gpuMemoryUsedMB: 2 }, { id: 'x y', gpuMemoryUsedMB: 9 }] } };
+    const doc = {
+      resources: {
+        gpuMemoryUsedMB: 3,
+        gpus: [
+          { id: 0, gpuMemoryUsedMB: 1 },
+          { id: 1, gpuMemoryUsedMB: 2 },
+          { id: 'x y', gpuMemoryUsedMB: 9 },
+        ],
+      },
+    };
     expect(runnerFigures('p', 'w', doc)!.gpus).toEqual([
       { gpu: '0', usedBytes: MB },
       { gpu: '1', usedBytes: 2 * MB },

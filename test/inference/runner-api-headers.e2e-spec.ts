@@ -75,7 +75,12 @@ describe('runner-API headers on inference requests and responses', () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['cache-stream'], features: ['response_start'] });
     const pending = post(gw.url, '/v1/chat/completions', chat('cache-stream', { stream: true }));
     const req = await worker.next('request');
-    worker.send({ type: 'response_start', request_id: req.request_id, status_code: 200, headers: { 'content-type': 'text/event-stream', 'x-cache-hit': 'true' } });
+    worker.send({
+      type: 'response_start',
+      request_id: req.request_id,
+      status_code: 200,
+      headers: { 'content-type': 'text/event-stream', 'x-cache-hit': 'true' },
+    });
     worker.chunk(req.request_id, 'data: [DONE]\n\n');
     worker.send({ type: 'response_complete', request_id: req.request_id, status_code: 200 });
     const res = await pending;

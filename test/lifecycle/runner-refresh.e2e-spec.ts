@@ -10,7 +10,10 @@ describe('runner document refresh at the gateway', () => {
   afterAll(() => gw.close());
 
   const load = (body: Record<string, unknown>) => gw.call('/v1/models/load', { verifiedOpToken: gw.tokenFor('model-load', body), ...body });
-  const doc = (free: number) => ({ models: { loaded: [], available: ['m-r', 'm-r2'] }, resources: { gpuMemoryFreeMB: free, gpuIds: [0], gpuMemoryUsedMB: 80000 - free } });
+  const doc = (free: number) => ({
+    models: { loaded: [], available: ['m-r', 'm-r2'] },
+    resources: { gpuMemoryFreeMB: free, gpuIds: [0], gpuMemoryUsedMB: 80000 - free },
+  });
 
   it('model-load target selection and GET /v1/capabilities use the fresh document', async () => {
     await createPool(gw, 'refresh-a');

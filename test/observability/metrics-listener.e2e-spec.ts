@@ -45,9 +45,11 @@ describe('GET /metrics: its own listener, off switch, runner gauges', () => {
       });
       const scrape = async () => parsePrometheusText(await (await fetch(`${gw.url}/metrics`)).text());
       const gpu = (f: Awaited<ReturnType<typeof scrape>>) => f.get('switchboard_gpu_memory_used_bytes')?.samples.find((s) => s.labels.worker === 'gpu-box');
-      let families = await scrape();
+      const families = await scrape();
       expect(gpu(families)).toMatchObject({ labels: { pool: 'local', worker: 'gpu-box', gpu: '0' }, value: 1000 * 1024 * 1024 });
-      expect(families.get('switchboard_kv_cache_usage_ratio')?.samples).toContainEqual(expect.objectContaining({ labels: { pool: 'local', worker: 'gpu-box' }, value: 0.25 }));
+      expect(families.get('switchboard_kv_cache_usage_ratio')?.samples).toContainEqual(
+        expect.objectContaining({ labels: { pool: 'local', worker: 'gpu-box' }, value: 0.25 }),
+      );
       worker.send({ type: 'runner_capabilities', runner_capabilities: doc(2000, 0.5) });
       await eventually(async () => gpu(await scrape())?.value === 2000 * 1024 * 1024);
       worker.close();
