@@ -92,6 +92,8 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
         'x-correlation-id',
         'x-tenant-id',
         'x-priority',
+        'x-cache-mode',
+        'x-cache-tag',
         'last-event-id',
         'x-switchboard-provider',
         'anthropic-version',
@@ -101,6 +103,9 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
       exposedHeaders: [
         'x-correlation-id',
         'x-queue-wait-ms',
+        'x-cache-hit',
+        'x-cache-tokens-reused',
+        'x-gpu-time-ms',
         'x-switchboard-model',
         'x-switchboard-fallback',
         'retry-after',

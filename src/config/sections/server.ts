@@ -147,7 +147,7 @@ export const SERVER_SETTINGS = group('', '', {
     reload: 'restart',
     fields: ['corsOrigins'],
     docDefault: 'none (CORS off)',
-    doc: 'comma-separated browser origins (`https://dashboard.example.com`) or `*` allowed to call the API: preflights are answered, and responses — relayed ones too — carry `Access-Control-Allow-Origin` and expose `X-Correlation-Id`, `x-queue-wait-ms`, `x-switchboard-*`, `Retry-After`, the `x-ratelimit-*` headers and, for [tasks](tasks.md), `Location` and `X-Budget-Remaining-Tokens` (`Last-Event-ID` is an allowed request header)',
+    doc: 'comma-separated browser origins (`https://dashboard.example.com`) or `*` allowed to call the API: preflights are answered, and responses — relayed ones too — carry `Access-Control-Allow-Origin` and expose `X-Correlation-Id`, `x-queue-wait-ms`, `x-cache-hit`, `x-cache-tokens-reused`, `x-gpu-time-ms`, `x-switchboard-*`, `Retry-After`, the `x-ratelimit-*` headers and, for [tasks](tasks.md), `Location` and `X-Budget-Remaining-Tokens` (`Last-Event-ID` is an allowed request header)',
   }),
   cancelGrace: secs({
     env: 'CANCEL_GRACE_SECS',
