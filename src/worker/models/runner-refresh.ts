@@ -1,4 +1,3 @@
-import { canonicalJson } from '../../common/canonical-json';
 import { Features, WorkerToServerMessage } from '../../protocol';
 import { Logger } from '../logger';
 import { BackendClient } from '../requests/backend-client';
@@ -9,6 +8,23 @@ import { parseJsonObject } from './probes/json';
 export const RUNNER_REFRESH_MS = 5_000;
 /** As at registration: a larger document is not relayed (frames stay small). */
 const MAX_RUNNER_CAPABILITIES_CHARS = 64 * 1024;
+
+/**
+ * A parsed JSON document with the keys of every object sorted: two reads of an unchanged document
+ * compare equal whatever order the backend wrote its keys in. (The daemon ships with src/worker
+ * and src/protocol only, so this is not common/canonical-json.)
+ */
+export function sortedJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(sortedJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const o = value as Record<string, unknown>;
+    const keys = Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${sortedJson(o[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
 
 /** What the refresh needs from a gateway link (the link's session has this shape). */
 export interface RunnerChannel {
@@ -45,7 +61,7 @@ export class RunnerRefresh {
   start(channel: RunnerChannel): void {
     const doc = this.catalog.probe?.runnerCapabilities;
     if (this.options.intervalMs <= 0 || !doc || !channel.features.has(Features.RUNNER_CAPABILITIES)) return;
-    this.schedule(channel, canonicalJson(doc));
+    this.schedule(channel, sortedJson(doc));
   }
 
   private schedule(channel: RunnerChannel, sent: string): void {
@@ -57,7 +73,7 @@ export class RunnerRefresh {
     let latest = sent;
     const doc = await this.read();
     if (doc && channel.open) {
-      const text = canonicalJson(doc);
+      const text = sortedJson(doc);
       if (text !== sent) {
         const probe = this.catalog.probe;
         if (probe) probe.runnerCapabilities = doc;
