@@ -4,7 +4,17 @@ import { Setting, yamlPath } from './setting';
 import { SETTING_GROUPS } from './settings';
 
 /** AppConfig fields a default configuration leaves unset. */
-const OPTIONAL = ['adminToken', 'redisUrl', 'configFile', 'tls.certFile', 'tls.keyFile', 'routing.maxRetries', 'governance.signersFile', 'governance.keyPath'];
+const OPTIONAL = [
+  'adminToken',
+  'redisUrl',
+  'configFile',
+  'tls.certFile',
+  'tls.keyFile',
+  'routing.maxRetries',
+  'governance.signersFile',
+  'governance.keyPath',
+  'metricsPort',
+];
 
 const declared = SETTING_GROUPS.flatMap((g) =>
   Object.values<Setting>(g.settings).map((s) => ({ g, s, fields: s.fields.map((f) => (g.root ? `${g.root}.${f}` : f)) })),
@@ -60,6 +70,8 @@ describe('configuration declarations', () => {
         'slow_client_timeout_secs',
         'stream_client_buffer_bytes',
         'max_buffered_bytes',
+        'metrics_port',
+        'enable_metrics',
         'register_timeout_secs',
         'reject_legacy_workers',
         'models_refresh_interval_secs',
