@@ -3,6 +3,7 @@ import { Clock } from '../clock';
 import { Logger } from '../logger';
 import { RelayChannel } from './channel';
 import { CompleteParts, ResponseSink } from './request-runner';
+import { withGpuTime } from './usage-gpu-time';
 
 /** Frames bigger than this waiting in the socket buffer pause the backend stream. */
 const SEND_HIGH_WATER_BYTES = 1 << 20;
@@ -46,7 +47,9 @@ export function sinkFor(task: Task, startedAt: number, clock: Clock, log: Logger
       if (task.settled || !channel.open) return;
       chunks++;
       task.sentChunks = true;
-      const frame: WorkerToServerMessage = { type: 'response_chunk', request_id: id, chunk: text };
+      // A gateway that accepted gpu_time also gets the GPU time in a stream's final usage (usage-gpu-time.ts).
+      const out = task.request.is_streaming && channel.features.has(Features.GPU_TIME) ? withGpuTime(text, clock.now() - startedAt) : text;
+      const frame: WorkerToServerMessage = { type: 'response_chunk', request_id: id, chunk: out };
       if (channel.bufferedAmount < SEND_HIGH_WATER_BYTES) {
         channel.send(frame);
         return;
