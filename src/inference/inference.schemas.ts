@@ -69,7 +69,7 @@ const SUCCESS_HEADERS: ResponseDoc['headers'] = {
   },
   'x-gpu-time-ms': {
     description:
-      "Whole answers only: the backend's own processing time as the worker measured it around its backend call (negotiated `gpu_time_ms`), else the time the request held the worker. A stream's headers go out before the backend finished: streams carry \`gpu_time_ms\` in their final usage instead (docs/api.md).",
+      "Whole answers only: the backend's own processing time as the worker measured it around its backend call (negotiated `gpu_time_ms`), else the time the request held the worker. A stream's headers go out before the backend finished: streams carry `gpu_time_ms` in their final usage instead (docs/api.md).",
     schema: { type: 'integer', minimum: 0 },
   },
   'x-switchboard-model': HEADERS.servingModel,

@@ -9,6 +9,13 @@ describe('withGpuTime (GPU time in a stream final usage)', () => {
     expect(JSON.parse(withGpuTime('data: {"usage":{}}\n\n', 3).slice(6))).toEqual({ usage: { gpu_time_ms: 3 } });
   });
 
+  it("adds it to the Responses API's response.completed, not to response.created (usage null)", () => {
+    const created = 'event: response.created\ndata: {"type":"response.created","response":{"id":"r","usage":null}}\n\n';
+    const completed = 'event: response.completed\ndata: {"type":"response.completed","response":{"id":"r","usage":{"input_tokens":5,"output_tokens":2}}}\n\n';
+    expect(withGpuTime(created, 1)).toBe(created);
+    expect(JSON.parse(withGpuTime(completed, 12).split('data: ')[1]).response.usage).toEqual({ gpu_time_ms: 12, input_tokens: 5, output_tokens: 2 });
+  });
+
   it("adds it to Anthropic's message_delta, never to message_start; never inside model text", () => {
     const delta = 'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":15}}\n\n';
     expect(withGpuTime(delta, 9)).toContain('"usage":{"gpu_time_ms":9,"output_tokens":15}');
