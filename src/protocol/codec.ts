@@ -182,6 +182,15 @@ function optDocument(o: Json, field: string): Record<string, unknown> | undefine
   return JSON.stringify(v).length <= 64 * 1024 ? (v as Record<string, unknown>) : undefined;
 }
 
+/**
+ * `gpu_time_ms` of `response_complete` (feature `gpu_time`): a hint, so a value that is not a
+ * number is left out rather than a protocol error; numbers are clamped into [0, 7 days] and rounded.
+ */
+function optGpuTime(o: Json): { gpu_time_ms?: number } {
+  const v = clampInt(o.gpu_time_ms, 0, 7 * 24 * 3600_000);
+  return v === undefined ? {} : { gpu_time_ms: v };
+}
+
 /** Feature names a worker asks for: a list of short strings; anything else is ignored. */
 function optFeatures(o: Json): string[] | undefined {
   const v = o.features;
@@ -244,7 +253,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         headers: optStrMap(o, type, 'headers'),
         body: optStr(o, type, 'body'),
         token_counts: optTokenCounts(o),
-        ...(o.gpu_time_ms !== undefined && o.gpu_time_ms !== null ? { gpu_time_ms: uint(o, type, 'gpu_time_ms') } : {}),
+        ...optGpuTime(o),
       };
     }
     case 'response_start': {
