@@ -13,7 +13,7 @@ import {
   TokenCounts,
   WorkerToServerMessage,
 } from './messages';
-import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, WorkerNumberBounds as B } from './number-bounds';
+import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, optGpuTime, WorkerNumberBounds as B } from './number-bounds';
 
 /**
  * A frame that is well-formed JSON of a known type but carries values the receiver cannot use
@@ -182,15 +182,6 @@ function optDocument(o: Json, field: string): Record<string, unknown> | undefine
   return JSON.stringify(v).length <= 64 * 1024 ? (v as Record<string, unknown>) : undefined;
 }
 
-/**
- * `gpu_time_ms` of `response_complete` (feature `gpu_time`): a hint, so a value that is not a
- * number is left out rather than a protocol error; numbers are clamped into [0, 7 days] and rounded.
- */
-function optGpuTime(o: Json): { gpu_time_ms?: number } {
-  const v = clampInt(o.gpu_time_ms, 0, 7 * 24 * 3600_000);
-  return v === undefined ? {} : { gpu_time_ms: v };
-}
-
 /** Feature names a worker asks for: a list of short strings; anything else is ignored. */
 function optFeatures(o: Json): string[] | undefined {
   const v = o.features;
@@ -278,11 +269,8 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
       };
     case 'lifecycle_status':
       return parseLifecycleStatus(o);
-    case 'runner_capabilities': {
-      const doc = optDocument(o, 'runner_capabilities');
-      if (!doc) fail(type, 'runner_capabilities', 'a JSON object of at most 64 KiB and 32 levels');
-      return { type, runner_capabilities: doc };
-    }
+    case 'runner_capabilities':
+      return { type, runner_capabilities: optDocument(o, type) ?? fail(type, type, 'a JSON object of at most 64 KiB and 32 levels') };
     default:
       throw new ProtocolError(`unknown message type "${type}"`);
   }
