@@ -31,7 +31,11 @@ const GPU_TIME_HEADER = 'x-gpu-time-ms';
  * `false`/`0` when it said nothing.
  */
 function cacheHeaders(out: Record<string, string>, backend: Record<string, string> | undefined): void {
-  const report = readCacheHeaders(backend);
+  // Names are lowercased by clientResponseHeaders: two lookups, no scan of the headers.
+  const hit = backend?.[CACHE_HIT_HEADER];
+  const reused = backend?.[CACHE_TOKENS_REUSED_HEADER];
+  const report =
+    hit === undefined && reused === undefined ? {} : readCacheHeaders({ [CACHE_HIT_HEADER]: hit ?? '', [CACHE_TOKENS_REUSED_HEADER]: reused ?? '' });
   out[CACHE_HIT_HEADER] = report.hit === true ? 'true' : 'false';
   out[CACHE_TOKENS_REUSED_HEADER] = String(report.tokensReused ?? 0);
 }
