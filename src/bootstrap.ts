@@ -14,6 +14,7 @@ import { registerAccessLog } from './observability/access-log';
 import { openFilesWarning, readSoftOpenFilesLimit } from './observability/open-files';
 import { appVersion } from './observability/app-version';
 import { bootSummary } from './observability/boot-summary';
+import { MetricsListener } from './health/metrics-listener';
 import { ProvidersService } from './providers/providers.service';
 import { setupOpenApi } from './openapi/openapi.setup';
 import { answerBadHeaderCharacters } from './auth/header-characters';
@@ -91,6 +92,8 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
         'x-correlation-id',
         'x-tenant-id',
         'x-priority',
+        'x-cache-mode',
+        'x-cache-tag',
         'last-event-id',
         'x-switchboard-provider',
         'anthropic-version',
@@ -100,6 +103,9 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
       exposedHeaders: [
         'x-correlation-id',
         'x-queue-wait-ms',
+        'x-cache-hit',
+        'x-cache-tokens-reused',
+        'x-gpu-time-ms',
         'x-switchboard-model',
         'x-switchboard-fallback',
         'retry-after',
@@ -117,6 +123,7 @@ export async function createApp(config: AppConfig, options: CreateAppOptions = {
     });
   }
   await listen(app, config, logger);
+  if (config.metricsEnabled && config.metricsPort !== undefined) await listenForMetrics(app, config);
 
   const providers = app.get(ProvidersService).list();
   const address = app.getHttpServer().address();
@@ -151,6 +158,20 @@ async function listen(app: NestFastifyApplication, config: AppConfig, logger: Ap
     throw new ListenError(`${host}:${config.listenPort}`, code, reason, { cause: e });
   } finally {
     unmute();
+  }
+}
+
+/** `METRICS_PORT`: /metrics on its own listener; a port that cannot be opened fails the start like LISTEN_ADDR's. */
+async function listenForMetrics(app: NestFastifyApplication, config: AppConfig): Promise<void> {
+  try {
+    const port = await app.get(MetricsListener).start(config.listenHost, config.metricsPort!);
+    new Logger('Boot').log(`GET /metrics served on port ${port} (METRICS_PORT), not on the client port`);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    await app.close().catch(() => undefined);
+    throw new ListenError(`${config.listenHost}:${config.metricsPort} (METRICS_PORT)`, code, (code && LISTEN_REASONS[code]) ?? (e as Error).message, {
+      cause: e,
+    });
   }
 }
 

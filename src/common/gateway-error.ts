@@ -13,7 +13,10 @@ export interface GatewayErrorDetails {
   fields?: Record<string, unknown>;
 }
 
-/** What a refused rate-limit check reports (fields `limit`, `remaining`, `reset_at`, `retry_after_ms`). */
+/**
+ * What a refused rate-limit check reports (fields `limit`, `remaining`, `reset_at`, `retry_after_ms`,
+ * and the model-runner seed's `resetAt`, epoch seconds). `resetAt` here is epoch ms.
+ */
 export interface RateLimitDetails {
   limit: number;
   remaining: number;
@@ -24,9 +27,11 @@ export interface RateLimitDetails {
 function rateLimitDetails(d: RateLimitDetails): GatewayErrorDetails {
   return {
     retryAfterMs: boundedRetryMs(d.retryAfterMs),
-    fields: { limit: d.limit, remaining: d.remaining, reset_at: safeIsoTime(d.resetAt) },
+    fields: { limit: d.limit, remaining: d.remaining, reset_at: safeIsoTime(d.resetAt), resetAt: Math.ceil(Date.parse(safeIsoTime(d.resetAt)) / 1000) },
   };
 }
+
+const PER_MINUTE = { requests: 'req/min', tokens: 'tok/min' } as const;
 
 /**
  * Domain errors with stable codes (the table of codes, statuses, kinds and retriability is
@@ -82,8 +87,15 @@ export const Errors = {
     }),
   noHealthyWorker: (model: string, retryAfterMs: number) =>
     new GatewayError('no_healthy_worker', `No healthy worker available for model '${model}'`, { retryAfterMs }),
-  rateLimitExceeded: (kind: 'requests' | 'tokens', d: RateLimitDetails) =>
-    new GatewayError('rate_limit_exceeded', `Rate limit exceeded for ${kind} per minute, please retry`, rateLimitDetails(d)),
+  /** The message names the tenant and the limit, as the model-runner seed's does ("Tenant community-x exceeded 100 req/min"). */
+  rateLimitExceeded: (kind: 'requests' | 'tokens', d: RateLimitDetails, tenant?: string) =>
+    new GatewayError(
+      'rate_limit_exceeded',
+      tenant === undefined
+        ? `Rate limit of ${d.limit} ${PER_MINUTE[kind]} exceeded, please retry`
+        : `Tenant ${quoted(tenant)} exceeded ${d.limit} ${PER_MINUTE[kind]}, please retry`,
+      rateLimitDetails(d),
+    ),
   budgetExceeded: (d: RateLimitDetails) => new GatewayError('budget_exceeded', 'Daily token budget exceeded, please retry later', rateLimitDetails(d)),
   /**
    * A task's prompt (estimated) plus `max_tokens` does not fit: its own `ctx` bound, or the context
@@ -140,12 +152,17 @@ export const Errors = {
     }),
   notFound: (kind: string, id: string) => new GatewayError('not_found', `${kind} '${id.length > 128 ? `${id.slice(0, 128)}…` : id}' not found`),
   conflict: (message: string) => new GatewayError('conflict', message),
+  /** `queueDepth` and `avgWaitMs` are the model-runner seed's names, beside ours; the message names both figures. */
   queueFull: (retryAfterMs: number, queueDepth: number, avgWaitMs: number, tenantShare = false) =>
-    new GatewayError('queue_full', tenantShare ? "Your tenant's share of the queue is full, please retry" : 'Service temporarily at capacity, please retry', {
-      retryAfterMs,
-      policyLabel: tenantShare ? 'tenant_queue_full_reject' : 'queue_full_reject',
-      fields: { queue_depth: queueDepth, avg_wait_ms: avgWaitMs },
-    }),
+    new GatewayError(
+      'queue_full',
+      `${tenantShare ? "Your tenant's share of the queue is full" : 'Service temporarily at capacity'}: queue depth ${queueDepth}, average wait ${Math.round(avgWaitMs)} ms, please retry`,
+      {
+        retryAfterMs,
+        policyLabel: tenantShare ? 'tenant_queue_full_reject' : 'queue_full_reject',
+        fields: { queue_depth: queueDepth, avg_wait_ms: avgWaitMs, queueDepth, avgWaitMs },
+      },
+    ),
   queueTimeout: () => new GatewayError('queue_timeout', 'No worker became available within the queue timeout'),
   requestTimeout: () => new GatewayError('request_timeout', 'The request timed out'),
   requeueExhausted: () => new GatewayError('requeue_exhausted', 'Request could not be completed: requeue attempts exhausted'),

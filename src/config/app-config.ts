@@ -80,6 +80,10 @@ export interface AppConfig {
   /** Response bytes held across all requests (unread stream data, collected bodies) above which new work is refused (503). */
   maxBufferedBytes: number;
   rejectLegacyWorkers: boolean;
+  /** `METRICS_PORT`: /metrics on a listener of its own (0 = any free port); undefined = on the client port. */
+  metricsPort?: number;
+  /** `ENABLE_METRICS`: false = no /metrics anywhere. */
+  metricsEnabled: boolean;
   modelsRefreshIntervalMs: number;
   shutdownDrainTimeoutMs: number;
   /** On a second SIGTERM/SIGINT, how long the write-behind queues get to be written before exit. */

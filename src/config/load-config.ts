@@ -219,6 +219,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     streamClientBufferBytes: read(r, env, S.streamClientBufferBytes),
     maxBufferedBytes: read(r, env, S.maxBufferedBytes),
     rejectLegacyWorkers: read(r, env, S.rejectLegacyWorkers),
+    metricsPort: readMetricsPort(read(r, env, S.metricsPort), problems),
+    metricsEnabled: read(r, env, S.enableMetrics),
     modelsRefreshIntervalMs: read(r, env, S.modelsRefreshInterval),
     shutdownDrainTimeoutMs: read(r, env, S.shutdownDrainTimeout),
     shutdownFlushTimeoutMs: read(r, env, S.shutdownFlushTimeout),
@@ -272,4 +274,15 @@ export function loadConfig(env: Env = process.env): AppConfig {
   if (problems.length > 0) throw new ConfigError(problems);
   origins.set(config, { env: { ...env }, instanceIdGenerated: instanceId === undefined });
   return config;
+}
+
+/** `METRICS_PORT`: unset or empty = /metrics stays on the client port; else a port number (0 = any free port). */
+function readMetricsPort(value: string | undefined, problems: string[]): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const port = Number(value.trim());
+  if (!/^\d{1,5}$/.test(value.trim()) || port > 65535) {
+    problems.push(`METRICS_PORT must be a port number 0-65535, got "${value}"`);
+    return undefined;
+  }
+  return port;
 }

@@ -14,6 +14,7 @@ const OPTIONAL = [
   'governance.signersFile',
   'governance.keyPath',
   'telemetry.tracesEndpoint',
+  'metricsPort',
 ];
 
 const declared = SETTING_GROUPS.flatMap((g) =>
@@ -70,6 +71,8 @@ describe('configuration declarations', () => {
         'slow_client_timeout_secs',
         'stream_client_buffer_bytes',
         'max_buffered_bytes',
+        'metrics_port',
+        'enable_metrics',
         'register_timeout_secs',
         'reject_legacy_workers',
         'models_refresh_interval_secs',

@@ -50,6 +50,8 @@ export interface ResponseSink {
   queueWaited(ms: number): void;
   /** Adds gateway headers to the response (when it has not started yet): `x-concurrency-*`. */
   addHeaders?(headers: Record<string, string>): void;
+  /** The backend's processing time (the worker's negotiated `gpu_time_ms`, else the time the request held the worker), before `sendComplete`. */
+  gpuTime?(ms: number): void;
 }
 
 export type RequestPhase = 'queued' | 'assigned' | 'streaming' | 'finished';

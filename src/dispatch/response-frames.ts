@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { AppConfig } from '../config';
 import { Clock } from '../common/clock';
 import { Errors } from '../common/gateway-error';
-import { CancelReason, ResponseCompleteMessage, ResponseStartMessage, TokenCounts } from '../protocol';
+import { CancelReason, Features, ResponseCompleteMessage, ResponseStartMessage, TokenCounts } from '../protocol';
 import { Fleet } from '../fleet/fleet.service';
 import { WorkerSession } from '../fleet/worker-session';
 import { Router } from '../routing/router.service';
@@ -116,6 +116,9 @@ export class ResponseFrames {
       // Collected chunks are handed over as they are: joining them would make a second copy.
       const body = msg.body ?? req.bufferedBody ?? '';
       this.end.settle(req, msg.status_code);
+      // X-GPU-Time-Ms: the daemon's own measurement when negotiated, else how long the request held the worker.
+      const gpu = worker.features.has(Features.GPU_TIME) ? msg.gpu_time_ms : undefined;
+      req.sink.gpuTime?.(gpu ?? Math.max(0, this.clock.now() - req.assignedAt));
       req.sink.sendComplete(msg.status_code, msg.headers ?? {}, body);
       this.buffers.sent(req);
     }

@@ -2,6 +2,8 @@ import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { ProvidersService } from '../providers/providers.service';
 import { MetricsService } from '../observability/metrics.service';
 import { Fleet } from './fleet.service';
+import { runnerFigures } from './runner-figures';
+import type { RunnerFigures } from '../observability/runner-metrics';
 
 /**
  * The fleet's gauges: workers connected per provider (zeros from the start, so dashboards and
@@ -16,6 +18,19 @@ export class FleetGauges implements OnApplicationBootstrap {
     private readonly metrics: MetricsService,
   ) {
     metrics.collectSlotsWith(() => this.collectSlots());
+    metrics.collectRunnersWith(() => this.collectRunners());
+  }
+
+  /** GPU memory and KV cache of every connected worker whose runner document reports them. */
+  private collectRunners(): RunnerFigures[] {
+    const out: RunnerFigures[] = [];
+    for (const p of this.providers.all()) {
+      for (const w of this.fleet.sessions.ofProvider(p.name)) {
+        const f = w.runnerCapabilities ? runnerFigures(p.name, w.name, w.runnerCapabilities) : undefined;
+        if (f) out.push(f);
+      }
+    }
+    return out;
   }
 
   onApplicationBootstrap(): void {

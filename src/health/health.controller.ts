@@ -19,16 +19,32 @@ import { OBSERVABILITY_API } from './health.schemas';
 const DATABASE_PING_TIMEOUT_MS = 1500;
 
 export interface HealthSummary {
-  /** `saturated`: every pool's queue is at its bound (new requests get 429). */
-  status: 'ok' | 'shutting_down' | 'saturated';
+  /**
+   * The seed's values (model-runner-api `GET /health`): `healthy`, or `saturated` when every enabled
+   * pool's queue is at a non-zero bound (new requests get 429), or `shutting_down`.
+   */
+  status: 'healthy' | 'shutting_down' | 'saturated';
   version: string;
   uptime_secs: number;
   workers_connected: number;
   queue_depth: number;
   models_loaded: number;
+  /** The seed's camelCase names, beside ours: same figures as uptime_secs, models_loaded, queue_depth. */
+  uptime: number;
+  modelsLoaded: number;
+  queueDepth: number;
   providers: ProviderHealth[];
   /** The rate limiter's Redis; absent while REDIS_URL is not set (status `disabled`). */
   redis?: RedisHealth;
+}
+
+/**
+ * A pool's queue is at its bound only when the bound admits waiting at all: `max_queue_len: 0`
+ * (documented as valid: never queue, place or reject) makes `0 >= 0` true on an idle pool, and a
+ * load balancer would take a healthy gateway out.
+ */
+export function queueAtBound(p: Pick<ProviderHealth, 'queue_depth' | 'max_queue_len'>): boolean {
+  return p.max_queue_len > 0 && p.queue_depth >= p.max_queue_len;
 }
 
 @Controller('health')
@@ -93,17 +109,23 @@ export class HealthController {
     const redis = this.redis?.health();
     const providers = this.snapshot.providers();
     const enabled = providers.filter((p) => p.enabled);
-    const saturated = enabled.length > 0 && enabled.every((p) => p.queue_depth >= p.max_queue_len);
-    const status = this.lifecycle.isShuttingDown ? 'shutting_down' : saturated ? 'saturated' : 'ok';
+    const saturated = enabled.length > 0 && enabled.every(queueAtBound);
+    const status = this.lifecycle.isShuttingDown ? 'shutting_down' : saturated ? 'saturated' : 'healthy';
     // Load balancers probing /health take the gateway out while it cannot admit anything new.
-    if (status !== 'ok') reply.status(503);
+    if (status !== 'healthy') reply.status(503);
+    const uptime = Math.floor((Date.now() - this.startedAt) / 1000);
+    const queueDepth = this.snapshot.queueDepth();
+    const modelsLoaded = this.snapshot.modelsLoaded();
     return {
       status,
       version: appVersion(),
-      uptime_secs: Math.floor((Date.now() - this.startedAt) / 1000),
+      uptime_secs: uptime,
       workers_connected: this.snapshot.workersConnected(),
-      queue_depth: this.snapshot.queueDepth(),
-      models_loaded: this.snapshot.modelsLoaded(),
+      queue_depth: queueDepth,
+      models_loaded: modelsLoaded,
+      uptime,
+      modelsLoaded,
+      queueDepth,
       providers: providers.map((p) => ({
         name: p.name,
         enabled: p.enabled,

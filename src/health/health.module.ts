@@ -5,6 +5,7 @@ import { HealthController } from './health.controller';
 import { HEALTH_SNAPSHOT, HealthSnapshot } from '../observability/health-snapshot';
 import { LifecycleHealthIndicator } from './lifecycle.health';
 import { MetricsController } from './metrics.controller';
+import { MetricsListener } from './metrics-listener';
 
 export interface HealthSnapshotSource {
   /** Modules exporting what the snapshot class needs (e.g. the queue and registry modules). */
@@ -28,7 +29,8 @@ export interface HealthSnapshotSource {
     PrometheusModule.register({ controller: MetricsController, defaultMetrics: { enabled: false } }),
   ],
   controllers: [HealthController],
-  providers: [LifecycleHealthIndicator],
+  providers: [LifecycleHealthIndicator, MetricsListener],
+  exports: [MetricsListener],
 })
 export class HealthModule {
   static withSnapshot(source: HealthSnapshotSource): DynamicModule {

@@ -19,14 +19,21 @@ export const OBSERVABILITY_SCHEMAS: Record<string, SchemaObject> = {
   },
   HealthSummary: {
     type: 'object',
-    required: ['status', 'version', 'uptime_secs', 'workers_connected', 'queue_depth', 'models_loaded', 'providers'],
+    required: ['status', 'version', 'uptime_secs', 'workers_connected', 'queue_depth', 'models_loaded', 'uptime', 'modelsLoaded', 'queueDepth', 'providers'],
     properties: {
-      status: { type: 'string', enum: ['ok', 'shutting_down', 'saturated'], description: "`saturated`: every enabled pool's queue is at its bound." },
+      status: {
+        type: 'string',
+        enum: ['healthy', 'shutting_down', 'saturated'],
+        description: "The seed's values. `saturated`: every enabled pool's queue is at its bound (a pool with `max_queue_len: 0` never is).",
+      },
       version: { type: 'string' },
       uptime_secs: { type: 'integer' },
       workers_connected: { type: 'integer' },
       queue_depth: { type: 'integer' },
       models_loaded: { type: 'integer', description: 'Distinct models served by connected, non-draining workers.' },
+      uptime: { type: 'integer', description: "The seed's name for `uptime_secs`." },
+      modelsLoaded: { type: 'integer', description: "The seed's name for `models_loaded`." },
+      queueDepth: { type: 'integer', description: "The seed's name for `queue_depth`." },
       providers: {
         type: 'array',
         items: {
@@ -60,12 +67,15 @@ export const OBSERVABILITY_API = {
     security: NO_SECURITY,
     responses: {
       200: jsonResponse('The summary', ref('HealthSummary'), {
-        status: 'ok',
+        status: 'healthy',
         version: '0.1.0',
         uptime_secs: 3605,
         workers_connected: 4,
         queue_depth: 2,
         models_loaded: 3,
+        uptime: 3605,
+        modelsLoaded: 3,
+        queueDepth: 2,
         providers: [{ name: 'default', enabled: true, workers: 4, queue_depth: 2, max_queue_len: 100 }],
       }),
       503: jsonResponse("Shutting down, or every pool's queue is full", ref('HealthSummary'), {
@@ -75,6 +85,9 @@ export const OBSERVABILITY_API = {
         workers_connected: 4,
         queue_depth: 100,
         models_loaded: 3,
+        uptime: 3605,
+        modelsLoaded: 3,
+        queueDepth: 100,
         providers: [{ name: 'default', enabled: true, workers: 4, queue_depth: 100, max_queue_len: 100 }],
       }),
     },

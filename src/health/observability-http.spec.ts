@@ -29,12 +29,13 @@ async function start(imports: ModuleMetadata['imports']): Promise<{ app: NestFas
 @Injectable()
 class FakeSnapshot implements HealthSnapshot {
   workersConnected = () => 3;
-  queueDepth = () => 5;
+  queueDepth = () => this.depth;
   modelsLoaded = () => 2;
   providers = () => [
-    { name: 'gpu', enabled: true, workers: 3, queue_depth: 5, max_queue_len: this.bound, secret_hash: 'scrypt$leak', address: '10.0.0.7:5555' },
+    { name: 'gpu', enabled: true, workers: 3, queue_depth: this.depth, max_queue_len: this.bound, secret_hash: 'scrypt$leak', address: '10.0.0.7:5555' },
   ];
   bound = 100;
+  depth = 5;
 }
 @Module({ providers: [FakeSnapshot], exports: [FakeSnapshot] })
 class FakeRelayModule {}
@@ -119,12 +120,15 @@ describe('observability over HTTP (Fastify)', () => {
     const { url } = await boot([sqliteInMemory, ObservabilityModule, HealthModule]);
     const body = await (await fetch(`${url}/health`)).json();
     expect(body).toEqual({
-      status: 'ok',
+      status: 'healthy',
       version: expect.stringMatching(/^\d+\.\d+\.\d+/),
       uptime_secs: expect.any(Number),
       workers_connected: 0,
       queue_depth: 0,
       models_loaded: 0,
+      uptime: body.uptime_secs,
+      modelsLoaded: 0,
+      queueDepth: 0,
       providers: [],
     });
   });
@@ -138,6 +142,8 @@ describe('observability over HTTP (Fastify)', () => {
       workers_connected: 3,
       queue_depth: 5,
       models_loaded: 2,
+      queueDepth: 5,
+      modelsLoaded: 2,
       providers: [{ name: 'gpu', enabled: true, workers: 3, queue_depth: 5, max_queue_len: 100 }],
     });
     expect(text).not.toMatch(/secret|scrypt|10\.0\.0\.7/);
@@ -152,6 +158,17 @@ describe('observability over HTTP (Fastify)', () => {
     const res = await fetch(`${url}/health`);
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ status: 'saturated' });
+  });
+
+  it('stays 200 "healthy" on an idle gateway whose pools have max_queue_len 0', async () => {
+    const health = HealthModule.withSnapshot({ imports: [FakeRelayModule], useExisting: FakeSnapshot });
+    const { url } = await boot([sqliteInMemory, ObservabilityModule, health]);
+    const fake = apps[apps.length - 1].get(FakeSnapshot);
+    fake.bound = 0;
+    fake.depth = 0; // never queue: 0 >= 0 must not read as saturated
+    const res = await fetch(`${url}/health`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ status: 'healthy', queueDepth: 0 });
   });
 
   it('picks up HEALTH_SNAPSHOT from a global provider without withSnapshot', async () => {

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { GatewayError, statusOf } from '../common/gateway-error';
 import { ResponseSink } from '../dispatch/relay-request';
 import { clientResponseHeaders } from './response-headers';
+import { CACHE_HIT_HEADER, CACHE_TOKENS_REUSED_HEADER, readCacheHeaders } from '../usage/cache-headers';
 import { CORRELATION_HEADER } from '../observability/correlation-id';
 import { Dialect, errorBody, errorHeaders, sseErrorEvent } from '../common/error-dialect';
 
@@ -23,6 +24,23 @@ const FALLBACK_HEADER = 'x-switchboard-fallback';
 const QUEUE_WAIT_HEADER = 'x-queue-wait-ms';
 /** The serving worker's name, when `routing.expose_worker_header` is on. */
 const WORKER_HEADER = 'x-switchboard-worker';
+/** The backend's processing time (model-runner API); only on whole answers, a stream's headers go out first. */
+const GPU_TIME_HEADER = 'x-gpu-time-ms';
+
+/**
+ * The model-runner API's cache response headers, on every relayed answer: the backend's own
+ * `x-cache-hit` / `x-cache-tokens-reused` normalised to `true`/`false` and a whole number, and
+ * `false`/`0` when it said nothing.
+ */
+function cacheHeaders(out: Record<string, string>, backend: Record<string, string> | undefined): void {
+  // Names are lowercased by clientResponseHeaders: two lookups, no scan of the headers.
+  const hit = backend?.[CACHE_HIT_HEADER];
+  const reused = backend?.[CACHE_TOKENS_REUSED_HEADER];
+  const report =
+    hit === undefined && reused === undefined ? {} : readCacheHeaders({ [CACHE_HIT_HEADER]: hit ?? '', [CACHE_TOKENS_REUSED_HEADER]: reused ?? '' });
+  out[CACHE_HIT_HEADER] = report.hit === true ? 'true' : 'false';
+  out[CACHE_TOKENS_REUSED_HEADER] = String(report.tokensReused ?? 0);
+}
 
 export class HttpResponseSink implements ResponseSink {
   clientGone = false;
@@ -82,6 +100,10 @@ export class HttpResponseSink implements ResponseSink {
     this.gatewayHeaders[QUEUE_WAIT_HEADER] = String(ms);
   }
 
+  gpuTime(ms: number): void {
+    this.gatewayHeaders[GPU_TIME_HEADER] = String(Math.max(0, Math.round(ms)));
+  }
+
   /** Adds gateway headers (e.g. `x-ratelimit-*`) to whatever response is written. */
   addHeaders(headers: Record<string, string>): void {
     Object.assign(this.gatewayHeaders, headers);
@@ -91,7 +113,9 @@ export class HttpResponseSink implements ResponseSink {
     const backend = headers ? sendableHeaders(clientResponseHeaders(headers)) : undefined;
     if (backend) delete backend['content-length']; // the stream is written as it arrives
     // Same names, order and precedence as spreading the four sources, without object spread's slow path.
-    const out: Record<string, string> = Object.assign({}, SSE_HEADERS, backend, this.gatewayHeaders);
+    const out: Record<string, string> = Object.assign({}, SSE_HEADERS, backend);
+    cacheHeaders(out, backend);
+    Object.assign(out, this.gatewayHeaders);
     out[CORRELATION_HEADER] = this.correlationId;
     this.res.writeHead(status, out);
   }
@@ -160,6 +184,7 @@ export class HttpResponseSink implements ResponseSink {
       safe['content-length'] = String(length);
       if (length > 0 && !safe['content-type']) safe['content-type'] = 'application/json';
     }
+    cacheHeaders(safe, safe);
     Object.assign(safe, this.gatewayHeaders);
     safe[CORRELATION_HEADER] = this.correlationId;
     this.res.writeHead(status, safe);

@@ -1,6 +1,8 @@
 import type { GatewayErrorCode } from '../common/gateway-error';
 import type { OperationDoc, ResponseDoc, XExample } from '../openapi/api-doc';
+import type { ParameterObject } from '@nestjs/swagger';
 import { CLIENT_HEADERS, CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, ref, TAGS } from '../openapi/doc-common';
+import { CACHE_MODES, MAX_CACHE_TAG_LENGTH } from './cache-headers';
 import { CLIENT_AUTH_ERRORS, errorResponses } from '../openapi/doc-errors';
 
 export { INFERENCE_SCHEMAS } from './inference-bodies.schemas';
@@ -36,9 +38,40 @@ const INFERENCE_ERRORS: GatewayErrorCode[] = [
   'request_timeout',
 ];
 
+/** The model-runner API's cache request headers (validated, then forwarded to the worker). */
+const CACHE_HEADERS: ParameterObject[] = [
+  {
+    name: 'x-cache-mode',
+    in: 'header',
+    required: false,
+    description: 'Prefix-cache control for the backend: `prefix`, `none` or `auto`; anything else is `400 invalid_request` with `param: "x-cache-mode"`.',
+    schema: { type: 'string', enum: CACHE_MODES as string[] },
+  },
+  {
+    name: 'x-cache-tag',
+    in: 'header',
+    required: false,
+    description: `Scopes the backend's cache entries; at most ${MAX_CACHE_TAG_LENGTH} characters, else \`400 invalid_request\` with \`param: "x-cache-tag"\`.`,
+    schema: { type: 'string', maxLength: MAX_CACHE_TAG_LENGTH },
+  },
+];
+
 const SUCCESS_HEADERS: ResponseDoc['headers'] = {
   'X-Correlation-Id': HEADERS.correlationId,
   'x-queue-wait-ms': HEADERS.queueWaitMs,
+  'x-cache-hit': {
+    description: '`true` when the backend reported a prefix-cache hit (`x-cache-hit`), else `false` (also when it said nothing).',
+    schema: { type: 'string', enum: ['true', 'false'] },
+  },
+  'x-cache-tokens-reused': {
+    description: 'Prompt tokens the backend served from its cache; `0` when it said nothing.',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  'x-gpu-time-ms': {
+    description:
+      "Whole answers only: the backend's own processing time as the worker measured it around its backend call (negotiated `gpu_time_ms`), else the time the request held the worker. A stream's headers go out before the backend finished: streams carry `gpu_time_ms` in their final usage instead (docs/api.md).",
+    schema: { type: 'integer', minimum: 0 },
+  },
   'x-switchboard-model': HEADERS.servingModel,
   'x-switchboard-fallback': HEADERS.fallback,
   'x-ratelimit-limit-requests': HEADERS.rateLimit,
@@ -110,6 +143,7 @@ function inferenceOperation(r: InferenceRoute): OperationDoc {
     parameters: r.anthropic
       ? [
           ...INFERENCE_HEADERS,
+          ...CACHE_HEADERS,
           {
             name: 'anthropic-version',
             in: 'header',
@@ -119,7 +153,7 @@ function inferenceOperation(r: InferenceRoute): OperationDoc {
             example: '2023-06-01',
           },
         ]
-      : INFERENCE_HEADERS,
+      : [...INFERENCE_HEADERS, ...CACHE_HEADERS],
     requestBody: { required: true, content: json(ref(r.request), { typical: { summary: 'A typical request', value: r.requestExample } }) },
     responses: { 200: success, ...errorResponses(dialect, INFERENCE_ERRORS) },
     xExamples: examples,

@@ -11,6 +11,7 @@ import type { AccessLogFields } from '../observability/access-log';
 import { dialectOf } from '../common/error-dialect';
 import { HttpResponseSink } from './http-response-sink';
 import { parseInferenceBody } from './parse-inference-body';
+import { checkCacheHeaders } from './cache-headers';
 import { extractRequirements } from '../routing/requirements';
 import { affinityKeyOf } from '../routing/affinity-key';
 import { RoutingConfigHolder } from '../routing/routing-config-holder';
@@ -66,6 +67,8 @@ export class InferenceService {
     if (identity instanceof GatewayError) return sink.fail(identity);
     const envelope = parseInferenceBody(req.body);
     if (envelope instanceof GatewayError) return sink.fail(envelope);
+    const badCacheHeader = checkCacheHeaders(req.headers);
+    if (badCacheHeader) return sink.fail(badCacheHeader);
 
     const headers = forwardableHeaders(req.headers) ?? {};
     // Responses travel back as text frames: a compressed backend body could not cross them.

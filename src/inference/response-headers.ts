@@ -34,6 +34,7 @@ const DROP_X = new Set([
   'x-real-ip',
   'x-correlation-id',
   'x-queue-wait-ms',
+  'x-gpu-time-ms',
   'x-backoff-ms',
 ]);
 const DROP_X_PREFIXES = ['x-switchboard-', 'x-accel-', 'x-forwarded-', 'x-budget-', 'x-lighttpd-'];

@@ -131,3 +131,37 @@ describe('parsePrometheusText', () => {
     expect(f.get('g')!.samples[1].value).toBeNaN();
   });
 });
+
+describe('MetricsService: runner documents and the cache hit ratio (issue 22)', () => {
+  it('sets switchboard_cache_hit_ratio{model} from the reported hits and misses, beside the counters', async () => {
+    const metrics = new MetricsService(createMetricsRegistry());
+    metrics.backendCache('gpu', 'm', { hit: true });
+    metrics.backendCache('cpu', 'm', { hit: true });
+    metrics.backendCache('gpu', 'm', { hit: false, tokensReused: 3 });
+    metrics.backendCache('gpu', 'm', { tokensReused: 3 }); // no result: not in the ratio
+    metrics.backendCache('gpu', 'other', { hit: false });
+    const families = await scrape(metrics.registry);
+    const ratio = families.get('switchboard_cache_hit_ratio');
+    expect(ratio?.type).toBe('gauge');
+    expect(valueOf(ratio, 'switchboard_cache_hit_ratio', { model: 'm' })).toBeCloseTo(2 / 3);
+    expect(valueOf(ratio, 'switchboard_cache_hit_ratio', { model: 'other' })).toBe(0);
+  });
+
+  it('reads GPU memory and KV cache figures at scrape time, dropping workers that are gone', async () => {
+    const metrics = new MetricsService(createMetricsRegistry());
+    let figures = [
+      { pool: 'gpu', worker: 'w1', gpus: [{ gpu: '0', usedBytes: 1024 }], kvCacheUsage: 0.5 },
+      { pool: 'gpu', worker: 'w2', gpus: [{ gpu: '1', usedBytes: 2048 }] },
+    ];
+    metrics.collectRunnersWith(() => figures);
+    let families = await scrape(metrics.registry);
+    expect(valueOf(families.get('switchboard_gpu_memory_used_bytes'), 'switchboard_gpu_memory_used_bytes', { pool: 'gpu', worker: 'w1', gpu: '0' })).toBe(1024);
+    expect(valueOf(families.get('switchboard_gpu_memory_used_bytes'), 'switchboard_gpu_memory_used_bytes', { worker: 'w2', gpu: '1' })).toBe(2048);
+    expect(valueOf(families.get('switchboard_kv_cache_usage_ratio'), 'switchboard_kv_cache_usage_ratio', { pool: 'gpu', worker: 'w1' })).toBe(0.5);
+    expect(families.get('switchboard_kv_cache_usage_ratio')!.samples).toHaveLength(1);
+    figures = [figures[1]];
+    families = await scrape(metrics.registry);
+    expect(families.get('switchboard_gpu_memory_used_bytes')!.samples.map((s) => s.labels.worker)).toEqual(['w2']);
+    expect(families.get('switchboard_kv_cache_usage_ratio')!.samples).toEqual([]);
+  });
+});

@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { LabelBudget } from './label-budget';
 import { DeferredSeries, HistogramSeries } from './metrics-registry';
 import { AuthMetrics, UsageMetrics } from './usage-and-auth-metrics';
+import { RunnerFigures, RunnerMetrics } from './runner-metrics';
 
 const MAX_MODEL_LABELS = 500;
 const MAX_TENANT_LABELS = 200;
@@ -61,6 +62,8 @@ export class MetricsService {
   private readonly rateLimiterFallbacks: Counter;
   private readonly cacheResults: Counter<'provider' | 'model' | 'result'>;
   private readonly cacheTokensReused: Counter<'provider' | 'model'>;
+  /** GPU memory and KV cache from runner documents, cache hit ratio per model (runner-metrics.ts). */
+  private readonly runners: RunnerMetrics;
   /** Fills the slot gauges at scrape time, so no request pays for walking the workers. */
   private slotCollector: (() => void) | undefined;
   /** Client-chosen label values are capped (see LabelBudget). */
@@ -214,6 +217,7 @@ export class MetricsService {
       labelNames: ['provider', 'model'],
       registers,
     });
+    this.runners = new RunnerMetrics(registry, PREFIX, this.models);
     this.durationSeries = new HistogramSeries(this.requestDuration);
     this.firstByteSeries = new HistogramSeries(this.firstByte);
     this.queueWaitSeries = new HistogramSeries(this.queueWaitSeconds);
@@ -323,6 +327,12 @@ export class MetricsService {
     if (report.hit === undefined && report.tokensReused === undefined) return;
     const labels = { provider, model: this.models.label(model) };
     if (report.hit !== undefined) this.cacheResults.inc({ ...labels, result: report.hit ? 'hit' : 'miss' });
+    if (report.hit !== undefined) this.runners.cacheResult(model, report.hit);
     if (report.tokensReused !== undefined) this.cacheTokensReused.inc(labels, report.tokensReused);
+  }
+
+  /** Reads the workers' runner figures at scrape time (GPU memory, KV cache). */
+  collectRunnersWith(collector: () => RunnerFigures[]): void {
+    this.runners.collectWith(collector);
   }
 }

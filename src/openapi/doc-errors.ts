@@ -92,7 +92,7 @@ export const SAMPLE_ERRORS: Record<GatewayErrorCode, GatewayError> = {
   pool_unready: Errors.poolUnready('local', 'no eligible worker'),
   pool_unavailable: Errors.poolUnavailable('local'),
   model_not_allowed: Errors.modelNotAllowed('llama3:70b'),
-  rate_limit_exceeded: Errors.rateLimitExceeded('requests', RATE_LIMIT),
+  rate_limit_exceeded: Errors.rateLimitExceeded('requests', RATE_LIMIT, 'community-x'),
   budget_exceeded: Errors.budgetExceeded({ ...RATE_LIMIT, limit: 1_000_000, resetAt: Date.UTC(2026, 10, 23), retryAfterMs: 11_400_000 }),
   context_exceeded: Errors.contextExceeded({ promptTokens: 7900, maxTokens: 512, model: 'llama3:8b' }),
   session_budget_exceeded: Errors.sessionBudgetExceeded({ budget: 'tokens', limit: 100_000, used: 99_800, requested: 600 }),
@@ -167,6 +167,9 @@ const EXTRA_FIELDS: Record<string, SchemaObject> = {
   remaining: { type: 'integer', description: '`rate_limit_exceeded`, `budget_exceeded`.' },
   reset_at: { type: 'string', format: 'date-time', description: '`rate_limit_exceeded`, `budget_exceeded`.' },
   queue_depth: { type: 'integer', description: '`queue_full`.' },
+  queueDepth: { type: 'integer', description: "`queue_full`: the model-runner seed's name for `queue_depth`." },
+  avgWaitMs: { type: 'number', description: "`queue_full`: the model-runner seed's name for `avg_wait_ms`." },
+  resetAt: { type: 'integer', description: "`rate_limit_exceeded`, `budget_exceeded`: the model-runner seed's `reset_at`, in epoch seconds." },
   check: {
     type: 'string',
     description:

@@ -240,3 +240,28 @@ describe('worker protocol codec', () => {
     });
   });
 });
+
+describe('issue 22: gpu_time_ms and runner_capabilities frames', () => {
+  const complete = (extra: string) => parseWorkerMessage(`{"type":"response_complete","request_id":"r","status_code":200${extra}}`);
+
+  it('reads gpu_time_ms as a hint: absent stays absent, numbers clamped and rounded, anything else left out', () => {
+    expect(complete('')).not.toHaveProperty('gpu_time_ms');
+    expect(complete(',"gpu_time_ms":450')).toMatchObject({ gpu_time_ms: 450 });
+    expect(complete(',"gpu_time_ms":1.2')).toMatchObject({ gpu_time_ms: 2 });
+    expect(complete(',"gpu_time_ms":-5')).toMatchObject({ gpu_time_ms: 0 });
+    expect(complete(',"gpu_time_ms":1e300')).toMatchObject({ gpu_time_ms: 7 * 24 * 3600_000 });
+    expect(complete(',"gpu_time_ms":"fast"')).not.toHaveProperty('gpu_time_ms');
+    expect(complete(',"gpu_time_ms":null')).not.toHaveProperty('gpu_time_ms');
+  });
+
+  it('parses runner_capabilities: a JSON object, else a protocol error', () => {
+    expect(parseWorkerMessage('{"type":"runner_capabilities","runner_capabilities":{"resources":{"gpuMemoryFreeMB":1}}}')).toEqual({
+      type: 'runner_capabilities',
+      runner_capabilities: { resources: { gpuMemoryFreeMB: 1 } },
+    });
+    expect(() => parseWorkerMessage('{"type":"runner_capabilities"}')).toThrow(ProtocolError);
+    expect(() => parseWorkerMessage('{"type":"runner_capabilities","runner_capabilities":[1]}')).toThrow(ProtocolError);
+    const deep = '{"a":'.repeat(40) + '1' + '}'.repeat(40);
+    expect(() => parseWorkerMessage(`{"type":"runner_capabilities","runner_capabilities":${deep}}`)).toThrow(ProtocolError);
+  });
+});

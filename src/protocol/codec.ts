@@ -14,7 +14,7 @@ import {
   WorkerToServerMessage,
 } from './messages';
 import { optCacheStats } from './cache-stats-codec';
-import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, WorkerNumberBounds as B } from './number-bounds';
+import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, optGpuTime, WorkerNumberBounds as B } from './number-bounds';
 
 /**
  * A frame that is well-formed JSON of a known type but carries values the receiver cannot use
@@ -245,6 +245,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         headers: optStrMap(o, type, 'headers'),
         body: optStr(o, type, 'body'),
         token_counts: optTokenCounts(o),
+        ...optGpuTime(o),
       };
     }
     case 'response_start': {
@@ -270,6 +271,8 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
       };
     case 'lifecycle_status':
       return parseLifecycleStatus(o);
+    case 'runner_capabilities':
+      return { type, runner_capabilities: optDocument(o, type) ?? fail(type, type, 'a JSON object of at most 64 KiB and 32 levels') };
     default:
       throw new ProtocolError(`unknown message type "${type}"`);
   }

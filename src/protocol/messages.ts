@@ -27,8 +27,19 @@ export const Features = {
   MODEL_LIFECYCLE: 'model_lifecycle',
   /** The worker may add `cache_stats` (its backend's KV-cache usage and prefix-cache hit ratio) to `pong`. */
   CACHE_STATS: 'cache_stats',
+  /** The worker reports `gpu_time_ms` in `response_complete`: its backend's own processing time. */
+  GPU_TIME: 'gpu_time',
+  /** The worker sends a `runner_capabilities` frame whenever its backend's runner document changed. */
+  RUNNER_CAPABILITIES: 'runner_capabilities',
 } as const;
-export const GATEWAY_FEATURES: readonly string[] = [Features.RESPONSE_START, Features.CANCEL_REASONS, Features.MODEL_LIFECYCLE, Features.CACHE_STATS];
+export const GATEWAY_FEATURES: readonly string[] = [
+  Features.RESPONSE_START,
+  Features.CANCEL_REASONS,
+  Features.MODEL_LIFECYCLE,
+  Features.GPU_TIME,
+  Features.RUNNER_CAPABILITIES,
+  Features.CACHE_STATS,
+];
 
 /** Where a lifecycle operation stands, as a worker reports it in `lifecycle_status`. */
 export const LIFECYCLE_STATUSES = ['accepted', 'loading', 'completed', 'failed', 'unsupported'] as const;
@@ -91,6 +102,15 @@ export interface ModelsUpdateMessage {
   priority?: number;
 }
 
+/**
+ * Negotiated (`runner_capabilities`): the backend's runner document (its `GET /v1/capabilities`)
+ * changed since the worker last sent it (in `register` or in an earlier frame of this type).
+ */
+export interface RunnerCapabilitiesMessage {
+  type: 'runner_capabilities';
+  runner_capabilities: Record<string, unknown>;
+}
+
 export interface ResponseChunkMessage {
   type: 'response_chunk';
   request_id: string;
@@ -104,6 +124,11 @@ export interface ResponseCompleteMessage {
   headers?: Record<string, string>;
   body?: string;
   token_counts?: TokenCounts;
+  /**
+   * Negotiated (`gpu_time`): milliseconds the worker's backend call took, measured by the daemon
+   * around it (X-GPU-Time-Ms). Only sent once the gateway accepted the feature; optional even then.
+   */
+  gpu_time_ms?: number;
 }
 
 /** Negotiated (`response_start`): a stream's status and headers, before its first chunk. */
@@ -156,6 +181,7 @@ export type WorkerToServerMessage =
   | RegisterMessage
   | LifecycleStatusMessage
   | ModelsUpdateMessage
+  | RunnerCapabilitiesMessage
   | ResponseChunkMessage
   | ResponseCompleteMessage
   | ResponseStartMessage

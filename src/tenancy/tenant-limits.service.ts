@@ -186,7 +186,7 @@ export class TenantLimits {
     const details = { limit: refusal.limit, remaining: refusal.remaining, resetAt: refusal.resetAt, retryAfterMs };
     return {
       headers,
-      error: refused.kind === 'budget' ? Errors.budgetExceeded(details) : Errors.rateLimitExceeded(refused.kind, details),
+      error: refused.kind === 'budget' ? Errors.budgetExceeded(details) : Errors.rateLimitExceeded(refused.kind, details, identity.tenant),
     };
   }
 }

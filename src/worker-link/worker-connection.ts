@@ -276,6 +276,11 @@ export class WorkerConnection implements WorkerChannel {
         if (message.cache_stats && worker.features.has(Features.CACHE_STATS)) worker.cacheStats = message.cache_stats;
         fleet.onPong(worker, message.current_load);
         return;
+      case 'runner_capabilities':
+        if (!worker.features.has(Features.RUNNER_CAPABILITIES)) return this.protocolError('runner_capabilities without the negotiated feature');
+        // Read where it is used (capabilities, metrics at scrape, load target selection): nothing else to update.
+        worker.runnerCapabilities = message.runner_capabilities;
+        return;
       case 'response_start':
         if (!worker.features.has(Features.RESPONSE_START)) return this.protocolError('response_start without the negotiated feature');
         if (frames.onResponseStart(worker, message) === 'unknown') {

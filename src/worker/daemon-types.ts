@@ -15,6 +15,8 @@ export interface WorkerDaemonOptions {
   modelsTimeoutMs?: number;
   /** Extra wait after a graceful_shutdown deadline before the worker closes the link itself. Default 5 s. */
   drainGraceMs?: number;
+  /** How often the backend's runner document (`GET /v1/capabilities`) is read again; sent only when it changed. Default 5 s; 0 = never. */
+  runnerRefreshMs?: number;
   /** Time limit of each backend probe request; a whole probing round gets twice this. Default 2 s. */
   probeTimeoutMs?: number;
   /** First reconnect delay after the gateway closed with 1012 (restarting), plus up to 25 % jitter. Default 1 s. */

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
-import { CloseCodes, Features, GracefulShutdownMessage, PROTOCOL_VERSION, RegisterAckMessage, ServerToWorkerMessage } from '../protocol';
+import { CloseCodes, Features, GracefulShutdownMessage, RegisterAckMessage, ServerToWorkerMessage } from '../protocol';
 import { Clock, TimerHandle, daemonClock } from './clock';
 import { DaemonEvents, DaemonState, DaemonStatus, WorkerDaemonOptions } from './daemon-types';
 import { WorkerConfig, WorkerConfigError, connectUrl } from './config';
@@ -8,12 +8,14 @@ import { GatewayLink } from './link/gateway-link';
 import { logNetworkSetup } from './link/network-log';
 import { ReconnectPolicy } from './link/reconnect-policy';
 import { LinkSession } from './link/session';
+import { registerFrame } from './link/register-frame';
 import { Logger, silentLogger } from './logger';
 import { LifecycleHttp } from './models/lifecycle/backend-http';
 import { LifecycleDispatcher } from './models/lifecycle/dispatcher';
 import { ModelCatalog } from './models/model-catalog';
 import { ModelSync } from './models/model-sync';
 import { BackendProber } from './models/probes/backend-prober';
+import { RUNNER_REFRESH_MS, RunnerRefresh } from './models/runner-refresh';
 import { ProxySettings } from './network/proxy-env';
 import { TlsTrust, tlsTrust } from './network/tls-trust';
 import { BackendClient } from './requests/backend-client';
@@ -44,6 +46,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
   private readonly proxy: ProxySettings;
   private readonly tls: TlsTrust;
   private readonly backend: BackendClient;
+  private readonly runnerRefresh: RunnerRefresh;
   private readonly drainGraceMs: number;
   private readonly link: GatewayLink;
   private readonly relay: RequestRelay;
@@ -145,6 +148,12 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       pollMs: options.lifecyclePollMs ?? 1_000,
       progressIntervalMs: options.lifecycleProgressIntervalMs ?? 1_000,
       clock,
+    });
+    this.runnerRefresh = new RunnerRefresh(backend, this.catalog, {
+      intervalMs: options.runnerRefreshMs ?? RUNNER_REFRESH_MS,
+      timeoutMs: options.probeTimeoutMs ?? 2_000,
+      stopping: () => this.stopping,
+      log,
     });
     this.modelSync = new ModelSync(this.catalog, dispatcher, {
       priority: config.priority,
@@ -250,28 +259,9 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
   private onOpen(session: LinkSession): void {
     const { config } = this;
     const models = this.registerModels;
-    const probed = this.catalog.probe;
     this.state = this.stopping ? 'stopping' : 'connected';
-    session.advertisedEndpoints = probed?.endpoints;
-    session.send({
-      type: 'register',
-      worker_name: config.workerName,
-      models,
-      max_concurrent: config.maxConcurrency,
-      protocol_version: PROTOCOL_VERSION,
-      current_load: this.relay.load,
-      capabilities: this.catalog.capabilitiesFor(models),
-      endpoints: probed?.endpoints,
-      priority: config.priority,
-      runner: probed?.runner,
-      runner_capabilities: probed?.runnerCapabilities,
-      features: [
-        Features.RESPONSE_START,
-        Features.CANCEL_REASONS,
-        ...(config.modelLifecycle ? [Features.MODEL_LIFECYCLE] : []),
-        ...(this.cacheTelemetry.supported ? [Features.CACHE_STATS] : []),
-      ],
-    });
+    session.advertisedEndpoints = this.catalog.probe?.endpoints;
+    session.send(registerFrame(config, models, this.catalog, this.relay.load, this.cacheTelemetry.supported));
     this.log.info('connected to gateway; registering', { models, max_concurrent: config.maxConcurrency });
     this.link.armIdleTimer(session);
     if (config.discoverModels && config.modelsPollIntervalMs > 0) this.modelSync.schedulePoll(session);
@@ -310,6 +300,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     session.features = new Set(ack.features ?? []);
     this.link.registered();
     if (session.features.has(Features.CACHE_STATS)) void this.cacheTelemetry.refresh();
+    this.runnerRefresh.start(session);
     const probed = this.catalog.probe;
     this.log.info('registered with the gateway', {
       worker_id: ack.worker_id,

@@ -41,8 +41,19 @@ describe('observability endpoints on the real gateway', () => {
     expect(res.status).toBe(200);
     const text = await res.text();
     const body = JSON.parse(text);
-    expect(Object.keys(body).sort()).toEqual(['models_loaded', 'providers', 'queue_depth', 'status', 'uptime_secs', 'version', 'workers_connected']);
-    expect(body).toMatchObject({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    expect(Object.keys(body).sort()).toEqual([
+      'modelsLoaded',
+      'models_loaded',
+      'providers',
+      'queueDepth',
+      'queue_depth',
+      'status',
+      'uptime',
+      'uptime_secs',
+      'version',
+      'workers_connected',
+    ]);
+    expect(body).toMatchObject({ status: 'healthy', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
     expect(typeof body.uptime_secs).toBe('number');
     expect(typeof body.workers_connected).toBe('number');
     expect(typeof body.queue_depth).toBe('number');

@@ -45,7 +45,7 @@ describe('the gateway with REDIS_URL', () => {
     const up = await healthOnceRedisIs(gw, 'ok');
     expect(up.body.redis).toEqual({ status: 'ok', url: `127.0.0.1:${server.port}`, since: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) });
     expect(up.text).not.toContain(PASSWORD);
-    expect(up.body.status).toBe('ok');
+    expect(up.body.status).toBe('healthy');
     expect(await metric(gw, 'switchboard_redis_up')).toBe(1);
 
     // The port the admission wiring will use: the Redis limiter, deciding through Redis.
@@ -57,7 +57,7 @@ describe('the gateway with REDIS_URL', () => {
     const down = await healthOnceRedisIs(gw, 'down');
     expect(down.body.redis.url).toBe(`127.0.0.1:${server.port}`);
     expect(Date.parse(down.body.redis.since)).toBeGreaterThanOrEqual(Date.parse(up.body.redis.since));
-    expect(down.body.status).toBe('ok');
+    expect(down.body.status).toBe('healthy');
     expect(down.text).not.toContain(PASSWORD);
     expect(await metric(gw, 'switchboard_redis_up')).toBe(0);
 

@@ -107,7 +107,9 @@ describe('client-facing error contract', () => {
     expect(Number(res.headers.get('x-backoff-ms'))).toBeGreaterThan(0);
     expect(res.json.error).toMatchObject({
       code: 'queue_full',
-      message: 'Service temporarily at capacity, please retry',
+      message: expect.stringMatching(/^Service temporarily at capacity: queue depth 1, average wait \d+ ms, please retry$/),
+      queueDepth: 1,
+      avgWaitMs: expect.any(Number),
       retriable: true,
       retry_after_ms: Number(res.headers.get('x-backoff-ms')),
       policy_label: expect.any(String),

@@ -26,9 +26,9 @@ describe('tenancy at admission: tenants, limits, priorities, fairness', () => {
 
   it('forwards the resolved tenant to the worker and answers x-queue-wait-ms on every response', async () => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['ten-fwd'] });
-    const pending = post(gw.url, '/v1/chat/completions', chat('ten-fwd'), { 'x-tenant-id': 'team-a', 'x-priority': 'high', 'x-cache-mode': 'prefer' });
+    const pending = post(gw.url, '/v1/chat/completions', chat('ten-fwd'), { 'x-tenant-id': 'team-a', 'x-priority': 'high', 'x-cache-mode': 'prefix' });
     const req = await worker.next('request');
-    expect(req.headers).toMatchObject({ 'x-tenant-id': 'team-a', 'x-priority': 'high', 'x-cache-mode': 'prefer' });
+    expect(req.headers).toMatchObject({ 'x-tenant-id': 'team-a', 'x-priority': 'high', 'x-cache-mode': 'prefix' });
     worker.complete(req.request_id, { ok: true });
     const res = await pending;
     expect(res.status).toBe(200);

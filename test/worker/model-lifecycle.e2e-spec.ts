@@ -39,7 +39,7 @@ describe('worker daemon: model lifecycle', () => {
     ollama.pulls.set('qwen2.5:7b', { layers: [{ digest: 'sha256:0123456789abcdef0123', total: 4_000_000_000 }] });
     startWorker({ probe: true, discoverModels: true, models: [] }, fast);
     const { conn, register } = await registered();
-    expect(register.features).toEqual(FEATURES);
+    expect(register.features).toEqual([...FEATURES, 'gpu_time']);
     expect(register.models).toEqual(['llama3:latest']);
 
     conn.send({ type: 'model_load', task_id: 'load-1', model_id: 'qwen2.5:7b', verified_op_token: 'op-token' });
@@ -114,7 +114,7 @@ describe('worker daemon: model lifecycle', () => {
   it('with --no-model-lifecycle does not ask for the feature', async () => {
     startWorker({ modelLifecycle: false }, fast);
     const { register } = await registered();
-    expect(register.features).toEqual(['response_start', 'cancel_reasons']);
+    expect(register.features).toEqual(['response_start', 'cancel_reasons', 'gpu_time']);
   });
 
   it('answers unsupported, with why, for a backend that has no lifecycle API', async () => {

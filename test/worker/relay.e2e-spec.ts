@@ -29,7 +29,7 @@ describe('worker daemon: registration and relaying requests', () => {
       protocol_version: '2026-04-bridge-v1',
       current_load: 0,
       capabilities: { 'qwen2.5:7b': { tools: true, context_length: 32768 } },
-      features: ['response_start', 'cancel_reasons', 'model_lifecycle'],
+      features: ['response_start', 'cancel_reasons', 'model_lifecycle', 'gpu_time'],
     });
   });
 

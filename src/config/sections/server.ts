@@ -147,7 +147,7 @@ export const SERVER_SETTINGS = group('', '', {
     reload: 'restart',
     fields: ['corsOrigins'],
     docDefault: 'none (CORS off)',
-    doc: 'comma-separated browser origins (`https://dashboard.example.com`) or `*` allowed to call the API: preflights are answered, and responses — relayed ones too — carry `Access-Control-Allow-Origin` and expose `X-Correlation-Id`, `x-queue-wait-ms`, `x-switchboard-*`, `Retry-After`, the `x-ratelimit-*` headers and, for [tasks](tasks.md), `Location` and `X-Budget-Remaining-Tokens` (`Last-Event-ID` is an allowed request header)',
+    doc: 'comma-separated browser origins (`https://dashboard.example.com`) or `*` allowed to call the API: preflights are answered, and responses — relayed ones too — carry `Access-Control-Allow-Origin` and expose `X-Correlation-Id`, `x-queue-wait-ms`, `x-cache-hit`, `x-cache-tokens-reused`, `x-gpu-time-ms`, `x-switchboard-*`, `Retry-After`, the `x-ratelimit-*` headers and, for [tasks](tasks.md), `Location` and `X-Budget-Remaining-Tokens` (`Last-Event-ID` is an allowed request header)',
   }),
   cancelGrace: secs({
     env: 'CANCEL_GRACE_SECS',
@@ -195,6 +195,22 @@ export const SERVER_SETTINGS = group('', '', {
     reload: 'restart',
     fields: ['registerTimeoutMs'],
     doc: 'time a connected worker has to send `register` before `1002`',
+  }),
+  metricsPort: str({
+    env: 'METRICS_PORT',
+    yaml: 'metrics_port',
+    reload: 'restart',
+    fields: ['metricsPort'],
+    docDefault: 'none (on `LISTEN_ADDR`)',
+    doc: 'serve `GET /metrics` on a listener of its own, plain HTTP on this port of the `LISTEN_ADDR` host (`0` = any free port), instead of on the client port, which then answers it 404. Many operators keep metrics off the client port',
+  }),
+  enableMetrics: bool({
+    env: 'ENABLE_METRICS',
+    yaml: 'enable_metrics',
+    default: true,
+    reload: 'restart',
+    fields: ['metricsEnabled'],
+    doc: '`false` turns `GET /metrics` off (404) and opens no `METRICS_PORT` listener',
   }),
   rejectLegacyWorkers: bool({
     env: 'REJECT_LEGACY_WORKERS',

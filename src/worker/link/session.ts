@@ -3,7 +3,7 @@ import { WorkerToServerMessage, encodeMessage } from '../../protocol';
 import { Clock, TimerHandle } from '../clock';
 
 /** The timers that belong to one connection; all of them end with it. */
-export type SessionTimer = 'idle' | 'poll' | 'drain' | 'close';
+export type SessionTimer = 'idle' | 'poll' | 'runner' | 'drain' | 'close';
 
 /** One WebSocket connection and the timers that belong to it. */
 export class LinkSession {

@@ -3,6 +3,7 @@ import { Clock } from '../clock';
 import { Logger } from '../logger';
 import { RelayChannel } from './channel';
 import { CompleteParts, ResponseSink } from './request-runner';
+import { withGpuTime } from './usage-gpu-time';
 
 /** Frames bigger than this waiting in the socket buffer pause the backend stream. */
 const SEND_HIGH_WATER_BYTES = 1 << 20;
@@ -19,7 +20,8 @@ export interface Task {
   sentChunks: boolean;
 }
 
-export function sendComplete(channel: RelayChannel, requestId: string, parts: CompleteParts): void {
+/** `gpuTimeMs`: the backend call's duration, sent only when the gateway accepted the `gpu_time` feature. */
+export function sendComplete(channel: RelayChannel, requestId: string, parts: CompleteParts, gpuTimeMs?: number): void {
   channel.send({
     type: 'response_complete',
     request_id: requestId,
@@ -27,6 +29,7 @@ export function sendComplete(channel: RelayChannel, requestId: string, parts: Co
     headers: parts.headers && Object.keys(parts.headers).length > 0 ? parts.headers : undefined,
     body: parts.body ? parts.body : undefined,
     token_counts: parts.token_counts,
+    ...(gpuTimeMs !== undefined && channel.features.has(Features.GPU_TIME) ? { gpu_time_ms: Math.max(0, Math.round(gpuTimeMs)) } : {}),
   });
 }
 
@@ -44,7 +47,9 @@ export function sinkFor(task: Task, startedAt: number, clock: Clock, log: Logger
       if (task.settled || !channel.open) return;
       chunks++;
       task.sentChunks = true;
-      const frame: WorkerToServerMessage = { type: 'response_chunk', request_id: id, chunk: text };
+      // A gateway that accepted gpu_time also gets the GPU time in a stream's final usage (usage-gpu-time.ts).
+      const out = task.request.is_streaming && channel.features.has(Features.GPU_TIME) ? withGpuTime(text, clock.now() - startedAt) : text;
+      const frame: WorkerToServerMessage = { type: 'response_chunk', request_id: id, chunk: out };
       if (channel.bufferedAmount < SEND_HIGH_WATER_BYTES) {
         channel.send(frame);
         return;
@@ -57,7 +62,7 @@ export function sinkFor(task: Task, startedAt: number, clock: Clock, log: Logger
     complete: (parts) => {
       if (task.settled) return;
       task.settled = true;
-      sendComplete(channel, id, parts);
+      sendComplete(channel, id, parts, clock.now() - startedAt);
       log.info('request completed', {
         request_id: id,
         model: task.request.model,
