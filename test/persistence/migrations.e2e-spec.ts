@@ -60,6 +60,7 @@ describe('migrations', () => {
       'TenantPools1765170000000',
       'Chargeback1765250000000',
       'MaxConcurrent1765256400000',
+      'AdminAudit1765300000000',
     ]);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
