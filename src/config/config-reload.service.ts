@@ -123,7 +123,9 @@ export class ConfigReloadService {
   }
 
   private async tell(event: SignalReload): Promise<void> {
-    await Promise.all(this.signalObservers.map((o) => o(event).catch((e: unknown) => this.log.error(`signal reload observer failed: ${(e as Error).message}`))));
+    await Promise.all(
+      this.signalObservers.map((o) => o(event).catch((e: unknown) => this.log.error(`signal reload observer failed: ${(e as Error).message}`))),
+    );
   }
 
   /** Runs `task` once every reload (or pool reload) queued before it has finished; later ones wait for it. */

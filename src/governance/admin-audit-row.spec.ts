@@ -5,7 +5,13 @@ import { bodyObject, errorOutcome, MAX_SUMMARY_CHARS, redact, reloadSummary, sum
 describe('admin audit rows', () => {
   it('redacts every secret-named field at any depth, keeping that it was given', () => {
     expect(
-      redact({ name: 'p', secret: 'x', nested: { api_key: 'k', token: 't', password: 'p', keyHash: 'h', rpm: 1 }, list: [{ client_secret: 'c' }], key: 'sk-1' }),
+      redact({
+        name: 'p',
+        secret: 'x',
+        nested: { api_key: 'k', token: 't', password: 'p', keyHash: 'h', rpm: 1 },
+        list: [{ client_secret: 'c' }],
+        key: 'sk-1',
+      }),
     ).toEqual({
       name: 'p',
       secret: '[redacted]',

@@ -30,7 +30,14 @@ function contextOf(req: Partial<FastifyRequest>, spec: AuditedSpec): ExecutionCo
 }
 
 const ssoRequest = () => {
-  const req = { method: 'PATCH', params: { id: 'key-1' }, query: {}, body: '{"rpm":5,"secret":"s3cr3t"}', headers: {}, correlationId: 'corr-1' } as unknown as FastifyRequest;
+  const req = {
+    method: 'PATCH',
+    params: { id: 'key-1' },
+    query: {},
+    body: '{"rpm":5,"secret":"s3cr3t"}',
+    headers: {},
+    correlationId: 'corr-1',
+  } as unknown as FastifyRequest;
   setAdminActor(req, { kind: 'sso', subject: 'user-42', name: 'Ada Lovelace', role: 'operator' });
   return req;
 };
@@ -69,7 +76,9 @@ describe('AdminAuditInterceptor (@Audited admin routes)', () => {
     store();
     const interceptor = new AdminAuditInterceptor(audit, new Reflector());
     const error = Errors.notFound('API key', 'key-1');
-    const answer = firstValueFrom(interceptor.intercept(contextOf(ssoRequest(), { action: 'keys.update' }), { handle: () => throwError(() => error) } as CallHandler));
+    const answer = firstValueFrom(
+      interceptor.intercept(contextOf(ssoRequest(), { action: 'keys.update' }), { handle: () => throwError(() => error) } as CallHandler),
+    );
     await expect(answer).rejects.toBe(error);
     expect(rows[0].row).toMatchObject({ action: 'keys.update', targetId: 'key-1', outcome: 'refused', status: 404, errorCode: 'not_found' });
   });

@@ -54,10 +54,18 @@ export class AdminAuditInterceptor implements NestInterceptor {
     return next.handle().pipe(
       catchError((error: unknown) => {
         const { status, code, message } = errorOutcome(error);
-        const row = { ...rowOf(spec, call(undefined)), outcome: status >= 500 ? ('failed' as const) : ('refused' as const), status, errorCode: code, error: message };
+        const row = {
+          ...rowOf(spec, call(undefined)),
+          outcome: status >= 500 ? ('failed' as const) : ('refused' as const),
+          status,
+          errorCode: code,
+          error: message,
+        };
         return from(this.audit.record(origin, row)).pipe(mergeMap(() => throwError(() => error)));
       }),
-      mergeMap((result: unknown) => from(this.audit.record(origin, { ...rowOf(spec, call(result)), outcome: 'completed', status: successStatus })).pipe(map(() => result))),
+      mergeMap((result: unknown) =>
+        from(this.audit.record(origin, { ...rowOf(spec, call(result)), outcome: 'completed', status: successStatus })).pipe(map(() => result)),
+      ),
     );
   }
 }

@@ -92,7 +92,10 @@ function toRecord(row: AuditEntryEntity): AuditRecord {
     at: row.at,
     operation: row.operation as LifecycleOperation,
     action: row.action ?? `lifecycle.${row.operation}`,
-    actor: row.actorKind === null ? null : ({ kind: row.actorKind, subject: row.actorSubject ?? '', ...(row.actorName ? { name: row.actorName } : {}) } as AuditActor),
+    actor:
+      row.actorKind === null
+        ? null
+        : ({ kind: row.actorKind, subject: row.actorSubject ?? '', ...(row.actorName ? { name: row.actorName } : {}) } as AuditActor),
     role: row.role,
     sourceAddress: row.sourceAddress,
     correlationId: row.correlationId,

@@ -55,7 +55,11 @@ describe('GET /admin/audit query', () => {
     [{ action: 'Keys Create' }, 'action', "Query parameter 'action' must be an action name such as keys.create or lifecycle.model-load, got 'Keys Create'"],
     [{ actor: 'u\u0000' }, 'actor', "Query parameter 'actor' must not contain a NUL character"],
     [{ target: 'x'.repeat(256) }, 'target', "Query parameter 'target' must be at most 255 characters"],
-    [{ tenant: 'a' }, 'tenant', "Unknown query parameter 'tenant' (known: operation, outcome, model, task, actor, action, target, since, until, before, limit)"],
+    [
+      { tenant: 'a' },
+      'tenant',
+      "Unknown query parameter 'tenant' (known: operation, outcome, model, task, actor, action, target, since, until, before, limit)",
+    ],
   ])('%j is a 400 naming %s', (raw, param, message) => {
     const q = parseAuditQuery(raw);
     expect(q).toBeInstanceOf(GatewayError);

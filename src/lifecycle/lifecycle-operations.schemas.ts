@@ -112,8 +112,20 @@ export const LIFECYCLE_API = {
     tags: [TAGS.lifecycle],
     security: ADMIN_SECURITY,
     parameters: [
-      { name: 'actor', in: 'query', required: false, description: "Only rows of this actor's subject (`admin-token`, `sighup`, an SSO `sub`).", schema: { type: 'string' } },
-      { name: 'action', in: 'query', required: false, description: 'Only rows of this action (`keys.create`, `lifecycle.model-load`…).', schema: { type: 'string' } },
+      {
+        name: 'actor',
+        in: 'query',
+        required: false,
+        description: "Only rows of this actor's subject (`admin-token`, `sighup`, an SSO `sub`).",
+        schema: { type: 'string' },
+      },
+      {
+        name: 'action',
+        in: 'query',
+        required: false,
+        description: 'Only rows of this action (`keys.create`, `lifecycle.model-load`…).',
+        schema: { type: 'string' },
+      },
       { name: 'target', in: 'query', required: false, description: 'Only rows of this target id.', schema: { type: 'string' } },
       { name: 'operation', in: 'query', required: false, schema: { type: 'string', enum: ['model-load', 'model-unload', 'cache-flush'] } },
       { name: 'outcome', in: 'query', required: false, schema: { type: 'string', enum: ['accepted', 'refused', 'completed', 'failed'] } },

@@ -268,7 +268,11 @@ export const LIFECYCLE_SCHEMAS: Record<string, SchemaObject> = {
       correlation_id: { type: 'string', nullable: true, description: "The request's `X-Correlation-Id`." },
       target_id: { type: 'string', nullable: true, description: 'A key or tenant id, a provider, pool or worker name, `config`.' },
       summary: { type: 'object', nullable: true, additionalProperties: true, description: 'What changed; secrets as `[redacted]`, never their values.' },
-      operation: { type: 'string', enum: ['model-load', 'model-unload', 'cache-flush', 'admin'], description: '`admin` for every action but a lifecycle operation.' },
+      operation: {
+        type: 'string',
+        enum: ['model-load', 'model-unload', 'cache-flush', 'admin'],
+        description: '`admin` for every action but a lifecycle operation.',
+      },
       model_id: nullableString,
       scope: nullableString,
       target: {

@@ -86,16 +86,52 @@ describe('audit trail of every admin mutation (route table walk)', () => {
       target: () => workerId,
       status: 202,
     },
-    'post /admin/workers/{id}/drain': { path: () => `/admin/workers/${workerId}/drain`, body: {}, action: 'workers.drain', target: () => workerId, status: 202 },
+    'post /admin/workers/{id}/drain': {
+      path: () => `/admin/workers/${workerId}/drain`,
+      body: {},
+      action: 'workers.drain',
+      target: () => workerId,
+      status: 202,
+    },
     'post /admin/workers/{id}/undrain': { path: () => `/admin/workers/${workerId}/undrain`, action: 'workers.undrain', target: () => workerId, status: 200 },
-    'post /v1/pools/{id}/reload': { path: () => '/v1/pools/local/reload', body: { models: ['m1'] }, action: 'pools.reload', target: () => 'local', status: 200 },
-    'post /v1/pools/{id}/drain': { path: () => '/v1/pools/local/drain', body: { deadline_ms: 1000 }, action: 'pools.drain', target: () => 'local', status: 202 },
+    'post /v1/pools/{id}/reload': {
+      path: () => '/v1/pools/local/reload',
+      body: { models: ['m1'] },
+      action: 'pools.reload',
+      target: () => 'local',
+      status: 200,
+    },
+    'post /v1/pools/{id}/drain': {
+      path: () => '/v1/pools/local/drain',
+      body: { deadline_ms: 1000 },
+      action: 'pools.drain',
+      target: () => 'local',
+      status: 202,
+    },
     'post /v1/pools/{id}/undrain': { path: () => '/v1/pools/local/undrain', action: 'pools.undrain', target: () => 'local', status: 200 },
     'post /admin/reload': { path: () => '/admin/reload', action: 'config.reload', target: () => 'config', status: 200 },
     // Lifecycle operations are off here: refused, and still audited (with the actor), the op token never stored.
-    'post /v1/models/load': { path: () => '/v1/models/load', body: { modelId: 'm1', verifiedOpToken: OP_TOKEN }, action: 'lifecycle.model-load', target: () => null, status: -1 },
-    'post /v1/models/unload': { path: () => '/v1/models/unload', body: { modelId: 'm1', verifiedOpToken: OP_TOKEN }, action: 'lifecycle.model-unload', target: () => null, status: -1 },
-    'post /v1/cache/flush': { path: () => '/v1/cache/flush', body: { verifiedOpToken: OP_TOKEN }, action: 'lifecycle.cache-flush', target: () => null, status: -1 },
+    'post /v1/models/load': {
+      path: () => '/v1/models/load',
+      body: { modelId: 'm1', verifiedOpToken: OP_TOKEN },
+      action: 'lifecycle.model-load',
+      target: () => null,
+      status: -1,
+    },
+    'post /v1/models/unload': {
+      path: () => '/v1/models/unload',
+      body: { modelId: 'm1', verifiedOpToken: OP_TOKEN },
+      action: 'lifecycle.model-unload',
+      target: () => null,
+      status: -1,
+    },
+    'post /v1/cache/flush': {
+      path: () => '/v1/cache/flush',
+      body: { verifiedOpToken: OP_TOKEN },
+      action: 'lifecycle.cache-flush',
+      target: () => null,
+      status: -1,
+    },
   };
 
   it('finds every mutating admin route in the route table, and a recipe for each', () => {
@@ -160,7 +196,13 @@ describe('audit trail of every admin mutation (route table walk)', () => {
       row = (await send('GET', '/admin/audit?actor=sighup')).json.data[0];
       if (!row) await new Promise((r) => setTimeout(r, 50));
     }
-    expect(row).toMatchObject({ action: 'config.reload', actor: { kind: 'sighup', subject: 'sighup' }, role: 'admin', target_id: 'config', outcome: 'completed' });
+    expect(row).toMatchObject({
+      action: 'config.reload',
+      actor: { kind: 'sighup', subject: 'sighup' },
+      role: 'admin',
+      target_id: 'config',
+      outcome: 'completed',
+    });
     expect(row!.summary.changes.providers.added).toEqual(['hup']);
     expect(JSON.stringify(row)).not.toContain('hup-secret-do-not-log');
   });

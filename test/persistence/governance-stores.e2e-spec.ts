@@ -176,14 +176,48 @@ describe('TypeOrmAuditLog', () => {
 
   it('stores admin actions (issue 21) and filters them by actor, action and target; a lifecycle row without an action gets lifecycle.<operation>', async () => {
     const admin = (over: Partial<AuditEntry>) =>
-      entry({ operation: 'admin', modelId: null, target: {}, workers: [], signers: null, nonce: null, adminIdentity: null, taskId: null, outcome: 'completed', status: 200, ...over });
-    await log.append(admin({ action: 'keys.create', targetId: 'key-1', summary: { name: 'k', tenant: 'team-a' }, actor: { kind: 'admin-token', subject: 'admin-token' }, role: 'admin' }));
+      entry({
+        operation: 'admin',
+        modelId: null,
+        target: {},
+        workers: [],
+        signers: null,
+        nonce: null,
+        adminIdentity: null,
+        taskId: null,
+        outcome: 'completed',
+        status: 200,
+        ...over,
+      });
+    await log.append(
+      admin({
+        action: 'keys.create',
+        targetId: 'key-1',
+        summary: { name: 'k', tenant: 'team-a' },
+        actor: { kind: 'admin-token', subject: 'admin-token' },
+        role: 'admin',
+      }),
+    );
     await log.append(admin({ action: 'tenants.put', targetId: 'team-a', summary: { rpm: 5 } }));
-    await log.append(admin({ action: 'config.reload', targetId: 'config', actor: { kind: 'sighup', subject: 'sighup' }, sourceAddress: null, correlationId: null }));
+    await log.append(
+      admin({ action: 'config.reload', targetId: 'config', actor: { kind: 'sighup', subject: 'sighup' }, sourceAddress: null, correlationId: null }),
+    );
     await log.append(entry({ action: undefined, actor: undefined, role: undefined }));
     const [lifecycle, reload, tenant, key] = await log.list({ limit: 10 });
-    expect(key).toMatchObject({ action: 'keys.create', actor: { kind: 'admin-token', subject: 'admin-token' }, role: 'admin', targetId: 'key-1', summary: { name: 'k', tenant: 'team-a' } });
-    expect(tenant).toMatchObject({ action: 'tenants.put', actor: { kind: 'sso', subject: 'user-42', name: 'Ada' }, role: 'operator', sourceAddress: '192.0.2.7', correlationId: 'corr-1' });
+    expect(key).toMatchObject({
+      action: 'keys.create',
+      actor: { kind: 'admin-token', subject: 'admin-token' },
+      role: 'admin',
+      targetId: 'key-1',
+      summary: { name: 'k', tenant: 'team-a' },
+    });
+    expect(tenant).toMatchObject({
+      action: 'tenants.put',
+      actor: { kind: 'sso', subject: 'user-42', name: 'Ada' },
+      role: 'operator',
+      sourceAddress: '192.0.2.7',
+      correlationId: 'corr-1',
+    });
     expect(reload).toMatchObject({ action: 'config.reload', actor: { kind: 'sighup', subject: 'sighup' }, sourceAddress: null });
     expect(lifecycle).toMatchObject({ action: 'lifecycle.model-load', actor: null, role: null });
     expect((await log.list({ actor: 'user-42', limit: 10 })).map((r) => r.action)).toEqual(['tenants.put']);

@@ -202,7 +202,9 @@ describe('migrations', () => {
       // A row from before the admin audit: up again names its action after its operation.
       await ds.query(`INSERT INTO lifecycle_audit (at, operation, target, workers, outcome, status) VALUES (7, 'cache-flush', '{}', '[]', 'refused', 401)`);
       expect((await ds.runMigrations()).map((m) => m.name)).toEqual(['AdminAudit1765300000000']);
-      expect(await ds.query(`SELECT action, actor_subject FROM lifecycle_audit WHERE at = 7`)).toEqual([{ action: 'lifecycle.cache-flush', actor_subject: null }]);
+      expect(await ds.query(`SELECT action, actor_subject FROM lifecycle_audit WHERE at = 7`)).toEqual([
+        { action: 'lifecycle.cache-flush', actor_subject: null },
+      ]);
       expect(await indexColumns('IDX_lifecycle_audit_action_at')).toEqual(['action', 'at']);
       await ds.query('DELETE FROM lifecycle_audit');
       await ds.undoLastMigration();
