@@ -188,6 +188,15 @@ describe('audit trail of every admin mutation (route table walk)', () => {
     expect((await send('GET', '/admin/audit?action=Not+An+Action')).status).toBe(400);
   });
 
+  it('a refused mutation (its body fails validation) is written too, with the refusal and without the secret it carried', async () => {
+    const res = await send('POST', '/admin/providers', { name: 'bad name!', secret: 'refused-secret-do-not-log', max_queue_len: -1 });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    const [row] = (await send('GET', '/admin/audit?action=providers.create&limit=1')).json.data;
+    expect(row).toMatchObject({ correlation_id: res.correlationId, outcome: 'refused', status: res.status, actor: { subject: 'admin-token' } });
+    expect(row.error_code).toBe(res.json.error.code);
+    expect(JSON.stringify(row)).not.toContain('refused-secret-do-not-log');
+  });
+
   it('a SIGHUP reload is written with the actor sighup', async () => {
     file.write('providers:\n  - name: local\n    secret: test-worker-secret\n  - name: hup\n    secret: hup-secret-do-not-log\n');
     process.emit('SIGHUP', 'SIGHUP');
