@@ -5,6 +5,7 @@ import { GatewayError } from '../common/gateway-error';
 import { describeKey, parseCreateKeyBody, parseUpdateKeyBody } from './api-key.dto';
 import type { ApiKeyRecord } from './api-key-store';
 import { ApiKeysService } from './api-keys.service';
+import { Audited } from '../governance/audited';
 import { ApiDoc } from '../openapi/api-doc';
 import { API_KEYS_API } from './api-keys.schemas';
 
@@ -19,6 +20,7 @@ export class ApiKeysController {
 
   /** 201 with the key in `key`: the only time it is shown. */
   @Post()
+  @Audited('keys.create', { target: ({ result }) => (result as { id?: string } | undefined)?.id })
   @ApiDoc(API_KEYS_API.createKey)
   @HttpCode(201)
   async create(@Body() raw: unknown) {
@@ -39,6 +41,7 @@ export class ApiKeysController {
   }
 
   @Patch(':id')
+  @Audited('keys.update')
   @ApiDoc(API_KEYS_API.updateKey)
   async update(@Param('id') id: string, @Body() raw: unknown) {
     this.keyOr404(id);
@@ -47,6 +50,7 @@ export class ApiKeysController {
   }
 
   @Delete(':id')
+  @Audited('keys.delete')
   @ApiDoc(API_KEYS_API.deleteKey)
   async remove(@Param('id') id: string) {
     this.keyOr404(id);

@@ -44,6 +44,20 @@ export interface ReloadResult {
   warnings: string[];
 }
 
+/**
+ * How a reload no request asked for (SIGHUP) ended: the result, or the problems of a refused file,
+ * or an unexpected error. The audit trail observes these (governance/admin-audit.ts); a request's
+ * reload (`POST /admin/reload`) is audited with the request instead.
+ */
+export interface SignalReload {
+  trigger: string;
+  result?: ReloadResult;
+  problems?: string[];
+  error?: string;
+}
+
+export type SignalReloadObserver = (event: SignalReload) => Promise<void>;
+
 /** The new configuration was refused as a whole; nothing changed. */
 export class ReloadRejected extends Error {
   constructor(readonly problems: string[]) {
@@ -73,6 +87,7 @@ const RESTART_KEYS = restartKeys().filter((k) => ![INSTANCE_ID, MAX_REQUEUES, MA
 export class ConfigReloadService {
   private readonly log = new Logger('ConfigReload');
   private readonly participants: ReloadParticipant[] = [];
+  private readonly signalObservers: SignalReloadObserver[] = [];
   private readonly env: Env;
   private readonly instanceIdGenerated: boolean;
   /** Reloads (configuration and pools) run one at a time. */
@@ -88,6 +103,29 @@ export class ConfigReloadService {
   register(participant: ReloadParticipant): void {
     this.participants.push(participant);
     this.participants.sort((a, b) => a.order - b.order);
+  }
+
+  /** Told how every reload by signal ended (the audit trail). */
+  observeSignalReloads(observer: SignalReloadObserver): void {
+    this.signalObservers.push(observer);
+  }
+
+  /** A reload by signal (`trigger`, e.g. SIGHUP): like reload(), and its end is told to the observers. */
+  async reloadBySignal(trigger: string): Promise<ReloadResult> {
+    try {
+      const result = await this.reload(trigger);
+      await this.tell({ trigger, result });
+      return result;
+    } catch (e) {
+      await this.tell(e instanceof ReloadRejected ? { trigger, problems: e.problems } : { trigger, error: (e as Error).message });
+      throw e;
+    }
+  }
+
+  private async tell(event: SignalReload): Promise<void> {
+    await Promise.all(
+      this.signalObservers.map((o) => o(event).catch((e: unknown) => this.log.error(`signal reload observer failed: ${(e as Error).message}`))),
+    );
   }
 
   /** Runs `task` once every reload (or pool reload) queued before it has finished; later ones wait for it. */

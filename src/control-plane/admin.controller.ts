@@ -15,6 +15,7 @@ import { CreateProviderDto, UpdateProviderDto } from './dto/provider.dto';
 import { DrainWorkerDto } from './dto/drain-worker.dto';
 import { JsonBodyPipe } from '../common/json-body.pipe';
 import { PoolsService } from './pools.service';
+import { Audited } from '../governance/audited';
 import { ApiDoc } from '../openapi/api-doc';
 import { CONTROL_PLANE_API } from './control-plane.schemas';
 
@@ -47,6 +48,7 @@ export class AdminController {
   }
 
   @Post('providers')
+  @Audited('providers.create', { target: ({ body }) => (typeof body?.name === 'string' ? body.name : undefined) })
   @ApiDoc(CONTROL_PLANE_API.createProvider)
   @HttpCode(201)
   async createProvider(@Body(CREATE_PROVIDER_BODY) dto: CreateProviderDto) {
@@ -62,6 +64,7 @@ export class AdminController {
   }
 
   @Patch('providers/:name')
+  @Audited('providers.update')
   @ApiDoc(CONTROL_PLANE_API.updateProvider)
   async updateProvider(@Param('name') name: string, @Body() body: unknown) {
     if (!this.providers.get(name)) throw Errors.notFound('Provider', name); // before its body is judged
@@ -77,6 +80,7 @@ export class AdminController {
    * until the next restart: that needs `?force=true`.
    */
   @Delete('providers/:name')
+  @Audited('providers.delete')
   @ApiDoc(CONTROL_PLANE_API.deleteProvider)
   async deleteProvider(@Param('name') name: string, @Query('force') force?: string) {
     if (force !== undefined && force !== 'true' && force !== 'false') {
@@ -118,6 +122,7 @@ export class AdminController {
    * (reconnections refused with 1013) until `POST /admin/workers/:id/undrain`.
    */
   @Post('workers/:id/drain')
+  @Audited('workers.drain')
   @ApiDoc(CONTROL_PLANE_API.drainWorker)
   @HttpCode(202)
   drainWorker(@Param('id') id: string, @Body() body: unknown) {
@@ -130,6 +135,7 @@ export class AdminController {
 
   /** Lifts the cordon of the worker's name; the id may belong to a drained worker that is gone. */
   @Post('workers/:id/undrain')
+  @Audited('workers.undrain')
   @ApiDoc(CONTROL_PLANE_API.undrainWorker)
   @HttpCode(200)
   undrainWorker(@Param('id') id: string) {
@@ -149,6 +155,7 @@ export class AdminController {
   }
 
   @Post('workers/:id/refresh-models')
+  @Audited('workers.refresh-models')
   @ApiDoc(CONTROL_PLANE_API.refreshModels)
   @HttpCode(202)
   refreshModels(@Param('id') id: string) {

@@ -4,6 +4,7 @@ import { AdminGuard } from '../auth/admin.guard';
 import { DrainPoolDto } from './dto/drain-pool.dto';
 import { JsonBodyPipe } from '../common/json-body.pipe';
 import { PoolsService } from './pools.service';
+import { Audited } from '../governance/audited';
 import { ApiDoc } from '../openapi/api-doc';
 import { CONTROL_PLANE_API } from './control-plane.schemas';
 
@@ -35,6 +36,7 @@ export class PoolsController {
 
   /** 202: the pool's workers drain within `deadline_ms`, and it stays cordoned until undrain. */
   @Post(':id/drain')
+  @Audited('pools.drain')
   @ApiDoc(CONTROL_PLANE_API.drainPool)
   @HttpCode(202)
   drain(@Param('id') id: string, @Body() body: unknown) {
@@ -44,6 +46,7 @@ export class PoolsController {
   }
 
   @Post(':id/undrain')
+  @Audited('pools.undrain')
   @ApiDoc(CONTROL_PLANE_API.undrainPool)
   @HttpCode(200)
   undrain(@Param('id') id: string) {
@@ -52,6 +55,7 @@ export class PoolsController {
 
   /** 200 `{id, models, aliases, capabilities}`: replaced all at once, or 400 listing every problem (nothing changed). */
   @Post(':id/reload')
+  @Audited('pools.reload')
   @ApiDoc(CONTROL_PLANE_API.reloadPool)
   @HttpCode(200)
   reload(@Param('id') id: string, @Body() body: unknown) {

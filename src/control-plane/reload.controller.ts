@@ -2,6 +2,8 @@ import { Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
 import { AdminGuard } from '../auth/admin.guard';
 import { ConfigReloadService, ReloadRejected, ReloadResult } from '../config/config-reload.service';
 import { rejectedWithProblems } from './pool-reload';
+import { Audited } from '../governance/audited';
+import { reloadSummary } from '../governance/admin-audit-row';
 import { ApiDoc } from '../openapi/api-doc';
 import { CONTROL_PLANE_API } from './control-plane.schemas';
 
@@ -16,6 +18,7 @@ export class ReloadController {
 
   /** 200 with what changed (and what needs a restart), or 400 naming every problem of the file. */
   @Post('reload')
+  @Audited('config.reload', { target: () => 'config', summary: ({ result }) => reloadSummary(result) })
   @ApiDoc(CONTROL_PLANE_API.reload)
   @HttpCode(200)
   async reload(): Promise<ReloadResult> {

@@ -2,6 +2,12 @@ import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 import { epochMillis } from '../common/column-transformers';
 import type { AuditOutcome, AuditTarget } from './audit-log';
 
+/*
+ * Since issue 21 the table holds every admin action, not only lifecycle operations: `action` names
+ * it, and the actor, role, source address, correlation id, target id and summary say who did what
+ * to which (migration 1765300000000-admin-audit.ts). The table keeps its name.
+ */
+
 /**
  * Row of `lifecycle_audit`: one lifecycle request, accepted or refused, and one more when an
  * accepted operation ends. Append-only (deleted by retention only, audit-retention.ts). Never a token: the admin token only as a fingerprint,
@@ -10,6 +16,9 @@ import type { AuditOutcome, AuditTarget } from './audit-log';
 @Entity('lifecycle_audit')
 @Index('IDX_lifecycle_audit_at', ['at'])
 @Index('IDX_lifecycle_audit_operation_at', ['operation', 'at'])
+@Index('IDX_lifecycle_audit_action_at', ['action', 'at'])
+@Index('IDX_lifecycle_audit_actor_at', ['actorSubject', 'at'])
+@Index('IDX_lifecycle_audit_target_at', ['targetId', 'at'])
 export class AuditEntryEntity {
   @PrimaryGeneratedColumn({ type: 'integer' })
   id: number;
@@ -60,4 +69,33 @@ export class AuditEntryEntity {
 
   @Column({ name: 'task_id', type: 'varchar', length: 64, nullable: true })
   taskId: string | null;
+
+  /** `keys.create`, `lifecycle.model-load`… (rows from before the column: backfilled by the migration). */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  action: string | null;
+
+  @Column({ name: 'actor_kind', type: 'varchar', length: 16, nullable: true })
+  actorKind: string | null;
+
+  @Column({ name: 'actor_subject', type: 'varchar', length: 255, nullable: true })
+  actorSubject: string | null;
+
+  @Column({ name: 'actor_name', type: 'varchar', length: 255, nullable: true })
+  actorName: string | null;
+
+  @Column({ type: 'varchar', length: 16, nullable: true })
+  role: string | null;
+
+  @Column({ name: 'source_address', type: 'varchar', length: 64, nullable: true })
+  sourceAddress: string | null;
+
+  @Column({ name: 'correlation_id', type: 'varchar', length: 128, nullable: true })
+  correlationId: string | null;
+
+  @Column({ name: 'target_id', type: 'varchar', length: 255, nullable: true })
+  targetId: string | null;
+
+  /** What changed, as JSON text; never a secret (redacted before it gets here). */
+  @Column({ type: 'simple-json', nullable: true })
+  summary: Record<string, unknown> | null;
 }

@@ -18,10 +18,40 @@ export interface AuditTarget {
   evictModel?: string;
 }
 
-export interface AuditEntry {
+/** Who did it (issue 21): the actor the admin guard authenticated (auth/admin-actor.ts), or `sighup`. Never a secret. */
+export interface AuditActor {
+  kind: 'admin-token' | 'sso' | 'sighup';
+  subject: string;
+  name?: string;
+}
+
+/**
+ * `lifecycle_audit.operation` of a row that is not a lifecycle operation (an admin mutation: its
+ * `action` says which). Kept for the column, which predates the other admin actions.
+ */
+export const ADMIN_OPERATION = 'admin';
+
+/** Who asked and from where: the same for every row of an admin request. */
+export interface AuditOrigin {
+  /** Null on a request refused before anyone was authenticated. */
+  actor: AuditActor | null;
+  role: string | null;
+  /** The client address (resolved through trusted proxies, like the admin token's limiter). */
+  sourceAddress: string | null;
+  correlationId: string | null;
+}
+
+export interface AuditEntry extends Partial<AuditOrigin> {
   /** Epoch ms. */
   at: number;
-  operation: LifecycleOperation;
+  /** A lifecycle operation, or `admin` for every other admin action (see `action`). */
+  operation: LifecycleOperation | typeof ADMIN_OPERATION;
+  /** `keys.create`, `workers.drain`, `config.reload`, `lifecycle.model-load`…; defaults to `lifecycle.<operation>`. */
+  action?: string;
+  /** What the action acted on: a key or tenant id, a provider, pool or worker name, `config`. */
+  targetId?: string | null;
+  /** What changed, secrets left out (docs/enterprise.md, "Audit trail"). */
+  summary?: Record<string, unknown> | null;
   modelId: string | null;
   scope: string | null;
   target: AuditTarget;
@@ -47,6 +77,10 @@ export interface AuditQuery {
   outcome?: AuditOutcome;
   modelId?: string;
   taskId?: string;
+  /** An actor's subject (`admin-token`, `sighup`, an SSO `sub`). */
+  actor?: string;
+  action?: string;
+  targetId?: string;
   since?: number;
   until?: number;
   /** Rows with an id below this one (the next page of a newest-first listing). */

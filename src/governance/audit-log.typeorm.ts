@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { AuditEntryEntity } from './audit-entry.entity';
-import { ADMIN_TOKEN_REFUSAL_CODES, AuditEntry, AuditLog, AuditQuery, AuditRecord, AuditRows } from './audit-log';
+import { ADMIN_TOKEN_REFUSAL_CODES, AuditActor, AuditEntry, AuditLog, AuditQuery, AuditRecord, AuditRows } from './audit-log';
 import { LifecycleOperation } from './op-token';
 
 /** Rows per DELETE, and DELETEs per call: a large backlog never becomes one huge transaction. */
@@ -17,8 +17,19 @@ export class TypeOrmAuditLog extends AuditLog {
 
   async append(entry: AuditEntry): Promise<void> {
     const text = (v: string | null, max?: number) => (v === null ? null : storable(max === undefined ? v : v.slice(0, max)));
+    const { actor, summary, ...rest } = entry;
     await this.repo.insert({
-      ...entry,
+      ...rest,
+      action: text(entry.action ?? `lifecycle.${entry.operation}`, 64),
+      actorKind: actor?.kind ?? null,
+      actorSubject: text(actor?.subject ?? null, 255),
+      actorName: text(actor?.name ?? null, 255),
+      role: text(entry.role ?? null, 16),
+      sourceAddress: text(entry.sourceAddress ?? null, 64),
+      correlationId: text(entry.correlationId ?? null, 128),
+      targetId: text(entry.targetId ?? null, 255),
+      // simple-json: TypeORM's insert type does not follow an object column; it is stored as JSON text.
+      summary: (summary ?? null) as never,
       modelId: text(entry.modelId),
       scope: text(entry.scope),
       nonce: text(entry.nonce),
@@ -35,6 +46,9 @@ export class TypeOrmAuditLog extends AuditLog {
     if (query.outcome) q.andWhere('a.outcome = :outcome', { outcome: query.outcome });
     if (query.modelId) q.andWhere('a.modelId = :modelId', { modelId: query.modelId });
     if (query.taskId) q.andWhere('a.taskId = :taskId', { taskId: query.taskId });
+    if (query.actor) q.andWhere('a.actorSubject = :actor', { actor: query.actor });
+    if (query.action) q.andWhere('a.action = :action', { action: query.action });
+    if (query.targetId) q.andWhere('a.targetId = :targetId', { targetId: query.targetId });
     if (query.since !== undefined) q.andWhere('a.at >= :since', { since: query.since });
     if (query.until !== undefined) q.andWhere('a.at < :until', { until: query.until });
     if (query.before !== undefined) q.andWhere('a.id < :before', { before: query.before });
@@ -77,6 +91,16 @@ function toRecord(row: AuditEntryEntity): AuditRecord {
     id: row.id,
     at: row.at,
     operation: row.operation as LifecycleOperation,
+    action: row.action ?? `lifecycle.${row.operation}`,
+    actor:
+      row.actorKind === null
+        ? null
+        : ({ kind: row.actorKind, subject: row.actorSubject ?? '', ...(row.actorName ? { name: row.actorName } : {}) } as AuditActor),
+    role: row.role,
+    sourceAddress: row.sourceAddress,
+    correlationId: row.correlationId,
+    targetId: row.targetId,
+    summary: row.summary,
     modelId: row.modelId,
     scope: row.scope,
     target: row.target,

@@ -13,6 +13,9 @@ describe('GET /admin/audit query', () => {
         outcome: 'refused',
         model: 'llama3:8b',
         task: 'flush-1',
+        actor: 'user-42',
+        action: 'keys.create',
+        target: 'team-a',
         since: '2026-12-01',
         until: '1796169600000',
         before: '42',
@@ -23,6 +26,9 @@ describe('GET /admin/audit query', () => {
       outcome: 'refused',
       modelId: 'llama3:8b',
       taskId: 'flush-1',
+      actor: 'user-42',
+      action: 'keys.create',
+      targetId: 'team-a',
       since: Date.UTC(2026, 11, 1),
       until: 1796169600000,
       before: 42,
@@ -46,7 +52,14 @@ describe('GET /admin/audit query', () => {
     [{ limit: '' }, 'limit', "Query parameter 'limit' must not be empty"],
     [{ model: 'm\u0000' }, 'model', "Query parameter 'model' must not contain a NUL character"],
     [{ task: 'load-\u0000' }, 'task', "Query parameter 'task' must not contain a NUL character"],
-    [{ tenant: 'a' }, 'tenant', "Unknown query parameter 'tenant' (known: operation, outcome, model, task, since, until, before, limit)"],
+    [{ action: 'Keys Create' }, 'action', "Query parameter 'action' must be an action name such as keys.create or lifecycle.model-load, got 'Keys Create'"],
+    [{ actor: 'u\u0000' }, 'actor', "Query parameter 'actor' must not contain a NUL character"],
+    [{ target: 'x'.repeat(256) }, 'target', "Query parameter 'target' must be at most 255 characters"],
+    [
+      { tenant: 'a' },
+      'tenant',
+      "Unknown query parameter 'tenant' (known: operation, outcome, model, task, actor, action, target, since, until, before, limit)",
+    ],
   ])('%j is a 400 naming %s', (raw, param, message) => {
     const q = parseAuditQuery(raw);
     expect(q).toBeInstanceOf(GatewayError);

@@ -3,9 +3,11 @@ import { parseTime } from '../common/parse-time';
 import { AUDIT_OUTCOMES, AuditOutcome, AuditQuery } from './audit-log';
 import { LIFECYCLE_OPERATIONS, LifecycleOperation } from './op-token';
 
-const PARAMS = ['operation', 'outcome', 'model', 'task', 'since', 'until', 'before', 'limit'];
+const PARAMS = ['operation', 'outcome', 'model', 'task', 'actor', 'action', 'target', 'since', 'until', 'before', 'limit'];
 export const DEFAULT_AUDIT_LIMIT = 100;
 export const MAX_AUDIT_LIMIT = 1000;
+/** `keys.create`, `workers.refresh-models`, `lifecycle.model-load` (see AUDITED_ACTIONS in audited.ts). */
+const ACTION = /^[a-z][a-z-]{0,30}\.[a-z][a-z-]{0,30}$/;
 const POSITIVE_INT = /^[1-9]\d{0,14}$/;
 /** PostgreSQL refuses a NUL in a query (a 500), and no row holds one (see audit-log.typeorm.ts). */
 const NUL = /\u0000/;
@@ -55,6 +57,17 @@ function apply(query: AuditQuery, name: string, value: string): string | undefin
       if (value.length > 64) return "Query parameter 'task' must be at most 64 characters";
       if (NUL.test(value)) return "Query parameter 'task' must not contain a NUL character";
       query.taskId = value;
+      return undefined;
+    case 'actor':
+    case 'target':
+      if (value.length > 255) return `Query parameter '${name}' must be at most 255 characters`;
+      if (NUL.test(value)) return `Query parameter '${name}' must not contain a NUL character`;
+      if (name === 'actor') query.actor = value;
+      else query.targetId = value;
+      return undefined;
+    case 'action':
+      if (!ACTION.test(value)) return `Query parameter 'action' must be an action name such as keys.create or lifecycle.model-load, got '${shown(value)}'`;
+      query.action = value;
       return undefined;
     case 'since':
     case 'until': {

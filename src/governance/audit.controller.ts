@@ -7,13 +7,13 @@ import { AuditRecord } from './audit-log';
 import { parseAuditQuery } from './audit-query';
 import { AuditTrail } from './audit-trail';
 
-/** Operator API (bearer ADMIN_TOKEN): the lifecycle audit trail, newest first. */
+/** Operator API (bearer ADMIN_TOKEN): the audit trail of every admin action (lifecycle operations included), newest first. */
 @Controller('admin')
 @UseGuards(AdminGuard)
 export class AuditController {
   constructor(private readonly trail: AuditTrail) {}
 
-  /** `GET /admin/audit?operation=&outcome=&model=&task=&since=&until=&before=&limit=` (see docs/lifecycle.md). */
+  /** `GET /admin/audit?actor=&action=&target=&operation=&outcome=&model=&task=&since=&until=&before=&limit=` (docs/enterprise.md, docs/lifecycle.md). */
   @Get('audit')
   @ApiDoc(LIFECYCLE_API.audit)
   async audit(@Query() raw: Record<string, unknown>) {
@@ -33,6 +33,13 @@ export function describe(r: AuditRecord) {
   return {
     id: r.id,
     at: new Date(r.at).toISOString(),
+    action: r.action ?? `lifecycle.${r.operation}`,
+    actor: r.actor ? { kind: r.actor.kind, subject: r.actor.subject, name: r.actor.name ?? null } : null,
+    role: r.role ?? null,
+    source_address: r.sourceAddress ?? null,
+    correlation_id: r.correlationId ?? null,
+    target_id: r.targetId ?? null,
+    summary: r.summary ?? null,
     operation: r.operation,
     model_id: r.modelId,
     scope: r.scope,

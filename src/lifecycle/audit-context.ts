@@ -1,5 +1,5 @@
 import { GatewayError, statusOf } from '../common/gateway-error';
-import { AuditEntry, AuditOutcome, AuditTarget } from '../governance/audit-log';
+import { AuditEntry, AuditOrigin, AuditOutcome, AuditTarget } from '../governance/audit-log';
 import { LifecycleOperation, OpTokenClaims } from '../governance/op-token';
 
 /**
@@ -20,6 +20,8 @@ export class AuditContext {
   constructor(
     readonly operation: LifecycleOperation,
     readonly adminIdentity: string | null,
+    /** Who asked and from where (issue 21's audit trail). */
+    readonly origin: Partial<AuditOrigin> = {},
   ) {}
 
   /**
@@ -57,6 +59,7 @@ export class AuditContext {
 
   entry(at: number, outcome: AuditOutcome, status: number, error?: { code: string; message: string }): AuditEntry {
     return {
+      ...this.origin,
       at,
       operation: this.operation,
       modelId: this.modelId,

@@ -37,7 +37,8 @@ export class AuditedAdminGuard implements CanActivate {
       if (operation) {
         const req = context.switchToHttp().getRequest<FastifyRequest>();
         const address = this.adminAuth.limiter.clientKey(req.raw?.socket?.remoteAddress, req.headers);
-        this.trail.recordUnauthenticated(new AuditContext(operation, adminIdentity(req.headers.authorization)).refusal(this.clock.now(), e), address);
+        const origin = { sourceAddress: address }; // aggregated per address: no one request's correlation id
+        this.trail.recordUnauthenticated(new AuditContext(operation, adminIdentity(req.headers.authorization), origin).refusal(this.clock.now(), e), address);
       }
       throw e;
     }

@@ -105,11 +105,28 @@ export const LIFECYCLE_API = {
   },
   audit: {
     operationId: 'listAudit',
-    summary: 'The lifecycle audit trail, newest first',
-    description: 'Every lifecycle request, accepted or refused, and the end of every accepted one. Filters combine.',
+    summary: 'The audit trail of admin actions, newest first',
+    description:
+      'Every admin mutation (keys, tenants, providers, pools, workers, configuration reloads by request or SIGHUP) with its actor, role, source address, correlation id, target, outcome and a summary without secrets; ' +
+      'every lifecycle request, accepted or refused, and the end of every accepted one. Filters combine.',
     tags: [TAGS.lifecycle],
     security: ADMIN_SECURITY,
     parameters: [
+      {
+        name: 'actor',
+        in: 'query',
+        required: false,
+        description: "Only rows of this actor's subject (`admin-token`, `sighup`, an SSO `sub`).",
+        schema: { type: 'string' },
+      },
+      {
+        name: 'action',
+        in: 'query',
+        required: false,
+        description: 'Only rows of this action (`keys.create`, `lifecycle.model-load`…).',
+        schema: { type: 'string' },
+      },
+      { name: 'target', in: 'query', required: false, description: 'Only rows of this target id.', schema: { type: 'string' } },
       { name: 'operation', in: 'query', required: false, schema: { type: 'string', enum: ['model-load', 'model-unload', 'cache-flush'] } },
       { name: 'outcome', in: 'query', required: false, schema: { type: 'string', enum: ['accepted', 'refused', 'completed', 'failed'] } },
       { name: 'model', in: 'query', required: false, description: 'Only rows of this model id.', schema: { type: 'string' } },

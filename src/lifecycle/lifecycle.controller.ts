@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req, UseGuards } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { CLOCK, Clock } from '../common/clock';
+import { AdminAudit } from '../governance/admin-audit';
 import { AuditTrail } from '../governance/audit-trail';
 import { adminIdentity } from '../governance/governance.service';
 import { LifecycleOperation } from '../governance/op-token';
@@ -24,6 +25,7 @@ export class LifecycleController {
     private readonly lifecycle: LifecycleService,
     private readonly trail: AuditTrail,
     @Inject(CLOCK) private readonly clock: Clock,
+    private readonly adminAudit: AdminAudit,
   ) {}
 
   /** 202 `{taskId, status: "loading", progress, eta, modelId, workers}`; poll `GET /v1/models/load/:taskId`. */
@@ -61,7 +63,7 @@ export class LifecycleController {
 
   /** Runs one operation; a refusal (any error before the operation was sent) gets its audit row. */
   private async governed<T>(operation: LifecycleOperation, req: FastifyRequest, body: unknown, run: (audit: AuditContext) => Promise<T>): Promise<T> {
-    const audit = new AuditContext(operation, adminIdentity(req.headers.authorization));
+    const audit = new AuditContext(operation, adminIdentity(req.headers.authorization), this.adminAudit.originOf(req));
     try {
       audit.fromRawBody(body, OpTokenVerifier.peek);
       this.lifecycle.requireEnabled();

@@ -4,6 +4,7 @@ import { Errors, GatewayError } from '../common/gateway-error';
 import { parseJsonObject } from './json-object';
 import { parseTenantSettings, TENANT_ID, TenantSettings } from '../config/sections/tenancy';
 import { TenantsService, TenantView } from './tenants.service';
+import { Audited } from '../governance/audited';
 import { ApiDoc } from '../openapi/api-doc';
 import { TENANTS_API } from './tenants.schemas';
 
@@ -32,6 +33,7 @@ export class TenantsController {
    * stores them and applies them at once. They take precedence over the config file's entry.
    */
   @Put(':id')
+  @Audited('tenants.put')
   @ApiDoc(TENANTS_API.putTenant)
   async put(@Param('id') id: string, @Body() raw: unknown) {
     checkTenantId(id);
@@ -43,6 +45,7 @@ export class TenantsController {
 
   /** Forgets the stored settings: the config file's entry (or the defaults) applies again. */
   @Delete(':id')
+  @Audited('tenants.delete')
   @ApiDoc(TENANTS_API.deleteTenant)
   async remove(@Param('id') id: string) {
     checkTenantId(id);

@@ -43,6 +43,7 @@ describe('dashboard: serving the page', () => {
     expect(files.sort()).toEqual([
       'api.js',
       'app.js',
+      'audit.js',
       'caps.js',
       'chargeback.js',
       'confirm-dialog.js',

@@ -101,6 +101,13 @@ describe('TypeOrmAuditLog', () => {
     errorCode: null,
     error: null,
     taskId: 'load-1',
+    action: 'lifecycle.model-load',
+    actor: { kind: 'sso', subject: 'user-42', name: 'Ada' },
+    role: 'operator',
+    sourceAddress: '192.0.2.7',
+    correlationId: 'corr-1',
+    targetId: null,
+    summary: null,
     ...over,
   });
 
@@ -165,6 +172,57 @@ describe('TypeOrmAuditLog', () => {
     const firstPage = await log.list({ limit: 2 });
     expect(firstPage.map((r) => r.at)).toEqual([5_000, 4_000]);
     expect((await log.list({ limit: 2, before: firstPage[1].id })).map((r) => r.at)).toEqual([2_000, 3_000]);
+  });
+
+  it('stores admin actions (issue 21) and filters them by actor, action and target; a lifecycle row without an action gets lifecycle.<operation>', async () => {
+    const admin = (over: Partial<AuditEntry>) =>
+      entry({
+        operation: 'admin',
+        modelId: null,
+        target: {},
+        workers: [],
+        signers: null,
+        nonce: null,
+        adminIdentity: null,
+        taskId: null,
+        outcome: 'completed',
+        status: 200,
+        ...over,
+      });
+    await log.append(
+      admin({
+        action: 'keys.create',
+        targetId: 'key-1',
+        summary: { name: 'k', tenant: 'team-a' },
+        actor: { kind: 'admin-token', subject: 'admin-token' },
+        role: 'admin',
+      }),
+    );
+    await log.append(admin({ action: 'tenants.put', targetId: 'team-a', summary: { rpm: 5 } }));
+    await log.append(
+      admin({ action: 'config.reload', targetId: 'config', actor: { kind: 'sighup', subject: 'sighup' }, sourceAddress: null, correlationId: null }),
+    );
+    await log.append(entry({ action: undefined, actor: undefined, role: undefined }));
+    const [lifecycle, reload, tenant, key] = await log.list({ limit: 10 });
+    expect(key).toMatchObject({
+      action: 'keys.create',
+      actor: { kind: 'admin-token', subject: 'admin-token' },
+      role: 'admin',
+      targetId: 'key-1',
+      summary: { name: 'k', tenant: 'team-a' },
+    });
+    expect(tenant).toMatchObject({
+      action: 'tenants.put',
+      actor: { kind: 'sso', subject: 'user-42', name: 'Ada' },
+      role: 'operator',
+      sourceAddress: '192.0.2.7',
+      correlationId: 'corr-1',
+    });
+    expect(reload).toMatchObject({ action: 'config.reload', actor: { kind: 'sighup', subject: 'sighup' }, sourceAddress: null });
+    expect(lifecycle).toMatchObject({ action: 'lifecycle.model-load', actor: null, role: null });
+    expect((await log.list({ actor: 'user-42', limit: 10 })).map((r) => r.action)).toEqual(['tenants.put']);
+    expect((await log.list({ action: 'keys.create', limit: 10 })).map((r) => r.targetId)).toEqual(['key-1']);
+    expect((await log.list({ targetId: 'config', limit: 10 })).map((r) => r.action)).toEqual(['config.reload']);
   });
 
   it('keeps a row whose texts hold a NUL character (PostgreSQL refuses one): it is written as U+FFFD', async () => {

@@ -60,6 +60,7 @@ describe('migrations', () => {
       'TenantPools1765170000000',
       'Chargeback1765250000000',
       'MaxConcurrent1765256400000',
+      'AdminAudit1765300000000',
     ]);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
@@ -193,6 +194,23 @@ describe('migrations', () => {
   });
 
   it('down drops the tables and forgets the migrations', async () => {
+    await ds.undoLastMigration();
+    const audit = ds.createQueryRunner();
+    try {
+      for (const column of ['action', 'actor_subject', 'summary']) expect(await audit.hasColumn('lifecycle_audit', column)).toBe(false);
+      expect(await audit.hasColumn('lifecycle_audit', 'operation')).toBe(true);
+      // A row from before the admin audit: up again names its action after its operation.
+      await ds.query(`INSERT INTO lifecycle_audit (at, operation, target, workers, outcome, status) VALUES (7, 'cache-flush', '{}', '[]', 'refused', 401)`);
+      expect((await ds.runMigrations()).map((m) => m.name)).toEqual(['AdminAudit1765300000000']);
+      expect(await ds.query(`SELECT action, actor_subject FROM lifecycle_audit WHERE at = 7`)).toEqual([
+        { action: 'lifecycle.cache-flush', actor_subject: null },
+      ]);
+      expect(await indexColumns('IDX_lifecycle_audit_action_at')).toEqual(['action', 'at']);
+      await ds.query('DELETE FROM lifecycle_audit');
+      await ds.undoLastMigration();
+    } finally {
+      await audit.release();
+    }
     await ds.undoLastMigration();
     const caps = ds.createQueryRunner();
     try {

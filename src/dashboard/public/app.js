@@ -9,6 +9,7 @@ import { h } from './dom.js';
 import { finishedTotal, ratePerSecond } from './model.js';
 import { confirmDrain } from './confirm-dialog.js';
 import { CHARGEBACK_EVERY_MS, refreshChargeback } from './chargeback.js';
+import { AUDIT_EVERY_MS, bindAudit, refreshAudit } from './audit.js';
 import { clearAll, render } from './views.js';
 import { renderCaps, setupCapsForm } from './caps.js';
 
@@ -166,11 +167,17 @@ function stopPolling() {
   state.timer = undefined;
   state.readings = [];
   state.queueSamples = [];
+  auditReadAt = -Infinity; // read at once at the next sign-in
   setConn('', '');
 }
 
 /** When the chargeback table was last read (performance.now(); -Infinity: at the next poll). */
 let chargebackReadAt = -Infinity;
+/** When the audit trail was last read (-Infinity: at the next poll). */
+let auditReadAt = -Infinity;
+bindAudit(() => {
+  if (state.api) refreshAudit(state.api).catch(() => undefined);
+});
 
 /** One round of reads; an update at once after an action. @param {number} generation */
 async function poll(generation) {
@@ -184,6 +191,10 @@ async function poll(generation) {
     if (performance.now() - chargebackReadAt >= CHARGEBACK_EVERY_MS) {
       chargebackReadAt = performance.now();
       refreshChargeback(api).catch(() => (chargebackReadAt = -Infinity));
+    }
+    if (performance.now() - auditReadAt >= AUDIT_EVERY_MS) {
+      auditReadAt = performance.now();
+      refreshAudit(api).catch(() => (auditReadAt = -Infinity));
     }
   } catch (e) {
     if (generation !== state.generation) return;
