@@ -19,6 +19,8 @@ function provider(name: string, overrides: Partial<ProviderRecord> = {}): Provid
     capabilities: { 'llama-3-8b': { vision: false, context_length: 8192 } },
     aliases: { fast: 'llama-3-8b' },
     source: 'config',
+    costPerGpuHour: 2.5,
+    gpusPerWorker: 2,
     ...overrides,
   };
 }
@@ -54,6 +56,8 @@ describe('TypeOrmProviderStore', () => {
     // Values that trip naive mappings: null hash, false flag, empty list, timeouts beyond 32 bits.
     const b = provider('beta', {
       secretHash: null,
+      costPerGpuHour: null,
+      gpusPerWorker: null,
       enabled: false,
       models: [],
       queueTimeoutMs: 5_000_000_000,
