@@ -2,6 +2,7 @@ import { CacheStats, declaredFor, ModelCapabilities, RunnerInfo, ServerToWorkerM
 import { TimerHandle } from '../common/clock';
 import type { SlotLease } from './slot-lease';
 import { RoutableWorker } from './worker-snapshot';
+import type { WorkerConnectedRecord } from '../registry/worker-records.port';
 import { BoundedIdSet } from './bounded-id-set';
 
 const RETIRED_IDS_KEPT = 1024;
@@ -25,14 +26,7 @@ export interface HeldSlot {
 const PINGS_TRACKED = 32;
 
 /** What a worker says about itself at registration (sanitised by the link). */
-export interface WorkerIdentity {
-  id: string;
-  provider: string;
-  name: string;
-  models: string[];
-  maxConcurrent: number;
-  remoteAddress: string;
-  connectedAt: number;
+export interface WorkerIdentity extends WorkerConnectedRecord {
   capabilities?: Record<string, ModelCapabilities>;
   endpoints?: string[];
   declaredPriority?: number;
