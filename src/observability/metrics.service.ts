@@ -171,6 +171,8 @@ export class MetricsService {
       labelNames: ['result'],
       registers,
     });
+    // Every outcome's series exists from the start, so a dashboard sees zeros, not gaps.
+    for (const result of ['preferred', 'spilled', 'none'] as const) this.affinityTotal.inc({ result }, 0);
     this.kvCacheUsage = new Gauge({
       name: `${PREFIX}worker_kv_cache_usage_ratio`,
       help: 'KV-cache usage of the backend behind each worker (0-1), as its daemon last reported it (negotiated cache_stats).',

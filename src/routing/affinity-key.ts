@@ -12,25 +12,18 @@ export const CLIENT_SESSION_HEADERS = ['x-claude-code-session-id', 'session_id',
 type Json = Record<string, unknown>;
 type Headers = Readonly<Record<string, string | string[] | undefined>>;
 
-/**
- * The `prefix` source applies only to prompts of at least this many characters (about 128 tokens):
- * recomputing a shorter prompt costs the backend little, and pinning short one-off requests to
- * one worker would only take away the strategy's spreading.
- */
-export const PREFIX_MIN_CHARS = 512;
-
 /** Affinity keys are 32-bit unsigned hashes; routing never sees the text they came from. */
 export type AffinityKey = number;
 
 /**
  * The request's affinity key under `config`, computed once when the request is parsed (never on
  * the routing path): the first source in `config.sources` that yields one, else undefined
- * (the request is routed as without affinity). `promptChars`: the request's prompt text length
- * (RequestRequirements.estimatedTokens × 4). Never throws: a field of the wrong shape counts as absent.
+ * (the request is routed as without affinity). Never throws: a field of the wrong shape counts as
+ * absent. Every prompt has a prefix key, short ones too: identical short prompts share a worker
+ * while it has room, and the load bound spreads them once it has not.
  */
-export function affinityKeyOf(headers: Headers, endpoint: string, body: Json, config: AffinityConfig, promptChars: number): AffinityKey | undefined {
+export function affinityKeyOf(headers: Headers, endpoint: string, body: Json, config: AffinityConfig): AffinityKey | undefined {
   for (const source of config.sources) {
-    if (source === 'prefix' && promptChars < PREFIX_MIN_CHARS) continue;
     const key = keyFrom(source, headers, endpoint, body, config.prefixChars);
     if (key !== undefined) return key;
   }

@@ -47,6 +47,23 @@ describe('cache affinity with bounded loads (issue 19)', () => {
     fleet.forEach((w) => w.close());
   });
 
+  it('without any key field, the start of the prompt is the key: every turn of one conversation lands on the same worker', async () => {
+    const fleet = await fleetOf(gw, 'aff-prefix', ['prefix-a', 'prefix-b', 'prefix-c']);
+    fleet.forEach((w) => autoRespond(w));
+    const system = { role: 'system', content: 'You review pull requests for the payments service. '.repeat(20) };
+    const turn = (conversation: number, n: number) => {
+      const messages: Array<{ role: string; content: string }> = [system, { role: 'user', content: `conversation ${conversation}: the first question` }];
+      for (let i = 1; i <= n; i++) messages.push({ role: 'assistant', content: `answer ${i}` }, { role: 'user', content: `follow-up ${i}` });
+      return { messages };
+    };
+    const first = await placed(gw, 'aff-prefix', {}, turn(1, 0));
+    for (let n = 1; n <= 6; n++) expect(await placed(gw, 'aff-prefix', {}, turn(1, n))).toBe(first);
+    const used = new Set<string>();
+    for (let c = 2; c < 32; c++) used.add(await placed(gw, 'aff-prefix', {}, turn(c, 0)));
+    expect(used.size).toBeGreaterThan(1);
+    fleet.forEach((w) => w.close());
+  });
+
   it("a key's preferred worker at its load bound spills to the next worker on the ring", async () => {
     const fleet = await fleetOf(gw, 'aff-spill', ['spill-a', 'spill-b']);
     const headers = { 'x-session-affinity': 'busy-session' };
@@ -97,7 +114,7 @@ describe('cache affinity with bounded loads (issue 19)', () => {
     fleet.forEach((w) => w.close());
   });
 
-  it('requests without a key count as none; a worker reporting KV-cache usage (negotiated) is weighed as loaded', async () => {
+  it('a short prompt has a prefix key too; a worker reporting KV-cache usage (negotiated) is weighed as loaded', async () => {
     const full = await ScriptedWorker.register(gw.workerUrl, { models: ['aff-kv'], max_concurrent: 4, worker_name: 'kv-full', features: ['cache_stats'] });
     const empty = await ScriptedWorker.register(gw.workerUrl, { models: ['aff-kv'], max_concurrent: 4, worker_name: 'kv-empty', features: ['cache_stats'] });
     expect(full.ack.features).toContain('cache_stats');
@@ -114,10 +131,16 @@ describe('cache affinity with bounded loads (issue 19)', () => {
     full.worker.send({ type: 'pong', current_load: 0, cache_stats: { kv_cache_usage_ratio: 0.95 } });
     empty.worker.send({ type: 'pong', current_load: 0, cache_stats: { kv_cache_usage_ratio: 0.05 } });
     const none = await metricValue(gw, 'switchboard_affinity_total', { result: 'none' });
+    const keyed = async () =>
+      (await metricValue(gw, 'switchboard_affinity_total', { result: 'preferred' })) +
+      (await metricValue(gw, 'switchboard_affinity_total', { result: 'spilled' }));
+    const keyedBefore = await keyed();
     await new Promise((r) => setTimeout(r, 50));
     expect((await workerView(gw, full.ack.worker_id)).cache_stats).toMatchObject({ kv_cache_usage_ratio: 0.95 });
     for (let i = 0; i < 4; i++) expect(await placed(gw, 'aff-kv', {})).toBe('kv-empty');
-    expect(await metricValue(gw, 'switchboard_affinity_total', { result: 'none' })).toBe(none + 4);
+    // The same short prompt four times: one prefix key, kept off the worker whose KV cache is full.
+    expect(await keyed()).toBe(keyedBefore + 4);
+    expect(await metricValue(gw, 'switchboard_affinity_total', { result: 'none' })).toBe(none);
     full.worker.close();
     empty.worker.close();
   });
