@@ -8,7 +8,7 @@
 // Within one module nothing is checked: a module is one unit.
 //
 // Fails (exit 1) when
-//   - the module graph has a cycle (edge-role files are left out of that graph: they are wiring);
+//   - the module graph has a cycle (every import counts, wiring and controllers included);
 //   - more than --max imports (default 20) point at a higher layer than the importing file's;
 //   - worker/ (the daemon, its own program) imports anything but protocol/ and common/;
 //   - a directory under src/ is in no layer (add it to LAYERS and to the docs).
@@ -47,7 +47,6 @@ export const LAYERS = {
   artifacts: 2,
   // 3 flow: a request's life
   dispatch: 3,
-  translate: 3,
   tasks: 3,
   lifecycle: 3,
   inference: 3,
@@ -176,7 +175,7 @@ export function check(srcRoot) {
   const violations = [];
   const workerViolations = [];
   const unknown = new Set();
-  const graph = new Map(); // module → Set(module), edge-role files left out
+  const graph = new Map(); // module → Set(module), every import
   const edgeFiles = new Map(); // "a -> b" → example "file -> target"
   let imports = 0;
 
@@ -205,7 +204,8 @@ export function check(srcRoot) {
       if (tmod !== mod && layer !== undefined && tlayer !== undefined && tlayer > layer) {
         violations.push(`${shown}   (${layer} -> ${tlayer})`);
       }
-      if (tmod !== mod && tmod !== '(top)' && mod !== '(top)' && !ROLE_EDGE.test(file) && !ROLE_EDGE.test(target)) {
+      // Cycles count every import, wiring and controllers included: a cycle through a module file is still a cycle.
+      if (tmod !== mod && tmod !== '(top)' && mod !== '(top)') {
         if (!graph.has(mod)) graph.set(mod, new Set());
         graph.get(mod).add(tmod);
         const key = `${mod} -> ${tmod}`;

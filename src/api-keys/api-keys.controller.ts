@@ -6,7 +6,7 @@ import { describeKey, parseCreateKeyBody, parseUpdateKeyBody } from './api-key.d
 import type { ApiKeyRecord } from './api-key-store';
 import { ApiKeysService } from './api-keys.service';
 import { Audited } from '../governance/audited';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { API_KEYS_API } from './api-keys.schemas';
 
 /** Operator API for client API keys (bearer ADMIN_TOKEN); see docs/tenancy.md. */

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiKeysService } from '../api-keys/api-keys.service';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { APP_CONFIG, AppConfig } from '../config';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { ARTIFACTS_API } from './artifacts.schemas';
 import { JOB_KIND } from './artifact-record';
 import { ArtifactSummary } from './artifact-store';

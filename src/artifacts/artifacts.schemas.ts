@@ -4,9 +4,9 @@ import { errorBody } from '../common/error-dialect';
 import { MAX_PARENTS, MAX_TAGS, newRecord } from './artifact-record';
 import { buildJobArtifact } from './job-artifact';
 import { DEFAULT_LIST_LIMIT, encodeCursor, MAX_LIST_LIMIT } from './parse-artifact-request';
-import type { OperationDoc, XExample } from '../openapi/api-doc';
-import { CLIENT_HEADERS, CLIENT_SECURITY, json, jsonResponse, ref, TAGS } from '../openapi/doc-common';
-import { CLIENT_AUTH_ERRORS, errorResponses } from '../openapi/doc-errors';
+import type { OperationDoc, XExample } from '../common/api-doc';
+import { CLIENT_HEADERS, CLIENT_SECURITY, json, jsonResponse, ref, TAGS } from '../common/doc-common';
+import { CLIENT_AUTH_ERRORS, errorResponses } from '../common/doc-errors';
 
 /** `/v1/artifacts`: the artifact registry (docs/artifacts.md). */
 

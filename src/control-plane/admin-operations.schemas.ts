@@ -1,8 +1,8 @@
 import { Errors, GatewayError } from '../common/gateway-error';
 import { errorBody } from '../common/error-dialect';
-import type { OperationDoc, XExample } from '../openapi/api-doc';
-import { ADMIN_SECURITY, json, jsonResponse, pathParam, ref, TAGS } from '../openapi/doc-common';
-import { adminErrors } from '../openapi/doc-errors';
+import type { OperationDoc, XExample } from '../common/api-doc';
+import { ADMIN_SECURITY, json, jsonResponse, pathParam, ref, TAGS } from '../common/doc-common';
+import { adminErrors } from '../common/doc-errors';
 import { WORKER_EXAMPLE, HISTORY_EXAMPLE } from './admin.schemas';
 
 const workerId = pathParam('id', "The worker's connection id (`GET /admin/workers`).", WORKER_EXAMPLE.id);

@@ -4,7 +4,6 @@ import { CLOCK, Clock } from '../common/clock';
 import { Errors } from '../common/gateway-error';
 import { parseCapabilityDeclarations } from '../config/sections/routing';
 import { AdminGuard } from '../auth/admin.guard';
-import { Dispatcher } from '../dispatch/dispatcher.service';
 import { Provider, ProviderInput, ProvidersService } from '../providers/providers.service';
 import { AdmissionQueue } from '../queue/admission-queue';
 import { Router } from '../routing/router.service';
@@ -16,7 +15,7 @@ import { DrainWorkerDto } from './dto/drain-worker.dto';
 import { JsonBodyPipe } from '../common/json-body.pipe';
 import { PoolsService } from './pools.service';
 import { Audited } from '../governance/audited';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { CONTROL_PLANE_API } from './control-plane.schemas';
 
 const DRAIN_WORKER_BODY = new JsonBodyPipe(DrainWorkerDto);
@@ -36,7 +35,6 @@ export class AdminController {
     private readonly providers: ProvidersService,
     private readonly fleet: Fleet,
     private readonly queues: AdmissionQueue,
-    private readonly dispatcher: Dispatcher,
     private readonly router: Router,
     private readonly pools: PoolsService,
   ) {}

@@ -1,5 +1,5 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import { ISO_TIME, NULLABLE_ISO_TIME, ref } from '../openapi/doc-common';
+import { ISO_TIME, NULLABLE_ISO_TIME, ref } from '../common/doc-common';
 
 /** OpenAPI of the admin providers, workers, cordons and stats routes (admin.controller.ts). */
 

@@ -4,7 +4,7 @@ import { ApiKeysService } from '../api-keys/api-keys.service';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { CapabilitiesDocument, CapabilitiesService } from './capabilities.service';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { CONTROL_PLANE_API } from './control-plane.schemas';
 
 /** Discovery for clients and tools: what the gateway's pools can do right now. */

@@ -9,6 +9,7 @@ import { RoutingModule } from '../routing/routing.module';
 import { TenancyModule } from '../tenancy/tenancy.module';
 import { LifecycleModule } from '../lifecycle/lifecycle.module';
 import { AdminController } from './admin.controller';
+import { AuditController } from './audit.controller';
 import { CapabilitiesController } from './capabilities.controller';
 import { CapabilitiesService } from './capabilities.service';
 import { PoolsController } from './pools.controller';
@@ -18,7 +19,7 @@ import { ShutdownCoordinator } from './shutdown-coordinator.service';
 
 @Module({
   imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, FleetModule, RoutingModule, ApiKeysModule, TenancyModule, LifecycleModule],
-  controllers: [AdminController, CapabilitiesController, PoolsController, ReloadController],
+  controllers: [AdminController, AuditController, CapabilitiesController, PoolsController, ReloadController],
   providers: [ShutdownCoordinator, CapabilitiesService, PoolsService],
 })
 export class ControlPlaneModule {}

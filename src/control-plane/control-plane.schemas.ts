@@ -1,5 +1,5 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import type { OperationDoc } from '../openapi/api-doc';
+import type { OperationDoc } from '../common/api-doc';
 import { ADMIN_SCHEMAS } from './admin.schemas';
 import { ADMIN_API } from './admin-operations.schemas';
 import { POOLS_API, POOLS_SCHEMAS } from './pools.schemas';

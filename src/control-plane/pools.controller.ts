@@ -5,7 +5,7 @@ import { DrainPoolDto } from './dto/drain-pool.dto';
 import { JsonBodyPipe } from '../common/json-body.pipe';
 import { PoolsService } from './pools.service';
 import { Audited } from '../governance/audited';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { CONTROL_PLANE_API } from './control-plane.schemas';
 
 const DRAIN_BODY = new JsonBodyPipe(DrainPoolDto);

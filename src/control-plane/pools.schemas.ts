@@ -1,9 +1,9 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { errorBody } from '../common/error-dialect';
-import type { OperationDoc, XExample } from '../openapi/api-doc';
-import { ADMIN_SECURITY, CLIENT_HEADERS, CLIENT_SECURITY, ISO_TIME, json, jsonResponse, pathParam, ref, TAGS } from '../openapi/doc-common';
-import { adminErrors, CLIENT_AUTH_ERRORS, errorResponses } from '../openapi/doc-errors';
+import type { OperationDoc, XExample } from '../common/api-doc';
+import { ADMIN_SECURITY, CLIENT_HEADERS, CLIENT_SECURITY, ISO_TIME, json, jsonResponse, pathParam, ref, TAGS } from '../common/doc-common';
+import { adminErrors, CLIENT_AUTH_ERRORS, errorResponses } from '../common/doc-errors';
 
 /** OpenAPI of `/v1/pools/*` (pools.controller.ts) and `/v1/capabilities` (capabilities.controller.ts). */
 

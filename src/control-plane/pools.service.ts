@@ -2,7 +2,6 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { ConfigReloadService } from '../config/config-reload.service';
-import { Dispatcher } from '../dispatch/dispatcher.service';
 import { PoolStats } from '../providers/pool-stats';
 import { Provider, ProvidersService } from '../providers/providers.service';
 import { AdmissionQueue } from '../queue/admission-queue';
@@ -60,7 +59,6 @@ export class PoolsService {
     private readonly providers: ProvidersService,
     private readonly fleet: Fleet,
     private readonly queues: AdmissionQueue,
-    private readonly dispatcher: Dispatcher,
     private readonly stats: PoolStats,
     private readonly routing: RoutingConfigHolder,
     private readonly reloads: ConfigReloadService,
@@ -123,8 +121,7 @@ export class PoolsService {
     const models = new Set(p.cordon?.models ?? []);
     for (const w of workers) for (const m of w.advertisedModels()) models.add(m);
     this.providers.cordon(p.name, { since: p.cordon?.since ?? this.clock.now(), reason, deadlineMs, models });
-    for (const w of workers) this.fleet.drain(w, deadlineMs, reason);
-    this.dispatcher.rerouteWaiting(p.name);
+    this.fleet.drainPool(p.name, deadlineMs, reason);
     this.log.log(`pool "${p.name}" cordoned (${reason}): draining ${workers.length} worker(s) within ${deadlineMs} ms; new workers are refused until undrain`);
     return this.health(p.name);
   }
@@ -254,7 +251,7 @@ export class PoolsService {
       unrouted: { rejected_by_code: Object.fromEntries(u.rejectedByCode), errors_by_code: Object.fromEntries(u.errorsByCode) },
       overall: this.stats.overall(),
       recent_errors: this.stats.recentErrors(),
-      watchdogs: { ...this.dispatcher.watchdogs.counts },
+      watchdogs: { ...this.stats.watchdogs },
     };
   }
 }

@@ -4,7 +4,7 @@ import { ConfigReloadService, ReloadRejected, ReloadResult } from '../config/con
 import { rejectedWithProblems } from './pool-reload';
 import { Audited } from '../governance/audited';
 import { reloadSummary } from '../governance/admin-audit-row';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { CONTROL_PLANE_API } from './control-plane.schemas';
 
 /**

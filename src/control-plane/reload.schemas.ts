@@ -1,9 +1,9 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { errorBody } from '../common/error-dialect';
-import type { OperationDoc } from '../openapi/api-doc';
-import { ADMIN_SECURITY, json, jsonResponse, pathParam, ref, TAGS } from '../openapi/doc-common';
-import { adminErrors } from '../openapi/doc-errors';
+import type { OperationDoc } from '../common/api-doc';
+import { ADMIN_SECURITY, json, jsonResponse, pathParam, ref, TAGS } from '../common/doc-common';
+import { adminErrors } from '../common/doc-errors';
 import { names } from './admin.schemas';
 import { rejectedWithProblems } from './pool-reload';
 

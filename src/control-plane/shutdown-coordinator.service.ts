@@ -1,10 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
-import { Errors } from '../common/gateway-error';
-import { Dispatcher } from '../dispatch/dispatcher.service';
 import { Fleet } from '../fleet/fleet.service';
 import { LifecycleState } from '../observability/lifecycle-state';
-import { ProvidersService } from '../providers/providers.service';
 
 /**
  * SIGTERM/SIGINT (Nest shutdown hooks): turn unready first, then drain every worker within the
@@ -17,9 +14,7 @@ export class ShutdownCoordinator implements OnModuleDestroy, BeforeApplicationSh
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly lifecycle: LifecycleState,
-    private readonly dispatcher: Dispatcher,
     private readonly fleet: Fleet,
-    private readonly providers: ProvidersService,
   ) {}
 
   onModuleDestroy(): void {
@@ -38,7 +33,6 @@ export class ShutdownCoordinator implements OnModuleDestroy, BeforeApplicationSh
    */
   async shutdown(timeoutMs: number): Promise<void> {
     this.lifecycle.beginShutdown();
-    for (const p of this.providers.list()) this.dispatcher.failWaiting(p.name, Errors.serverShutdown);
     await this.fleet.drainAll(timeoutMs);
   }
 }

@@ -61,6 +61,10 @@ export class Dispatcher implements LeaseControl {
     fleet.on('workerGone', ({ worker, orphans }) => this.onWorkerGone(worker, orphans));
     fleet.on('modelsChanged', ({ dropped }) => dropped.length > 0 && this.replanWaitingFor(dropped));
     fleet.on('drainExpired', ({ worker, reason }) => this.failLeases(worker.id, reason, Errors.drainTimeout));
+    fleet.on('poolDrained', ({ provider }) => this.rerouteWaiting(provider));
+    fleet.on('closing', () => {
+      for (const provider of this.queue.waitingProviders()) this.failWaiting(provider, Errors.serverShutdown);
+    });
     router.onWorkerReady((w) => this.pullWork(w));
   }
 

@@ -17,6 +17,10 @@ export interface FleetEventMap {
   modelsChanged: { worker: WorkerSession; dropped: readonly string[] };
   /** A drain's deadline passed with work left: every lease must be cancelled with `reason` and its request failed. */
   drainExpired: { worker: WorkerSession; reason: CancelReason };
+  /** An operator drained a pool: requests waiting for it must be routed again (another pool, or its verdict). */
+  poolDrained: { provider: string };
+  /** The gateway is shutting down: no request may wait any more (workers are drained next). */
+  closing: Record<string, never>;
 }
 
 export type FleetEvent = keyof FleetEventMap;
@@ -29,6 +33,8 @@ export class FleetEvents {
     workerGone: [],
     modelsChanged: [],
     drainExpired: [],
+    poolDrained: [],
+    closing: [],
   };
 
   on<E extends FleetEvent>(event: E, listener: (e: FleetEventMap[E]) => void): void {

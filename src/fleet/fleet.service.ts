@@ -222,8 +222,18 @@ export class Fleet implements LeaseHost {
     worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_COMPLETE);
   }
 
-  /** Gateway shutdown: drains every worker; resolves once all are gone or the deadline (plus a second) passed. */
+  /** Drains a cordoned pool's workers; requests waiting for the pool are routed again (`poolDrained`). */
+  drainPool(provider: string, timeoutMs: number, reason: string): void {
+    for (const w of [...this.sessions.ofProvider(provider)]) this.drain(w, timeoutMs, reason);
+    this.events.emit('poolDrained', { provider });
+  }
+
+  /**
+   * Gateway shutdown: waiting requests are answered (`closing`), then every worker is drained;
+   * resolves once all are gone or the deadline (plus a second) passed.
+   */
   async drainAll(timeoutMs: number): Promise<void> {
+    this.events.emit('closing', {});
     if (this.sessions.count() === 0) return;
     const allGone = new Promise<void>((resolve) => this.shutdownWaiters.push(resolve));
     for (const w of [...this.sessions.all()]) this.drain(w, timeoutMs, 'server_shutdown', 'server_shutdown');

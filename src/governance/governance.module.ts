@@ -5,7 +5,6 @@ import { OpTokenNonceEntity } from './op-token-nonce.entity';
 import { AuthModule } from '../auth/auth.module';
 import { AdminAudit } from './admin-audit';
 import { AdminAuditInterceptor } from './admin-audit.interceptor';
-import { AuditController } from './audit.controller';
 import { AuditLog } from './audit-log';
 import { AuditRetention } from './audit-retention';
 import { TypeOrmAuditLog } from './audit-log.typeorm';
@@ -22,7 +21,6 @@ import { TypeOrmNonceStore } from './nonce-store.typeorm';
 @Global()
 @Module({
   imports: [AuthModule, TypeOrmModule.forFeature([AuditEntryEntity, OpTokenNonceEntity])],
-  controllers: [AuditController],
   providers: [
     GovernanceService,
     AuditTrail,

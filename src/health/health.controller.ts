@@ -13,7 +13,7 @@ import {
 } from '../observability/health-snapshot';
 import { LifecycleHealthIndicator } from './lifecycle.health';
 import { LifecycleState } from '../observability/lifecycle-state';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { OBSERVABILITY_API } from './health.schemas';
 
 const DATABASE_PING_TIMEOUT_MS = 1500;

@@ -1,6 +1,6 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import type { OperationDoc } from '../openapi/api-doc';
-import { ISO_TIME, jsonResponse, NO_SECURITY, ref, TAGS } from '../openapi/doc-common';
+import type { OperationDoc } from '../common/api-doc';
+import { ISO_TIME, jsonResponse, NO_SECURITY, ref, TAGS } from '../common/doc-common';
 
 /** `/health`, `/health/live`, `/health/ready` and `/metrics`: no authentication. */
 

@@ -3,7 +3,7 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { PrometheusController } from '@willsoto/nestjs-prometheus';
 import type { FastifyReply } from 'fastify';
 import { Registry } from 'prom-client';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { OBSERVABILITY_API } from './health.schemas';
 
 /**

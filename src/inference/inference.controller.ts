@@ -4,7 +4,7 @@ import { Router } from '../routing/router.service';
 import { ApiKeysService } from '../api-keys/api-keys.service';
 import { GatewayError } from '../common/gateway-error';
 import { InferenceService } from './inference.service';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { INFERENCE_API } from './inference.schemas';
 
 /** OpenAI- and Anthropic-compatible endpoints. Thin: everything happens in InferenceService. */

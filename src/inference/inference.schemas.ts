@@ -1,9 +1,9 @@
 import type { GatewayErrorCode } from '../common/gateway-error';
-import type { OperationDoc, ResponseDoc, XExample } from '../openapi/api-doc';
+import type { OperationDoc, ResponseDoc, XExample } from '../common/api-doc';
 import type { ParameterObject } from '@nestjs/swagger';
-import { CLIENT_HEADERS, CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, ref, TAGS } from '../openapi/doc-common';
+import { CLIENT_HEADERS, CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, ref, TAGS } from '../common/doc-common';
 import { CACHE_MODES, MAX_CACHE_TAG_LENGTH } from './cache-headers';
-import { CLIENT_AUTH_ERRORS, errorResponses } from '../openapi/doc-errors';
+import { CLIENT_AUTH_ERRORS, errorResponses } from '../common/doc-errors';
 
 export { INFERENCE_SCHEMAS } from './inference-bodies.schemas';
 

@@ -1,7 +1,7 @@
 import { Errors, GatewayErrorCode } from '../common/gateway-error';
-import type { OperationDoc } from '../openapi/api-doc';
-import { ADMIN_SECURITY, json, jsonResponse, pathParam, ref, TAGS } from '../openapi/doc-common';
-import { ADMIN_AUTH_CODES, errorResponses } from '../openapi/doc-errors';
+import type { OperationDoc } from '../common/api-doc';
+import { ADMIN_SECURITY, json, jsonResponse, pathParam, ref, TAGS } from '../common/doc-common';
+import { ADMIN_AUTH_CODES, errorResponses } from '../common/doc-errors';
 import { GOVERNED_CODES, TOKEN, LOAD_STARTED, LOAD_DONE, UNLOADED, FLUSHED, body, insufficient, running, LOAD_EXAMPLES, AUDIT_ROW } from './lifecycle.schemas';
 
 const governed = (codes: GatewayErrorCode[], overrides?: Parameters<typeof errorResponses>[2]) =>

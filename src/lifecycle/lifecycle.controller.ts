@@ -6,7 +6,7 @@ import { AuditTrail } from '../governance/audit-trail';
 import { adminIdentity } from '../governance/governance.service';
 import { LifecycleOperation } from '../governance/op-token';
 import { OpTokenVerifier } from '../governance/op-token-verifier';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { LIFECYCLE_API } from './lifecycle-operations.schemas';
 import { AuditContext } from './audit-context';
 import { AuditedAdminGuard, GovernedOperation } from './audited-admin.guard';

@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoadTaskEntity } from './load-task.entity';
 import { AuthModule } from '../auth/auth.module';
-import { DispatchModule } from '../dispatch/dispatch.module';
 import { GovernanceModule } from '../governance/governance.module';
 import { ProvidersModule } from '../providers/providers.module';
 import { FleetModule } from '../fleet/fleet.module';
@@ -19,7 +18,7 @@ import { TypeOrmLoadTaskStore } from './load-task-store.typeorm';
  * models being loaded (for `/v1/capabilities`). Needs the global DatabaseModule.
  */
 @Module({
-  imports: [AuthModule, DispatchModule, GovernanceModule, ProvidersModule, FleetModule, TypeOrmModule.forFeature([LoadTaskEntity])],
+  imports: [AuthModule, GovernanceModule, ProvidersModule, FleetModule, TypeOrmModule.forFeature([LoadTaskEntity])],
   controllers: [LifecycleController],
   providers: [
     LifecycleService,

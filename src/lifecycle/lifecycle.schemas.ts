@@ -1,9 +1,9 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { Errors, GatewayError, GatewayErrorCode } from '../common/gateway-error';
 import { errorBody } from '../common/error-dialect';
-import type { XExample } from '../openapi/api-doc';
-import { ISO_TIME, ref } from '../openapi/doc-common';
-import { ADMIN_AUTH_CODES } from '../openapi/doc-errors';
+import type { XExample } from '../common/api-doc';
+import { ISO_TIME, ref } from '../common/doc-common';
+import { ADMIN_AUTH_CODES } from '../common/doc-errors';
 
 /** `/v1/models/load`, `/v1/models/unload`, `/v1/cache/flush` (governed, admin) and `/admin/audit`. */
 

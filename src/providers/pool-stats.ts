@@ -234,6 +234,8 @@ export class PoolStats {
   private readonly pools = new Map<string, PoolCounters>();
   /** Requests no pool took (unknown model, bad pin, …). */
   readonly unrouted = new PoolCounters();
+  /** Requests a watchdog caught, by kind (`/admin/stats`; docs/routing.md#watchdogs). */
+  readonly watchdogs: Record<string, number> = { first_byte: 0, stream_idle: 0 };
   /** Every finished request, whatever pool (or none) it counted for: the gateway's own rates, history and latency. */
   private readonly overallMinute = new MinuteRing();
   private readonly overallHistory = new HistoryRing();

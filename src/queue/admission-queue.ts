@@ -89,6 +89,11 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
     return this.order.positions(now);
   }
 
+  /** Providers with requests waiting. */
+  waitingProviders(): string[] {
+    return this.order.waitingProviders();
+  }
+
   depth(provider: string): number {
     return this.order.depth(provider);
   }

@@ -188,6 +188,11 @@ export class QueueOrder<T extends Queueable = Queueable> {
     return out;
   }
 
+  /** Providers with requests waiting. */
+  waitingProviders(): string[] {
+    return [...this.depthByProvider.keys()];
+  }
+
   depth(provider: string): number {
     return this.depthByProvider.get(provider) ?? 0;
   }

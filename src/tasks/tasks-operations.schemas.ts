@@ -1,9 +1,9 @@
 import type { HeaderObject, SchemaObject } from '@nestjs/swagger';
 import { Errors, GatewayError, GatewayErrorCode, statusOf } from '../common/gateway-error';
 import { errorBody } from '../common/error-dialect';
-import type { OperationDoc, ResponseDoc, XExample } from '../openapi/api-doc';
-import { CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, pathParam, ref, TAGS } from '../openapi/doc-common';
-import { errorResponses, SAMPLE_ERRORS } from '../openapi/doc-errors';
+import type { OperationDoc, ResponseDoc, XExample } from '../common/api-doc';
+import { CLIENT_SECURITY, HEADERS, INFERENCE_HEADERS, json, jsonResponse, pathParam, ref, TAGS } from '../common/doc-common';
+import { errorResponses, SAMPLE_ERRORS } from '../common/doc-errors';
 
 const REQUEST = {
   task_id: 'review-42',

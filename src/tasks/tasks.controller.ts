@@ -5,7 +5,7 @@ import { CLOCK, Clock } from '../common/clock';
 import { APP_CONFIG, AppConfig } from '../config';
 import { Errors, GatewayError } from '../common/gateway-error';
 import type { AccessLogFields } from '../observability/access-log';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { TASKS_API } from './tasks-operations.schemas';
 import type { ClientIdentity } from '../tenancy/client-identity';
 import { SseWriter } from './sse-writer';

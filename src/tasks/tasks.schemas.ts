@@ -1,6 +1,6 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { ARTIFACTS_SCHEMAS } from '../artifacts/artifacts.schemas';
-import { NULLABLE_ISO_TIME, ref } from '../openapi/doc-common';
+import { NULLABLE_ISO_TIME, ref } from '../common/doc-common';
 
 /** `/v1/tasks`: asynchronous tasks with SSE events (docs/tasks.md). */
 

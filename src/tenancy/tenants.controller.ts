@@ -5,7 +5,7 @@ import { parseJsonObject } from './json-object';
 import { parseTenantSettings, TENANT_ID, TenantSettings } from '../config/sections/tenancy';
 import { TenantsService, TenantView } from './tenants.service';
 import { Audited } from '../governance/audited';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { TENANTS_API } from './tenants.schemas';
 
 /** Operator API for tenant settings (bearer ADMIN_TOKEN); see docs/tenancy.md. */

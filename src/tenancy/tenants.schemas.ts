@@ -1,8 +1,8 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { Errors } from '../common/gateway-error';
-import type { OperationDoc } from '../openapi/api-doc';
-import { ADMIN_SECURITY, ISO_TIME, json, jsonResponse, pathParam, ref, TAGS } from '../openapi/doc-common';
-import { adminErrors } from '../openapi/doc-errors';
+import type { OperationDoc } from '../common/api-doc';
+import { ADMIN_SECURITY, ISO_TIME, json, jsonResponse, pathParam, ref, TAGS } from '../common/doc-common';
+import { adminErrors } from '../common/doc-errors';
 
 /** OpenAPI of `/admin/tenants` (tenants.controller.ts), and the tenancy fields the keys and usage docs share. */
 

@@ -3,7 +3,7 @@ import { AdminGuard } from '../auth/admin.guard';
 import { GatewayError } from '../common/gateway-error';
 import { UsageAggregates, UsageTotals } from './usage-aggregates.service';
 import { parseUsageQuery, UsageGroupBy } from './usage-query';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { USAGE_API } from './usage.schemas';
 import { AdmissionQueue } from '../queue/admission-queue';
 

@@ -1,8 +1,8 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { Errors } from '../common/gateway-error';
-import type { OperationDoc } from '../openapi/api-doc';
-import { ADMIN_SECURITY, jsonResponse, NULLABLE_ISO_TIME, ref, TAGS } from '../openapi/doc-common';
-import { adminErrors } from '../openapi/doc-errors';
+import type { OperationDoc } from '../common/api-doc';
+import { ADMIN_SECURITY, jsonResponse, NULLABLE_ISO_TIME, ref, TAGS } from '../common/doc-common';
+import { adminErrors } from '../common/doc-errors';
 import { tenantId } from '../tenancy/tenants.schemas';
 
 /** OpenAPI of `/admin/usage` (usage.controller.ts). */

@@ -18,6 +18,10 @@ export class PoolStatsObserver implements RequestObserver {
     this.stats.rejected(poolOf(req, error), error.code);
   }
 
+  watchdog(kind: string): void {
+    this.stats.watchdogs[kind] = (this.stats.watchdogs[kind] ?? 0) + 1;
+  }
+
   tokens(req: RelayRequest, counts: TokenCounts): void {
     this.stats.tokens(req.provider.name, counts.prompt_tokens ?? 0, counts.completion_tokens ?? 0);
   }

@@ -1,11 +1,11 @@
 import { Controller, Get, Query, UseGuards } from '@nestjs/common';
 import { AdminGuard } from '../auth/admin.guard';
 import { GatewayError } from '../common/gateway-error';
-import { ApiDoc } from '../openapi/api-doc';
+import { ApiDoc } from '../common/api-doc';
 import { LIFECYCLE_API } from '../lifecycle/lifecycle-operations.schemas';
-import { AuditRecord } from './audit-log';
-import { parseAuditQuery } from './audit-query';
-import { AuditTrail } from './audit-trail';
+import { AuditRecord } from '../governance/audit-log';
+import { parseAuditQuery } from '../governance/audit-query';
+import { AuditTrail } from '../governance/audit-trail';
 
 /** Operator API (bearer ADMIN_TOKEN): the audit trail of every admin action (lifecycle operations included), newest first. */
 @Controller('admin')

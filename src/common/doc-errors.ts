@@ -1,6 +1,6 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import { ErrorKind, Errors, GatewayError, GatewayErrorCode, statusOf } from '../common/gateway-error';
-import { Dialect, errorBody, errorHeaders } from '../common/error-dialect';
+import { ErrorKind, Errors, GatewayError, GatewayErrorCode, statusOf } from './gateway-error';
+import { Dialect, errorBody, errorHeaders } from './error-dialect';
 import type { ResponseDoc } from './api-doc';
 import { HEADERS, json, ref } from './doc-common';
 
