@@ -79,7 +79,10 @@ describe('loadConfig', () => {
     expect(c.providers[0].firstByteTimeoutMs).toBe(300_500);
     expect(c.providers[1].firstByteTimeoutMs).toBeUndefined();
     expect(c.routing.firstByteTimeoutMs).toBe(30_000);
-    writeFileSync(path, 'providers:\n  - name: a\n    first_byte_timeout_secs: 0\n  - name: b\n    first_byte_timeout_secs: soon\n  - name: c\n    first_byte_timeout_secs: 3000000\n');
+    writeFileSync(
+      path,
+      'providers:\n  - name: a\n    first_byte_timeout_secs: 0\n  - name: b\n    first_byte_timeout_secs: soon\n  - name: c\n    first_byte_timeout_secs: 3000000\n',
+    );
     const problems = problemsOf({ CONFIG_FILE: path }).join('\n');
     expect(problems).toMatch(/providers\[0\]\.first_byte_timeout_secs/);
     expect(problems).toMatch(/providers\[1\]\.first_byte_timeout_secs/);

@@ -195,7 +195,6 @@ describe('Watchdogs (fake clock, real Dispatcher and Router)', () => {
     clock.advance(SECOND);
     expect(frames(a.channel, 'cancel')).toEqual([{ type: 'cancel', request_id: first.req.id, reason: 'timeout' }]);
 
-
     // Both set: the pool's own value decides.
     config.providers[0].firstByteTimeoutMs = 30 * SECOND;
     h = await dispatchHarness(config, clock);
