@@ -22,6 +22,8 @@ export interface ProviderConfig {
   maxQueueLen: number;
   queueTimeoutMs: number;
   requestTimeoutMs: number;
+  /** The pool's own first-byte watchdog timeout; unset = `routing.first_byte_timeout_secs`. */
+  firstByteTimeoutMs?: number;
   maxModelsPerWorker: number;
   /** Models the operator declares for this provider even while no worker serves them. */
   models: string[];

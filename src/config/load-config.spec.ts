@@ -72,6 +72,23 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).toMatch(/declared twice/);
   });
 
+  it("reads a pool's own first_byte_timeout_secs; unset it follows routing.first_byte_timeout_secs; bad values are named", () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'sb-')), 'c.yaml');
+    writeFileSync(path, 'routing:\n  first_byte_timeout_secs: 30\nproviders:\n  - name: slow\n    first_byte_timeout_secs: 300.5\n  - name: fast\n');
+    const c = loadConfig({ CONFIG_FILE: path });
+    expect(c.providers[0].firstByteTimeoutMs).toBe(300_500);
+    expect(c.providers[1].firstByteTimeoutMs).toBeUndefined();
+    expect(c.routing.firstByteTimeoutMs).toBe(30_000);
+    writeFileSync(
+      path,
+      'providers:\n  - name: a\n    first_byte_timeout_secs: 0\n  - name: b\n    first_byte_timeout_secs: soon\n  - name: c\n    first_byte_timeout_secs: 3000000\n',
+    );
+    const problems = problemsOf({ CONFIG_FILE: path }).join('\n');
+    expect(problems).toMatch(/providers\[0\]\.first_byte_timeout_secs/);
+    expect(problems).toMatch(/providers\[1\]\.first_byte_timeout_secs/);
+    expect(problems).toMatch(/providers\[2\]\.first_byte_timeout_secs/);
+  });
+
   it('rejects an unreadable config file and an unknown database scheme', () => {
     const problems = problemsOf({ CONFIG_FILE: '/nonexistent/switchboard.yaml', DATABASE_URL: 'mysql://x' });
     expect(problems.join('\n')).toMatch(/CONFIG_FILE/);

@@ -15,6 +15,14 @@ const providerFields: Record<string, SchemaObject> = {
   max_queue_len: { type: 'integer', minimum: 0 },
   queue_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
   request_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
+  first_byte_timeout_secs: {
+    type: 'number',
+    minimum: 0.001,
+    maximum: 2147483,
+    nullable: true,
+    description:
+      'Its own first-byte watchdog timeout (a worker that has not answered this long after taking a request is cancelled and the request moves on); `null` clears it: `routing.first_byte_timeout_secs` applies.',
+  },
   max_models: { type: 'integer', minimum: 1 },
   models: {
     type: 'array',
@@ -84,6 +92,7 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
       'max_queue_len',
       'queue_timeout_secs',
       'request_timeout_secs',
+      'first_byte_timeout_secs',
       'max_models',
       'models',
       'priority',
@@ -100,6 +109,7 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
       max_queue_len: { type: 'integer' },
       queue_timeout_secs: { type: 'number' },
       request_timeout_secs: { type: 'number' },
+      first_byte_timeout_secs: { type: 'number', nullable: true, description: 'Its own first-byte timeout; null = `routing.first_byte_timeout_secs`.' },
       max_models: { type: 'integer' },
       models: { type: 'array', items: { type: 'string' } },
       priority: { type: 'integer', nullable: true },

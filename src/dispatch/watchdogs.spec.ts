@@ -170,10 +170,10 @@ describe('Watchdogs (fake clock, real Dispatcher and Router)', () => {
     expect(h.dispatcher.watchdogs.counts).toEqual({ first_byte: 0, stream_idle: 0 });
   });
 
-  it("first byte: a pool's own timeout (routing.first_byte_timeout_secs_per_pool) replaces the default", async () => {
+  it("first byte: a pool's own timeout (providers[].first_byte_timeout_secs) replaces the default", async () => {
     const config = loadConfig({ REQUEST_TIMEOUT_SECS: '600', PROVIDER_NAME: 'local', ROUTING_FIRST_BYTE_TIMEOUT_SECS: '20' });
     config.providers[0].models = ['m'];
-    config.routing.firstByteTimeoutMsByPool = new Map([['local', 90 * SECOND]]);
+    config.providers[0].firstByteTimeoutMs = 90 * SECOND;
     h = await dispatchHarness(config, clock);
     const a = addWorker();
     const { req } = submit();
@@ -181,6 +181,29 @@ describe('Watchdogs (fake clock, real Dispatcher and Router)', () => {
     expect(frames(a.channel, 'cancel')).toEqual([]);
     clock.advance(SECOND);
     expect(frames(a.channel, 'cancel')).toEqual([{ type: 'cancel', request_id: req.id, reason: 'timeout' }]);
+  });
+
+  it("first byte: the pool's own timeout wins over the deprecated routing.first_byte_timeout_secs_per_pool, which still applies without it", async () => {
+    const config = loadConfig({ REQUEST_TIMEOUT_SECS: '600', PROVIDER_NAME: 'local', ROUTING_FIRST_BYTE_TIMEOUT_SECS: '20' });
+    config.providers[0].models = ['m'];
+    config.routing.firstByteTimeoutMsByPool = new Map([['local', 90 * SECOND]]);
+    h = await dispatchHarness(config, clock);
+    const a = addWorker();
+    const first = submit();
+    clock.advance(89 * SECOND);
+    expect(frames(a.channel, 'cancel')).toEqual([]);
+    clock.advance(SECOND);
+    expect(frames(a.channel, 'cancel')).toEqual([{ type: 'cancel', request_id: first.req.id, reason: 'timeout' }]);
+
+    // Both set: the pool's own value decides.
+    config.providers[0].firstByteTimeoutMs = 30 * SECOND;
+    h = await dispatchHarness(config, clock);
+    const b = addWorker();
+    const second = submit();
+    clock.advance(30 * SECOND - 1);
+    expect(frames(b.channel, 'cancel')).toEqual([]);
+    clock.advance(1);
+    expect(frames(b.channel, 'cancel')).toEqual([{ type: 'cancel', request_id: second.req.id, reason: 'timeout' }]);
   });
 
   it('tasks (requests with bounds of their own) are not watched', () => {

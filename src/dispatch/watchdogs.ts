@@ -96,7 +96,8 @@ export class Watchdogs {
   assigned(req: RelayRequest, now: number): void {
     // Tasks bring bounds of their own (they may wait and run far longer than an interactive request).
     if (req.timeouts) return;
-    const timeoutMs = this.settings.firstByteTimeoutMsByPool?.get(req.provider.name) ?? this.settings.firstByteTimeoutMs;
+    // The pool's own setting; the routing map is its deprecated alias (file only).
+    const timeoutMs = req.provider.firstByteTimeoutMs ?? this.settings.firstByteTimeoutMsByPool?.get(req.provider.name) ?? this.settings.firstByteTimeoutMs;
     let line = this.firstByteLines.get(timeoutMs);
     if (!line) this.firstByteLines.set(timeoutMs, (line = new DueLine(timeoutMs)));
     req.watch = line;

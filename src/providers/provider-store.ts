@@ -8,6 +8,8 @@ export interface ProviderRecord {
   maxQueueLen: number;
   queueTimeoutMs: number;
   requestTimeoutMs: number;
+  /** The pool's own first-byte watchdog timeout; null/absent = `routing.first_byte_timeout_secs`. */
+  firstByteTimeoutMs?: number | null;
   maxModelsPerWorker: number;
   models: string[];
   /** Routing priority of the provider's workers (lower is preferred); null = the workers' own. */

@@ -23,6 +23,10 @@ export class ProviderEntity {
   @Column({ name: 'request_timeout_ms', type: 'bigint', transformer: epochMillis })
   requestTimeoutMs: number;
 
+  /** The pool's own first-byte watchdog timeout; null = `routing.first_byte_timeout_secs`. */
+  @Column({ name: 'first_byte_timeout_ms', type: 'bigint', nullable: true, transformer: epochMillis })
+  firstByteTimeoutMs: number | null;
+
   @Column({ name: 'max_models_per_worker', type: 'integer' })
   maxModelsPerWorker: number;
 

@@ -43,6 +43,8 @@ export interface ProviderInput {
   maxQueueLen?: number;
   queueTimeoutMs?: number;
   requestTimeoutMs?: number;
+  /** null clears the pool's own first-byte timeout (back to `routing.first_byte_timeout_secs`). */
+  firstByteTimeoutMs?: number | null;
   maxModelsPerWorker?: number;
   models?: string[];
   /** null clears a priority set earlier. */

@@ -1,5 +1,6 @@
 import * as secretHash from '../common/secret-hash';
 import type { AppConfig, ProviderConfig } from '../config';
+import type { ConfigReloadService, PreparedChange } from '../config/config-reload.service';
 import { ProviderRecord, ProviderStore } from './provider-store';
 import { ProvidersService } from './providers.service';
 
@@ -130,5 +131,43 @@ describe('ProvidersService hardening', () => {
     await expect(providers.update('local', { secret: 'second-secret', enabled: false })).rejects.toThrow('database is locked');
     expect(providers.get('local')?.enabled).toBe(true);
     expect(await providers.verifyWorkerSecret('local', 'first-secret')).toBe('ok');
+  });
+});
+
+describe("ProvidersService: a pool's own first-byte timeout", () => {
+  it('is stored from the file, follows a reload in place (set, changed, unset) and an admin patch (null clears)', async () => {
+    const store = new MemoryProviderStore();
+    let prepare: ((next: AppConfig, problems: string[]) => Promise<PreparedChange> | PreparedChange) | undefined;
+    const reload = { register: (r: { prepare: typeof prepare }) => (prepare = r.prepare) } as unknown as ConfigReloadService;
+    const local = (firstByteTimeoutMs?: number): ProviderConfig => ({
+      name: 'local',
+      enabled: true,
+      models: [],
+      capabilities: {},
+      ...limits,
+      firstByteTimeoutMs,
+    });
+    const providers = new ProvidersService({ providers: [local(300_000)], providerDefaults: limits } as unknown as AppConfig, store, reload);
+    await providers.onModuleInit();
+    const pool = providers.get('local')!;
+    expect(pool.firstByteTimeoutMs).toBe(300_000);
+    expect(store.records.get('local')?.firstByteTimeoutMs).toBe(300_000);
+    const apply = async (firstByteTimeoutMs?: number) => {
+      const change = await prepare!({ providers: [local(firstByteTimeoutMs)], providerDefaults: limits } as unknown as AppConfig, []);
+      change.commit();
+      await change.persist?.();
+    };
+    await apply(45_000);
+    expect(providers.get('local')).toBe(pool); // updated in place: requests hold this object
+    expect(pool.firstByteTimeoutMs).toBe(45_000);
+    expect(store.records.get('local')?.firstByteTimeoutMs).toBe(45_000);
+    await apply(undefined);
+    expect(pool.firstByteTimeoutMs).toBeNull();
+
+    const created = await providers.create({ name: 'admin-pool', firstByteTimeoutMs: 90_000 });
+    expect(created.firstByteTimeoutMs).toBe(90_000);
+    expect((await providers.update('admin-pool', { firstByteTimeoutMs: null }))?.firstByteTimeoutMs).toBeNull();
+    expect(store.records.get('admin-pool')?.firstByteTimeoutMs).toBeNull();
+    expect((await providers.create({ name: 'plain' })).firstByteTimeoutMs).toBeNull();
   });
 });

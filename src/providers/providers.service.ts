@@ -199,6 +199,7 @@ export class ProvidersService implements OnModuleInit {
       maxQueueLen: input.maxQueueLen ?? this.defaults.maxQueueLen,
       queueTimeoutMs: input.queueTimeoutMs ?? this.defaults.queueTimeoutMs,
       requestTimeoutMs: input.requestTimeoutMs ?? this.defaults.requestTimeoutMs,
+      firstByteTimeoutMs: input.firstByteTimeoutMs ?? null,
       maxModelsPerWorker: input.maxModelsPerWorker ?? this.defaults.maxModelsPerWorker,
       models: input.models ?? [],
       priority: input.priority ?? null,
@@ -225,6 +226,7 @@ export class ProvidersService implements OnModuleInit {
     if (patch.maxQueueLen !== undefined) changes.maxQueueLen = patch.maxQueueLen;
     if (patch.queueTimeoutMs !== undefined) changes.queueTimeoutMs = patch.queueTimeoutMs;
     if (patch.requestTimeoutMs !== undefined) changes.requestTimeoutMs = patch.requestTimeoutMs;
+    if (patch.firstByteTimeoutMs !== undefined) changes.firstByteTimeoutMs = patch.firstByteTimeoutMs;
     if (patch.maxModelsPerWorker !== undefined) changes.maxModelsPerWorker = patch.maxModelsPerWorker;
     if (patch.priority !== undefined) changes.priority = patch.priority;
     if (patch.capabilities !== undefined) changes.capabilities = patch.capabilities;

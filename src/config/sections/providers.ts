@@ -1,11 +1,12 @@
 import { checkNumber, NumberOpts, toMillis, Yaml } from '../../common/config-reader';
 import { isWellFormedSecretHash } from '../../common/secret-hash';
 import type { ProviderConfig, ProviderDefaults } from '../app-config';
-import { parseCapabilityDeclarations } from './routing';
+import { parseCapabilityDeclarations, ROUTING_SETTINGS } from './routing';
 import { PROVIDER_DEFAULT_SETTINGS } from './server';
 import { bool, custom, group, num, secs, yamlKeys } from '../setting';
 
 const PROVIDER_DEFAULTS = PROVIDER_DEFAULT_SETTINGS.settings;
+const ROUTING = ROUTING_SETTINGS.settings;
 
 /** The keys of one `providers[]` entry; the numeric ones default to the global values (PROVIDER_DEFAULT_SETTINGS). */
 export const PROVIDER_ENTRY_SETTINGS = group('providers[]', '', {
@@ -70,6 +71,16 @@ export const PROVIDER_ENTRY_SETTINGS = group('providers[]', '', {
     docDefault: '`REQUEST_TIMEOUT_SECS`',
     table: 'providers',
     doc: "its requests' whole lifetime, queue time included",
+  }),
+  firstByteTimeout: secs({
+    yaml: 'first_byte_timeout_secs',
+    default: ROUTING.firstByteTimeout.default,
+    opts: ROUTING.firstByteTimeout.opts,
+    reload: 'live',
+    fields: [],
+    docDefault: '`routing.first_byte_timeout_secs`',
+    table: 'providers',
+    doc: 'its own first-byte watchdog timeout ([routing.md](routing.md#watchdogs)), e.g. 300 for backends that load models on demand; applies to requests a worker takes after a reload',
   }),
   maxModels: num({
     yaml: 'max_models',
@@ -163,6 +174,10 @@ export function readProviders(file: Yaml, defaults: ProviderDefaults, problems: 
       p[key] === undefined || p[key] === null ? fallback : checkNumber(p[key], `${at}.${key}`, fallback, opts, problems);
     const optional = (key: string, opts: NumberOpts) =>
       p[key] === undefined || p[key] === null ? undefined : checkNumber(p[key], `${at}.${key}`, 0, opts, problems);
+    const seconds = (key: string, opts: NumberOpts) => {
+      const value = optional(key, opts);
+      return value === undefined ? undefined : toMillis(value, `${at}.${key}`, opts, problems);
+    };
     const models = p.models === undefined || p.models === null ? [] : p.models;
     if (!Array.isArray(models) || !models.every((m) => typeof m === 'string')) {
       problems.push(`${at}.models must be a list of strings`);
@@ -186,6 +201,7 @@ export function readProviders(file: Yaml, defaults: ProviderDefaults, problems: 
         S.requestTimeout.opts,
         problems,
       ),
+      firstByteTimeoutMs: seconds(S.firstByteTimeout.yaml!, S.firstByteTimeout.opts),
       maxModelsPerWorker: num(S.maxModels.yaml!, defaults.maxModelsPerWorker, S.maxModels.opts),
       models: Array.isArray(models)
         ? models

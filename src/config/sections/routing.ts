@@ -43,7 +43,7 @@ export interface RoutingConfig {
   maxRetries?: number;
   /** First-byte watchdog: a worker silent this long after taking a request loses it (requeued). */
   firstByteTimeoutMs: number;
-  /** Pool (provider) name → its own first-byte timeout, in place of `firstByteTimeoutMs`. */
+  /** Deprecated alias of `providers[].first_byte_timeout_secs`: pool name → its first-byte timeout, for a pool that sets none. */
   firstByteTimeoutMsByPool: Map<string, number>;
   /** Stall watchdog: a started stream with no chunk for this long ends with a retriable error. */
   streamIdleTimeoutMs: number;
@@ -142,7 +142,7 @@ export const ROUTING_SETTINGS = group('routing', 'routing', {
     reload: 'restart',
     fields: ['firstByteTimeoutMsByPool'],
     docDefault: 'none',
-    doc: 'pool (provider) name → its own `first_byte_timeout_secs` (file only), e.g. `{gpu-slow: 300}` for backends that load models on demand',
+    doc: 'deprecated: set `providers[].first_byte_timeout_secs` (or the admin API field) instead. Pool (provider) name → its own `first_byte_timeout_secs` (file only), used for a pool that sets none of its own',
   }),
   streamIdleTimeout: secs({
     env: 'ROUTING_STREAM_IDLE_TIMEOUT_SECS',

@@ -387,6 +387,6 @@ export const PROVIDER_LIST_SETTINGS = group('', '', {
     reload: 'live',
     fields: ['providers'],
     docDefault: 'none',
-    doc: 'the providers (pools) and their own settings: `name`, `secret` or `secret_hash`, `enabled`, `max_queue_len`, `queue_timeout_secs`, `request_timeout_secs`, `max_models`, `models`, `priority`, `capabilities` ([schema below](#yaml-file)); a reload applies them',
+    doc: 'the providers (pools) and their own settings: `name`, `secret` or `secret_hash`, `enabled`, `max_queue_len`, `queue_timeout_secs`, `request_timeout_secs`, `first_byte_timeout_secs`, `max_models`, `models`, `priority`, `capabilities` ([schema below](#yaml-file)); a reload applies them',
   }),
 });

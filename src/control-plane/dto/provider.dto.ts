@@ -30,6 +30,13 @@ export class UpdateProviderDto {
   @Max(MAX_TIMER_SECS)
   request_timeout_secs?: number;
 
+  /** The pool's own first-byte watchdog timeout; null clears it (back to `routing.first_byte_timeout_secs`). */
+  @IsOptional()
+  @IsNumber()
+  @Min(0.001)
+  @Max(MAX_TIMER_SECS)
+  first_byte_timeout_secs?: number | null;
+
   @IsOptional()
   @IsInt()
   @Min(1)
