@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { AdminRole } from '../auth/admin-role';
 import { AdminGuard } from '../auth/admin.guard';
 import { CLOCK, Clock } from '../common/clock';
 import { GatewayError } from '../common/gateway-error';
@@ -19,6 +20,7 @@ export class ApiKeysController {
 
   /** 201 with the key in `key`: the only time it is shown. */
   @Post()
+  @AdminRole('admin')
   @ApiDoc(API_KEYS_API.createKey)
   @HttpCode(201)
   async create(@Body() raw: unknown) {
@@ -27,18 +29,21 @@ export class ApiKeysController {
   }
 
   @Get()
+  @AdminRole('viewer')
   @ApiDoc(API_KEYS_API.listKeys)
   list() {
     return { data: this.keys.list().map((k) => this.describe(k)) };
   }
 
   @Get(':id')
+  @AdminRole('viewer')
   @ApiDoc(API_KEYS_API.getKey)
   get(@Param('id') id: string) {
     return this.describe(this.keyOr404(id));
   }
 
   @Patch(':id')
+  @AdminRole('admin')
   @ApiDoc(API_KEYS_API.updateKey)
   async update(@Param('id') id: string, @Body() raw: unknown) {
     this.keyOr404(id);
@@ -47,6 +52,7 @@ export class ApiKeysController {
   }
 
   @Delete(':id')
+  @AdminRole('admin')
   @ApiDoc(API_KEYS_API.deleteKey)
   async remove(@Param('id') id: string) {
     this.keyOr404(id);

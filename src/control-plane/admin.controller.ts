@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
+import { AdminRole } from '../auth/admin-role';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors } from '../common/gateway-error';
@@ -41,12 +42,14 @@ export class AdminController {
   ) {}
 
   @Get('providers')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.listProviders)
   listProviders() {
     return { data: this.providers.list().map((p) => this.describeProvider(p)) };
   }
 
   @Post('providers')
+  @AdminRole('admin')
   @ApiDoc(CONTROL_PLANE_API.createProvider)
   @HttpCode(201)
   async createProvider(@Body(CREATE_PROVIDER_BODY) dto: CreateProviderDto) {
@@ -62,6 +65,7 @@ export class AdminController {
   }
 
   @Patch('providers/:name')
+  @AdminRole('admin')
   @ApiDoc(CONTROL_PLANE_API.updateProvider)
   async updateProvider(@Param('name') name: string, @Body() body: unknown) {
     if (!this.providers.get(name)) throw Errors.notFound('Provider', name); // before its body is judged
@@ -77,6 +81,7 @@ export class AdminController {
    * until the next restart: that needs `?force=true`.
    */
   @Delete('providers/:name')
+  @AdminRole('admin')
   @ApiDoc(CONTROL_PLANE_API.deleteProvider)
   async deleteProvider(@Param('name') name: string, @Query('force') force?: string) {
     if (force !== undefined && force !== 'true' && force !== 'false') {
@@ -97,12 +102,14 @@ export class AdminController {
   }
 
   @Get('workers')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.listWorkers)
   listWorkers() {
     return { data: [...this.fleet.sessions.all()].map((w) => this.describeWorker(w)) };
   }
 
   @Get('workers/:id')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.getWorker)
   getWorker(@Param('id') id: string) {
     const w = this.pools.workerOr404(id);
@@ -118,6 +125,7 @@ export class AdminController {
    * (reconnections refused with 1013) until `POST /admin/workers/:id/undrain`.
    */
   @Post('workers/:id/drain')
+  @AdminRole('operator')
   @ApiDoc(CONTROL_PLANE_API.drainWorker)
   @HttpCode(202)
   drainWorker(@Param('id') id: string, @Body() body: unknown) {
@@ -130,6 +138,7 @@ export class AdminController {
 
   /** Lifts the cordon of the worker's name; the id may belong to a drained worker that is gone. */
   @Post('workers/:id/undrain')
+  @AdminRole('operator')
   @ApiDoc(CONTROL_PLANE_API.undrainWorker)
   @HttpCode(200)
   undrainWorker(@Param('id') id: string) {
@@ -137,18 +146,21 @@ export class AdminController {
   }
 
   @Get('cordons')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.cordons)
   cordons() {
     return this.pools.cordons();
   }
 
   @Get('stats')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.stats)
   stats() {
     return this.pools.snapshot();
   }
 
   @Post('workers/:id/refresh-models')
+  @AdminRole('operator')
   @ApiDoc(CONTROL_PLANE_API.refreshModels)
   @HttpCode(202)
   refreshModels(@Param('id') id: string) {

@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { AdminRole } from '../auth/admin-role';
 import { APP_CONFIG, AppConfig } from '../config';
 import { AdminGuard } from '../auth/admin.guard';
 import { DrainPoolDto } from './dto/drain-pool.dto';
@@ -22,12 +23,14 @@ export class PoolsController {
   ) {}
 
   @Get()
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.listPools)
   list() {
     return { data: this.pools.list() };
   }
 
   @Get(':id/health')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.poolHealth)
   health(@Param('id') id: string) {
     return this.pools.health(id);
@@ -35,6 +38,7 @@ export class PoolsController {
 
   /** 202: the pool's workers drain within `deadline_ms`, and it stays cordoned until undrain. */
   @Post(':id/drain')
+  @AdminRole('operator')
   @ApiDoc(CONTROL_PLANE_API.drainPool)
   @HttpCode(202)
   drain(@Param('id') id: string, @Body() body: unknown) {
@@ -44,6 +48,7 @@ export class PoolsController {
   }
 
   @Post(':id/undrain')
+  @AdminRole('operator')
   @ApiDoc(CONTROL_PLANE_API.undrainPool)
   @HttpCode(200)
   undrain(@Param('id') id: string) {
@@ -52,6 +57,7 @@ export class PoolsController {
 
   /** 200 `{id, models, aliases, capabilities}`: replaced all at once, or 400 listing every problem (nothing changed). */
   @Post(':id/reload')
+  @AdminRole('operator')
   @ApiDoc(CONTROL_PLANE_API.reloadPool)
   @HttpCode(200)
   reload(@Param('id') id: string, @Body() body: unknown) {
