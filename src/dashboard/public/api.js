@@ -62,10 +62,13 @@ export class ApiError extends Error {
 }
 
 export class AdminApi {
-  /** @param {string} token the admin token, sent as a bearer token (never a cookie) */
-  constructor(token) {
+  /**
+   * @param {string | { csrf: string }} auth the admin token, sent as a bearer token; or a single
+   *   sign-on session: its HttpOnly cookie goes along and mutating calls echo its CSRF token
+   */
+  constructor(auth) {
     /** @private */
-    this.token = token;
+    this.auth = auth;
   }
 
   /**
@@ -81,17 +84,18 @@ export class AdminApi {
     let res;
     let text;
     try {
+      const session = typeof this.auth === 'string' ? null : this.auth;
       res = await fetch(path, {
         method,
         headers: {
-          authorization: `Bearer ${this.token}`,
+          ...(session ? (method === 'GET' ? {} : { 'x-csrf-token': session.csrf }) : { authorization: `Bearer ${this.auth}` }),
           accept: 'application/json',
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: controller.signal,
         cache: 'no-store',
-        credentials: 'omit',
+        credentials: session ? 'same-origin' : 'omit',
         redirect: 'error',
       });
       text = await res.text();

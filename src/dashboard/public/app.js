@@ -11,6 +11,7 @@ import { confirmDrain } from './confirm-dialog.js';
 import { CHARGEBACK_EVERY_MS, refreshChargeback } from './chargeback.js';
 import { clearAll, render } from './views.js';
 import { renderCaps, setupCapsForm } from './caps.js';
+import { ssoLogout, ssoSession } from './sso.js';
 
 /** The page updates at least this often. */
 const POLL_MS = 2000;
@@ -44,7 +45,11 @@ const ui = {
   logout: /** @type {HTMLButtonElement} */ (byId('logout')),
   toasts: byId('toasts'),
   overviewTitle: byId('overview-title'),
+  ssoSignin: byId('sso-signin'),
+  signedInAs: byId('signed-in-as'),
 };
+/** The SSO session's CSRF token while signed in with single sign-on (null: the admin token, or signed out). */
+let ssoCsrf = /** @type {string | null} */ (null);
 
 /** @typedef {{ count: number, at: number, since: string }} Reading */
 /** @type {{ api: AdminApi | null, generation: number, timer: number | undefined, readings: Reading[], queueSamples: number[], connState: string }} */
@@ -142,6 +147,9 @@ ui.loginForm.addEventListener('submit', async (event) => {
 ui.token.addEventListener('input', () => ui.token.setAttribute('aria-invalid', 'false'));
 
 ui.logout.addEventListener('click', () => {
+  if (ssoCsrf) ssoLogout(ssoCsrf);
+  ssoCsrf = null;
+  ui.signedInAs.textContent = '';
   showLogin('');
   toast('Signed out: the admin token was removed from this tab.', 'ok');
 });
@@ -360,6 +368,18 @@ if (saved) {
   });
 } else {
   showLogin('', false);
+  ssoSession().then((s) => {
+    ui.ssoSignin.hidden = !s.sso;
+    if (!s.signed_in || !s.csrf_token || state.api) return;
+    ssoCsrf = s.csrf_token;
+    ui.signedInAs.textContent = `${s.name ?? s.subject} (${s.role})`;
+    state.api = new AdminApi({ csrf: s.csrf_token });
+    showDashboard();
+    setConn('stale', 'Connecting…');
+    pollNow().then(() => {
+      if (state.api) startPolling();
+    });
+  });
 }
 
 setupCapsForm(() => state.api, act);
