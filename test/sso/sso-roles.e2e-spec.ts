@@ -135,4 +135,22 @@ describe('SSO: JWT access tokens and roles on the admin API', () => {
     await new Promise((r) => setTimeout(r, 1_100));
     expect(await call('GET', '/admin/workers', foreign)).toEqual({ status: 401, code: 'unauthorized' });
   });
+
+  it('starts a sign-in with PKCE (S256), state and nonce, in a short-lived HttpOnly login-state cookie that is SameSite=Lax', async () => {
+    const res = await fetch(`${gw.url}/auth/login`, { redirect: 'manual' });
+    expect(res.status).toBe(302);
+    const to = new URL(res.headers.get('location')!);
+    expect(to.origin).toBe(provider.issuer);
+    expect(to.searchParams.get('code_challenge_method')).toBe('S256');
+    for (const p of ['code_challenge', 'state', 'nonce']) expect(to.searchParams.get(p)).toMatch(/^[\w-]{20,}$/);
+    expect(to.searchParams.get('redirect_uri')).toBe(`${gw.url}/auth/callback`);
+    const cookie = res.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/^switchboard_login=/);
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).toContain('SameSite=Lax');
+    expect(cookie).toContain('Path=/auth');
+    expect(cookie).toContain('Max-Age=600');
+    // The PKCE verifier in it is never the challenge sent out.
+    expect(cookie).not.toContain(to.searchParams.get('code_challenge')!);
+  });
 });
