@@ -30,7 +30,7 @@ export const OIDC_SETTINGS = group('auth.oidc', 'oidc', {
     reload: 'restart',
     fields: ['issuer'],
     docDefault: 'none (SSO off)',
-    doc: "the OpenID Connect issuer URL (`https://keycloak.example.com/realms/ops`, `https://login.microsoftonline.com/<tenant>/v2.0`); its discovery document and JWKS are fetched from it. Set, the dashboard offers **Sign in** and the admin API accepts the issuer's access tokens ([enterprise.md](enterprise.md#single-sign-on)). `http://` is accepted for tests only",
+    doc: "the OpenID Connect issuer URL (`https://keycloak.example.com/realms/ops`, `https://login.microsoftonline.com/<tenant>/v2.0`); its discovery document and JWKS are fetched from it. Set, the dashboard offers **Sign in** and the admin API accepts the issuer's access tokens ([enterprise.md](enterprise.md#single-sign-on)). an `http://` issuer is for local tests only (its tokens and secrets travel unencrypted)",
   }),
   clientId: str({ env: 'OIDC_CLIENT_ID', yaml: 'client_id', reload: 'restart', fields: ['clientId'], docDefault: 'none', doc: 'the client id registered at the provider (required with an issuer)' }),
   clientSecretFile: str({
