@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import type * as Jose from 'jose';
 import type * as OpenIdClient from 'openid-client';
 
@@ -10,8 +11,7 @@ type ModuleApi = typeof import('node:module');
  */
 function nativeRequire(): NodeJS.Require {
   const get = (process as unknown as { getBuiltinModule?: (name: string) => unknown }).getBuiltinModule;
-  const mod = get ? (get('node:module') as ModuleApi) : (require('node:module') as ModuleApi);
-  return mod.createRequire(__filename);
+  return (get ? (get('node:module') as ModuleApi).createRequire : createRequire)(__filename);
 }
 
 let jose: typeof Jose | undefined;

@@ -17,7 +17,12 @@ describe('SSO role mapping', () => {
   });
 
   it('makes an SSO actor with the subject, a display name and the role; none without a subject or a role', () => {
-    expect(ssoActor(config, { sub: 'u1', preferred_username: 'ann', groups: ['ops-run'] })).toEqual({ kind: 'sso', subject: 'u1', name: 'ann', role: 'operator' });
+    expect(ssoActor(config, { sub: 'u1', preferred_username: 'ann', groups: ['ops-run'] })).toEqual({
+      kind: 'sso',
+      subject: 'u1',
+      name: 'ann',
+      role: 'operator',
+    });
     expect(ssoActor(config, { groups: ['ops-run'] })).toBeUndefined();
     expect(ssoActor(config, { sub: 'u1', groups: [] })).toBeUndefined();
   });

@@ -40,7 +40,10 @@ export class SsoService {
   readonly sessions: SsoSessions;
   private discovered: Promise<{ client: Configuration; jwks: JWTVerifyGetKey }> | undefined;
 
-  constructor(@Inject(APP_CONFIG) app: AppConfig, @Inject(CLOCK) private readonly clock: Clock) {
+  constructor(
+    @Inject(APP_CONFIG) app: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {
     this.config = app.oidc;
     this.sessions = new SsoSessions(this.config?.sessionTtlMs ?? 3600_000, () => clock.now());
   }

@@ -28,7 +28,9 @@ const provider = new Provider(ISSUER, {
   claims: { openid: ['sub'], profile: ['name', 'preferred_username', 'groups'] },
   conformIdTokenClaims: false,
   findAccount: (_ctx, id) =>
-    GROUPS[id] ? { accountId: id, claims: () => ({ sub: id, name: `${id[0].toUpperCase()}${id.slice(1)}`, preferred_username: id, groups: GROUPS[id] }) } : undefined,
+    GROUPS[id]
+      ? { accountId: id, claims: () => ({ sub: id, name: `${id[0].toUpperCase()}${id.slice(1)}`, preferred_username: id, groups: GROUPS[id] }) }
+      : undefined,
   extraTokenClaims: (_ctx, token) => ({ groups: GROUPS[token.accountId] ?? [], name: token.accountId }),
   features: {
     devInteractions: { enabled: true },
@@ -59,7 +61,13 @@ const server = createServer(async (req, res) => {
     const user = url.searchParams.get('user');
     const client = await provider.Client.find('switchboard');
     const rs = new provider.ResourceServer(AUDIENCE, resourceServer);
-    const token = new provider.AccessToken({ accountId: user, client, scope: 'openid profile', resourceServer: rs, expiresIn: Number(url.searchParams.get('ttl') ?? 600) });
+    const token = new provider.AccessToken({
+      accountId: user,
+      client,
+      scope: 'openid profile',
+      resourceServer: rs,
+      expiresIn: Number(url.searchParams.get('ttl') ?? 600),
+    });
     const value = await token.save();
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: value }));
   } catch (e) {

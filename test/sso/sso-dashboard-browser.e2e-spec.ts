@@ -61,7 +61,12 @@ describeWithBrowser('SSO: dashboard sign-in through a real OpenID Connect provid
   function fromPage(method: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; code?: string }> {
     return page.evaluate(
       async ([m, p, h]) => {
-        const res = await fetch(p, { method: m, headers: { 'content-type': 'application/json', ...h }, body: m === 'GET' ? undefined : '{}', credentials: 'same-origin' });
+        const res = await fetch(p, {
+          method: m,
+          headers: { 'content-type': 'application/json', ...h },
+          body: m === 'GET' ? undefined : '{}',
+          credentials: 'same-origin',
+        });
         const body = await res.json().catch(() => ({}));
         return { status: res.status, code: body?.error?.code };
       },
@@ -108,7 +113,11 @@ describeWithBrowser('SSO: dashboard sign-in through a real OpenID Connect provid
     await page.click('#logout');
     await page.locator('#login-view').waitFor({ state: 'visible' });
     // The logout call is made by the page; wait until the gateway has ended the session.
-    for (let i = 0; i < 50 && (await fetch(`${gw.url}/auth/session`, { headers: { cookie: `switchboard_session=${cookie.value}` } }).then((r) => r.json())).signed_in; i++) {
+    for (
+      let i = 0;
+      i < 50 && (await fetch(`${gw.url}/auth/session`, { headers: { cookie: `switchboard_session=${cookie.value}` } }).then((r) => r.json())).signed_in;
+      i++
+    ) {
       await new Promise((r) => setTimeout(r, 100));
     }
     const after = await fetch(`${gw.url}/admin/workers`, { headers: { cookie: `switchboard_session=${cookie.value}` } });

@@ -32,7 +32,14 @@ export const OIDC_SETTINGS = group('auth.oidc', 'oidc', {
     docDefault: 'none (SSO off)',
     doc: "the OpenID Connect issuer URL (`https://keycloak.example.com/realms/ops`, `https://login.microsoftonline.com/<tenant>/v2.0`); its discovery document and JWKS are fetched from it. Set, the dashboard offers **Sign in** and the admin API accepts the issuer's access tokens ([enterprise.md](enterprise.md#single-sign-on)). an `http://` issuer is for local tests only (its tokens and secrets travel unencrypted)",
   }),
-  clientId: str({ env: 'OIDC_CLIENT_ID', yaml: 'client_id', reload: 'restart', fields: ['clientId'], docDefault: 'none', doc: 'the client id registered at the provider (required with an issuer)' }),
+  clientId: str({
+    env: 'OIDC_CLIENT_ID',
+    yaml: 'client_id',
+    reload: 'restart',
+    fields: ['clientId'],
+    docDefault: 'none',
+    doc: 'the client id registered at the provider (required with an issuer)',
+  }),
   clientSecretFile: str({
     env: 'OIDC_CLIENT_SECRET_FILE',
     yaml: 'client_secret_file',
@@ -41,7 +48,13 @@ export const OIDC_SETTINGS = group('auth.oidc', 'oidc', {
     docDefault: 'none',
     doc: 'file holding the client secret (one trailing newline removed); `OIDC_CLIENT_SECRET` gives it inline and wins. Neither = a public client (PKCE only)',
   }),
-  clientSecret: custom({ env: 'OIDC_CLIENT_SECRET', reload: 'restart', fields: [], docDefault: 'none', doc: 'the client secret itself (prefer `client_secret_file`)' }),
+  clientSecret: custom({
+    env: 'OIDC_CLIENT_SECRET',
+    reload: 'restart',
+    fields: [],
+    docDefault: 'none',
+    doc: 'the client secret itself (prefer `client_secret_file`)',
+  }),
   redirectUrl: str({
     env: 'OIDC_REDIRECT_URL',
     yaml: 'redirect_url',
@@ -65,7 +78,14 @@ export const OIDC_SETTINGS = group('auth.oidc', 'oidc', {
     docDefault: 'none (nobody gets a role)',
     doc: '`{viewer: [claim values], operator: [...], admin: [...]}`: a user whose claim holds one of the values gets that role (the highest one wins); a user with none is refused. Roles are in [enterprise.md](enterprise.md#roles)',
   }),
-  audience: str({ env: 'OIDC_AUDIENCE', yaml: 'audience', reload: 'restart', fields: ['audience'], docDefault: 'none (not checked)', doc: 'set: a bearer access token must carry it in `aud`' }),
+  audience: str({
+    env: 'OIDC_AUDIENCE',
+    yaml: 'audience',
+    reload: 'restart',
+    fields: ['audience'],
+    docDefault: 'none (not checked)',
+    doc: 'set: a bearer access token must carry it in `aud`',
+  }),
   sessionTtl: secs({
     env: 'OIDC_SESSION_TTL_SECS',
     yaml: 'session_ttl_secs',
