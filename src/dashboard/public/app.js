@@ -4,14 +4,13 @@
  * polling of the documented admin API every 2 s, and the operator actions (drain/undrain a worker
  * or a pool, refresh a worker's models) with confirmation and visible feedback.
  */
-import { AdminApi, ApiError } from './api.js';
+import { AdminApi, ApiError, ssoLogout, ssoSession } from './api.js';
 import { h } from './dom.js';
 import { finishedTotal, ratePerSecond } from './model.js';
 import { confirmDrain } from './confirm-dialog.js';
 import { CHARGEBACK_EVERY_MS, refreshChargeback } from './chargeback.js';
 import { clearAll, render } from './views.js';
 import { renderCaps, setupCapsForm } from './caps.js';
-import { ssoLogout, ssoSession } from './sso.js';
 
 /** The page updates at least this often. */
 const POLL_MS = 2000;
