@@ -367,18 +367,19 @@ if (saved) {
   });
 } else {
   showLogin('', false);
-  ssoSession().then((s) => {
-    ui.ssoSignin.hidden = !s.sso;
-    if (!s.signed_in || !s.csrf_token || state.api) return;
-    ssoCsrf = s.csrf_token;
-    ui.signedInAs.textContent = `${s.name ?? s.subject} (${s.role})`;
-    state.api = new AdminApi({ csrf: s.csrf_token });
-    showDashboard();
-    setConn('stale', 'Connecting…');
-    pollNow().then(() => {
-      if (state.api) startPolling();
-    });
-  });
 }
+// With single sign-on the sign-in view offers it, and a live SSO session opens the dashboard at once.
+ssoSession().then((s) => {
+  ui.ssoSignin.hidden = !s.sso;
+  if (!s.signed_in || !s.csrf_token || state.api) return;
+  ssoCsrf = s.csrf_token;
+  ui.signedInAs.textContent = `${s.name ?? s.subject} (${s.role})`;
+  state.api = new AdminApi({ csrf: s.csrf_token });
+  showDashboard();
+  setConn('stale', 'Connecting…');
+  pollNow().then(() => {
+    if (state.api) startPolling();
+  });
+});
 
 setupCapsForm(() => state.api, act);
