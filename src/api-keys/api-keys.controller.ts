@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { AdminRole } from '../auth/admin-role';
 import { AdminGuard } from '../auth/admin.guard';
 import { CLOCK, Clock } from '../common/clock';
 import { GatewayError } from '../common/gateway-error';
@@ -20,6 +21,7 @@ export class ApiKeysController {
 
   /** 201 with the key in `key`: the only time it is shown. */
   @Post()
+  @AdminRole('admin')
   @Audited('keys.create', { target: ({ result }) => (result as { id?: string } | undefined)?.id })
   @ApiDoc(API_KEYS_API.createKey)
   @HttpCode(201)
@@ -29,18 +31,21 @@ export class ApiKeysController {
   }
 
   @Get()
+  @AdminRole('viewer')
   @ApiDoc(API_KEYS_API.listKeys)
   list() {
     return { data: this.keys.list().map((k) => this.describe(k)) };
   }
 
   @Get(':id')
+  @AdminRole('viewer')
   @ApiDoc(API_KEYS_API.getKey)
   get(@Param('id') id: string) {
     return this.describe(this.keyOr404(id));
   }
 
   @Patch(':id')
+  @AdminRole('admin')
   @Audited('keys.update')
   @ApiDoc(API_KEYS_API.updateKey)
   async update(@Param('id') id: string, @Body() raw: unknown) {
@@ -50,6 +55,7 @@ export class ApiKeysController {
   }
 
   @Delete(':id')
+  @AdminRole('admin')
   @Audited('keys.delete')
   @ApiDoc(API_KEYS_API.deleteKey)
   async remove(@Param('id') id: string) {

@@ -6,6 +6,9 @@ import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { MetricsService } from '../observability/metrics.service';
 import { FailedAuthLimiter } from './failed-auth-limiter';
+import type { AdminActor } from './admin-actor';
+import { CSRF_HEADER, SESSION_COOKIE, SsoService } from './sso.service';
+import { cookieValue } from './sso-sessions';
 
 /** Below this length an admin token is guessable enough to warn about at startup. */
 export const MIN_ADMIN_TOKEN_LENGTH = 24;
@@ -32,6 +35,7 @@ export class AdminAuth implements OnModuleDestroy {
     @Inject(APP_CONFIG) config: AppConfig,
     @Inject(CLOCK) clock: Clock,
     @Optional() private readonly metrics?: MetricsService,
+    @Optional() private readonly sso?: SsoService,
   ) {
     this.expected = config.adminToken ? digest(config.adminToken) : undefined;
     const limit = config.adminAuthFailureLimit ?? 10;
@@ -50,9 +54,18 @@ export class AdminAuth implements OnModuleDestroy {
     this.limiter.stop();
   }
 
-  /** Throws the refusal (403 without a configured token, 429 while throttled, else 401). */
-  check(req: FastifyRequest): void {
-    if (!this.expected) {
+  /**
+   * Authenticates an admin request and returns who it acts as; throws the refusal (403 when neither
+   * a token nor single sign-on is configured, 429 while throttled, else 401 — 403 for an SSO user
+   * without a role or a cookie call without its CSRF token).
+   *
+   * Accepted: `Authorization: Bearer <ADMIN_TOKEN>` (the break-glass admin), a bearer JWT access
+   * token of the configured OIDC issuer, or the dashboard's SSO session cookie (then a mutating
+   * method must echo the session's CSRF token in `x-csrf-token`).
+   */
+  async authenticate(req: FastifyRequest): Promise<AdminActor> {
+    const sso = this.sso?.enabled ? this.sso : undefined;
+    if (!this.expected && !sso) {
       this.metrics?.auth.adminFailure('disabled');
       throw new GatewayError('forbidden', 'Admin API is disabled: no admin token is configured');
     }
@@ -62,14 +75,45 @@ export class AdminAuth implements OnModuleDestroy {
       throw Errors.adminAuthRateLimited(MINUTE_MS);
     }
     const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+    const presented = m?.[1].trim();
     // Comparing digests keeps the comparison constant-time whatever the presented length.
-    if (m && timingSafeEqual(digest(m[1].trim()), this.expected)) return;
+    if (presented !== undefined && this.expected && timingSafeEqual(digest(presented), this.expected)) return ADMIN_TOKEN_ACTOR;
+    if (presented !== undefined && sso && JWT_SHAPE.test(presented)) {
+      try {
+        return await sso.verifyBearer(presented);
+      } catch (e) {
+        if (e instanceof GatewayError && e.code === 'unauthorized') this.limiter.recordFailure(client);
+        this.metrics?.auth.adminFailure('invalid');
+        throw e;
+      }
+    }
+    if (presented === undefined && sso) {
+      const session = sso.sessions.find(cookieValue(req.headers.cookie, SESSION_COOKIE));
+      if (session) {
+        // The cookie rides along on any request the browser makes to us, so a call that changes
+        // something must also prove it comes from our page: the token only the page can read.
+        if (!SAFE_METHODS.has(req.method) && !sso.sessions.csrfMatches(session, headerValue(req.headers[CSRF_HEADER]))) {
+          this.metrics?.auth.adminFailure('invalid');
+          throw new GatewayError('forbidden', `Missing or wrong ${CSRF_HEADER} header (CSRF protection of the session cookie)`);
+        }
+        return session.actor;
+      }
+    }
     // Only a wrong token is a guess; a request without one (a misconfigured client, a browser
     // before sign-in) is refused without counting, so it cannot lock out its address.
     if (m) this.limiter.recordFailure(client);
     this.metrics?.auth.adminFailure(m ? 'invalid' : 'missing');
     throw new GatewayError('unauthorized', 'Invalid or missing admin token');
   }
+}
+
+const ADMIN_TOKEN_ACTOR: AdminActor = Object.freeze({ kind: 'admin-token', subject: 'admin-token', role: 'admin' });
+/** Three base64url parts: a JWS compact serialization (an access token), never the admin token's business. */
+const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]+$/;
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
 }
 
 function digest(s: string): Buffer {

@@ -4,9 +4,13 @@ import { CLOCK, Clock } from '../common/clock';
 import { AdminAuth } from './admin-auth';
 import { AdminGuard } from './admin.guard';
 import { FailedAuthLimiter } from './failed-auth-limiter';
+import { SsoController } from './sso.controller';
+import { SsoService } from './sso.service';
 
 @Module({
+  controllers: [SsoController],
   providers: [
+    SsoService,
     AdminAuth,
     AdminGuard,
     {
@@ -15,7 +19,7 @@ import { FailedAuthLimiter } from './failed-auth-limiter';
       useFactory: (config: AppConfig, clock: Clock) => new FailedAuthLimiter(config.authLimiter, clock),
     },
   ],
-  exports: [AdminAuth, AdminGuard, FailedAuthLimiter],
+  exports: [AdminAuth, AdminGuard, FailedAuthLimiter, SsoService],
 })
 export class AuthModule implements OnModuleDestroy {
   constructor(private readonly limiter: FailedAuthLimiter) {}

@@ -11,6 +11,7 @@ import type { GovernanceConfig } from './sections/governance';
 import type { LifecycleConfig } from './sections/lifecycle';
 import type { ConnectionConfig } from './sections/connection';
 import type { TelemetryConfig } from './sections/telemetry';
+import type { OidcConfig } from './sections/auth';
 
 export interface ProviderConfig {
   name: string;
@@ -117,4 +118,6 @@ export interface AppConfig {
   lifecycle: LifecycleConfig;
   /** OpenTelemetry traces (off unless an OTLP endpoint is set). */
   telemetry: TelemetryConfig;
+  /** Single sign-on (`auth.oidc:`); absent = only ADMIN_TOKEN opens the admin API. */
+  oidc?: OidcConfig;
 }

@@ -21,6 +21,7 @@ import { readArtifactsConfig } from './sections/artifacts';
 import { readGovernanceConfig } from './sections/governance';
 import { readLifecycleConfig } from './sections/lifecycle';
 import { readTelemetryConfig } from './sections/telemetry';
+import { readOidcConfig } from './sections/auth';
 import { Env, Reader, Yaml } from '../common/config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
@@ -38,6 +39,7 @@ const W = WORKER_RECORD_SETTINGS.settings;
 const TOP_LEVEL_KEYS_READ_ELSEWHERE = [
   ...yamlKeys(PROVIDER_LIST_SETTINGS),
   'server',
+  'auth',
   ...SECTION_GROUPS.map((g) => g.section),
   ...yamlKeys(TENANCY_SETTINGS),
   ...API_KEYS_YAML_KEYS,
@@ -194,6 +196,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const governance = readGovernanceConfig(env, file.governance, problems);
   const lifecycle = readLifecycleConfig(env, file.lifecycle, problems);
   const telemetry = readTelemetryConfig(env, file.telemetry, problems);
+  const oidc = readOidcConfig(env, file.auth, problems);
   const instanceId = read(r, env, W.instanceId);
   const config: AppConfig = {
     listenHost: listen.host,
@@ -250,6 +253,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     governance,
     lifecycle,
     telemetry,
+    ...(oidc ? { oidc } : {}),
   };
 
   if (heartbeatTimeoutMs <= heartbeatIntervalMs && !r.problems.some((p) => p.startsWith('HEARTBEAT'))) {

@@ -14,6 +14,8 @@ const OPTIONAL = [
   'governance.signersFile',
   'governance.keyPath',
   'telemetry.tracesEndpoint',
+  // Single sign-on is off by default: the whole `oidc` section is absent.
+  ...['issuer', 'clientId', 'clientSecret', 'redirectUrl', 'rolesClaim', 'roles', 'audience', 'sessionTtlMs'].map((f) => `oidc.${f}`),
   'metricsPort',
 ];
 
@@ -107,6 +109,7 @@ describe('configuration declarations', () => {
         'artifacts.inline_transcript_bytes',
         'artifacts.max_transcript_bytes',
         'artifacts.retention_days',
+        ...['audience', 'client_id', 'client_secret_file', 'issuer', 'redirect_url', 'roles', 'roles_claim', 'session_ttl_secs'].map((k) => `auth.oidc.${k}`),
         'artifacts.flush_interval_secs',
         'artifacts.buffer_bytes',
         'artifacts.max_bytes_per_tenant',

@@ -9,6 +9,7 @@ import { CONNECTION_SETTINGS } from './sections/connection';
 import { GOVERNANCE_SETTINGS } from './sections/governance';
 import { LIFECYCLE_SETTINGS } from './sections/lifecycle';
 import { TELEMETRY_SETTINGS } from './sections/telemetry';
+import { OIDC_SETTINGS } from './sections/auth';
 import { QUEUE_SETTINGS } from './sections/queue';
 import { ROUTING_SETTINGS } from './sections/routing';
 import { ROUTING_AFFINITY_SETTINGS } from './sections/routing-affinity';
@@ -40,5 +41,6 @@ export const SETTING_GROUPS: SettingGroup[] = [
   API_KEYS_SETTINGS,
   TENANCY_SETTINGS,
   ...SECTION_GROUPS,
+  OIDC_SETTINGS,
   WORKER_RECORD_SETTINGS,
 ];

@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
+import { AdminRole } from '../auth/admin-role';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors } from '../common/gateway-error';
@@ -40,12 +41,14 @@ export class AdminController {
   ) {}
 
   @Get('providers')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.listProviders)
   listProviders() {
     return { data: this.providers.list().map((p) => this.describeProvider(p)) };
   }
 
   @Post('providers')
+  @AdminRole('admin')
   @Audited('providers.create', { target: ({ body }) => (typeof body?.name === 'string' ? body.name : undefined) })
   @ApiDoc(CONTROL_PLANE_API.createProvider)
   @HttpCode(201)
@@ -62,6 +65,7 @@ export class AdminController {
   }
 
   @Patch('providers/:name')
+  @AdminRole('admin')
   @Audited('providers.update')
   @ApiDoc(CONTROL_PLANE_API.updateProvider)
   async updateProvider(@Param('name') name: string, @Body() body: unknown) {
@@ -78,6 +82,7 @@ export class AdminController {
    * until the next restart: that needs `?force=true`.
    */
   @Delete('providers/:name')
+  @AdminRole('admin')
   @Audited('providers.delete')
   @ApiDoc(CONTROL_PLANE_API.deleteProvider)
   async deleteProvider(@Param('name') name: string, @Query('force') force?: string) {
@@ -99,12 +104,14 @@ export class AdminController {
   }
 
   @Get('workers')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.listWorkers)
   listWorkers() {
     return { data: [...this.fleet.sessions.all()].map((w) => this.describeWorker(w)) };
   }
 
   @Get('workers/:id')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.getWorker)
   getWorker(@Param('id') id: string) {
     const w = this.pools.workerOr404(id);
@@ -120,6 +127,7 @@ export class AdminController {
    * (reconnections refused with 1013) until `POST /admin/workers/:id/undrain`.
    */
   @Post('workers/:id/drain')
+  @AdminRole('operator')
   @Audited('workers.drain')
   @ApiDoc(CONTROL_PLANE_API.drainWorker)
   @HttpCode(202)
@@ -133,6 +141,7 @@ export class AdminController {
 
   /** Lifts the cordon of the worker's name; the id may belong to a drained worker that is gone. */
   @Post('workers/:id/undrain')
+  @AdminRole('operator')
   @Audited('workers.undrain')
   @ApiDoc(CONTROL_PLANE_API.undrainWorker)
   @HttpCode(200)
@@ -141,18 +150,21 @@ export class AdminController {
   }
 
   @Get('cordons')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.cordons)
   cordons() {
     return this.pools.cordons();
   }
 
   @Get('stats')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.stats)
   stats() {
     return this.pools.snapshot();
   }
 
   @Post('workers/:id/refresh-models')
+  @AdminRole('operator')
   @Audited('workers.refresh-models')
   @ApiDoc(CONTROL_PLANE_API.refreshModels)
   @HttpCode(202)

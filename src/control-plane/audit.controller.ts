@@ -1,4 +1,5 @@
 import { Controller, Get, Query, UseGuards } from '@nestjs/common';
+import { AdminRole } from '../auth/admin-role';
 import { AdminGuard } from '../auth/admin.guard';
 import { GatewayError } from '../common/gateway-error';
 import { ApiDoc } from '../common/api-doc';
@@ -15,6 +16,7 @@ export class AuditController {
 
   /** `GET /admin/audit?actor=&action=&target=&operation=&outcome=&model=&task=&since=&until=&before=&limit=` (docs/enterprise.md, docs/lifecycle.md). */
   @Get('audit')
+  @AdminRole('viewer')
   @ApiDoc(LIFECYCLE_API.audit)
   async audit(@Query() raw: Record<string, unknown>) {
     const query = parseAuditQuery(raw ?? {});

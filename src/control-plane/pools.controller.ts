@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { AdminRole } from '../auth/admin-role';
 import { APP_CONFIG, AppConfig } from '../config';
 import { AdminGuard } from '../auth/admin.guard';
 import { DrainPoolDto } from './dto/drain-pool.dto';
@@ -23,12 +24,14 @@ export class PoolsController {
   ) {}
 
   @Get()
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.listPools)
   list() {
     return { data: this.pools.list() };
   }
 
   @Get(':id/health')
+  @AdminRole('viewer')
   @ApiDoc(CONTROL_PLANE_API.poolHealth)
   health(@Param('id') id: string) {
     return this.pools.health(id);
@@ -36,6 +39,7 @@ export class PoolsController {
 
   /** 202: the pool's workers drain within `deadline_ms`, and it stays cordoned until undrain. */
   @Post(':id/drain')
+  @AdminRole('operator')
   @Audited('pools.drain')
   @ApiDoc(CONTROL_PLANE_API.drainPool)
   @HttpCode(202)
@@ -46,6 +50,7 @@ export class PoolsController {
   }
 
   @Post(':id/undrain')
+  @AdminRole('operator')
   @Audited('pools.undrain')
   @ApiDoc(CONTROL_PLANE_API.undrainPool)
   @HttpCode(200)
@@ -55,6 +60,7 @@ export class PoolsController {
 
   /** 200 `{id, models, aliases, capabilities}`: replaced all at once, or 400 listing every problem (nothing changed). */
   @Post(':id/reload')
+  @AdminRole('operator')
   @Audited('pools.reload')
   @ApiDoc(CONTROL_PLANE_API.reloadPool)
   @HttpCode(200)

@@ -1,4 +1,5 @@
 import { Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
+import { AdminRole } from '../auth/admin-role';
 import { AdminGuard } from '../auth/admin.guard';
 import { ConfigReloadService, ReloadRejected, ReloadResult } from '../config/config-reload.service';
 import { rejectedWithProblems } from './pool-reload';
@@ -18,6 +19,7 @@ export class ReloadController {
 
   /** 200 with what changed (and what needs a restart), or 400 naming every problem of the file. */
   @Post('reload')
+  @AdminRole('operator')
   @Audited('config.reload', { target: () => 'config', summary: ({ result }) => reloadSummary(result) })
   @ApiDoc(CONTROL_PLANE_API.reload)
   @HttpCode(200)

@@ -42,13 +42,13 @@ describe('AuditedAdminGuard', () => {
     const trail = new AuditTrail(store);
     const clock = new FakeClock(1_000);
     const auth = new AdminAuth({ adminToken: 'the-admin-token', adminAuthFailureLimit: 1_000_000 } as AppConfig, clock);
-    const guard = new AuditedAdminGuard(new AdminGuard(auth), auth, new Reflector(), trail, clock);
+    const guard = new AuditedAdminGuard(new AdminGuard(auth, new Reflector()), auth, new Reflector(), trail, clock);
     const context = {
       getHandler: () => Routes.prototype.unload,
       switchToHttp: () => ({ getRequest: () => ({ headers: { authorization: 'Bearer guessed' } }) }),
     } as unknown as ExecutionContext;
 
-    for (let i = 0; i < 12_000; i++) expect(() => guard.canActivate(context)).toThrow('Invalid or missing admin token');
+    for (let i = 0; i < 12_000; i++) await expect(guard.canActivate(context)).rejects.toThrow('Invalid or missing admin token');
     const accepted = new AuditContext('model-unload', 'sha256:000000000000');
     accepted.modelId = 'llama3:8b';
     trail.record(accepted.entry(clock.now(), 'accepted', 202));
@@ -72,8 +72,8 @@ describe('AuditedAdminGuard', () => {
     for (const adminToken of ['the-admin-token', undefined]) {
       const clock = new FakeClock(1_000);
       const auth = new AdminAuth({ adminToken } as AppConfig, clock);
-      const guard = new AuditedAdminGuard(new AdminGuard(auth), auth, new Reflector(), trail, clock);
-      expect(() => guard.canActivate(context)).toThrow();
+      const guard = new AuditedAdminGuard(new AdminGuard(auth, new Reflector()), auth, new Reflector(), trail, clock);
+      await expect(guard.canActivate(context)).rejects.toThrow();
     }
     await trail.list({ limit: 10 });
     expect(store.rows.map((r) => r.errorCode)).toEqual(['unauthorized', 'forbidden']);

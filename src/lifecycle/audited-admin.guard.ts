@@ -29,9 +29,10 @@ export class AuditedAdminGuard implements CanActivate {
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
-  canActivate(context: ExecutionContext): boolean {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     try {
-      return this.admin.canActivate(context);
+      // The admin guard sets the request's actor (token, SSO session or access token) and checks the route's role.
+      return await this.admin.canActivate(context);
     } catch (e) {
       const operation = this.reflector.get<LifecycleOperation | undefined>(OPERATION, context.getHandler());
       if (operation) {

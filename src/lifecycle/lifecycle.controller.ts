@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req, UseGuards } from '@nestjs/common';
+import { AdminRole } from '../auth/admin-role';
 import type { FastifyRequest } from 'fastify';
 import { CLOCK, Clock } from '../common/clock';
 import { AdminAudit } from '../governance/admin-audit';
@@ -31,6 +32,7 @@ export class LifecycleController {
   /** 202 `{taskId, status: "loading", progress, eta, modelId, workers}`; poll `GET /v1/models/load/:taskId`. */
   @Post('models/load')
   @GovernedOperation('model-load')
+  @AdminRole('operator')
   @ApiDoc(LIFECYCLE_API.load)
   @HttpCode(202)
   load(@Req() req: FastifyRequest, @Body() body: unknown) {
@@ -38,6 +40,7 @@ export class LifecycleController {
   }
 
   @Get('models/load/:taskId')
+  @AdminRole('viewer')
   @ApiDoc(LIFECYCLE_API.loadTask)
   loadTask(@Param('taskId') taskId: string) {
     this.lifecycle.requireEnabled();
@@ -47,6 +50,7 @@ export class LifecycleController {
   /** Answers once every worker serving the model has drained it and unloaded it. */
   @Post('models/unload')
   @GovernedOperation('model-unload')
+  @AdminRole('operator')
   @ApiDoc(LIFECYCLE_API.unload)
   @HttpCode(200)
   unload(@Req() req: FastifyRequest, @Body() body: unknown) {
@@ -55,6 +59,7 @@ export class LifecycleController {
 
   @Post('cache/flush')
   @GovernedOperation('cache-flush')
+  @AdminRole('operator')
   @ApiDoc(LIFECYCLE_API.flush)
   @HttpCode(200)
   flush(@Req() req: FastifyRequest, @Body() body: unknown) {

@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, Param, Put, UseGuards } from '@nestjs/common';
+import { AdminRole } from '../auth/admin-role';
 import { AdminGuard } from '../auth/admin.guard';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { parseJsonObject } from './json-object';
@@ -16,6 +17,7 @@ export class TenantsController {
 
   /** Tenants with settings of their own (stored or configured), and the defaults of all others. */
   @Get()
+  @AdminRole('viewer')
   @ApiDoc(TENANTS_API.listTenants)
   list() {
     return { data: this.tenants.list().map(describeTenant), defaults: settingsJson(this.tenants.defaultSettings()) };
@@ -23,6 +25,7 @@ export class TenantsController {
 
   /** The tenant's effective settings and where they come from (`admin`, `config` or `default`). */
   @Get(':id')
+  @AdminRole('viewer')
   @ApiDoc(TENANTS_API.getTenant)
   get(@Param('id') id: string) {
     return describeTenant(this.tenants.describe(checkTenantId(id)));
@@ -33,6 +36,7 @@ export class TenantsController {
    * stores them and applies them at once. They take precedence over the config file's entry.
    */
   @Put(':id')
+  @AdminRole('admin')
   @Audited('tenants.put')
   @ApiDoc(TENANTS_API.putTenant)
   async put(@Param('id') id: string, @Body() raw: unknown) {
@@ -45,6 +49,7 @@ export class TenantsController {
 
   /** Forgets the stored settings: the config file's entry (or the defaults) applies again. */
   @Delete(':id')
+  @AdminRole('admin')
   @Audited('tenants.delete')
   @ApiDoc(TENANTS_API.deleteTenant)
   async remove(@Param('id') id: string) {

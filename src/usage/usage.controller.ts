@@ -1,4 +1,5 @@
 import { Controller, Get, Query, UseGuards } from '@nestjs/common';
+import { AdminRole } from '../auth/admin-role';
 import { AdminGuard } from '../auth/admin.guard';
 import { GatewayError } from '../common/gateway-error';
 import { UsageAggregates, UsageTotals } from './usage-aggregates.service';
@@ -18,6 +19,7 @@ export class UsageController {
 
   /** `GET /admin/usage?tenant=&key=&since=&until=&group_by=tenant|key|model|pool|day` (see docs/api.md). */
   @Get('usage')
+  @AdminRole('viewer')
   @ApiDoc(USAGE_API.usage)
   async usage(@Query() raw: Record<string, unknown>) {
     const query = parseUsageQuery(raw ?? {});

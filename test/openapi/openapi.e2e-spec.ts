@@ -23,7 +23,15 @@ function isOpenApiRoute(path: string): boolean {
 const LIFECYCLE_PATHS = ['/v1/models/load', '/v1/models/load/{taskId}', '/v1/models/unload', '/v1/cache/flush'];
 
 /** Pages rather than API, left out of the document on purpose (`@ApiExcludeController`). */
-const NOT_API = ['GET /dashboard', 'GET /dashboard/', 'GET /dashboard/assets/{file}'];
+const NOT_API = [
+  'GET /dashboard',
+  'GET /dashboard/',
+  'GET /dashboard/assets/{file}',
+  'GET /auth/login',
+  'GET /auth/callback',
+  'GET /auth/session',
+  'POST /auth/logout',
+];
 
 /** Every example of a media type, with the schema it must satisfy. */
 function mediaExamples(doc: Json): Array<{ at: string; type: string; schema: Json; value: unknown }> {

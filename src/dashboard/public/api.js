@@ -62,10 +62,13 @@ export class ApiError extends Error {
 }
 
 export class AdminApi {
-  /** @param {string} token the admin token, sent as a bearer token (never a cookie) */
-  constructor(token) {
+  /**
+   * @param {string | { csrf: string }} auth the admin token, sent as a bearer token; or a single
+   *   sign-on session: its HttpOnly cookie goes along and mutating calls echo its CSRF token
+   */
+  constructor(auth) {
     /** @private */
-    this.token = token;
+    this.auth = auth;
   }
 
   /**
@@ -81,17 +84,18 @@ export class AdminApi {
     let res;
     let text;
     try {
+      const session = typeof this.auth === 'string' ? null : this.auth;
       res = await fetch(path, {
         method,
         headers: {
-          authorization: `Bearer ${this.token}`,
+          ...(session ? (method === 'GET' ? {} : { 'x-csrf-token': session.csrf }) : { authorization: `Bearer ${this.auth}` }),
           accept: 'application/json',
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: controller.signal,
         cache: 'no-store',
-        credentials: 'omit',
+        credentials: session ? 'same-origin' : 'omit',
         redirect: 'error',
       });
       text = await res.text();
@@ -161,5 +165,34 @@ export class AdminApi {
   /** @param {string} id */
   undrainPool(id) {
     return this.request('POST', `v1/pools/${encodeURIComponent(id)}/undrain`, {});
+  }
+}
+
+// ---------------------------------------------------------------- single sign-on
+
+/**
+ * Single sign-on for the dashboard (docs/enterprise.md#single-sign-on): whether the gateway offers
+ * it, who is signed in, and logout. The session is an HttpOnly cookie this script never sees; it
+ * reads only the CSRF token its mutating calls must echo.
+ */
+
+/** @typedef {{ sso: boolean, signed_in?: boolean, subject?: string, name?: string | null, role?: string, csrf_token?: string }} SsoSession */
+
+/** @returns {Promise<SsoSession>} `{sso: false}` when the gateway has no SSO or cannot say */
+export async function ssoSession() {
+  try {
+    const res = await fetch('auth/session', { credentials: 'same-origin', cache: 'no-store', headers: { accept: 'application/json' } });
+    return res.ok ? await res.json() : { sso: false };
+  } catch {
+    return { sso: false };
+  }
+}
+
+/** Ends the session at the gateway (server-side), so the cookie is worthless even if kept. @param {string} csrf */
+export async function ssoLogout(csrf) {
+  try {
+    await fetch('auth/logout', { method: 'POST', credentials: 'same-origin', headers: { 'x-csrf-token': csrf } });
+  } catch {
+    // Signed out locally either way; the session expires on its own.
   }
 }

@@ -4,7 +4,7 @@
  * polling of the documented admin API every 2 s, and the operator actions (drain/undrain a worker
  * or a pool, refresh a worker's models) with confirmation and visible feedback.
  */
-import { AdminApi, ApiError } from './api.js';
+import { AdminApi, ApiError, ssoLogout, ssoSession } from './api.js';
 import { h } from './dom.js';
 import { finishedTotal, ratePerSecond } from './model.js';
 import { confirmDrain } from './confirm-dialog.js';
@@ -45,7 +45,11 @@ const ui = {
   logout: /** @type {HTMLButtonElement} */ (byId('logout')),
   toasts: byId('toasts'),
   overviewTitle: byId('overview-title'),
+  ssoSignin: byId('sso-signin'),
+  signedInAs: byId('signed-in-as'),
 };
+/** The SSO session's CSRF token while signed in with single sign-on (null: the admin token, or signed out). */
+let ssoCsrf = /** @type {string | null} */ (null);
 
 /** @typedef {{ count: number, at: number, since: string }} Reading */
 /** @type {{ api: AdminApi | null, generation: number, timer: number | undefined, readings: Reading[], queueSamples: number[], connState: string }} */
@@ -143,6 +147,9 @@ ui.loginForm.addEventListener('submit', async (event) => {
 ui.token.addEventListener('input', () => ui.token.setAttribute('aria-invalid', 'false'));
 
 ui.logout.addEventListener('click', () => {
+  if (ssoCsrf) ssoLogout(ssoCsrf);
+  ssoCsrf = null;
+  ui.signedInAs.textContent = '';
   showLogin('');
   toast('Signed out: the admin token was removed from this tab.', 'ok');
 });
@@ -372,5 +379,18 @@ if (saved) {
 } else {
   showLogin('', false);
 }
+// With single sign-on the sign-in view offers it, and a live SSO session opens the dashboard at once.
+ssoSession().then((s) => {
+  ui.ssoSignin.hidden = !s.sso;
+  if (!s.signed_in || !s.csrf_token || state.api) return;
+  ssoCsrf = s.csrf_token;
+  ui.signedInAs.textContent = `${s.name ?? s.subject} (${s.role})`;
+  state.api = new AdminApi({ csrf: s.csrf_token });
+  showDashboard();
+  setConn('stale', 'Connecting…');
+  pollNow().then(() => {
+    if (state.api) startPolling();
+  });
+});
 
 setupCapsForm(() => state.api, act);
