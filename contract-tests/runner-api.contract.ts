@@ -31,7 +31,10 @@ describe('runner API: request and response headers', () => {
   test('any other X-Cache-Mode, or an X-Cache-Tag over 64 characters, is 400 invalid_request naming the header, in both dialects', async () => {
     const model = uniqueModel('cache-bad');
     const w = await scope.worker({ models: [model] });
-    const mode = expectOpenAiError(await scope.post('/v1/chat/completions', chatBody(model), { 'X-Cache-Mode': 'always' }).done, 400, 'invalid_request');
+    const refused = await scope.post('/v1/chat/completions', chatBody(model), { 'X-Cache-Mode': 'always' }).done;
+    const mode = expectOpenAiError(refused, 400, 'invalid_request');
+    expect(refused.headers['x-cache-hit']).toBe('false');
+    expect(refused.headers['x-cache-tokens-reused']).toBe('0');
     expect(mode.param).toBe('x-cache-mode');
     expect(mode.message).toContain('x-cache-mode');
     const tag = expectOpenAiError(await scope.post('/v1/chat/completions', chatBody(model), { 'X-Cache-Tag': 't'.repeat(65) }).done, 400, 'invalid_request');
@@ -98,7 +101,11 @@ describe('runner API: request and response headers', () => {
     const p = await scope.provider({ models: [model], max_queue_len: 1, queue_timeout_secs: 20 }, 'seedfull');
     scope.post('/v1/chat/completions', chatBody(model));
     await scope.admin.waitQueueDepth(p.name, 1);
-    const err = expectOpenAiError(await scope.post('/v1/chat/completions', chatBody(model)).done, 429, 'queue_full');
+    const full = await scope.post('/v1/chat/completions', chatBody(model)).done;
+    const err = expectOpenAiError(full, 429, 'queue_full');
+    // An error is an inference answer too: it says "no cache hit".
+    expect(full.headers['x-cache-hit']).toBe('false');
+    expect(full.headers['x-cache-tokens-reused']).toBe('0');
     expect(err).toMatchObject({ queue_depth: 1, queueDepth: 1, avg_wait_ms: expect.any(Number), avgWaitMs: err.avg_wait_ms });
     expect(err.message).toContain('queue depth 1');
     expect(err.message).toMatch(/average wait \d+ ms/);

@@ -2,6 +2,8 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, GatewayErrorCode, statusOf } from '../common/gateway-error';
 import { dialectOf, errorBody, errorHeaders } from '../common/error-dialect';
+import { CACHE_HIT_HEADER, CACHE_TOKENS_REUSED_HEADER } from '../usage/cache-headers';
+import { INFERENCE_PATHS } from './inference-paths';
 
 const CODE_BY_STATUS: Record<number, GatewayErrorCode> = {
   400: 'invalid_request',
@@ -26,12 +28,15 @@ export class DialectExceptionFilter implements ExceptionFilter {
     const status = statusOfException(exception);
     const error = this.toGatewayError(exception, status);
     if (reply.sent || reply.raw.headersSent) return;
+    const path = req.url.split('?')[0];
+    // An inference answer carries the model-runner API's cache headers even when it is an error.
+    if (INFERENCE_PATHS.has(path)) reply.headers({ [CACHE_HIT_HEADER]: 'false', [CACHE_TOKENS_REUSED_HEADER]: '0' });
     reply
       // Known codes answer their contract status; other framework 4xx (405, 415…) keep theirs.
       .status(exception instanceof GatewayError || status >= 500 ? statusOf(error.code) : status)
       .headers(errorHeaders(error))
       .header('content-type', 'application/json')
-      .send(JSON.stringify(errorBody(dialectOf(req.url.split('?')[0]), error)));
+      .send(JSON.stringify(errorBody(dialectOf(path), error)));
   }
 
   private toGatewayError(exception: unknown, status: number): GatewayError {

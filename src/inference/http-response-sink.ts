@@ -208,6 +208,8 @@ export class HttpResponseSink implements ResponseSink {
       { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
       this.gatewayHeaders,
     );
+    // The model-runner API's cache headers are on every answer: an error is no cache hit.
+    cacheHeaders(headers, undefined);
     headers[CORRELATION_HEADER] = this.correlationId;
     this.res.writeHead(statusOf(error.code), Object.assign(headers, errorHeaders(error)));
     this.res.end(body);

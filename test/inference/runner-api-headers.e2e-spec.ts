@@ -60,6 +60,17 @@ describe('runner-API headers on inference requests and responses', () => {
     worker.close();
   });
 
+  it('an error answer carries X-Cache-Hit false and X-Cache-Tokens-Reused 0 too (refused header, unknown model, invalid body)', async () => {
+    const refused = await post(gw.url, '/v1/chat/completions', chat('cache-err'), { 'x-cache-mode': 'prefer' });
+    const unknown = await post(gw.url, '/v1/chat/completions', chat('no-such-model-anywhere'));
+    const invalid = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model": ' });
+    expect([refused.status, unknown.status, invalid.status]).toEqual([400, 404, 400]);
+    for (const res of [refused, unknown, invalid]) {
+      expect(res.headers.get('x-cache-hit')).toBe('false');
+      expect(res.headers.get('x-cache-tokens-reused')).toBe('0');
+    }
+  });
+
   it("reports the worker's own gpu_time_ms as X-GPU-Time-Ms once the gpu_time feature is negotiated", async () => {
     const { worker, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['gpu-time'], features: ['gpu_time'] });
     expect(ack.features).toEqual(['gpu_time']);

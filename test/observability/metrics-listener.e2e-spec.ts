@@ -23,6 +23,16 @@ describe('GET /metrics: its own listener, off switch, runner gauges', () => {
     }
   });
 
+  it('ENABLE_METRICS=false alone turns /metrics off on the client port', async () => {
+    const gw = await startGateway({ ENABLE_METRICS: 'false' });
+    try {
+      expect((await fetch(`${gw.url}/metrics`)).status).toBe(404);
+      expect((await fetch(`${gw.url}/health`)).status).toBe(200);
+    } finally {
+      await gw.close();
+    }
+  });
+
   it('ENABLE_METRICS=false turns the endpoint off', async () => {
     const gw = await startGateway({ ENABLE_METRICS: 'false', METRICS_PORT: '0' });
     try {
