@@ -81,7 +81,9 @@ export class InferenceService {
     // Cache affinity: the key is computed here, once, from the client's headers and body (issue 19).
     const routing = this.routing.current;
     const requirements = extractRequirements(endpointPath, envelope.json);
-    const affinityKey = routing.affinity.enabled ? affinityKeyOf(req.headers, endpointPath, envelope.json, routing.affinity) : undefined;
+    const affinityKey = routing.affinity.enabled
+      ? affinityKeyOf(req.headers, endpointPath, envelope.json, routing.affinity, requirements.estimatedTokens * 4)
+      : undefined;
     const request = new RelayRequest({
       id: `r-${randomUUID()}`,
       model: envelope.model,

@@ -18,12 +18,13 @@ export type AffinityKey = number;
 /**
  * The request's affinity key under `config`, computed once when the request is parsed (never on
  * the routing path): the first source in `config.sources` that yields one, else undefined
- * (the request is routed as without affinity). Never throws: a field of the wrong shape counts as
- * absent. Every prompt has a prefix key, short ones too: identical short prompts share a worker
- * while it has room, and the load bound spreads them once it has not.
+ * (the request is routed as without affinity). `promptChars`: the request's prompt text length
+ * (RequestRequirements.estimatedTokens × 4); prompts shorter than `config.minPrefixChars` get no
+ * `prefix` key. Never throws: a field of the wrong shape counts as absent.
  */
-export function affinityKeyOf(headers: Headers, endpoint: string, body: Json, config: AffinityConfig): AffinityKey | undefined {
+export function affinityKeyOf(headers: Headers, endpoint: string, body: Json, config: AffinityConfig, promptChars: number): AffinityKey | undefined {
   for (const source of config.sources) {
+    if (source === 'prefix' && promptChars < config.minPrefixChars) continue;
     const key = keyFrom(source, headers, endpoint, body, config.prefixChars);
     if (key !== undefined) return key;
   }

@@ -19,7 +19,7 @@ function decide(a: BoundedAffinity<W>, key: number, workers: W[]): W | undefined
   return a.end();
 }
 
-const config: AffinityConfig = { enabled: true, sources: [...AFFINITY_SOURCES], prefixChars: 2048, loadFactor: 1.25 };
+const config: AffinityConfig = { enabled: true, sources: [...AFFINITY_SOURCES], prefixChars: 2048, minPrefixChars: 512, loadFactor: 1.25 };
 const LONG = 'You are a careful assistant. '.repeat(40);
 
 describe('BoundedAffinity (consistent hashing with bounded loads)', () => {
@@ -107,7 +107,7 @@ describe('BoundedAffinity (consistent hashing with bounded loads)', () => {
 describe('affinity keys', () => {
   const chat = (messages: unknown[], extra: Record<string, unknown> = {}) => ({ model: 'm', messages, ...extra });
   const key = (headers: Record<string, string>, body: Record<string, unknown>, endpoint = '/v1/chat/completions', c = config) =>
-    affinityKeyOf(headers, endpoint, body, c);
+    affinityKeyOf(headers, endpoint, body, c, JSON.stringify(body).length);
 
   it('takes the first source that gives one: header, client session header, prompt_cache_key, metadata.user_id, user, prefix', () => {
     const body = chat([{ role: 'user', content: 'hi' }], { prompt_cache_key: 'pck', user: 'u1', metadata: { user_id: 'anth' } });
@@ -118,7 +118,7 @@ describe('affinity keys', () => {
     expect(key({}, body)).toBe(key({}, { prompt_cache_key: 'pck' }));
     expect(key({}, { metadata: { user_id: 'anth' }, user: 'x' })).toBe(key({}, { metadata: { user_id: 'anth' } }));
     expect(key({}, { user: 'u1' })).not.toBe(key({}, { prompt_cache_key: 'u1' }));
-    expect(key({}, chat([{ role: 'user', content: 'short' }]))).toBeDefined();
+    expect(key({}, chat([{ role: 'user', content: 'short' }]))).toBeUndefined();
   });
 
   it('follows routing.affinity.sources (order and subset)', () => {
@@ -152,11 +152,13 @@ describe('affinity keys', () => {
     expect(key({}, { input: LONG }, '/v1/embeddings')).toBeUndefined();
   });
 
-  it('gives short prompts a prefix key too (the same short prompt, the same key), and never throws on odd shapes', () => {
+  it('gives prompts under routing.affinity.min_prefix_chars no prefix key (0: every prompt one), and never throws on odd shapes', () => {
     const short = chat([{ role: 'user', content: 'hi' }]);
-    expect(affinityKeyOf({}, '/v1/chat/completions', short, config)).toBeDefined();
-    expect(affinityKeyOf({}, '/v1/chat/completions', short, config)).toBe(
-      affinityKeyOf({}, '/v1/chat/completions', chat([{ role: 'user', content: 'hi' }]), config),
+    expect(affinityKeyOf({}, '/v1/chat/completions', short, config, 40)).toBeUndefined();
+    const all = { ...config, minPrefixChars: 0 };
+    expect(affinityKeyOf({}, '/v1/chat/completions', short, all, 40)).toBeDefined();
+    expect(affinityKeyOf({}, '/v1/chat/completions', short, all, 40)).toBe(
+      affinityKeyOf({}, '/v1/chat/completions', chat([{ role: 'user', content: 'hi' }]), all, 40),
     );
     for (const odd of [{ messages: 'x' }, { messages: [null, 3, { content: 7 }] }, { metadata: 'x', user: 5, prompt_cache_key: {} }]) {
       expect(() => key({}, odd)).not.toThrow();

@@ -109,6 +109,8 @@ export class TasksService {
       keyId: identity.keyId,
       priority,
       maxQueued: settings.maxQueued,
+      // A key's or tenant's max_concurrent holds for its tasks too: a batch of tasks waits its turn.
+      caps: this.dispatcher.caps.capsFor(identity.tenant, settings.maxConcurrent, identity.keyId, identity.keyMaxConcurrent),
       sink: new TaskSink(task, this.runtime),
       route: {
         model: req.model,

@@ -2,6 +2,7 @@ import { startGateway, TestGateway } from '../support/gateway';
 import { chat, eventually, post, RawResponse, sleep } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { adminCall, chatCompletion, createKey } from './support';
+import { chatDelta, chatTask, finish, getJson, submit } from '../tasks/support';
 
 /**
  * A worker that answers every request after `delayMs` and records, per `user` of the body, how
@@ -64,6 +65,32 @@ describe('max_concurrent on keys and tenants (real ports, a WebSocket worker)', 
     expect(Math.max(...inFlight)).toBe(3);
     expect(Math.min(...inFlight)).toBeGreaterThanOrEqual(1);
     expect(interactive[0].headers.get('x-concurrency-limit')).toBeNull();
+  });
+
+  it("a key's max_concurrent holds for its tasks too: a batch of tasks never has more than its cap on workers", async () => {
+    const { worker: taskWorker } = await ScriptedWorker.register(gw.workerUrl, { models: ['tk'], max_concurrent: 16 });
+    let running = 0;
+    let peak = 0;
+    taskWorker.ws.on('message', (data) => {
+      const frame = JSON.parse(data.toString());
+      if (frame.type !== 'request') return;
+      running++;
+      peak = Math.max(peak, running);
+      setTimeout(() => {
+        running--;
+        taskWorker.chunk(frame.request_id, chatDelta('done'));
+        finish(taskWorker, frame.request_id);
+      }, 150);
+    });
+    const capped = await createKey(gw, { name: 'tasks', tenant: 'team-k', max_concurrent: 2 });
+    const auth = { authorization: `Bearer ${capped.key}` };
+    const accepted = await Promise.all(Array.from({ length: 6 }, () => submit(gw, chatTask('tk'), auth)));
+    expect(accepted.map((r) => r.status)).toEqual(Array(6).fill(202));
+    for (const a of accepted) {
+      await eventually(async () => (await getJson(gw, `/v1/tasks/${a.json.task_id}`, auth)).json.status === 'completed', 10_000, 'task completed');
+    }
+    expect(peak).toBe(2);
+    taskWorker.close();
   });
 
   it("a tenant's max_concurrent counts every key of the tenant; max_queued still bounds the wait; /admin/usage shows it live", async () => {

@@ -114,7 +114,7 @@ describe('cache affinity with bounded loads (issue 19)', () => {
     fleet.forEach((w) => w.close());
   });
 
-  it('a short prompt has a prefix key too; a worker reporting KV-cache usage (negotiated) is weighed as loaded', async () => {
+  it('requests without a key count as none; a worker reporting KV-cache usage (negotiated) is weighed as loaded', async () => {
     const full = await ScriptedWorker.register(gw.workerUrl, { models: ['aff-kv'], max_concurrent: 4, worker_name: 'kv-full', features: ['cache_stats'] });
     const empty = await ScriptedWorker.register(gw.workerUrl, { models: ['aff-kv'], max_concurrent: 4, worker_name: 'kv-empty', features: ['cache_stats'] });
     expect(full.ack.features).toContain('cache_stats');
@@ -131,16 +131,10 @@ describe('cache affinity with bounded loads (issue 19)', () => {
     full.worker.send({ type: 'pong', current_load: 0, cache_stats: { kv_cache_usage_ratio: 0.95 } });
     empty.worker.send({ type: 'pong', current_load: 0, cache_stats: { kv_cache_usage_ratio: 0.05 } });
     const none = await metricValue(gw, 'switchboard_affinity_total', { result: 'none' });
-    const keyed = async () =>
-      (await metricValue(gw, 'switchboard_affinity_total', { result: 'preferred' })) +
-      (await metricValue(gw, 'switchboard_affinity_total', { result: 'spilled' }));
-    const keyedBefore = await keyed();
     await new Promise((r) => setTimeout(r, 50));
     expect((await workerView(gw, full.ack.worker_id)).cache_stats).toMatchObject({ kv_cache_usage_ratio: 0.95 });
     for (let i = 0; i < 4; i++) expect(await placed(gw, 'aff-kv', {})).toBe('kv-empty');
-    // The same short prompt four times: one prefix key, kept off the worker whose KV cache is full.
-    expect(await keyed()).toBe(keyedBefore + 4);
-    expect(await metricValue(gw, 'switchboard_affinity_total', { result: 'none' })).toBe(none);
+    expect(await metricValue(gw, 'switchboard_affinity_total', { result: 'none' })).toBe(none + 4);
     full.worker.close();
     empty.worker.close();
   });

@@ -17,6 +17,8 @@ export interface AffinityConfig {
   sources: readonly AffinitySource[];
   /** Characters of the normalised prompt start hashed by the `prefix` source. */
   prefixChars: number;
+  /** Prompts shorter than this (characters) get no `prefix` key; 0 = every prompt gets one. */
+  minPrefixChars: number;
   /** A key's worker is skipped while its load exceeds this × the mean load of the eligible workers. */
   loadFactor: number;
 }
@@ -48,6 +50,15 @@ export const ROUTING_AFFINITY_SETTINGS = group('routing', 'routing', {
     fields: ['affinity.prefixChars'],
     doc: 'characters of the normalised system and leading messages hashed into the `prefix` key',
   }),
+  affinityMinPrefixChars: num({
+    env: 'ROUTING_AFFINITY_MIN_PREFIX_CHARS',
+    yaml: 'affinity.min_prefix_chars',
+    default: 512,
+    opts: { min: 0, max: 1_048_576, integer: true },
+    reload: 'live',
+    fields: ['affinity.minPrefixChars'],
+    doc: "prompts shorter than this many characters get no `prefix` key (recomputing them costs the backend little, and pinning short one-off prompts would only take away the strategy's spreading); `0` = every prompt gets one",
+  }),
   affinityLoadFactor: num({
     env: 'ROUTING_AFFINITY_LOAD_FACTOR',
     yaml: 'affinity.load_factor',
@@ -76,12 +87,18 @@ export function readAffinityConfig(env: Env, value: unknown, strategy: string, p
     if (typeof value === 'object' && !Array.isArray(value)) yaml = value as Yaml;
     else problems.push('routing.affinity (config file) must be a mapping');
   }
-  const keys = [A.affinityEnabled, A.affinitySources, A.affinityPrefixChars, A.affinityLoadFactor].map((s) => sub(s.yaml));
+  const keys = [A.affinityEnabled, A.affinitySources, A.affinityPrefixChars, A.affinityMinPrefixChars, A.affinityLoadFactor].map((s) => sub(s.yaml));
   const r = new Reader(env, yaml, 'routing.affinity', keys);
   const config: AffinityConfig = {
     enabled: r.bool(envName(A.affinityEnabled, env), sub(A.affinityEnabled.yaml), strategy === 'smart'),
     sources: readSources(env[A.affinitySources.env!], yaml[sub(A.affinitySources.yaml)], problems),
     prefixChars: r.number(envName(A.affinityPrefixChars, env), sub(A.affinityPrefixChars.yaml), A.affinityPrefixChars.default, A.affinityPrefixChars.opts),
+    minPrefixChars: r.number(
+      envName(A.affinityMinPrefixChars, env),
+      sub(A.affinityMinPrefixChars.yaml),
+      A.affinityMinPrefixChars.default,
+      A.affinityMinPrefixChars.opts,
+    ),
     loadFactor: r.number(envName(A.affinityLoadFactor, env), sub(A.affinityLoadFactor.yaml), A.affinityLoadFactor.default, A.affinityLoadFactor.opts),
   };
   for (const key of r.unknownKeys()) problems.push(`routing.affinity.${key} (config file) is not an affinity setting (known: ${keys.join(', ')})`);

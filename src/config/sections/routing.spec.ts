@@ -146,6 +146,7 @@ describe('routing.affinity and routing.expose_worker_header', () => {
       enabled: true,
       sources: ['header', 'session_header', 'prompt_cache_key', 'metadata.user_id', 'user', 'prefix'],
       prefixChars: 2048,
+      minPrefixChars: 512,
       loadFactor: 1.25,
     });
     expect(config.exposeWorkerHeader).toBe(false);
@@ -155,11 +156,11 @@ describe('routing.affinity and routing.expose_worker_header', () => {
 
   it('reads the file and ROUTING_AFFINITY_* / ROUTING_EXPOSE_WORKER_HEADER, the variables winning', () => {
     const { config, problems } = read(
-      { expose_worker_header: true, affinity: { enabled: false, sources: ['user', 'prefix'], prefix_chars: 512, load_factor: 2 } },
-      { ROUTING_AFFINITY_LOAD_FACTOR: '1.5', ROUTING_AFFINITY_SOURCES: 'header,prompt_cache_key' },
+      { expose_worker_header: true, affinity: { enabled: false, sources: ['user', 'prefix'], prefix_chars: 512, min_prefix_chars: 100, load_factor: 2 } },
+      { ROUTING_AFFINITY_LOAD_FACTOR: '1.5', ROUTING_AFFINITY_SOURCES: 'header,prompt_cache_key', ROUTING_AFFINITY_MIN_PREFIX_CHARS: '0' },
     );
     expect(problems).toEqual([]);
-    expect(config.affinity).toEqual({ enabled: false, sources: ['header', 'prompt_cache_key'], prefixChars: 512, loadFactor: 1.5 });
+    expect(config.affinity).toEqual({ enabled: false, sources: ['header', 'prompt_cache_key'], prefixChars: 512, minPrefixChars: 0, loadFactor: 1.5 });
     expect(config.exposeWorkerHeader).toBe(true);
   });
 
