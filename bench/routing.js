@@ -15,7 +15,7 @@
  * request handler, not in plan()/route().
  *
  * One extra row times, for comparison, the routing algorithm from before the routing rewrite
- * (selectWorker at commit 232bacd), copied below as a reference function.
+ * (selectWorker at commit 232bacd), copied as a reference function into bench/lib/old-select-worker.js.
  *
  * The "(g)" rows time cache affinity (issue 19): smart with `routing.affinity` on and requests
  * carrying an affinity key (1000 distinct sessions), beside the same fleet without keys.
@@ -27,6 +27,8 @@
 'use strict';
 const { join } = require('node:path');
 const { cpus, loadavg } = require('node:os');
+const { spread } = require('./lib/sequence');
+const { selectWorker } = require('./lib/old-select-worker');
 
 const DIST = join(__dirname, '..', 'dist');
 let loaded;
@@ -125,44 +127,6 @@ const visionBody = {
   ],
 };
 const routeRequest = (model, body = plainBody, affinityKey) => ({ model, requirements: extractRequirements(ENDPOINT, body), affinityKey });
-
-/** Deterministic PRNG (mulberry32), so every run asks for the same model sequence. */
-function prng(seed) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** The request sequence: `count` picks, uniformly at random (fixed seed), among `requests`. */
-function spread(requests, count) {
-  if (requests.length === 1) return requests;
-  const rnd = prng(42);
-  return Array.from({ length: count }, () => requests[Math.floor(rnd() * requests.length)]);
-}
-
-// ---------------------------------------------------------------- the old algorithm (reference only)
-
-/*
- * REFERENCE ONLY — the selection algorithm from before the routing rewrite, copied verbatim (types
- * removed) from `git show 232bacd:src/routing/select-worker.ts`. Not used by the gateway any more.
- * At 232bacd the dispatcher called it as selectWorker(this.workersOfEnabledProviders(), model),
- * i.e. over every worker of every enabled provider, whatever their models.
- */
-/**
- * Picks the worker for a request: among workers that serve the model and have a free slot, the
- * lowest load wins; ties go to the worker assigned least recently (round-robin). Pure and O(n).
- */
-function selectWorker(workers, model) {
-  let best;
-  for (const w of workers) {
-    if (w.freeSlots <= 0 || !w.supports(model)) continue;
-    if (!best || w.load < best.load || (w.load === best.load && w.lastAssignedSeq < best.lastAssignedSeq)) best = w;
-  }
-  return best;
-}
 
 // ---------------------------------------------------------------- measuring
 

@@ -22,11 +22,11 @@
  */
 'use strict';
 const http = require('node:http');
-const { spawn, execFileSync } = require('node:child_process');
-const { mkdtempSync, rmSync, readFileSync } = require('node:fs');
+const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
-const { Agent, request } = require('undici');
+const { CLK_TCK, cpuMs, fdLimits, children, spawnNode, stop, freePort, waitFor } = require('./lib/proc');
+const { drive: driveLoad, fmt, fmtCpu } = require('./lib/load');
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 const ONLY = args.only;
@@ -73,41 +73,11 @@ const chunk = (i) =>
   `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'bench', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
 const chatBody = (model, stream) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] });
 
-// ---------------------------------------------------------------- process CPU time
-
-const CLK_TCK = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** User + system CPU time of a whole process (all its threads) so far, in ms; tick resolution. */
-function cpuMs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after "(comm)": state is field 3, utime field 14, stime field 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-}
+/** `total` requests over `concurrency` connections (default --concurrency); see bench/lib/load.js. */
+const drive = (baseUrl, total, payloads, { concurrency = CONCURRENCY } = {}) => driveLoad(baseUrl, total, payloads, { concurrency });
 
 // ---------------------------------------------------------------- open-file limit
 
-/**
- * The 1000-worker fleet holds one socket per worker in the gateway and in the fleet process, plus
- * client connections and the database. Every child here is a Node process, and Node raises its own
- * soft RLIMIT_NOFILE to the hard limit at startup, so a soft `ulimit -n` of 1024 does not matter:
- * only the hard limit must leave room. Read from /proc/self/limits: this process is Node too, so
- * its (already raised) soft value is what the children will get.
- */
-function fdLimits() {
-  const line = readFileSync('/proc/self/limits', 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('Max open files'));
-  const [soft, hard] = line.trim().split(/\s+/).slice(3, 5);
-  const num = (s) => (s === 'unlimited' ? Infinity : Number(s));
-  return { soft: num(soft), hard: num(hard) };
-}
 const FD_NEED = (ONLY === 'relay' ? 0 : Math.max(...FLEET_SIZES)) + FLEET_CONCURRENCY + 512;
 const FD = fdLimits();
 if (FD.soft < FD_NEED) {
@@ -119,47 +89,6 @@ if (FD.soft < FD_NEED) {
   process.exit(2);
 }
 const fdNote = `open files: Node runs with soft limit ${FD.soft} (hard ${FD.hard}; Node raises its soft limit to the hard one at startup), need about ${FD_NEED} per process`;
-
-// ---------------------------------------------------------------- children
-
-const children = new Set();
-
-function spawnNode(script, argv, env, { nodeFlags = [], ipc = false } = {}) {
-  const child = spawn(process.execPath, [...nodeFlags, script, ...argv], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit', ...(ipc ? ['ipc'] : [])],
-  });
-  child.exited = new Promise((resolve) => child.once('exit', resolve));
-  children.add(child);
-  child.exited.then(() => children.delete(child));
-  return child;
-}
-
-async function stop(child, ms = 15000) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), ms);
-  await child.exited;
-  clearTimeout(timer);
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = http.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor(check, ms = 30000, what = 'the benchmark setup') {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await check().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** A fresh gateway with its own SQLite file; nothing in its config limits the number of workers. */
 async function startGateway(dir, label, dist = DISTS[0]) {
@@ -176,48 +105,6 @@ async function startGateway(dir, label, dist = DISTS[0]) {
   return { child, url, port };
 }
 
-// ---------------------------------------------------------------- load generator
-
-/** `total` requests over `concurrency` connections; request k carries payloads[k % payloads.length]. */
-async function drive(baseUrl, total, payloads, { concurrency = CONCURRENCY } = {}) {
-  const dispatcher = new Agent({ connections: concurrency, pipelining: 1 });
-  const latencies = [];
-  const ttfbs = [];
-  let next = 0;
-  let failures = 0;
-  const started = process.hrtime.bigint();
-  async function lane() {
-    while (next < total) {
-      const payload = payloads[next++ % payloads.length];
-      const t0 = process.hrtime.bigint();
-      try {
-        const res = await request(`${baseUrl}/v1/chat/completions`, {
-          method: 'POST',
-          body: payload,
-          headers: { 'content-type': 'application/json' },
-          dispatcher,
-        });
-        let first = true;
-        for await (const _ of res.body) {
-          if (first) {
-            ttfbs.push(Number(process.hrtime.bigint() - t0) / 1e6);
-            first = false;
-          }
-        }
-        if (res.statusCode !== 200) failures++;
-      } catch {
-        failures++;
-      }
-      latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-    }
-  }
-  await Promise.all(Array.from({ length: concurrency }, lane));
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  await dispatcher.close();
-  const pct = (xs, p) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
-  return { rps: total / seconds, p50: pct(latencies, 50), p99: pct(latencies, 99), ttfb50: pct(ttfbs, 50), failures, seconds };
-}
-
 /** Runs `phase` and adds the CPU ms per request each named process spent meanwhile. */
 async function withCpu(label, pids, total, phase) {
   const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuMs(pid)]));
@@ -229,11 +116,6 @@ async function withCpu(label, pids, total, phase) {
   if (NODE_FLAGS.length) console.error(`bench: ${label} measured phase: --from ${from} --to ${to} (gateway pid ${pids.gateway})`);
   return result;
 }
-
-function fmt(n) {
-  return n >= 100 ? n.toFixed(0) : n.toFixed(2);
-}
-const fmtCpu = (n) => n.toFixed(3);
 
 // ---------------------------------------------------------------- relay: direct vs gateway + daemon
 

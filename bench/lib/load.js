@@ -1,0 +1,50 @@
+'use strict';
+// The load generator of bench/run.js (requests over a fixed number of connections) and its number formats.
+const { Agent, request } = require('undici');
+
+/** `total` requests over `concurrency` connections; request k carries payloads[k % payloads.length]. */
+async function drive(baseUrl, total, payloads, { concurrency }) {
+  const dispatcher = new Agent({ connections: concurrency, pipelining: 1 });
+  const latencies = [];
+  const ttfbs = [];
+  let next = 0;
+  let failures = 0;
+  const started = process.hrtime.bigint();
+  async function lane() {
+    while (next < total) {
+      const payload = payloads[next++ % payloads.length];
+      const t0 = process.hrtime.bigint();
+      try {
+        const res = await request(`${baseUrl}/v1/chat/completions`, {
+          method: 'POST',
+          body: payload,
+          headers: { 'content-type': 'application/json' },
+          dispatcher,
+        });
+        let first = true;
+        for await (const _ of res.body) {
+          if (first) {
+            ttfbs.push(Number(process.hrtime.bigint() - t0) / 1e6);
+            first = false;
+          }
+        }
+        if (res.statusCode !== 200) failures++;
+      } catch {
+        failures++;
+      }
+      latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, lane));
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  await dispatcher.close();
+  const pct = (xs, p) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+  return { rps: total / seconds, p50: pct(latencies, 50), p99: pct(latencies, 99), ttfb50: pct(ttfbs, 50), failures, seconds };
+}
+
+function fmt(n) {
+  return n >= 100 ? n.toFixed(0) : n.toFixed(2);
+}
+const fmtCpu = (n) => n.toFixed(3);
+
+module.exports = { drive, fmt, fmtCpu };
