@@ -12,7 +12,8 @@ describe('WorkerSnapshot', () => {
     w.lastSeenAt = 5_000;
     w.externalLoad = 1;
     new WorkerIndex().holdOut(w, 'm');
-    const data = toSnapshotData(w);
+    const health = { consecutive_failures: 2, ejected_until: 0, latency_ms: 85 };
+    const data = toSnapshotData(w, health);
     expect(JSON.parse(JSON.stringify(data))).toEqual(data);
     expect(data).toEqual({
       id: 'w-1',
@@ -29,6 +30,7 @@ describe('WorkerSnapshot', () => {
       draining: false,
       connected_at: 1_000,
       last_seen_at: 5_000,
+      health,
     });
   });
 

@@ -56,6 +56,18 @@ export interface RoutableWorker extends WorkerSnapshot {
   affinityHash: number;
 }
 
+/**
+ * A worker's health as routing judges it (routing's HealthTracker keeps it, keyed by worker): plain
+ * data, so a snapshot can carry it to another replica or an operator.
+ */
+export interface WorkerHealthData {
+  consecutive_failures: number;
+  /** Epoch ms until which the worker is ejected; 0 when it is not. */
+  ejected_until: number;
+  /** Moving average of its time to first byte; null without a sample. */
+  latency_ms: number | null;
+}
+
 /** The JSON form of a snapshot (sets as arrays): what another replica or an operator receives. */
 export interface WorkerSnapshotData {
   id: string;
@@ -73,6 +85,8 @@ export interface WorkerSnapshotData {
   connected_at: number;
   last_seen_at: number;
   cache_stats?: CacheStats;
+  /** Routing's judgement of the worker, when the caller has it (Router.snapshotOf); null otherwise. */
+  health: WorkerHealthData | null;
 }
 
 /** Whether routing may send the worker a request for `model` (advertised and not held out). */
@@ -87,7 +101,7 @@ export function capabilitiesOf(w: WorkerSnapshot, model: string): ModelCapabilit
   return known ?? undefined;
 }
 
-export function toSnapshotData(w: WorkerSnapshot): WorkerSnapshotData {
+export function toSnapshotData(w: WorkerSnapshot, health: WorkerHealthData | null = null): WorkerSnapshotData {
   return {
     id: w.id,
     name: w.name,
@@ -104,5 +118,6 @@ export function toSnapshotData(w: WorkerSnapshot): WorkerSnapshotData {
     connected_at: w.connectedAt,
     last_seen_at: w.lastSeenAt,
     ...(w.cacheStats ? { cache_stats: { ...w.cacheStats } } : {}),
+    health,
   };
 }

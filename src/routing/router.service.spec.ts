@@ -141,6 +141,15 @@ describe('Router', () => {
     expect(router.priorityOf(w)).toBe(90);
   });
 
+  it("snapshotOf: the worker as plain data with routing's view of its health", () => {
+    const w = worker(['m']);
+    router.firstByte(w, 120);
+    router.failed(w, 'http_500');
+    const data = router.snapshotOf(w);
+    expect(data).toMatchObject({ id: w.id, models: ['m'], health: { consecutive_failures: 1, ejected_until: 0, latency_ms: expect.any(Number) } });
+    expect(JSON.parse(JSON.stringify(data))).toEqual(data);
+  });
+
   it('queues when eligible workers are all busy, and does not fall back then (US-05)', () => {
     const big = worker(['llama3:70b']);
     worker(['llama3:8b']);

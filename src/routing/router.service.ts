@@ -8,7 +8,7 @@ import { ownerAllows } from '../providers/model-ownership';
 import { ModelCapabilities } from '../protocol';
 import { Fleet } from '../fleet/fleet.service';
 import { WorkerDirectory } from '../fleet/worker-index';
-import { capabilitiesOf, RoutableWorker, servesModel, WorkerSnapshot } from '../fleet/worker-snapshot';
+import { capabilitiesOf, RoutableWorker, servesModel, toSnapshotData, WorkerSnapshot, WorkerSnapshotData } from '../fleet/worker-snapshot';
 import { WorkerRecords } from '../registry/worker-records.port';
 import { MetricsService } from '../observability/metrics.service';
 import { declaredFor, missingCapabilities } from './capabilities';
@@ -311,6 +311,16 @@ export class Router implements OnModuleInit {
     if (w.draining || health.isEjected(now)) return false;
     // The link closes a silent worker at the heartbeat timeout; until then it gets no new work.
     return now - w.lastSeenAt <= this.config.heartbeatTimeoutMs;
+  }
+
+  /** The worker as plain data, with routing's view of its health (for another replica or an operator). */
+  snapshotOf(w: WorkerSnapshot): WorkerSnapshotData {
+    const h = this.health.of(w);
+    return toSnapshotData(w, {
+      consecutive_failures: h.consecutiveFailures,
+      ejected_until: h.isEjected(this.clock.now()) ? h.ejectedUntil : 0,
+      latency_ms: h.latencySamples > 0 ? Math.round(h.latencyMs) : null,
+    });
   }
 
   /** The provider of that name as it is now (undefined once deleted; a new object once replaced). */
