@@ -12,7 +12,7 @@ export class CacheGauges {
   constructor(fleet: Fleet, providers: ProvidersService, metrics: MetricsService) {
     metrics.collectKvCacheWith(function* () {
       for (const p of providers.all()) {
-        for (const w of fleet.sessions.ofProvider(p.name)) {
+        for (const w of fleet.directory.ofProvider(p.name)) {
           const ratio = w.cacheStats?.kv_cache_usage_ratio;
           if (ratio !== undefined) yield { provider: p.name, worker: w.name, ratio };
         }
