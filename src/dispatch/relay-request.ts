@@ -140,6 +140,8 @@ export class RelayRequest {
   streamedBytes = 0;
   /** When the client's first response byte came from a worker (0 = none yet); usage records. */
   firstByteAt = 0;
+  /** The backend's own processing time (the worker's negotiated `gpu_time_ms`); usage records. */
+  backendMs: number | undefined;
   /** Token counts of the worker's completion, when it reported them; usage records. */
   tokenCounts: TokenCounts | undefined;
   /** The error the request ended with, if it failed; usage records. */

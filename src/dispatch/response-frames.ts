@@ -92,6 +92,8 @@ export class ResponseFrames {
     const lease = this.release(req);
     if (msg.token_counts) this.countTokens(req, msg.token_counts);
     req.tokenCounts = msg.token_counts;
+    // The backend's own processing time, when the worker negotiated reporting it (usage records).
+    if (msg.gpu_time_ms !== undefined && worker.features.has(Features.GPU_TIME)) req.backendMs = msg.gpu_time_ms;
     this.observers.answered(req, worker, readCacheHeaders(msg.headers));
     if (req.streamedBytes === 0) {
       this.firstByte(req, worker);
@@ -117,8 +119,7 @@ export class ResponseFrames {
       const body = msg.body ?? req.bufferedBody ?? '';
       this.end.settle(req, msg.status_code);
       // X-GPU-Time-Ms: the daemon's own measurement when negotiated, else how long the request held the worker.
-      const gpu = worker.features.has(Features.GPU_TIME) ? msg.gpu_time_ms : undefined;
-      req.sink.gpuTime?.(gpu ?? Math.max(0, this.clock.now() - req.assignedAt));
+      req.sink.gpuTime?.(req.backendMs ?? Math.max(0, this.clock.now() - req.assignedAt));
       req.sink.sendComplete(msg.status_code, msg.headers ?? {}, body);
       this.buffers.sent(req);
     }

@@ -71,6 +71,16 @@ describe('usageRecordOf', () => {
     expect(usageRecordOf(req, 200, T0 + 1100)).toMatchObject({ workerMs: 1000, gpuMs: 500, cost: null });
   });
 
+  it("carries the backend's own time when its worker reported it (gpu_time_ms), else null", () => {
+    const req = request();
+    req.provider = { name: 'cpu' } as Provider;
+    req.worker = { id: 'w-2', name: 'box', maxConcurrent: 1 } as WorkerSnapshot;
+    req.assignedAt = T0 + 100;
+    expect(usageRecordOf(req, 200, T0 + 1100).backendMs).toBeNull();
+    req.backendMs = 640.4;
+    expect(usageRecordOf(req, 200, T0 + 1100)).toMatchObject({ workerMs: 1000, backendMs: 640 });
+  });
+
   it('describes a request refused before routing: no provider, model, worker, tokens or first byte', () => {
     const req = request();
     req.errorCode = 'model_not_found';

@@ -92,6 +92,8 @@ export interface UsageSource {
   readonly firstByteAt: number;
   /** When its current worker was given it (0 = never placed). */
   readonly assignedAt: number;
+  /** The backend's own processing time, when its worker reported it (`gpu_time_ms`). */
+  readonly backendMs?: number;
 }
 
 /** The usage record of a request that has just finished with `status` at `finishedAt`. */
@@ -136,7 +138,7 @@ export function slotTime(req: UsageSource, finishedAt: number): Pick<UsageRecord
   const gpus = req.provider?.gpusPerWorker ?? 1;
   const gpuMs = (workerMs / Math.max(1, req.worker.maxConcurrent)) * gpus;
   const price = req.provider?.costPerGpuHour;
-  return { workerMs, backendMs: null, gpuMs, cost: typeof price === 'number' ? (gpuMs / MS_PER_HOUR) * price : null };
+  return { workerMs, backendMs: req.backendMs === undefined ? null : millis(req.backendMs), gpuMs, cost: typeof price === 'number' ? (gpuMs / MS_PER_HOUR) * price : null };
 }
 
 /**
