@@ -138,7 +138,12 @@ export function slotTime(req: UsageSource, finishedAt: number): Pick<UsageRecord
   const gpus = req.provider?.gpusPerWorker ?? 1;
   const gpuMs = (workerMs / Math.max(1, req.worker.maxConcurrent)) * gpus;
   const price = req.provider?.costPerGpuHour;
-  return { workerMs, backendMs: req.backendMs === undefined ? null : millis(req.backendMs), gpuMs, cost: typeof price === 'number' ? (gpuMs / MS_PER_HOUR) * price : null };
+  return {
+    workerMs,
+    backendMs: req.backendMs === undefined ? null : millis(req.backendMs),
+    gpuMs,
+    cost: typeof price === 'number' ? (gpuMs / MS_PER_HOUR) * price : null,
+  };
 }
 
 /**
