@@ -37,15 +37,18 @@ describe('worker disconnect', () => {
 
   test('a requeued request keeps its place: it is served before requests that arrived later', async () => {
     const model = uniqueModel('requeue-order');
-    const a = await scope.worker({ models: [model], max_concurrent: 1 }, {}, 'A');
+    // A pool of its own: the queue depths waited on below are this test's requests only (other
+    // suites queue at the default pool at the same time).
+    const p = await scope.provider({ models: [model] }, 'requeue-order');
+    const own = { provider: p.name, secret: p.secret };
+    const a = await scope.worker({ models: [model], max_concurrent: 1 }, own, 'A');
     const x1 = scope.post('/v1/chat/completions', chatBody(model, { seq: 1 }));
     await a.nextRequest();
     const x2 = scope.post('/v1/chat/completions', chatBody(model, { seq: 2 }));
-    const defaultProvider = target().defaultProvider;
-    await scope.admin.waitQueueDepth(defaultProvider, 1);
+    await scope.admin.waitQueueDepth(p.name, 1);
     a.terminate();
-    await scope.admin.waitQueueDepth(defaultProvider, 2);
-    const b = await scope.worker({ models: [model], max_concurrent: 1 }, {}, 'B');
+    await scope.admin.waitQueueDepth(p.name, 2);
+    const b = await scope.worker({ models: [model], max_concurrent: 1 }, own, 'B');
     const r1 = await b.nextRequest();
     expect(JSON.parse(r1.body).seq).toBe(1);
     b.respondJson(r1.request_id, { seq: 1 });
