@@ -81,7 +81,7 @@ export function chatCompletion(message: Record<string, unknown>, finishReason: s
 /** A streamed chat completion's SSE bytes, one event per chat chunk delta. */
 export function chatStream(deltas: Array<Record<string, unknown>>, finishReason: string): Buffer[] {
   const base = { id: 'chatcmpl-e2e', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'llama3' };
-  const events = deltas.map((delta) => ({ ...base, choices: [{ index: 0, delta, finish_reason: null }] }));
+  const events: unknown[] = deltas.map((delta) => ({ ...base, choices: [{ index: 0, delta, finish_reason: null }] }));
   events.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: finishReason }] });
   const usage = { ...base, choices: [], usage: { prompt_tokens: 20, completion_tokens: 8, total_tokens: 28 } };
   return [...events, usage].map((e) => Buffer.from(`data: ${JSON.stringify(e)}\n\n`)).concat(Buffer.from('data: [DONE]\n\n'));
