@@ -103,20 +103,20 @@ export class InputMapper {
       case 'refusal':
         return { type: 'text', text: str(part.refusal) ?? '' };
       case 'input_image':
-        return this.imageOf(part, where);
+        return this.imageOf(part);
       case 'input_file':
-        return this.fileOf(part, where);
+        return this.fileOf(part);
       default:
         this.dropped.add(`content parts of type ${typeof part.type === 'string' ? part.type.slice(0, 64) : 'unknown'}`);
         return undefined;
     }
   }
 
-  private imageOf(part: Json, where: string): Json | undefined {
+  private imageOf(part: Json): Json | undefined {
     const url = str(part.image_url);
     if (url === undefined) {
       // A `file_id` names a file in OpenAI's store; this gateway has none to read it from.
-      this.dropped.add(`${where} (input_image without image_url)`);
+      this.dropped.add('input_image parts without image_url');
       return undefined;
     }
     const image: Json = { url };
@@ -124,11 +124,11 @@ export class InputMapper {
     return { type: 'image_url', image_url: image };
   }
 
-  private fileOf(part: Json, where: string): Json | undefined {
+  private fileOf(part: Json): Json | undefined {
     const data = str(part.file_data);
     if (data?.startsWith('data:image/')) return { type: 'image_url', image_url: { url: data } };
     if (data === undefined && str(part.file_id) === undefined) {
-      this.dropped.add(`${where} (input_file by file_url)`);
+      this.dropped.add('input_file parts by file_url');
       return undefined;
     }
     const file: Json = {};
@@ -163,6 +163,8 @@ export class InputMapper {
   private outputText(raw: unknown, where: string): string | GatewayError {
     if (typeof raw === 'string') return raw;
     if (raw === undefined || raw === null) return '';
+    // Some clients send a tool's JSON result as an object: the model reads it as its JSON text.
+    if (isRecord(raw)) return JSON.stringify(raw);
     if (!Array.isArray(raw)) return Errors.invalidRequest(`${where} must be a string or an array of content parts`, where);
     const texts: string[] = [];
     for (const part of raw) {

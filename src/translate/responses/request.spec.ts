@@ -134,6 +134,17 @@ describe('responses codec: request', () => {
     ]);
   });
 
+  it('gives a tool output sent as an object to the model as its JSON text', () => {
+    const { body } = chat({
+      model: 'm',
+      input: [
+        { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c1', output: { ok: true } },
+      ],
+    });
+    expect(body.messages).toContainEqual({ role: 'tool', tool_call_id: 'c1', content: '{"ok":true}' });
+  });
+
   it('keeps function tools, flattens namespaces and leaves hosted tools out', () => {
     const params = { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] };
     const { body, dropped } = chat({
