@@ -117,7 +117,7 @@ export class ResponsesStream implements StreamTranslator {
       out += this.event('response.reasoning_summary_part.added', { ...this.at(item), summary_index: 0, part: { type: 'summary_text', text: '' } });
     }
     this.reasoning.text += delta;
-    return out + this.event('response.reasoning_summary_text.delta', { ...this.at(this.reasoning), summary_index: 0, delta });
+    return out + this.delta('response.reasoning_summary_text.delta', this.reasoning, ',"summary_index":0', delta, '');
   }
 
   private textDelta(delta: string): string {
@@ -128,7 +128,7 @@ export class ResponsesStream implements StreamTranslator {
       out += this.event('response.content_part.added', { ...this.at(item), content_index: 0, part: Items.textPart('') });
     }
     this.text.text += delta;
-    return out + this.event('response.output_text.delta', { ...this.at(this.text), content_index: 0, delta, logprobs: [] });
+    return out + this.delta('response.output_text.delta', this.text, ',"content_index":0', delta, ',"logprobs":[]');
   }
 
   private callDelta(call: Json, position: number): string {
@@ -147,7 +147,7 @@ export class ResponsesStream implements StreamTranslator {
     const args = typeof fn.arguments === 'string' ? fn.arguments : '';
     if (args === '') return out;
     item.text += args;
-    return out + this.event('response.function_call_arguments.delta', { ...this.at(item), delta: args });
+    return out + this.delta('response.function_call_arguments.delta', item, '', args, '');
   }
 
   private closeReasoning(): string {
@@ -212,6 +212,15 @@ export class ResponsesStream implements StreamTranslator {
 
   private at(item: TextItem): Json {
     return { item_id: item.id, output_index: item.index };
+  }
+
+  /**
+   * A delta event, written directly: deltas are nearly all of a stream's events, and building then
+   * serializing an object for each costs more than the rest of the translation (same JSON either way).
+   */
+  private delta(type: string, item: TextItem, index: string, delta: string, tail: string): string {
+    const at = `"item_id":${JSON.stringify(item.id)},"output_index":${item.index}${index}`;
+    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.seq++},${at},"delta":${JSON.stringify(delta)}${tail}}\n\n`;
   }
 
   private event(type: string, fields: Json): string {
