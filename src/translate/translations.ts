@@ -1,9 +1,12 @@
 import type { ResponseSink } from '../dispatch/relay-request';
 import type { DialectCodec, Json } from './dialect-codec';
 import { CountTokensTranslation, RequestTranslation } from './request-translation';
+import { responsesCodec } from './responses';
 
 /** The client paths a chat-completions (or `/tokenize`) worker can serve by translation, and how. */
-const CODECS: Readonly<Record<string, DialectCodec>> = {};
+const CODECS: Readonly<Record<string, DialectCodec>> = {
+  '/v1/responses': responsesCodec,
+};
 
 /** The codec for a client path, if it can be translated. */
 export function codecFor(endpoint: string): DialectCodec | undefined {
