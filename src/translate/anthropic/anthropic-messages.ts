@@ -54,7 +54,10 @@ function documentText(block: Obj, sink: Sink): string | undefined {
   else if (source?.type === 'content') {
     const content = source.content;
     if (typeof content === 'string') text = content;
-    else text = arr(content)?.map((b) => (isObj(b) && b.type === 'text' ? (str(b.text) ?? '') : '')).join('\n');
+    else
+      text = arr(content)
+        ?.map((b) => (isObj(b) && b.type === 'text' ? (str(b.text) ?? '') : ''))
+        .join('\n');
   }
   if (text === undefined) {
     sink.dropped.add(`document source ${String(source?.type ?? 'missing')}`);

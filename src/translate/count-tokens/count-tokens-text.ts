@@ -20,7 +20,10 @@ function blockText(block: unknown): string {
 
 function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
-  return (arr(content) ?? []).map(blockText).filter((t) => t !== '').join('\n');
+  return (arr(content) ?? [])
+    .map(blockText)
+    .filter((t) => t !== '')
+    .join('\n');
 }
 
 /**
