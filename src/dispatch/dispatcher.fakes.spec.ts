@@ -33,7 +33,9 @@ class ScriptedRouter {
   constructor(private readonly fleet: Fleet) {}
 
   plan(route: RouteRequest): RoutePlan | GatewayError {
-    return this.planError ?? { requested: route.model, target: route.model, candidates: [route.model], requirements: route.requirements };
+    return (
+      this.planError ?? { requested: route.model, target: route.model, candidates: [route.model], requirements: route.requirements, native: route.requirements }
+    );
   }
   route(plan: RoutePlan): RouteDecision {
     const scripted = this.decisions.shift();
