@@ -175,6 +175,8 @@ describe('Anthropic SDK through translation to chat completions', () => {
       error: { type: 'invalid_request_error', message: 'the prompt is too long for the context window' },
     });
 
+    expect((whole as InstanceType<typeof Anthropic.BadRequestError>).headers.get('x-switchboard-translated')).toBe('anthropic-messages');
+
     rig.backend.enqueue(chatError(400, 'bad stream request'));
     const streamed = await rig.client.messages
       .stream({ model: CLIENT_MODEL, max_tokens: 64, messages: [{ role: 'user', content: 'x' }] })
@@ -191,5 +193,50 @@ describe('Anthropic SDK through translation to chat completions', () => {
       .catch((e: unknown) => e);
     expect(overloaded).toBeInstanceOf(Anthropic.APIError);
     expect((overloaded as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ error: { type: 'overloaded_error' } });
+  });
+
+  it('translates what Claude Code sends (system entries, adaptive thinking, server tools, cache_control) and gives thinking back', async () => {
+    rig.backend.enqueue(
+      chatStream({
+        reasoning: 'The user wants a listing.',
+        content: 'Listing now.',
+        toolCalls: [{ name: 'Bash', arguments: '{"command":"ls"}' }],
+        finish: 'tool_calls',
+      }),
+    );
+    const bash: Tool = { name: 'Bash', description: 'Run a command', input_schema: { type: 'object', properties: { command: { type: 'string' } } } };
+    // Fields this SDK version does not declare, as Claude Code sends them.
+    const claudeCode = {
+      model: CLIENT_MODEL,
+      max_tokens: 32000,
+      system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }],
+      messages: [
+        { role: 'system', content: 'Leading note.' },
+        { role: 'user', content: [{ type: 'text', text: 'list files', cache_control: { type: 'ephemeral' } }] },
+      ],
+      thinking: { type: 'adaptive' },
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+      output_config: { effort: 'medium' },
+      metadata: { user_id: 'user_1_session_2' },
+      tools: [
+        { ...bash, defer_loading: false },
+        { type: 'web_search_20250305', name: 'web_search', max_uses: 5 },
+      ],
+    } as unknown as Parameters<typeof rig.client.messages.stream>[0];
+    const answer = await rig.client.messages.stream(claudeCode).finalMessage();
+    expect(answer.content).toEqual([
+      { type: 'thinking', thinking: 'The user wants a listing.', signature: '' },
+      { type: 'text', text: 'Listing now.' },
+      { type: 'tool_use', id: 'call_0', name: 'Bash', input: { command: 'ls' } },
+    ]);
+    const sent = (await rig.received(1)).body;
+    expect(sent.messages).toEqual([
+      { role: 'system', content: 'You are Claude Code.\n\nLeading note.' },
+      { role: 'user', content: 'list files' },
+    ]);
+    expect(sent).toMatchObject({ chat_template_kwargs: { enable_thinking: true }, reasoning_effort: 'medium', user: 'user_1_session_2', max_tokens: 32000 });
+    expect(sent.tools).toEqual([{ type: 'function', function: { name: 'Bash', description: 'Run a command', parameters: bash.input_schema } }]);
+    for (const dropped of ['context_management', 'output_config', 'cache_control', 'defer_loading', 'web_search'])
+      expect(JSON.stringify(sent)).not.toContain(dropped);
   });
 });

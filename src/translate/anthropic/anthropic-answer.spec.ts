@@ -78,7 +78,7 @@ describe('anthropicCodec.fromChat', () => {
       { type: 'thinking', thinking: 'think hard', signature: '' },
       { type: 'text', text: '42' },
     ]);
-    expect(anthropicCodec.fromChat(chat({ content: '42', reasoning: 'vllm style' }), ctx({ thinking: { type: 'adaptive' } })).content[0]).toEqual({
+    expect(anthropicCodec.fromChat(chat({ content: '42', reasoning: 'vllm style' }), ctx({ thinking: { type: 'adaptive' } })).content).toContainEqual({
       type: 'thinking',
       thinking: 'vllm style',
       signature: '',

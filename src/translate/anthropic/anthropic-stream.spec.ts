@@ -201,6 +201,15 @@ describe('anthropicCodec.stream', () => {
     expect(events(empty.end()).map((e) => e.type)).toEqual(['message_start', 'ping', 'error']);
   });
 
+  it('says nothing until the backend sent a whole event (a JSON error body is never taken for a stream)', () => {
+    const stream = anthropicCodec.stream!(ctx());
+    expect(stream.push('{"error":{"message":"bad",')).toBe('');
+    expect(stream.push('"code":400}}')).toBe('');
+    const partial = anthropicCodec.stream!(ctx());
+    expect(partial.push('data: {"choices":[{"delta":{"content":"a"}}]}')).toBe('');
+    expect(events(partial.push('\n\n')).map((e) => e.type)).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta']);
+  });
+
   it('emits nothing more after the answer closed', () => {
     const stream = anthropicCodec.stream!(ctx());
     const first = stream.push(backend([delta({ content: 'a' }), delta({}, 'stop')]));

@@ -54,8 +54,11 @@ export class AnthropicStream implements StreamTranslator {
 
   push(text: string): string {
     const out: string[] = [];
-    this.start(out);
-    for (const event of this.reader.push(typeof text === 'string' ? text : '')) {
+    const events = this.reader.push(typeof text === 'string' ? text : '');
+    // Nothing is said before the backend's first event: a backend that answered with a JSON error
+    // instead of SSE can still be answered as one whole error.
+    if (events.length > 0) this.start(out);
+    for (const event of events) {
       if (this.finished) break;
       if ('done' in event) this.finish(out);
       else this.chunk(event.chunk, out);

@@ -3,7 +3,7 @@ import { workerConfig } from '../../../src/worker/config';
 import { WorkerDaemon } from '../../../src/worker/daemon';
 import { CLOSE_MS, withDeadline, WAIT_MS } from '../../support/deadline';
 import { startGateway, TestGateway, TEST_SECRET } from '../../support/gateway';
-import { FakeBackend, RecordedRequest } from '../../worker/support/fake-backend';
+import { FakeBackend, ProbeRoute, RecordedRequest } from '../../worker/support/fake-backend';
 
 /** The model the client asks for (what Claude Code would send) and the one the backend serves. */
 export const CLIENT_MODEL = 'local-coder';
@@ -21,14 +21,16 @@ export interface AnthropicRig {
 
 /**
  * A real gateway with ONE real worker daemon whose backend serves only `/v1/chat/completions`
- * (and `/tokenize` when `tokenize` is given): the daemon's probes find `/v1/messages` absent, so
+ * (and `/tokenize`, answered by `tokenize`, when given): the daemon's probes find `/v1/messages` absent, so
  * the worker advertises chat completions only and the gateway must translate.
  */
-export async function startAnthropicRig(options: { tokenize?: boolean } = {}): Promise<AnthropicRig> {
+export async function startAnthropicRig(options: { tokenize?: ProbeRoute } = {}): Promise<AnthropicRig> {
   const backend = new FakeBackend();
   backend.models = [CLIENT_MODEL];
   for (const path of ['/v1/messages', '/v1/responses', '/v1/completions', '/v1/embeddings']) backend.endpointProbe[path] = NOT_FOUND;
-  if (!options.tokenize) backend.endpointProbe['/tokenize'] = NOT_FOUND;
+  // The fake answers routes as probes (its `relayed` leaves them out): the test reads `requests`.
+  if (options.tokenize) backend.routes.set('POST /tokenize', options.tokenize);
+  else backend.endpointProbe['/tokenize'] = NOT_FOUND;
   await backend.start();
   const gw = await startGateway({ HEARTBEAT_INTERVAL_SECS: '0.2', HEARTBEAT_TIMEOUT_SECS: '5' });
   const daemon = new WorkerDaemon(
