@@ -76,7 +76,7 @@ export class AnthropicStream implements StreamTranslator {
     }
     if (this.finished) return out.join('');
     // A stream cut before any finish_reason is not a whole answer: say so rather than fake `end_turn`.
-    if (this.finishReason === null) this.fail(out, 'api_error', 'The backend stream ended before the answer was complete');
+    if (this.finishReason === null) this.failWith(out, 'api_error', 'The backend stream ended before the answer was complete');
     else this.finish(out);
     return out.join('');
   }
@@ -102,7 +102,7 @@ export class AnthropicStream implements StreamTranslator {
     if (error !== undefined && error !== null) {
       const e = obj(error);
       const status = num(e?.code) ?? 500;
-      this.fail(out, anthropicErrorType(status), str(e?.message) ?? str(error) ?? 'The backend failed while streaming');
+      this.failWith(out, anthropicErrorType(status), str(e?.message) ?? str(error) ?? 'The backend failed while streaming');
       return;
     }
     if (obj(chunk.usage)) this.usage = chunk.usage;
@@ -198,7 +198,7 @@ export class AnthropicStream implements StreamTranslator {
     out.push(sse('message_delta', { delta: stop, usage: usageOf(this.usage) }), sse('message_stop', {}));
   }
 
-  private fail(out: string[], type: string, message: string): void {
+  private failWith(out: string[], type: string, message: string): void {
     this.finished = true;
     out.push(sse('error', { error: { type, message: message.slice(0, 1000) } }));
   }
