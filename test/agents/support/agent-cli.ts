@@ -1,0 +1,142 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+/**
+ * Runs the real agent CLIs (installed into agents/ by scripts/agents-install.mjs) headless, each
+ * in a temp working directory with a temp home, its telemetry, update checks and other
+ * nonessential traffic switched off, and only loopback to talk to: the gateway.
+ */
+
+const AGENTS_BIN = resolve(__dirname, '../../../agents/node_modules/.bin');
+
+/** The bearer token the agents send; the test gateway requires no client keys, any value passes. */
+export const AGENT_TOKEN = 'sk-agents-test-token';
+
+/** Model ids the agents are set to request (the gateway's aliases map them to the local model). */
+export const CLAUDE_MODEL = 'claude-sonnet-4-5';
+export const CLAUDE_SMALL_MODEL = 'claude-haiku-4-5';
+/** Codex 0.171.0's default model, requested when config.toml names none. */
+export const CODEX_DEFAULT_MODEL = 'gpt-6.2-sol';
+
+/** A CLI that hangs (a retry loop, a blocked network call) fails the test after this long. */
+const RUN_TIMEOUT_MS = 120_000;
+
+export interface AgentRun {
+  /** Exit code (null when killed). */
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+export function cliPath(name: 'claude' | 'codex'): string {
+  return join(AGENTS_BIN, name);
+}
+
+export function cliInstalled(name: 'claude' | 'codex'): boolean {
+  return existsSync(cliPath(name));
+}
+
+/** Only what a shell needs: nothing of the developer's own agent settings or keys leaks in. */
+function baseEnv(home: string): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', TERM: 'dumb', NO_COLOR: '1' };
+}
+
+/** The variables docs/agents.md documents for Claude Code through the gateway. */
+export function claudeEnv(gatewayUrl: string, home: string): Record<string, string> {
+  return {
+    ...baseEnv(home),
+    CLAUDE_CONFIG_DIR: join(home, '.claude'),
+    ANTHROPIC_BASE_URL: gatewayUrl,
+    ANTHROPIC_AUTH_TOKEN: AGENT_TOKEN,
+    ANTHROPIC_MODEL: CLAUDE_MODEL,
+    ANTHROPIC_SMALL_FAST_MODEL: CLAUDE_SMALL_MODEL,
+    ANTHROPIC_DEFAULT_HAIKU_MODEL: CLAUDE_SMALL_MODEL,
+    // Offline: no telemetry, error reports, update checks or other calls beyond the model's turns.
+    DISABLE_TELEMETRY: '1',
+    DISABLE_ERROR_REPORTING: '1',
+    DISABLE_AUTOUPDATER: '1',
+    DISABLE_BUG_COMMAND: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_NON_ESSENTIAL_MODEL_CALLS: '1',
+  };
+}
+
+/** Runs `claude -p` with the Write tool allowed (root may not use --dangerously-skip-permissions). */
+export function runClaude(gatewayUrl: string, cwd: string, home: string, prompt: string): Promise<AgentRun> {
+  const args = ['-p', prompt, '--output-format', 'json', '--allowedTools', 'Write'];
+  return run(cliPath('claude'), args, cwd, claudeEnv(gatewayUrl, home));
+}
+
+/** The config.toml docs/agents.md documents for Codex through the gateway. */
+export function codexConfig(gatewayUrl: string): string {
+  return [
+    'model_provider = "switchboard"',
+    'check_for_update_on_startup = false',
+    '',
+    '[model_providers.switchboard]',
+    'name = "Switchboard"',
+    `base_url = "${gatewayUrl}/v1"`,
+    'env_key = "SWITCHBOARD_API_KEY"',
+    'wire_api = "responses"',
+    // A failed turn fails the run at once instead of after Codex's reconnect loop.
+    'request_max_retries = 0',
+    'stream_max_retries = 0',
+    '',
+    '[analytics]',
+    'enabled = false',
+    '',
+    '[feedback]',
+    'enabled = false',
+    '',
+    '[otel]',
+    'exporter = "none"',
+    '',
+  ].join('\n');
+}
+
+/** Runs `codex exec` with approvals and sandbox off (the test's temp dir is the sandbox). */
+export function runCodex(gatewayUrl: string, cwd: string, home: string, prompt: string): Promise<AgentRun> {
+  const codexHome = join(home, '.codex');
+  mkdirSync(codexHome, { recursive: true });
+  writeFileSync(join(codexHome, 'config.toml'), codexConfig(gatewayUrl));
+  const env = { ...baseEnv(home), CODEX_HOME: codexHome, SWITCHBOARD_API_KEY: AGENT_TOKEN };
+  const args = ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--color', 'never', '--ephemeral', prompt];
+  return run(cliPath('codex'), args, cwd, env);
+}
+
+function run(bin: string, args: string[], cwd: string, env: Record<string, string>): Promise<AgentRun> {
+  return new Promise((done, fail) => {
+    // stdin closed: `codex exec` would otherwise wait to read more prompt from it.
+    const child = spawn(bin, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, RUN_TIMEOUT_MS);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      fail(e);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      done({ code, signal, stdout, stderr, timedOut });
+    });
+  });
+}
+
+/** The run, readable in a failed assertion. */
+export function describeRun(run: AgentRun): string {
+  return `exit ${run.code}${run.signal ? ` (${run.signal})` : ''}${run.timedOut ? ' after the timeout' : ''}\n--- stdout ---\n${run.stdout.slice(-4000)}\n--- stderr ---\n${run.stderr.slice(-4000)}`;
+}
+
+/** Fails with everything the CLI printed unless it exited 0 on its own. */
+export function expectExit0(run: AgentRun): void {
+  if (run.code !== 0 || run.timedOut) throw new Error(`the agent did not exit 0: ${describeRun(run)}`);
+}
