@@ -16,8 +16,15 @@ export const AGENT_TOKEN = 'sk-agents-test-token';
 /** Model ids the agents are set to request (the gateway's aliases map them to the local model). */
 export const CLAUDE_MODEL = 'claude-sonnet-4-5';
 export const CLAUDE_SMALL_MODEL = 'claude-haiku-4-5';
-/** Codex 0.171.0's default model, requested when config.toml names none. */
+/**
+ * Codex 0.171.0's built-in default, requested when config.toml names no model. With it Codex
+ * switches to "code mode" (its tools in an `additional_tools` input item, a freeform JavaScript
+ * `exec` tool) that a local model behind chat completions cannot drive; docs/agents.md therefore
+ * has config.toml name a model, as the test does.
+ */
 export const CODEX_DEFAULT_MODEL = 'gpt-6.2-sol';
+/** The model config.toml names: Codex sends its classic function tools (`exec_command`) with it. */
+export const CODEX_MODEL = 'gpt-5.2-codex';
 
 /** A CLI that hangs (a retry loop, a blocked network call) fails the test after this long. */
 const RUN_TIMEOUT_MS = 120_000;
@@ -73,6 +80,7 @@ export function runClaude(gatewayUrl: string, cwd: string, home: string, prompt:
 /** The config.toml docs/agents.md documents for Codex through the gateway. */
 export function codexConfig(gatewayUrl: string): string {
   return [
+    `model = "${CODEX_MODEL}"`,
     'model_provider = "switchboard"',
     'check_for_update_on_startup = false',
     '',
