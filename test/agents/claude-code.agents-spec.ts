@@ -28,9 +28,11 @@ describe('Claude Code through a chat-completions-only backend (translated)', () 
 
   it('writes the file with its Write tool and ends with the final text, every turn sent to the backend as chat completions', async () => {
     const task = stack.task('notes.txt', CONTENT, FINAL);
-    const run = await runClaude(stack.gateway.url, stack.cwd, stack.home, PROMPT);
+    const run = await runClaude(stack.place(), PROMPT);
 
     expectExit0(run);
+    // Telemetry, update checks and error reports off: nothing tried to leave the machine.
+    expect(stack.trap.targets).toEqual([]);
     expect(result(run.stdout)).toEqual(expect.objectContaining({ is_error: false, result: FINAL }));
     expect(readFileSync(task.filePath, 'utf8')).toBe(CONTENT);
 
@@ -51,9 +53,11 @@ describe('Claude Code through a backend that serves /v1/messages itself (pass-th
 
   it('writes the file and ends with the final text, its own Messages requests reaching the backend intact', async () => {
     const task = stack.task('notes.txt', CONTENT, FINAL);
-    const run = await runClaude(stack.gateway.url, stack.cwd, stack.home, PROMPT);
+    const run = await runClaude(stack.place(), PROMPT);
 
     expectExit0(run);
+    // Telemetry, update checks and error reports off: nothing tried to leave the machine.
+    expect(stack.trap.targets).toEqual([]);
     expect(result(run.stdout)).toEqual(expect.objectContaining({ is_error: false, result: FINAL }));
     expect(readFileSync(task.filePath, 'utf8')).toBe(CONTENT);
 

@@ -23,9 +23,11 @@ describe('Codex through a chat-completions-only backend (translated)', () => {
 
   it('runs its shell tool to write the file and prints the final text, every turn sent to the backend as chat completions', async () => {
     const task = stack.task('notes.txt', CONTENT, FINAL);
-    const run = await runCodex(stack.gateway.url, stack.cwd, stack.home, PROMPT);
+    const run = await runCodex(stack.place(), PROMPT);
 
     expectExit0(run);
+    // Telemetry, update checks and error reports off: nothing tried to leave the machine.
+    expect(stack.trap.targets).toEqual([]);
     expect(run.stdout).toContain(FINAL);
     expect(readFileSync(task.filePath, 'utf8')).toBe(CONTENT);
 
@@ -51,9 +53,11 @@ describe('Codex through a backend that serves /v1/responses itself (pass-through
 
   it('runs its shell tool to write the file and prints the final text, its own Responses requests reaching the backend intact', async () => {
     const task = stack.task('notes.txt', CONTENT, FINAL);
-    const run = await runCodex(stack.gateway.url, stack.cwd, stack.home, PROMPT);
+    const run = await runCodex(stack.place(), PROMPT);
 
     expectExit0(run);
+    // Telemetry, update checks and error reports off: nothing tried to leave the machine.
+    expect(stack.trap.targets).toEqual([]);
     expect(run.stdout).toContain(FINAL);
     expect(readFileSync(task.filePath, 'utf8')).toBe(CONTENT);
 

@@ -42,6 +42,16 @@ export function cliPath(name: 'claude' | 'codex'): string {
   return join(AGENTS_BIN, name);
 }
 
+/** Where and against what an agent runs. */
+export interface AgentPlace {
+  gatewayUrl: string;
+  /** Its working directory and its home (config, sessions), both temp dirs. */
+  cwd: string;
+  home: string;
+  /** Added to its environment (the egress trap's proxy variables). */
+  env: Record<string, string>;
+}
+
 export function cliInstalled(name: 'claude' | 'codex'): boolean {
   return existsSync(cliPath(name));
 }
@@ -72,9 +82,9 @@ export function claudeEnv(gatewayUrl: string, home: string): Record<string, stri
 }
 
 /** Runs `claude -p` with the Write tool allowed (root may not use --dangerously-skip-permissions). */
-export function runClaude(gatewayUrl: string, cwd: string, home: string, prompt: string): Promise<AgentRun> {
+export function runClaude(place: AgentPlace, prompt: string): Promise<AgentRun> {
   const args = ['-p', prompt, '--output-format', 'json', '--allowedTools', 'Write'];
-  return run(cliPath('claude'), args, cwd, claudeEnv(gatewayUrl, home));
+  return run(cliPath('claude'), args, place.cwd, { ...claudeEnv(place.gatewayUrl, place.home), ...place.env });
 }
 
 /** The config.toml docs/agents.md documents for Codex through the gateway. */
@@ -93,6 +103,13 @@ export function codexConfig(gatewayUrl: string): string {
     'request_max_retries = 0',
     'stream_max_retries = 0',
     '',
+    // Plugin/marketplace sync and ChatGPT apps reach out at start (github.com, chatgpt.com):
+    // nothing an agent behind the gateway needs.
+    '[features]',
+    'plugins = false',
+    'remote_plugin = false',
+    'apps = false',
+    '',
     '[analytics]',
     'enabled = false',
     '',
@@ -106,13 +123,13 @@ export function codexConfig(gatewayUrl: string): string {
 }
 
 /** Runs `codex exec` with approvals and sandbox off (the test's temp dir is the sandbox). */
-export function runCodex(gatewayUrl: string, cwd: string, home: string, prompt: string): Promise<AgentRun> {
-  const codexHome = join(home, '.codex');
+export function runCodex(place: AgentPlace, prompt: string): Promise<AgentRun> {
+  const codexHome = join(place.home, '.codex');
   mkdirSync(codexHome, { recursive: true });
-  writeFileSync(join(codexHome, 'config.toml'), codexConfig(gatewayUrl));
-  const env = { ...baseEnv(home), CODEX_HOME: codexHome, SWITCHBOARD_API_KEY: AGENT_TOKEN };
+  writeFileSync(join(codexHome, 'config.toml'), codexConfig(place.gatewayUrl));
+  const env = { ...baseEnv(place.home), CODEX_HOME: codexHome, SWITCHBOARD_API_KEY: AGENT_TOKEN, ...place.env };
   const args = ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--color', 'never', '--ephemeral', prompt];
-  return run(cliPath('codex'), args, cwd, env);
+  return run(cliPath('codex'), args, place.cwd, env);
 }
 
 function run(bin: string, args: string[], cwd: string, env: Record<string, string>): Promise<AgentRun> {

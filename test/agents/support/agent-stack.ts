@@ -5,8 +5,9 @@ import { workerConfig } from '../../../src/worker/config';
 import { WorkerDaemon } from '../../../src/worker/daemon';
 import { CLOSE_MS, START_MS, withDeadline } from '../../support/deadline';
 import { startGateway, TestGateway, TEST_SECRET } from '../../support/gateway';
-import { CLAUDE_MODEL, CLAUDE_SMALL_MODEL, CODEX_DEFAULT_MODEL, CODEX_MODEL } from './agent-cli';
+import { AgentPlace, CLAUDE_MODEL, CLAUDE_SMALL_MODEL, CODEX_DEFAULT_MODEL, CODEX_MODEL } from './agent-cli';
 import { AgentTask } from './agent-turns';
+import { EgressTrap } from './egress-trap';
 import { BackendMode, LOCAL_MODEL, ScriptedBackend } from './scripted-backend';
 
 /**
@@ -18,11 +19,15 @@ export const AGENT_ALIASES = [CLAUDE_MODEL, CLAUDE_SMALL_MODEL, 'claude-opus-4-1
 export interface AgentStack {
   gateway: TestGateway;
   backend: ScriptedBackend;
+  /** The agents' proxy: what they tried to reach beyond loopback. */
+  trap: EgressTrap;
   /** The agent's working directory (its file lands here) and its home (config, sessions). */
   cwd: string;
   home: string;
   /** A task writing `<cwd>/<name>`; also set on the backend. */
   task(name: string, content: string, finalText: string): AgentTask;
+  /** Where the agent runs: the gateway, the temp dirs, the proxy variables. */
+  place(): AgentPlace;
 }
 
 /**
@@ -40,7 +45,8 @@ export function useAgentStack(mode: BackendMode): AgentStack {
     stack.home = join(root, 'home');
     for (const dir of [stack.cwd, stack.home]) mkdirSync(dir);
     stack.backend = new ScriptedBackend(mode);
-    await stack.backend.start();
+    stack.trap = new EgressTrap();
+    await Promise.all([stack.backend.start(), stack.trap.start()]);
     stack.gateway = await startGateway({
       HEARTBEAT_INTERVAL_SECS: '1',
       HEARTBEAT_TIMEOUT_SECS: '30',
@@ -70,6 +76,7 @@ export function useAgentStack(mode: BackendMode): AgentStack {
       stack.backend.task = task;
       return task;
     };
+    stack.place = () => ({ gatewayUrl: stack.gateway.url, cwd: stack.cwd, home: stack.home, env: stack.trap.env() });
   });
 
   afterEach(async () => {
@@ -81,6 +88,7 @@ export function useAgentStack(mode: BackendMode): AgentStack {
     }
     await stack.gateway?.close();
     await stack.backend?.close();
+    await stack.trap?.close();
     rmSync(root, { recursive: true, force: true });
   });
 
