@@ -15,6 +15,11 @@ export const AGENT_TOKEN = 'sk-agents-test-token';
 
 /** Model ids the agents are set to request (the gateway's aliases map them to the local model). */
 export const CLAUDE_MODEL = 'claude-sonnet-4-5';
+/**
+ * Claude Code 2.1.332's built-in default, requested when ANTHROPIC_MODEL is unset; with it the CLI
+ * sends its newest request shape (adaptive thinking, `output_config`, `system` entries in `messages`).
+ */
+export const CLAUDE_DEFAULT_MODEL = 'claude-opus-5-5';
 export const CLAUDE_SMALL_MODEL = 'claude-haiku-4-5';
 /**
  * Codex 0.171.0's built-in default, requested when config.toml names no model. With it Codex
@@ -62,13 +67,13 @@ function baseEnv(home: string): Record<string, string> {
 }
 
 /** The variables docs/agents.md documents for Claude Code through the gateway. */
-export function claudeEnv(gatewayUrl: string, home: string): Record<string, string> {
+export function claudeEnv(gatewayUrl: string, home: string, model?: string): Record<string, string> {
   return {
+    ...(model ? { ANTHROPIC_MODEL: model } : {}),
     ...baseEnv(home),
     CLAUDE_CONFIG_DIR: join(home, '.claude'),
     ANTHROPIC_BASE_URL: gatewayUrl,
     ANTHROPIC_AUTH_TOKEN: AGENT_TOKEN,
-    ANTHROPIC_MODEL: CLAUDE_MODEL,
     ANTHROPIC_SMALL_FAST_MODEL: CLAUDE_SMALL_MODEL,
     ANTHROPIC_DEFAULT_HAIKU_MODEL: CLAUDE_SMALL_MODEL,
     // Offline: no telemetry, error reports, update checks or other calls beyond the model's turns.
@@ -81,10 +86,13 @@ export function claudeEnv(gatewayUrl: string, home: string): Record<string, stri
   };
 }
 
-/** Runs `claude -p` with the Write tool allowed (root may not use --dangerously-skip-permissions). */
-export function runClaude(place: AgentPlace, prompt: string): Promise<AgentRun> {
+/**
+ * Runs `claude -p` with the Write tool allowed (root may not use --dangerously-skip-permissions),
+ * asking for `model` through ANTHROPIC_MODEL, or for the CLI's built-in default when unset.
+ */
+export function runClaude(place: AgentPlace, prompt: string, model?: string): Promise<AgentRun> {
   const args = ['-p', prompt, '--output-format', 'json', '--allowedTools', 'Write'];
-  return run(cliPath('claude'), args, place.cwd, { ...claudeEnv(place.gatewayUrl, place.home), ...place.env });
+  return run(cliPath('claude'), args, place.cwd, { ...claudeEnv(place.gatewayUrl, place.home, model), ...place.env });
 }
 
 /** The config.toml docs/agents.md documents for Codex through the gateway. */

@@ -1,5 +1,7 @@
+import { writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { AddressInfo, Socket } from 'node:net';
+import { join } from 'node:path';
 import { CLOSE_MS, START_MS, withDeadline } from '../../support/deadline';
 import { AgentTask, chatTurn, messagesTurn, responsesTurn, Turn } from './agent-turns';
 import { chatJson, chatSse, messagesJson, messagesSse, responsesJson, responsesSse } from './agent-wire';
@@ -89,6 +91,9 @@ export class ScriptedBackend {
     if (!this.task) return send(res, 500, { error: { message: 'scripted backend: no task set' } });
     const turn = dialect.turn(body, this.task);
     this.received.push({ path, body, turn });
+    // AGENTS_DUMP_DIR=/some/dir keeps what the agents sent, to see what a new CLI version changed.
+    const dump = process.env.AGENTS_DUMP_DIR;
+    if (dump) writeFileSync(join(dump, `${Date.now()}-${this.mode}${path.replace(/\//g, '_')}.json`), JSON.stringify({ headers: req.headers, body }, null, 2));
     const model = typeof body.model === 'string' ? body.model : LOCAL_MODEL;
     if (body.stream === true) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
