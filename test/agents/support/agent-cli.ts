@@ -96,9 +96,9 @@ export function runClaude(place: AgentPlace, prompt: string, model?: string): Pr
 }
 
 /** The config.toml docs/agents.md documents for Codex through the gateway. */
-export function codexConfig(gatewayUrl: string): string {
+export function codexConfig(gatewayUrl: string, model: string | null = CODEX_MODEL): string {
   return [
-    `model = "${CODEX_MODEL}"`,
+    ...(model ? [`model = "${model}"`] : []),
     'model_provider = "switchboard"',
     'check_for_update_on_startup = false',
     '',
@@ -130,11 +130,14 @@ export function codexConfig(gatewayUrl: string): string {
   ].join('\n');
 }
 
-/** Runs `codex exec` with approvals and sandbox off (the test's temp dir is the sandbox). */
-export function runCodex(place: AgentPlace, prompt: string): Promise<AgentRun> {
+/**
+ * Runs `codex exec` with approvals and sandbox off (the test's temp dir is the sandbox), its
+ * config.toml naming `model` (null: none, so Codex asks for its built-in default).
+ */
+export function runCodex(place: AgentPlace, prompt: string, model: string | null = CODEX_MODEL): Promise<AgentRun> {
   const codexHome = join(place.home, '.codex');
   mkdirSync(codexHome, { recursive: true });
-  writeFileSync(join(codexHome, 'config.toml'), codexConfig(place.gatewayUrl));
+  writeFileSync(join(codexHome, 'config.toml'), codexConfig(place.gatewayUrl, model));
   const env = { ...baseEnv(place.home), CODEX_HOME: codexHome, SWITCHBOARD_API_KEY: AGENT_TOKEN, ...place.env };
   const args = ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--color', 'never', '--ephemeral', prompt];
   return run(cliPath('codex'), args, place.cwd, env);

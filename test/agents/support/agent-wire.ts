@@ -1,4 +1,4 @@
-import type { Turn } from './agent-turns';
+import type { FunctionTurn, Turn } from './agent-turns';
 
 /**
  * A turn as each dialect's whole answer and SSE stream, shaped like the real APIs send them
@@ -19,7 +19,7 @@ function halves(text: string): [string, string] {
 
 // ---- chat completions ----
 
-export function chatJson(turn: Turn, model: string): unknown {
+export function chatJson(turn: FunctionTurn, model: string): unknown {
   const message =
     turn.kind === 'tool'
       ? {
@@ -38,7 +38,7 @@ export function chatJson(turn: Turn, model: string): unknown {
   };
 }
 
-export function chatSse(turn: Turn, model: string): string {
+export function chatSse(turn: FunctionTurn, model: string): string {
   const chunk = (delta: unknown, finish: string | null = null) => ({
     id: 'chatcmpl-agents',
     object: 'chat.completion.chunk',
@@ -76,11 +76,11 @@ export function chatSse(turn: Turn, model: string): string {
 
 // ---- Anthropic Messages ----
 
-function messagesBlock(turn: Turn): Record<string, unknown> {
+function messagesBlock(turn: FunctionTurn): Record<string, unknown> {
   return turn.kind === 'tool' ? { type: 'tool_use', id: 'toolu_agents_1', name: turn.name, input: turn.args } : { type: 'text', text: turn.text };
 }
 
-export function messagesJson(turn: Turn, model: string): unknown {
+export function messagesJson(turn: FunctionTurn, model: string): unknown {
   return {
     id: 'msg_agents',
     type: 'message',
@@ -93,7 +93,7 @@ export function messagesJson(turn: Turn, model: string): unknown {
   };
 }
 
-export function messagesSse(turn: Turn, model: string): string {
+export function messagesSse(turn: FunctionTurn, model: string): string {
   const start = turn.kind === 'tool' ? { type: 'tool_use', id: 'toolu_agents_1', name: turn.name, input: {} } : { type: 'text', text: '' };
   const [a, b] = halves(turn.kind === 'tool' ? JSON.stringify(turn.args) : turn.text);
   const delta = (piece: string) => (turn.kind === 'tool' ? { type: 'input_json_delta', partial_json: piece } : { type: 'text_delta', text: piece });
@@ -127,6 +127,8 @@ export function messagesSse(turn: Turn, model: string): string {
 // ---- Responses ----
 
 function responsesItem(turn: Turn): Record<string, unknown> {
+  if (turn.kind === 'custom-tool')
+    return { type: 'custom_tool_call', id: 'ctc_agents_1', call_id: 'call_agents_1', name: turn.name, input: turn.input, status: 'completed' };
   return turn.kind === 'tool'
     ? { type: 'function_call', id: 'fc_agents_1', call_id: 'call_agents_1', name: turn.name, arguments: JSON.stringify(turn.args), status: 'completed' }
     : { type: 'message', id: 'msg_agents_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: turn.text, annotations: [] }] };
@@ -167,6 +169,12 @@ export function responsesSse(turn: Turn, model: string): string {
       { type: 'response.function_call_arguments.delta', item_id: item.id, output_index: 0, delta: a },
       { type: 'response.function_call_arguments.delta', item_id: item.id, output_index: 0, delta: b },
       { type: 'response.function_call_arguments.done', item_id: item.id, output_index: 0, arguments: item.arguments },
+    );
+  } else if (turn.kind === 'custom-tool') {
+    events.push(
+      { type: 'response.output_item.added', output_index: 0, item: { ...item, input: '', status: 'in_progress' } },
+      { type: 'response.custom_tool_call_input.delta', item_id: item.id, output_index: 0, delta: turn.input },
+      { type: 'response.custom_tool_call_input.done', item_id: item.id, output_index: 0, input: turn.input },
     );
   } else {
     const [a, b] = halves(turn.text);

@@ -25,11 +25,18 @@ export interface ReceivedRequest {
 /** The model the worker serves; the gateway's aliases map the agents' model ids onto it. */
 export const LOCAL_MODEL = 'local-coder';
 
-const DIALECTS: Record<string, { turn: typeof chatTurn; json: typeof chatJson; sse: typeof chatSse }> = {
+interface Dialect {
+  turn(body: Record<string, unknown>, task: AgentTask): Turn;
+  json(turn: Turn, model: string): unknown;
+  sse(turn: Turn, model: string): string;
+}
+
+/** Chat completions and Messages decide only function turns, so their renderers only get those. */
+const DIALECTS = {
   '/v1/chat/completions': { turn: chatTurn, json: chatJson, sse: chatSse },
   '/v1/messages': { turn: messagesTurn, json: messagesJson, sse: messagesSse },
   '/v1/responses': { turn: responsesTurn, json: responsesJson, sse: responsesSse },
-};
+} as Record<string, Dialect>;
 
 export class ScriptedBackend {
   /** Every inference request, in arrival order (the worker's endpoint probes, POST {}, are left out). */
