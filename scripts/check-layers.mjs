@@ -47,6 +47,7 @@ export const LAYERS = {
   artifacts: 2,
   // 3 flow: a request's life
   dispatch: 3,
+  translate: 3,
   tasks: 3,
   lifecycle: 3,
   inference: 3,

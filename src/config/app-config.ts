@@ -36,6 +36,8 @@ export interface ProviderConfig {
   costPerGpuHour?: number;
   /** GPUs behind each worker of the pool (default 1). */
   gpusPerWorker?: number;
+  /** `providers[].translation`: unset = `routing.translation`. */
+  translation?: 'auto' | 'never';
 }
 
 /** Limits a provider gets when it does not set its own (env / top-level YAML values). */

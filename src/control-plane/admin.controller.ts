@@ -221,6 +221,7 @@ export class AdminController {
       priority: p.priority,
       capabilities: p.capabilities,
       aliases: p.aliases,
+      translation: p.translation ?? null,
       workers_connected: this.fleet.sessions.ofProvider(p.name).size,
       queue_depth: this.queues.depth(p.name),
     };
@@ -246,6 +247,7 @@ function toInput(dto: UpdateProviderDto): Omit<ProviderInput, 'name'> {
     models: dto.models,
     priority: dto.priority,
     capabilities,
+    translation: dto.translation,
   };
 }
 

@@ -24,6 +24,13 @@ const providerFields: Record<string, SchemaObject> = {
       'Its own first-byte watchdog timeout (a worker that has not answered this long after taking a request is cancelled and the request moves on); `null` clears it: `routing.first_byte_timeout_secs` applies.',
   },
   max_models: { type: 'integer', minimum: 1 },
+  translation: {
+    type: 'string',
+    enum: ['auto', 'never'],
+    nullable: true,
+    description:
+      'Whether `/v1/messages` and `/v1/responses` requests may reach its workers translated to chat completions (when no worker serves them natively); `null` clears it: `routing.translation` applies.',
+  },
   models: {
     type: 'array',
     maxItems: 10000,
@@ -115,6 +122,7 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
       priority: { type: 'integer', nullable: true },
       capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities') },
       aliases: { type: 'object', additionalProperties: { type: 'string' }, description: 'Pool aliases (`POST /v1/pools/{id}/reload`).' },
+      translation: { type: 'string', enum: ['auto', 'never'], nullable: true, description: 'Its own translation setting; null = `routing.translation`.' },
       workers_connected: { type: 'integer' },
       queue_depth: { type: 'integer' },
     },

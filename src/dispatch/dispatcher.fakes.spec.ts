@@ -15,7 +15,7 @@ import { extractRequirements } from '../routing/requirements';
 import { Dispatcher } from './dispatcher.service';
 import { RequestObserver } from './observers/request-observer';
 import { RequestObservers } from './observers/request-observers';
-import { RelayRequest, ResponseSink } from './relay-request';
+import { RelayRequest, RequestTranslator, ResponseSink } from './relay-request';
 
 const SECOND = 1000;
 
@@ -33,9 +33,14 @@ class ScriptedRouter {
   constructor(private readonly fleet: Fleet) {}
 
   plan(route: RouteRequest): RoutePlan | GatewayError {
-    return this.planError ?? { requested: route.model, target: route.model, candidates: [route.model], requirements: route.requirements };
+    return (
+      this.planError ?? { requested: route.model, target: route.model, candidates: [route.model], requirements: route.requirements, native: route.requirements }
+    );
   }
+  /** Decisions are made by translation (the plan says so) while this is set. */
+  translatedAs: string | undefined;
   route(plan: RoutePlan): RouteDecision {
+    plan.translated = this.translatedAs;
     const scripted = this.decisions.shift();
     if (scripted) return scripted;
     for (const w of this.fleet.directory.all()) if (w.freeSlots > 0 && servesModel(w, plan.target)) return { kind: 'assign', worker: w, model: plan.target };
@@ -146,9 +151,9 @@ describe('Dispatcher on fakes (scripted router, recording observers)', () => {
     return { worker, channel };
   }
 
-  function submit(): { req: RelayRequest; sink: RecordingSink } {
-    const sink = new RecordingSink();
+  function submit(translator?: RequestTranslator, sink = new RecordingSink()): { req: RelayRequest; sink: RecordingSink } {
     const req = new RelayRequest({
+      translator,
       id: `r-${++seq}`,
       model: 'm',
       endpointPath: '/v1/chat/completions',
@@ -195,6 +200,35 @@ describe('Dispatcher on fakes (scripted router, recording observers)', () => {
     router.decisions.push({ kind: 'assign', worker, model: 'alt' });
     submit();
     expect(requestsTo(channel).map((m) => [m.model, m.body])).toEqual([['alt', '{"model":"alt"}']]);
+  });
+
+  it('routed by translation: the translated endpoint and body go to the worker and the answer through the translating sink; a native requeue gets the client sink back', () => {
+    const { worker, channel } = addWorker();
+    const translating = new RecordingSink();
+    const client = new RecordingSink();
+    const asked: boolean[] = [];
+    const translator: RequestTranslator = {
+      endpoint: '/v1/chat/completions',
+      prepare: () => undefined,
+      bodyFor: (model) => `{"translated":true,"model":"${model}"}`,
+      sinkFor: (translated) => (asked.push(translated), translated ? translating : client),
+    };
+    router.translatedAs = 'anthropic-messages';
+    const { req, sink } = submit(translator, client);
+    expect(requestsTo(channel).map((m) => [m.endpoint_path, m.body])).toEqual([['/v1/chat/completions', '{"translated":true,"model":"m"}']]);
+    expect(req.sink).toBe(translating);
+    dispatcher.frames.onComplete(worker, { type: 'response_complete', request_id: req.id, status_code: 200, body: '{}' });
+    expect(translating.complete).toEqual({ status: 200, body: '{}' });
+    expect(sink.complete).toBeUndefined();
+    // Untranslatable: refused before any worker is involved.
+    const refused = submit({ ...translator, prepare: () => Errors.invalidRequest('no messages') });
+    expect(refused.sink.error?.code).toBe('invalid_request');
+    expect(requestsTo(channel)).toHaveLength(1);
+    router.translatedAs = undefined;
+    const native = submit(translator, client);
+    expect(requestsTo(channel).map((m) => m.body)).toEqual(['{"translated":true,"model":"m"}', '{"model":"m"}']);
+    expect(native.req.sink).toBe(native.sink);
+    expect(asked).toEqual([true, false]);
   });
 
   it('queued → queue timeout: queue_timeout to the client, observers told cancelled(timeout) and finished 504', () => {

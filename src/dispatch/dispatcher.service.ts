@@ -157,7 +157,15 @@ export class Dispatcher implements LeaseControl {
   /** Routes a new or requeued request: to a free worker, into the queue, or to its error. */
   private dispatch(req: RelayRequest, requeued: boolean): void {
     const decision = this.router.route(req.plan);
-    if (decision.kind === 'reject') return requeued ? this.end.fail(req, decision.error) : this.reject(req, decision.error);
+    if (decision.kind === 'reject') {
+      if (requeued) return this.end.fail(req, decision.error);
+      // count_tokens without a tokenizer anywhere: the gateway's own estimate answers it.
+      if (req.translator?.answerWithout?.(decision.error)) return this.end.settle(req, 200);
+      return this.reject(req, decision.error);
+    }
+    // Routed by translation: the client's body must translate, or the request ends here (400).
+    const untranslatable = req.plan.translated !== undefined ? req.translator?.prepare() : undefined;
+    if (untranslatable) return requeued ? this.end.fail(req, untranslatable) : this.reject(req, untranslatable);
     if (!requeued) {
       req.provider = decision.kind === 'assign' ? this.router.provider(decision.worker.provider)! : decision.provider;
       if (req.timeouts?.runMs === undefined) req.deadline = req.receivedAt + req.provider.requestTimeoutMs;
@@ -200,6 +208,10 @@ export class Dispatcher implements LeaseControl {
 
   private assign(req: RelayRequest, worker: WorkerSnapshot, model: string): void {
     if (this.gate.blocked(req)) return this.enqueue(req, model, true);
+    const translator = req.plan.translated !== undefined ? req.translator : undefined;
+    // A replan may have switched to translation after the request was queued natively.
+    const untranslatable = translator?.prepare();
+    if (untranslatable) return this.end.fail(req, untranslatable);
     const lease = this.fleet.reserve(worker, req.id, model);
     // Routing offers only workers with a free slot; should one be gone, the request waits its turn.
     if (!lease) return this.enqueue(req, model, true);
@@ -220,6 +232,7 @@ export class Dispatcher implements LeaseControl {
     req.lease = lease;
     req.targetModel = model;
     req.assignedAt = now;
+    if (req.translator) req.sink = req.translator.sinkFor(translator !== undefined);
     this.gate.acquire(req);
     this.watchdogs.assigned(req, now);
     this.onWorkers.set(req.id, req);
@@ -231,9 +244,9 @@ export class Dispatcher implements LeaseControl {
       type: 'request',
       request_id: req.id,
       model,
-      endpoint_path: req.endpointPath,
+      endpoint_path: translator ? translator.endpoint : req.endpointPath,
       is_streaming: req.isStreaming,
-      body: req.bodyFor(model),
+      body: translator ? translator.bodyFor(model) : req.bodyFor(model),
       headers: req.headers,
     });
   }

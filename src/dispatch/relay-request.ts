@@ -54,6 +54,27 @@ export interface ResponseSink {
   gpuTime?(ms: number): void;
 }
 
+/**
+ * A request that can also be served translated (translate/): when routing picks a worker that lacks
+ * its endpoint, the dispatcher sends the translation's endpoint and body, and answers go through
+ * the translating sink. Built by the edge that parsed the request; the dispatcher only asks.
+ */
+export interface RequestTranslator {
+  /** The backend path a translated request goes to (`/v1/chat/completions`, `/tokenize`). */
+  readonly endpoint: string;
+  /** Translates the client's body (once); a GatewayError (400) when it cannot be translated. */
+  prepare(): GatewayError | undefined;
+  /** The translated body for a worker serving `model` (after a successful `prepare`). */
+  bodyFor(model: string): string;
+  /** The sink the request's answer goes to now: a fresh translating one, or the client's own. */
+  sinkFor(translated: boolean): ResponseSink;
+  /**
+   * No worker can take the request (`error` says why): answers it without one when the request has
+   * such an answer (count_tokens' estimate), true if it did.
+   */
+  answerWithout?(error: GatewayError): boolean;
+}
+
 export type RequestPhase = 'queued' | 'assigned' | 'streaming' | 'finished';
 
 /** A request's own bounds in place of its provider's `queue_timeout_secs` / `request_timeout_secs` (tasks). */
@@ -87,6 +108,8 @@ export interface RelayRequestInit {
   onTokens?: (tokens: number) => void;
   /** Bounds of its own instead of its provider's (inference requests have none). */
   timeouts?: RequestTimeouts;
+  /** How it is served by a worker that lacks its endpoint (inference's `/v1/messages`, `/v1/responses`, count_tokens). */
+  translator?: RequestTranslator;
 }
 
 /** One client request across its life: queue → worker → response, with requeues. */
@@ -105,7 +128,9 @@ export class RelayRequest {
   readonly caps: ConcurrencyCap<RelayRequest>[] | undefined;
   /** It counts against its caps' in-flight requests (see ConcurrencyGate). */
   capsHeld = false;
-  readonly sink: ResponseSink;
+  /** Where its answer goes: the client's sink, or a translating one over it while a translation serves it. */
+  sink: ResponseSink;
+  readonly translator: RequestTranslator | undefined;
   /** What routing needs: requested model, requirements, pin. */
   readonly route: RouteRequest;
   readonly onTokens: ((tokens: number) => void) | undefined;
@@ -184,6 +209,7 @@ export class RelayRequest {
     this.route = init.route;
     this.onTokens = init.onTokens;
     this.timeouts = init.timeouts;
+    this.translator = init.translator;
   }
 
   get queueProvider(): string {

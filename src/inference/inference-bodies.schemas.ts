@@ -168,6 +168,23 @@ export const INFERENCE_SCHEMAS: Record<string, SchemaObject> = {
     },
     additionalProperties: true,
   },
+  CountTokensRequest: {
+    type: 'object',
+    required: ['model', 'messages'],
+    properties: {
+      model,
+      system: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'object', additionalProperties: true } }] },
+      messages: { type: 'array', items: { type: 'object', additionalProperties: true } },
+      tools: { type: 'array', items: { type: 'object', additionalProperties: true } },
+    },
+    additionalProperties: true,
+  },
+  MessageTokensCount: {
+    type: 'object',
+    required: ['input_tokens'],
+    properties: { input_tokens: { type: 'integer', minimum: 0 } },
+    additionalProperties: true,
+  },
   Message: {
     type: 'object',
     required: ['type', 'content'],

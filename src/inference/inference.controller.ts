@@ -46,6 +46,12 @@ export class InferenceController {
     this.inference.relay(req, reply, '/v1/messages', { streamable: true });
   }
 
+  @Post('messages/count_tokens')
+  @ApiDoc(INFERENCE_API.countTokens)
+  countTokens(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+    this.inference.relay(req, reply, '/v1/messages/count_tokens', { streamable: false });
+  }
+
   /**
    * Models of connected, non-draining workers of enabled providers, and the aliases that point at
    * them; the `*` wildcard is never listed. Only what the caller could use: a key or tenant that

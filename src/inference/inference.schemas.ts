@@ -95,6 +95,8 @@ interface InferenceRoute {
   /** An SSE transcript; absent for routes that never stream. */
   streamExample?: string;
   anthropic?: boolean;
+  /** The route answers an unknown model too (count_tokens' estimate): no `unknown_model` example. */
+  answersUnknownModels?: boolean;
 }
 
 function inferenceOperation(r: InferenceRoute): OperationDoc {
@@ -111,7 +113,9 @@ function inferenceOperation(r: InferenceRoute): OperationDoc {
   };
   const examples: Record<string, XExample> = {
     typical: { summary: 'A typical request', request: { path: r.path, body: r.requestExample }, response: { status: 200, body: r.responseExample } },
-    unknown_model: {
+  };
+  if (!r.answersUnknownModels)
+    examples.unknown_model = {
       summary: 'No worker, declared model or recent worker knows the model',
       request: { path: r.path, body: { ...r.requestExample, model: 'gpt-5' } },
       response: {
@@ -132,8 +136,7 @@ function inferenceOperation(r: InferenceRoute): OperationDoc {
               },
             },
       },
-    },
-  };
+    };
   return {
     operationId: r.operationId,
     summary: r.summary,
@@ -272,6 +275,19 @@ export const INFERENCE_API = {
       'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"An internal AI gateway."}}\n\n' +
       'event: message_stop\ndata: {"type":"message_stop"}\n\n',
     anthropic: true,
+  }),
+  countTokens: inferenceOperation({
+    operationId: 'countMessageTokens',
+    path: '/v1/messages/count_tokens',
+    summary: 'Anthropic token count',
+    description:
+      "Relayed to a worker whose backend serves `/v1/messages/count_tokens`; else counted by a backend tokenizer (`/tokenize`, llama-server and vLLM); else the gateway's own estimate (about four characters a token), marked `x-switchboard-estimate: true`. Errors in the Anthropic dialect.",
+    request: 'CountTokensRequest',
+    response: 'MessageTokensCount',
+    requestExample: { model: 'llama3:8b', messages: [{ role: 'user', content: 'What is Switchboard?' }] },
+    responseExample: { input_tokens: 12 },
+    anthropic: true,
+    answersUnknownModels: true,
   }),
   models: {
     operationId: 'listModels',

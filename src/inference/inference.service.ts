@@ -20,6 +20,7 @@ import { TenantsService } from '../tenancy/tenants.service';
 import { LimitVerdict, TenantLimits } from '../tenancy/tenant-limits.service';
 import { ApiKeysService } from '../api-keys/api-keys.service';
 import { admissionFailure } from '../rate-limit/admission-failure';
+import { translationFor } from '../translate/translations';
 
 function presetHeaders(reply: FastifyReply): Record<string, string> | undefined {
   let out: Record<string, string> | undefined;
@@ -81,6 +82,16 @@ export class InferenceService {
     // Cache affinity: the key is computed here, once, from the client's headers and body (issue 19).
     const routing = this.routing.current;
     const requirements = extractRequirements(endpointPath, envelope.json);
+    const isStreaming = options.streamable && envelope.stream;
+    // A path a chat-completions worker can also serve, translated, when no worker serves it natively.
+    const translator = translationFor({
+      endpoint: endpointPath,
+      body: envelope.json,
+      streaming: isStreaming,
+      model: envelope.model,
+      sink,
+      correlationId: req.correlationId,
+    });
     const affinityKey = routing.affinity.enabled
       ? affinityKeyOf(req.headers, endpointPath, envelope.json, routing.affinity, requirements.estimatedTokens * 4)
       : undefined;
@@ -88,7 +99,7 @@ export class InferenceService {
       id: `r-${randomUUID()}`,
       model: envelope.model,
       endpointPath,
-      isStreaming: options.streamable && envelope.stream,
+      isStreaming,
       body: req.body as string,
       headers,
       correlationId: req.correlationId,
@@ -105,7 +116,9 @@ export class InferenceService {
         allowedModels: identity.allowedModels,
         allowedPools: identity.allowedPools,
         affinityKey,
+        translation: translator && { kind: translator.kind, requirements: { ...requirements, endpoint: translator.endpoint } },
       },
+      translator,
       onTokens: (tokens) => this.limits.chargeTokens(identity, tokens, request.worker),
     });
     if (routing.exposeWorkerHeader) sink.nameWorker(() => request.worker?.name);

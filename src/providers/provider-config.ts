@@ -18,6 +18,7 @@ const CONFIG_FIELDS = [
   'capabilities',
   'costPerGpuHour',
   'gpusPerWorker',
+  'translation',
 ] as const;
 
 /** The provider record the configuration describes; `previous` lends its hash (if the secret still matches) and its pool aliases. */
@@ -43,6 +44,7 @@ export async function recordFromConfig(pc: ProviderConfig, previous: ProviderRec
     aliases: previous?.aliases ?? {},
     costPerGpuHour: pc.costPerGpuHour ?? null,
     gpusPerWorker: pc.gpusPerWorker ?? null,
+    translation: pc.translation ?? null,
     source: 'config',
   };
 }

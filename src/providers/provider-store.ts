@@ -26,6 +26,8 @@ export interface ProviderRecord {
   costPerGpuHour?: number | null;
   /** GPUs behind each of the pool's workers (default 1); a slot is a `1 / max_concurrent` share of them. */
   gpusPerWorker?: number | null;
+  /** Whether requests may reach its workers by translation (`auto`/`never`); null/absent = `routing.translation`. */
+  translation?: 'auto' | 'never' | null;
   /** `config` rows are rewritten from env/YAML at every boot; `admin` rows are created through the API. */
   source: 'config' | 'admin';
 }

@@ -20,6 +20,7 @@ const UPDATED_ON_SAVE = [
   'aliases',
   'cost_per_gpu_hour',
   'gpus_per_worker',
+  'translation',
   'source',
   'updated_at',
 ];
@@ -71,6 +72,7 @@ function toRow(r: ProviderRecord): Omit<ProviderEntity, 'createdAt' | 'updatedAt
     aliases: r.aliases,
     costPerGpuHour: r.costPerGpuHour ?? null,
     gpusPerWorker: r.gpusPerWorker ?? null,
+    translation: r.translation ?? null,
     source: r.source,
   };
 }
@@ -91,6 +93,7 @@ function toRecord(row: ProviderEntity): ProviderRecord {
     aliases: row.aliases ?? {},
     costPerGpuHour: row.costPerGpuHour ?? null,
     gpusPerWorker: row.gpusPerWorker ?? null,
+    translation: row.translation === 'auto' || row.translation === 'never' ? row.translation : null,
     source: row.source,
   };
 }

@@ -53,6 +53,10 @@ export class ProviderEntity {
   @Column({ name: 'gpus_per_worker', type: 'double precision', nullable: true })
   gpusPerWorker: number | null;
 
+  /** `auto`/`never`: whether requests may reach its workers by translation; null = `routing.translation`. */
+  @Column({ name: 'translation', type: 'varchar', length: 16, nullable: true })
+  translation: string | null;
+
   @Column({ type: 'varchar', length: 16 })
   source: 'config' | 'admin';
 

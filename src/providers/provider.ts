@@ -50,6 +50,8 @@ export interface ProviderInput {
   /** null clears a priority set earlier. */
   priority?: number | null;
   capabilities?: Record<string, ModelCapabilities>;
+  /** null clears the pool's own setting (back to `routing.translation`). */
+  translation?: 'auto' | 'never' | null;
 }
 
 export type ProviderListener = (provider: Provider) => void;

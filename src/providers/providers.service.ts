@@ -204,6 +204,7 @@ export class ProvidersService implements OnModuleInit {
       models: input.models ?? [],
       priority: input.priority ?? null,
       capabilities: input.capabilities ?? {},
+      translation: input.translation ?? null,
       aliases: {},
       source: 'admin',
     };
@@ -231,6 +232,7 @@ export class ProvidersService implements OnModuleInit {
     if (patch.priority !== undefined) changes.priority = patch.priority;
     if (patch.capabilities !== undefined) changes.capabilities = patch.capabilities;
     if (patch.models !== undefined) changes.models = patch.models;
+    if (patch.translation !== undefined) changes.translation = patch.translation;
     // Stored first: a failed write must not leave a rotated secret or a disable live in memory only.
     await this.store.save({ ...toRecord(p), ...changes });
     this.assign(p, changes);

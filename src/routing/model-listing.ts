@@ -50,7 +50,8 @@ export function listModels(
   const out = new Map<string, ListedModel>();
   for (const [model, entry] of served) if (!allowedModels || allowedModels.has(model)) out.set(model, entry);
   for (const [alias, target] of aliases) {
-    if (out.has(alias) || (allowedModels && !allowedModels.has(target))) continue;
+    // A pattern (`claude-*`) names no model of its own: clients ask for names it matches.
+    if (alias.endsWith('*') || out.has(alias) || (allowedModels && !allowedModels.has(target))) continue;
     const entry = served.get(target) ?? viaWildcard(target);
     if (entry) out.set(alias, { ...entry, id: alias });
   }

@@ -41,6 +41,7 @@ export function extractRequirements(endpoint: string, body: Json): RequestRequir
       req.jsonMode = isObject(body.text) && JSON_FORMATS.has(typeOf(body.text.format));
       break;
     case '/v1/messages':
+    case '/v1/messages/count_tokens':
       countContent(body.system, 'image', text);
       req.vision = scanMessages(body.messages, 'image', text);
       break;

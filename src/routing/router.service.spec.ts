@@ -310,4 +310,65 @@ describe('Router', () => {
     registry.releaseHold(star, 'm');
     expect(router.canServe(star, plan('m'), 'm')).toBe(true);
   });
+  describe('translation (issue 20)', () => {
+    const CHAT = ['/v1/chat/completions'];
+    const NATIVE = ['/v1/chat/completions', '/v1/messages'];
+    const messages = { messages: [{ role: 'user', content: 'hi' }] };
+    function translatable(model: string): RoutePlan {
+      const requirements = extractRequirements('/v1/messages', messages);
+      const p = router.plan({
+        model,
+        requirements,
+        translation: { kind: 'anthropic-messages', requirements: { ...requirements, endpoint: '/v1/chat/completions' } },
+      });
+      if (p instanceof GatewayError) throw p;
+      return p;
+    }
+
+    it('prefers a worker serving the endpoint natively, and translates only when none is eligible', () => {
+      const chat = worker(['m'], { endpoints: CHAT, name: 'chat' });
+      const p = translatable('m');
+      expect(router.route(p)).toMatchObject({ kind: 'assign', worker: chat });
+      expect(p.translated).toBe('anthropic-messages');
+      expect(p.requirements.endpoint).toBe('/v1/chat/completions');
+      const native = worker(['m'], { endpoints: NATIVE, name: 'native' });
+      expect(router.route(p)).toMatchObject({ kind: 'assign', worker: native });
+      expect(p.translated).toBeUndefined();
+      expect(p.requirements.endpoint).toBe('/v1/messages');
+      // A busy native worker is still eligible: the request waits for it rather than being translated.
+      fleet.reserve(native, 'r', 'm');
+      expect(router.route(p)).toMatchObject({ kind: 'queue', model: 'm' });
+      expect(p.translated).toBeUndefined();
+    });
+
+    it('without a translation the endpoint stays missing; `never`, globally or per pool, refuses translation', async () => {
+      worker(['m'], { endpoints: CHAT });
+      expect(route('m', messages, '/v1/messages')).toMatchObject({
+        error: { code: 'capability_mismatch', details: { fields: { missing: ['/v1/messages'] } } },
+      });
+      await providers.update('local', { translation: 'never' });
+      expect(router.route(translatable('m'))).toMatchObject({ kind: 'reject', error: { code: 'capability_mismatch' } });
+      await setup({ ROUTING_TRANSLATION: 'never' });
+      const w = worker(['m'], { endpoints: CHAT });
+      expect(router.route(translatable('m'))).toMatchObject({ kind: 'reject' });
+      // The pool's own `auto` wins over the gateway's `never`.
+      await providers.update('local', { translation: 'auto' });
+      const p = translatable('m');
+      expect(router.route(p)).toMatchObject({ kind: 'assign', worker: w });
+      expect(router.canServe(w, p, 'm')).toBe(true);
+      await providers.update('local', { translation: null });
+      expect(router.canServe(w, p, 'm')).toBe(false);
+    });
+  });
+
+  it('an alias ending in * matches every name it prefixes; an exact alias wins, the longest prefix next, and patterns are not listed', async () => {
+    await setup({ ROUTING_ALIASES: 'claude-*=coder,claude-haiku-*=small,claude-opus-4-1=big' });
+    worker(['coder', 'small', 'big']);
+    expect(route('claude-sonnet-4-5-20250929')).toMatchObject({ kind: 'assign', model: 'coder' });
+    expect(route('claude-haiku-4-5')).toMatchObject({ kind: 'assign', model: 'small' });
+    expect(route('claude-opus-4-1')).toMatchObject({ kind: 'assign', model: 'big' });
+    expect(route('gpt-5')).toMatchObject({ kind: 'reject' });
+    expect(router.listModels().map((m) => m.id)).not.toContain('claude-*');
+    expect(router.listModels().map((m) => m.id)).toContain('claude-opus-4-1');
+  });
 });

@@ -12,52 +12,17 @@ import { capabilitiesOf, RoutableWorker, servesModel, toSnapshotData, WorkerSnap
 import { WorkerRecords } from '../registry/worker-records.port';
 import { MetricsService } from '../observability/metrics.service';
 import { declaredFor, missingCapabilities } from './capabilities';
-import { RequestRequirements } from './requirements';
-import { RoutingConfig } from '../config/sections/routing';
+import { RouteDecision, RoutePlan, RouteRequest } from './route-plan';
+import { resolveAlias, RoutingConfig } from '../config/sections/routing';
 import { RoutingConfigHolder } from './routing-config-holder';
 import { effectivePriority, loadSignal } from './scoring';
 import { BoundedAffinity } from './affinity';
-import type { AffinityKey } from './affinity-key';
 import { ListedModel, listModels, ModelListFilter } from './model-listing';
 import { createStrategy, RoutingStrategy } from './strategies';
 import { HealthTracker, WorkerHealth } from './worker-health';
 import { ModelVerdict, noEligibleWorker } from './no-eligible-worker';
 
-/** What routing needs to know about a request (serialisable). */
-export interface RouteRequest {
-  /** The model the client asked for. */
-  model: string;
-  requirements: RequestRequirements;
-  /** `x-switchboard-provider`: route only within this provider. */
-  pin?: string;
-  /** Models the caller may use (its API key's or tenant's list), compared after alias resolution. */
-  allowedModels?: ReadonlySet<string>;
-  /** Pools (provider names) the caller's tenant may use (`tenants.<t>.pools`); undefined = all. */
-  allowedPools?: ReadonlySet<string>;
-  /** Cache affinity key, computed once when the request was parsed (routing/affinity-key.ts); undefined = none. */
-  affinityKey?: AffinityKey;
-}
-
-/** A request's routing plan, made once on arrival and reused on requeue. */
-export interface RoutePlan {
-  requested: string;
-  /** The alias target (global or pool-scoped), or the requested model. */
-  target: string;
-  /** `[target, ...fallbacks]`: tried in order when a model has no eligible worker. */
-  candidates: readonly string[];
-  requirements: RequestRequirements;
-  /** `x-switchboard-provider`, or the provider owning the pool-scoped alias that was asked for. */
-  pin?: Provider;
-  /** Ids of workers that failed this request before its first byte: a requeue avoids them. */
-  avoid?: Set<string>;
-  /** The tenant's pools: no worker of another pool ever gets the request. */
-  pools?: ReadonlySet<string>;
-  /** The request's cache affinity key (see RouteRequest). */
-  affinityKey?: AffinityKey;
-}
-
-export type RouteDecision =
-  { kind: 'assign'; worker: RoutableWorker; model: string } | { kind: 'queue'; model: string; provider: Provider } | { kind: 'reject'; error: GatewayError };
+export type { RouteDecision, RoutePlan, RouteRequest, RouteTranslation } from './route-plan';
 
 /** Retry hint for a model whose only workers are draining (they usually come back after a restart). */
 const DRAINING_RETRY_MS = 1000;
@@ -146,7 +111,7 @@ export class Router implements OnModuleInit {
     // The router seed's step 5a: an alias applies only when the requested model itself has no
     // candidates, so a worker advertising the alias's name gets the request (it is not shadowed).
     // Only a name that is an alias is looked at (one pass over the workers advertising it).
-    let target = this.routing.aliases.get(req.model);
+    let target = resolveAlias(this.routing, req.model);
     const aliased = target !== undefined || this.providers.poolAlias(req.model) !== undefined;
     if (aliased && (!req.allowedModels || req.allowedModels.has(req.model))) {
       if (this.hasCandidates(req.model, pin, req)) target = req.model;
@@ -167,11 +132,21 @@ export class Router implements OnModuleInit {
     if (chain && chain.length > 0) {
       candidates = [target];
       for (const fb of chain) {
-        const model = this.routing.aliases.get(fb) ?? fb;
+        const model = resolveAlias(this.routing, fb) ?? fb;
         if (!candidates.includes(model) && (!req.allowedModels || req.allowedModels.has(model))) candidates.push(model);
       }
     }
-    return { requested: req.model, target, candidates, requirements: req.requirements, pin, pools: req.allowedPools, affinityKey: req.affinityKey };
+    return {
+      requested: req.model,
+      target,
+      candidates,
+      requirements: req.requirements,
+      native: req.requirements,
+      translation: req.translation,
+      pin,
+      pools: req.allowedPools,
+      affinityKey: req.affinityKey,
+    };
   }
 
   /**
@@ -199,7 +174,25 @@ export class Router implements OnModuleInit {
 
   /** Arrival (and requeue): a worker with a free slot, a queue to wait in, or an error. */
   route(plan: RoutePlan): RouteDecision {
+    if (plan.translated !== undefined) {
+      plan.requirements = plan.native;
+      plan.translated = undefined;
+    }
     const verdicts: ModelVerdict[] = [];
+    const native = this.firstEligible(plan, verdicts);
+    if (native || !plan.translation) return native ?? noEligibleWorker(plan, verdicts, this.providers, this.records);
+    // No worker serves the endpoint natively (or none is eligible): one reachable by translation will do.
+    plan.requirements = plan.translation.requirements;
+    plan.translated = plan.translation.kind;
+    const translated = this.firstEligible(plan, []);
+    if (translated) return translated;
+    plan.requirements = plan.native;
+    plan.translated = undefined;
+    return noEligibleWorker(plan, verdicts, this.providers, this.records);
+  }
+
+  /** The first candidate model with an eligible worker: a free one (assign) or its queue; each verdict is kept. */
+  private firstEligible(plan: RoutePlan, verdicts: ModelVerdict[]): RouteDecision | undefined {
     for (const model of plan.candidates) {
       const v = this.judge(model, plan);
       if (v.eligible) {
@@ -211,7 +204,12 @@ export class Router implements OnModuleInit {
       }
       verdicts.push(v);
     }
-    return noEligibleWorker(plan, verdicts, this.providers, this.records);
+    return undefined;
+  }
+
+  /** A translated request may go to the pool's workers: its `translation` setting, else `routing.translation`. */
+  private translatesFor(provider: Provider): boolean {
+    return (provider.translation ?? this.routing.translation) !== 'never';
   }
 
   /**
@@ -224,6 +222,7 @@ export class Router implements OnModuleInit {
     if (!provider || !provider.enabled || (plan.pin && plan.pin !== provider)) return false;
     if ((plan.pools && !plan.pools.has(provider.name)) || !this.providers.mayServe(provider, model)) return false;
     if (!this.isHealthy(worker, this.clock.now())) return false;
+    if (plan.translated !== undefined && !this.translatesFor(provider)) return false;
     return !missingCapabilities(plan.requirements, declaredFor(provider.capabilities, model), capabilitiesOf(worker, model), worker.endpoints);
   }
 
@@ -280,6 +279,7 @@ export class Router implements OnModuleInit {
         v.cordoned ??= provider;
         continue;
       }
+      if (plan.translated !== undefined && !this.translatesFor(provider)) continue;
       const missing = missingCapabilities(plan.requirements, providerCaps, capabilitiesOf(w, model), w.endpoints);
       if (missing) {
         v.missing ??= new Set();

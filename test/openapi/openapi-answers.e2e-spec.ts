@@ -66,6 +66,14 @@ describe('OpenAPI document (GET /openapi.json)', () => {
       type: 'error',
       error: { type: 'not_found_error', code: 'model_not_found' },
     });
+    // count_tokens for a model no worker serves: the gateway's estimate, marked as one.
+    const counted = await fetch(`${gw.url}/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-5', messages: [{ role: 'user', content: 'What is Switchboard?' }] }),
+    });
+    expect(counted.headers.get('x-switchboard-estimate')).toBe('true');
+    expect((await check('POST', '/v1/messages/count_tokens', counted)).json.input_tokens).toBeGreaterThan(0);
     const tooLarge = await call('POST', '/v1/messages', { model: 'llama3:8b', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(70_000) }] }, {});
     expect(tooLarge).toMatchObject({ status: 413, json: { type: 'error', error: { type: 'request_too_large', code: 'payload_too_large' } } });
 

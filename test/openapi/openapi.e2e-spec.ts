@@ -143,7 +143,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     for (const { path, op } of operations(doc)) {
       for (const [status, response] of Object.entries<Json>(op.responses)) {
         if (Number(status) < 400 || path.startsWith('/health')) continue;
-        const expected = path === '/v1/messages' ? 'AnthropicError' : 'OpenAIError';
+        const expected = path === '/v1/messages' || path === '/v1/messages/count_tokens' ? 'AnthropicError' : 'OpenAIError';
         expect([path, status, response.content['application/json'].schema.$ref]).toEqual([path, status, `#/components/schemas/${expected}`]);
       }
     }

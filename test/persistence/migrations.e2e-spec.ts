@@ -62,6 +62,7 @@ describe('migrations', () => {
       'MaxConcurrent1765256400000',
       'AdminAudit1765300000000',
       'PoolFirstByteTimeout1765340000000',
+      'PoolTranslation1765400000000',
     ]);
     expect(await existingTables()).toEqual(TABLES);
     if (db.kind === 'postgres') {
@@ -196,6 +197,14 @@ describe('migrations', () => {
 
   it('down drops the tables and forgets the migrations', async () => {
     await ds.undoLastMigration();
+    const translation = ds.createQueryRunner();
+    try {
+      expect(await translation.hasColumn('providers', 'translation')).toBe(false);
+      expect(await translation.hasColumn('providers', 'first_byte_timeout_ms')).toBe(true);
+    } finally {
+      await translation.release();
+    }
+    await ds.undoLastMigration();
     const firstByte = ds.createQueryRunner();
     try {
       expect(await firstByte.hasColumn('providers', 'first_byte_timeout_ms')).toBe(false);
@@ -210,12 +219,17 @@ describe('migrations', () => {
       expect(await audit.hasColumn('lifecycle_audit', 'operation')).toBe(true);
       // A row from before the admin audit: up again names its action after its operation.
       await ds.query(`INSERT INTO lifecycle_audit (at, operation, target, workers, outcome, status) VALUES (7, 'cache-flush', '{}', '[]', 'refused', 401)`);
-      expect((await ds.runMigrations()).map((m) => m.name)).toEqual(['AdminAudit1765300000000', 'PoolFirstByteTimeout1765340000000']);
+      expect((await ds.runMigrations()).map((m) => m.name)).toEqual([
+        'AdminAudit1765300000000',
+        'PoolFirstByteTimeout1765340000000',
+        'PoolTranslation1765400000000',
+      ]);
       expect(await ds.query(`SELECT action, actor_subject FROM lifecycle_audit WHERE at = 7`)).toEqual([
         { action: 'lifecycle.cache-flush', actor_subject: null },
       ]);
       expect(await indexColumns('IDX_lifecycle_audit_action_at')).toEqual(['action', 'at']);
       await ds.query('DELETE FROM lifecycle_audit');
+      await ds.undoLastMigration();
       await ds.undoLastMigration();
       await ds.undoLastMigration();
     } finally {

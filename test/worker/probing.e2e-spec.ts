@@ -122,6 +122,13 @@ describe('worker daemon: backend probing', () => {
     expect(register).not.toHaveProperty('capabilities');
   });
 
+  it('advertises a tokenizer (`/tokenize`, llama-server and vLLM) so the gateway can count tokens with it', async () => {
+    env.backend.endpointProbe['/tokenize'] = { status: 200, json: { tokens: [] } };
+    startWorker({ ...probing, models: ['llama3'] });
+    const register = await (await env.gateway.connection(1)).next('register');
+    expect(register.endpoints).toEqual(['/v1/chat/completions', '/v1/responses', '/v1/messages', '/tokenize']);
+  });
+
   it('re-probes on models_refresh and sends what changed, with the priority, in models_update', async () => {
     env.backend.models = ['llama3.1-8b'];
     actLikeLlamaServer(env.backend, { ctxSize: 8192, slots: 2 });

@@ -1,9 +1,9 @@
 import { checkNumber, NumberOpts, toMillis, Yaml } from '../../common/config-reader';
 import { isWellFormedSecretHash } from '../../common/secret-hash';
 import type { ProviderConfig, ProviderDefaults } from '../app-config';
-import { parseCapabilityDeclarations, ROUTING_SETTINGS } from './routing';
+import { parseCapabilityDeclarations, readTranslation, ROUTING_SETTINGS } from './routing';
 import { PROVIDER_DEFAULT_SETTINGS } from './server';
-import { bool, custom, group, num, secs, yamlKeys } from '../setting';
+import { bool, custom, group, num, secs, str, yamlKeys } from '../setting';
 
 const PROVIDER_DEFAULTS = PROVIDER_DEFAULT_SETTINGS.settings;
 const ROUTING = ROUTING_SETTINGS.settings;
@@ -128,6 +128,14 @@ export const PROVIDER_ENTRY_SETTINGS = group('providers[]', '', {
     table: 'providers',
     doc: 'GPU-time chargeback: the price of one GPU for an hour (any currency); `/admin/usage` reports `cost` from it ([chargeback](enterprise.md#gpu-time-chargeback))',
   }),
+  translation: str({
+    yaml: 'translation',
+    reload: 'live',
+    fields: [],
+    docDefault: '`routing.translation`',
+    table: 'providers',
+    doc: '`auto` or `never`: whether `/v1/messages` and `/v1/responses` requests may reach its workers translated to chat completions ([agents.md](agents.md))',
+  }),
   gpusPerWorker: num({
     yaml: 'gpus_per_worker',
     default: 1,
@@ -214,6 +222,7 @@ export function readProviders(file: Yaml, defaults: ProviderDefaults, problems: 
       capabilities: parseCapabilityDeclarations(p.capabilities, `${at}.capabilities`, problems),
       costPerGpuHour: optional(S.costPerGpuHour.yaml!, S.costPerGpuHour.opts),
       gpusPerWorker: optional(S.gpusPerWorker.yaml!, S.gpusPerWorker.opts),
+      translation: p.translation === undefined || p.translation === null ? undefined : readTranslation(String(p.translation), `${at}.translation`, problems),
     });
   });
   const seen = new Set<string>();

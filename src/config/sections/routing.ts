@@ -2,6 +2,13 @@ import { checkNumber, Env, Reader, TIMER, Yaml } from '../../common/config-reade
 import { bool, custom, group, num, read, secs, str, yamlKeys } from '../setting';
 import { ModelCapabilities } from '../../protocol';
 import { AffinityConfig, readAffinityConfig, readExposeWorkerHeader } from './routing-affinity';
+import { AliasTable, aliasPatternsOf, checkAliasesAndFallbacks, modelName, readAliases, readFallbacks } from './routing-aliases';
+
+export { resolveAlias } from './routing-aliases';
+
+/** `routing.translation`: whether a request may be translated for a worker that lacks its endpoint (translate/). */
+export const TRANSLATION_MODES = ['auto', 'never'] as const;
+export type TranslationMode = (typeof TRANSLATION_MODES)[number];
 
 /** Routing strategies a configuration may name (routing/strategies.ts implements them). */
 export const STRATEGY_NAMES = ['smart', 'round_robin', 'priority_only', 'random'] as const;
@@ -26,13 +33,14 @@ export interface EjectionPolicy {
 }
 
 /** The `routing:` section of the config file and its `ROUTING_*` environment variables. */
-export interface RoutingConfig {
+export interface RoutingConfig extends AliasTable {
   strategy: StrategyName;
   weights: ScoringWeights;
-  /** alias → target model (single level). */
-  aliases: Map<string, string>;
-  /** model → fallback models, tried in order when the model has no eligible worker. */
-  fallbacks: Map<string, string[]>;
+  /**
+   * `auto`: a `/v1/messages` or `/v1/responses` request no worker serves natively is translated for
+   * a chat-completions worker (`/v1/messages/count_tokens` for a `/tokenize` one); `never`: it is not.
+   */
+  translation: TranslationMode;
   allowPinning: boolean;
   ejection: EjectionPolicy;
   /** `routing.affinity`: cache affinity with bounded loads. */
@@ -72,9 +80,9 @@ export const ROUTING_SETTINGS = group('routing', 'routing', {
     env: 'ROUTING_ALIASES',
     yaml: 'aliases',
     reload: 'live',
-    fields: ['aliases'],
+    fields: ['aliases', 'aliasPatterns'],
     docDefault: 'none',
-    doc: 'alias → model (single level); the variable reads `gpt-4=llama3:70b,gpt-3.5-turbo=llama3:8b` and wins per alias',
+    doc: 'alias → model (single level); an alias ending in `*` is a pattern matching every name that starts with what precedes it (`claude-*: qwen3-coder`; the longest matching prefix wins, an exact alias wins over any pattern); the variable reads `gpt-4=llama3:70b,gpt-3.5-turbo=llama3:8b` and wins per alias',
   }),
   fallbacks: custom({
     env: 'ROUTING_FALLBACKS',
@@ -83,6 +91,14 @@ export const ROUTING_SETTINGS = group('routing', 'routing', {
     fields: ['fallbacks'],
     docDefault: 'none',
     doc: 'model → fallback models, tried in order when the model has no eligible worker; the variable reads `llama3:70b=llama3:8b,mistral:7b;m2=m3`',
+  }),
+  translation: str({
+    env: 'ROUTING_TRANSLATION',
+    yaml: 'translation',
+    default: 'auto',
+    reload: 'live',
+    fields: ['translation'],
+    doc: '`auto`: a `/v1/messages` or `/v1/responses` request that no eligible worker serves natively is translated to chat completions for a worker that serves those (native workers are preferred); `never`: such requests only go to native workers. Pools can refuse translation with `providers[].translation: never` ([agents.md](agents.md))',
   }),
   allowPinning: bool({
     env: 'ROUTING_ALLOW_PINNING',
@@ -181,6 +197,8 @@ export function readRoutingConfig(env: Env, section: unknown, problems: string[]
     strategy,
     weights: readWeights(yaml.weights, problems),
     aliases: readAliases(env[S.aliases.env!], yaml.aliases, problems),
+    aliasPatterns: [],
+    translation: readTranslation(read(r, env, S.translation), 'routing.translation', problems),
     fallbacks: readFallbacks(env[S.fallbacks.env!], yaml.fallbacks, problems),
     allowPinning: read(r, env, S.allowPinning),
     ejection: {
@@ -201,11 +219,20 @@ export function readRoutingConfig(env: Env, section: unknown, problems: string[]
   if (config.ejection.maxCooldownMs < config.ejection.cooldownMs) {
     problems.push('routing.eject_max_cooldown_secs must be at least routing.eject_cooldown_secs');
   }
+  config.aliasPatterns = aliasPatternsOf(config.aliases);
   checkAliasesAndFallbacks(config, problems);
   for (const key of r.unknownKeys())
     problems.push(`routing.${key} (config file) is not a routing setting (known: ${[...ROUTING_KEYS, 'affinity', 'expose_worker_header'].join(', ')})`);
   problems.push(...r.problems);
   return config;
+}
+
+/** `auto` or `never` (any case); anything else is a problem and reads as `auto`. */
+export function readTranslation(value: string, where: string, problems: string[]): TranslationMode {
+  const mode = value.trim().toLowerCase();
+  if ((TRANSLATION_MODES as readonly string[]).includes(mode)) return mode as TranslationMode;
+  problems.push(`${where} must be one of ${TRANSLATION_MODES.join(', ')}, got "${value.slice(0, 64)}"`);
+  return 'auto';
 }
 
 /** `{pool: seconds}` → milliseconds by pool name. */
@@ -251,81 +278,6 @@ function readWeights(value: unknown, problems: string[]): ScoringWeights {
     problems.push(`routing.weights must sum to 100 (priority ${weights.priority} + load ${weights.load} + latency ${weights.latency} = ${sum})`);
   }
   return weights;
-}
-
-/** Model names in routing config: non-empty, trimmed, bounded. */
-function modelName(value: unknown): string | undefined {
-  if (typeof value !== 'string') return undefined;
-  const name = value.trim();
-  return name && name.length <= 256 ? name : undefined;
-}
-
-/** `routing.aliases` (a mapping) and ROUTING_ALIASES (`alias=target,alias2=target2`, env wins per alias). */
-function readAliases(envValue: string | undefined, yamlValue: unknown, problems: string[]): Map<string, string> {
-  const aliases = new Map<string, string>();
-  const add = (alias: unknown, target: unknown, where: string) => {
-    const a = modelName(alias);
-    const t = modelName(target);
-    if (!a || !t) return problems.push(`${where}: an alias and its target must be non-empty model names (at most 256 characters)`);
-    aliases.set(a, t);
-  };
-  if (yamlValue !== undefined && yamlValue !== null) {
-    if (typeof yamlValue !== 'object' || Array.isArray(yamlValue)) problems.push('routing.aliases must be a mapping of alias: target');
-    else for (const [alias, target] of Object.entries(yamlValue as Yaml)) add(alias, target, `routing.aliases.${alias}`);
-  }
-  for (const entry of splitList(envValue, ',')) {
-    const eq = entry.indexOf('=');
-    add(eq < 0 ? '' : entry.slice(0, eq), entry.slice(eq + 1), `ROUTING_ALIASES entry "${entry}"`);
-  }
-  return aliases;
-}
-
-/** `routing.fallbacks` (model: [fallbacks]) and ROUTING_FALLBACKS (`model=fb1,fb2;model2=fb3`). */
-function readFallbacks(envValue: string | undefined, yamlValue: unknown, problems: string[]): Map<string, string[]> {
-  const fallbacks = new Map<string, string[]>();
-  const add = (model: unknown, chain: unknown, where: string) => {
-    const m = modelName(model);
-    const list = Array.isArray(chain) ? chain.map(modelName) : undefined;
-    if (!m || !list || list.some((x) => x === undefined)) {
-      return problems.push(`${where}: must map a model name to a list of model names`);
-    }
-    fallbacks.set(m, list as string[]);
-  };
-  if (yamlValue !== undefined && yamlValue !== null) {
-    if (typeof yamlValue !== 'object' || Array.isArray(yamlValue)) problems.push('routing.fallbacks must be a mapping of model: [fallback, …]');
-    else for (const [model, chain] of Object.entries(yamlValue as Yaml)) add(model, chain, `routing.fallbacks.${model}`);
-  }
-  for (const entry of splitList(envValue, ';')) {
-    const eq = entry.indexOf('=');
-    add(eq < 0 ? '' : entry.slice(0, eq), splitList(entry.slice(eq + 1), ','), `ROUTING_FALLBACKS entry "${entry}"`);
-  }
-  return fallbacks;
-}
-
-function splitList(value: string | undefined, separator: string): string[] {
-  return (value ?? '')
-    .split(separator)
-    .map((s) => s.trim())
-    .filter(Boolean);
-}
-
-/** Aliases are single-level (no alias to an alias, so no cycles); no model falls back to itself. */
-function checkAliasesAndFallbacks(config: RoutingConfig, problems: string[]): void {
-  for (const [alias, target] of config.aliases) {
-    if (alias === target) problems.push(`routing.aliases: "${alias}" points at itself`);
-    else if (config.aliases.has(target)) {
-      problems.push(`routing.aliases: "${alias}" → "${target}" points at another alias (aliases are single-level; a chain or cycle is not allowed)`);
-    }
-  }
-  for (const [model, chain] of config.fallbacks) {
-    const resolved = config.aliases.get(model) ?? model;
-    for (const fb of chain) {
-      if (fb === model || fb === resolved || (config.aliases.get(fb) ?? fb) === resolved) {
-        problems.push(`routing.fallbacks: "${model}" falls back to itself${fb !== model ? ` (through "${fb}")` : ''}`);
-      }
-    }
-    if (new Set(chain).size !== chain.length) problems.push(`routing.fallbacks: "${model}" lists a fallback twice`);
-  }
 }
 
 const CAPABILITY_FLAGS = ['vision', 'tools', 'json_mode'] as const;

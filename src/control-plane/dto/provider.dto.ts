@@ -1,4 +1,4 @@
-import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
 
 /** Node timers overflow past 2^31-1 ms (about 24.8 days). */
 const MAX_TIMER_SECS = 2147483;
@@ -58,6 +58,11 @@ export class UpdateProviderDto {
   @IsOptional()
   @IsObject()
   capabilities?: Record<string, unknown>;
+
+  /** `auto`/`never`: whether requests may reach its workers by translation; null clears it (back to `routing.translation`). */
+  @IsOptional()
+  @IsIn(['auto', 'never'])
+  translation?: 'auto' | 'never' | null;
 }
 
 export class CreateProviderDto extends UpdateProviderDto {

@@ -1,5 +1,17 @@
-/** The inference endpoints the gateway may relay; each is probed with POST {}. */
-export const PROBED_ENDPOINTS = ['/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/embeddings', '/v1/messages'] as const;
+/**
+ * The inference endpoints the gateway may relay; each is probed with POST {}. `/tokenize`
+ * (llama-server, vLLM) lets the gateway answer `/v1/messages/count_tokens` with the model's own
+ * tokenizer when the backend lacks that route.
+ */
+export const PROBED_ENDPOINTS = [
+  '/v1/chat/completions',
+  '/v1/completions',
+  '/v1/responses',
+  '/v1/embeddings',
+  '/v1/messages',
+  '/v1/messages/count_tokens',
+  '/tokenize',
+] as const;
 
 /** `{}` names no model and no prompt: servers reject it in validation, before any inference. */
 export const ENDPOINT_PROBE_BODY = '{}';
