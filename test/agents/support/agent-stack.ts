@@ -5,16 +5,17 @@ import { workerConfig } from '../../../src/worker/config';
 import { WorkerDaemon } from '../../../src/worker/daemon';
 import { CLOSE_MS, START_MS, withDeadline } from '../../support/deadline';
 import { startGateway, TestGateway, TEST_SECRET } from '../../support/gateway';
-import { AgentPlace, CLAUDE_DEFAULT_MODEL, CLAUDE_MODEL, CLAUDE_SMALL_MODEL, CODEX_DEFAULT_MODEL, CODEX_MODEL } from './agent-cli';
+import { AgentPlace, CODEX_DEFAULT_MODEL, CODEX_MODEL } from './agent-cli';
 import { AgentTask } from './agent-turns';
 import { EgressTrap } from './egress-trap';
 import { BackendMode, LOCAL_MODEL, ScriptedBackend } from './scripted-backend';
 
 /**
- * The model ids the agents request, aliased to the one local model (docs/agents.md shows the
- * same `routing.aliases`): Claude Code's families and its built-in default, the model Codex is configured with and its built-in default.
+ * The model ids the agents request, aliased to the one local model as docs/agents.md shows:
+ * a pattern for every Claude Code id (its default and ANTHROPIC_MODEL's), and the model Codex's
+ * config.toml names and Codex's built-in default.
  */
-export const AGENT_ALIASES = [CLAUDE_MODEL, CLAUDE_SMALL_MODEL, 'claude-opus-4-1', CLAUDE_DEFAULT_MODEL, CODEX_MODEL, CODEX_DEFAULT_MODEL];
+export const AGENT_ALIASES = ['claude-*', CODEX_MODEL, CODEX_DEFAULT_MODEL];
 
 export interface AgentStack {
   gateway: TestGateway;
