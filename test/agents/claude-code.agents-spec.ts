@@ -37,6 +37,13 @@ function expectTaskDone(stack: AgentStack, task: AgentTask, run: AgentRun): void
   expect(stack.backend.received.map((t) => t.turn.kind)).toEqual(expect.arrayContaining(['tool', 'final']));
 }
 
+/** Whether the gateway said it translated, per answer the agent got to its inference requests. */
+function translatedHeaders(stack: AgentStack): Array<string | undefined> {
+  const answers = stack.tap.inference();
+  expect(answers.map((a) => a.url.split('?')[0])).toEqual(answers.map(() => '/v1/messages'));
+  return answers.map((a) => a.headers['x-switchboard-translated'] as string | undefined);
+}
+
 /** The request that got the tool call: the agent's first turn. */
 const firstTurn = (stack: AgentStack): Record<string, any> => stack.backend.received.find((t) => t.turn.kind === 'tool')!.body!;
 
@@ -49,6 +56,7 @@ describe('Claude Code through a chat-completions-only backend (translated)', () 
       const task = stack.task('notes.txt', CONTENT, FINAL);
       const run = await runClaude(stack.place(), PROMPT, model);
       expectTaskDone(stack, task, run);
+      expect(new Set(translatedHeaders(stack))).toEqual(new Set(['anthropic-messages']));
 
       expect(new Set(stack.backend.paths())).toEqual(new Set(['/v1/chat/completions']));
       const first = firstTurn(stack);
@@ -72,6 +80,7 @@ describe('Claude Code through a backend that serves /v1/messages itself (pass-th
     const task = stack.task('notes.txt', CONTENT, FINAL);
     const run = await runClaude(stack.place(), PROMPT);
     expectTaskDone(stack, task, run);
+    expect(new Set(translatedHeaders(stack))).toEqual(new Set([undefined]));
 
     expect(new Set(stack.backend.paths())).toEqual(new Set(['/v1/messages']));
     const first = firstTurn(stack);

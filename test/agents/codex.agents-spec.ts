@@ -29,6 +29,13 @@ function expectTaskDone(stack: AgentStack, task: AgentTask, run: AgentRun): void
   expect(readFileSync(task.filePath, 'utf8')).toBe(CONTENT);
 }
 
+/** Whether the gateway said it translated, per answer the agent got to its inference requests. */
+function translatedHeaders(stack: AgentStack): Array<string | undefined> {
+  const answers = stack.tap.inference();
+  expect(answers.map((a) => a.url.split('?')[0])).toEqual(answers.map(() => '/v1/responses'));
+  return answers.map((a) => a.headers['x-switchboard-translated'] as string | undefined);
+}
+
 /** The request that got the tool call: the agent's first turn. */
 const firstTurn = (stack: AgentStack): Record<string, any> => stack.backend.received.find((t) => t.turn.kind !== 'final')!.body!;
 
@@ -39,6 +46,7 @@ describe('Codex through a chat-completions-only backend (translated)', () => {
     const task = stack.task('notes.txt', CONTENT, FINAL);
     const run = await runCodex(stack.place(), PROMPT);
     expectTaskDone(stack, task, run);
+    expect(new Set(translatedHeaders(stack))).toEqual(new Set(['openai-responses']));
 
     expect(stack.backend.received.map((t) => t.turn.kind)).toEqual(expect.arrayContaining(['tool', 'final']));
     expect(new Set(stack.backend.paths())).toEqual(new Set(['/v1/chat/completions']));
@@ -63,6 +71,7 @@ describe('Codex through a backend that serves /v1/responses itself (pass-through
     const task = stack.task('notes.txt', CONTENT, FINAL);
     const run = await runCodex(stack.place(), PROMPT);
     expectTaskDone(stack, task, run);
+    expect(new Set(translatedHeaders(stack))).toEqual(new Set([undefined]));
 
     expect(stack.backend.received.map((t) => t.turn.kind)).toEqual(expect.arrayContaining(['tool', 'final']));
     expect(new Set(stack.backend.paths())).toEqual(new Set(['/v1/responses']));
@@ -94,6 +103,7 @@ describe('Codex through a backend that serves /v1/responses itself (pass-through
     const task = stack.task('notes.txt', CONTENT, FINAL);
     const run = await runCodex(stack.place(), PROMPT, null);
     expectTaskDone(stack, task, run);
+    expect(new Set(translatedHeaders(stack))).toEqual(new Set([undefined]));
 
     expect(stack.backend.received.map((t) => t.turn.kind)).toEqual(expect.arrayContaining(['custom-tool', 'final']));
     const first = firstTurn(stack);

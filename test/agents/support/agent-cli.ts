@@ -32,7 +32,7 @@ export const CODEX_DEFAULT_MODEL = 'gpt-6.2-sol';
 export const CODEX_MODEL = 'gpt-5.2-codex';
 
 /** A CLI that hangs (a retry loop, a blocked network call) fails the test after this long. */
-const RUN_TIMEOUT_MS = 120_000;
+const RUN_TIMEOUT_MS = 60_000;
 
 export interface AgentRun {
   /** Exit code (null when killed). */

@@ -7,6 +7,7 @@ import { CLOSE_MS, START_MS, withDeadline } from '../../support/deadline';
 import { startGateway, TestGateway, TEST_SECRET } from '../../support/gateway';
 import { AgentPlace, CODEX_DEFAULT_MODEL, CODEX_MODEL } from './agent-cli';
 import { AgentTask } from './agent-turns';
+import { AnswerTap } from './answer-tap';
 import { EgressTrap } from './egress-trap';
 import { BackendMode, LOCAL_MODEL, ScriptedBackend } from './scripted-backend';
 
@@ -22,12 +23,14 @@ export interface AgentStack {
   backend: ScriptedBackend;
   /** The agents' proxy: what they tried to reach beyond loopback. */
   trap: EgressTrap;
+  /** Between the agent and the gateway: the status and headers of each answer the agent got. */
+  tap: AnswerTap;
   /** The agent's working directory (its file lands here) and its home (config, sessions). */
   cwd: string;
   home: string;
   /** A task writing `<cwd>/<name>`; also set on the backend. */
   task(name: string, content: string, finalText: string): AgentTask;
-  /** Where the agent runs: the gateway, the temp dirs, the proxy variables. */
+  /** Where the agent runs: the gateway (through the tap), the temp dirs, the proxy variables. */
   place(): AgentPlace;
 }
 
@@ -72,12 +75,14 @@ export function useAgentStack(mode: BackendMode): AgentStack {
     const registered = new Promise<void>((resolve) => daemon!.once('registered', () => resolve()));
     daemon.start();
     await withDeadline(registered, START_MS, 'the worker did not register with the gateway');
+    stack.tap = new AnswerTap(stack.gateway.url);
+    await stack.tap.start();
     stack.task = (name, content, finalText) => {
       const task = { filePath: join(stack.cwd, name), content, finalText };
       stack.backend.task = task;
       return task;
     };
-    stack.place = () => ({ gatewayUrl: stack.gateway.url, cwd: stack.cwd, home: stack.home, env: stack.trap.env() });
+    stack.place = () => ({ gatewayUrl: stack.tap.url, cwd: stack.cwd, home: stack.home, env: stack.trap.env() });
   });
 
   afterEach(async () => {
@@ -87,6 +92,7 @@ export function useAgentStack(mode: BackendMode): AgentStack {
       await withDeadline(daemon.waitForExit(), CLOSE_MS, 'the worker daemon did not exit after stop()');
       daemon = undefined;
     }
+    await stack.tap?.close();
     await stack.gateway?.close();
     await stack.backend?.close();
     await stack.trap?.close();
