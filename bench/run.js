@@ -72,9 +72,11 @@ const COMPLETION = JSON.stringify({
 const chunk = (i) =>
   `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'bench', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
 const chatBody = (model, stream) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] });
+// The same prompt in the Responses API: the bench backend serves only chat completions, so the gateway translates it.
+const responsesBody = (model, stream) => JSON.stringify({ model, stream, input: 'hi' });
 
-/** `total` requests over `concurrency` connections (default --concurrency); see bench/lib/load.js. */
-const drive = (baseUrl, total, payloads, { concurrency = CONCURRENCY } = {}) => driveLoad(baseUrl, total, payloads, { concurrency });
+/** `total` requests over `concurrency` connections (default --concurrency) to `path` (default chat completions); see bench/lib/load.js. */
+const drive = (baseUrl, total, payloads, { concurrency = CONCURRENCY, path } = {}) => driveLoad(baseUrl, total, payloads, { concurrency, path });
 
 // ---------------------------------------------------------------- open-file limit
 
@@ -187,17 +189,22 @@ async function relayPart(dir, dist = DISTS[0], tag = '') {
 
     const plain = [chatBody('bench', false)];
     const streaming = [chatBody('bench', true)];
+    const translated = [responsesBody('bench', true)];
     // Warm up both paths (JIT, connection pools) before measuring.
     await drive(backendUrl, 200, plain);
     await drive(gw.url, 200, plain);
+    await drive(gw.url, 50, translated, { path: '/v1/responses' });
 
     const rows = [];
-    for (const [label, total, payloads] of [
+    // `translated stream`: the streaming row's request as the Responses API (/v1/responses → chat
+    // completions and its SSE back into Responses events); its direct column is the chat stream.
+    for (const [label, total, payloads, path] of [
       ['non-streaming', REQUESTS, plain],
       ['streaming', STREAM_REQUESTS, streaming],
+      ['translated stream', STREAM_REQUESTS, translated, '/v1/responses'],
     ]) {
-      const direct = await drive(backendUrl, total, payloads);
-      const gateway = await withCpu(`relay${tag} ${label}`, { gateway: gw.child.pid }, total, () => drive(gw.url, total, payloads));
+      const direct = await drive(backendUrl, total, label === 'translated stream' ? streaming : payloads);
+      const gateway = await withCpu(`relay${tag} ${label}`, { gateway: gw.child.pid }, total, () => drive(gw.url, total, payloads, { path }));
       rows.push({ label, direct, gateway });
     }
     console.log(
@@ -213,6 +220,13 @@ async function relayPart(dir, dist = DISTS[0], tag = '') {
           `${fmt(gateway.p99)} | ${fmt(gateway.ttfb50)} | ${fmtCpu(gateway.gatewayCpuMs)} | ${direct.failures + gateway.failures} |`,
       );
     }
+    const [, passThrough, translatedRow] = rows;
+    const signed = (text) => (text.startsWith('-') ? text : `+${text}`);
+    const added = (key, format) => signed(format(translatedRow.gateway[key] - passThrough.gateway[key]));
+    console.log(
+      `translated stream vs streaming pass-through: gateway CPU ${(translatedRow.gateway.gatewayCpuMs / passThrough.gateway.gatewayCpuMs).toFixed(2)}x ` +
+        `(${added('gatewayCpuMs', fmtCpu)} ms/req), added latency p50 ${added('p50', fmt)} ms, TTFB p50 ${added('ttfb50', fmt)} ms`,
+    );
     console.log('');
     return rows;
   } finally {
@@ -224,7 +238,7 @@ async function relayPart(dir, dist = DISTS[0], tag = '') {
 
 /** The relay part once per build and repetition, interleaved, then medians and ratios to the first build. */
 async function relayCompare(dir) {
-  const cpu = new Map(DISTS.map((d) => [d, { 'non-streaming': [], streaming: [] }]));
+  const cpu = new Map(DISTS.map((d) => [d, { 'non-streaming': [], streaming: [], 'translated stream': [] }]));
   for (let r = 0; r < REPEAT; r++) {
     for (const [i, dist] of DISTS.entries()) {
       const rows = await relayPart(dir, dist, ` #${r + 1}.${i + 1}`);
@@ -235,7 +249,7 @@ async function relayCompare(dir) {
   console.log(`Relay comparison — gateway CPU ms/req, ${REPEAT} interleaved run(s) per build; median, all runs, ratio of medians to ${DISTS[0]}`);
   console.log('| build | workload | median | runs | ratio |');
   console.log('|---|---|---|---|---|');
-  for (const label of ['non-streaming', 'streaming']) {
+  for (const label of ['non-streaming', 'streaming', 'translated stream']) {
     const base = median(cpu.get(DISTS[0])[label]);
     for (const dist of DISTS) {
       const xs = cpu.get(dist)[label];

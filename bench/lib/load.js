@@ -2,8 +2,8 @@
 // The load generator of bench/run.js (requests over a fixed number of connections) and its number formats.
 const { Agent, request } = require('undici');
 
-/** `total` requests over `concurrency` connections; request k carries payloads[k % payloads.length]. */
-async function drive(baseUrl, total, payloads, { concurrency }) {
+/** `total` requests over `concurrency` connections to `path`; request k carries payloads[k % payloads.length]. */
+async function drive(baseUrl, total, payloads, { concurrency, path = '/v1/chat/completions' }) {
   const dispatcher = new Agent({ connections: concurrency, pipelining: 1 });
   const latencies = [];
   const ttfbs = [];
@@ -15,7 +15,7 @@ async function drive(baseUrl, total, payloads, { concurrency }) {
       const payload = payloads[next++ % payloads.length];
       const t0 = process.hrtime.bigint();
       try {
-        const res = await request(`${baseUrl}/v1/chat/completions`, {
+        const res = await request(`${baseUrl}${path}`, {
           method: 'POST',
           body: payload,
           headers: { 'content-type': 'application/json' },

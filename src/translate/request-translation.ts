@@ -97,7 +97,9 @@ export class CountTokensTranslation extends RequestTranslation {
   answerWithout(): boolean {
     if (this.sink.clientGone) return false;
     const body = JSON.stringify({ input_tokens: this.estimate(this.body) });
-    this.sink.sendComplete(200, { 'content-type': 'application/json', [ESTIMATE_HEADER]: 'true' }, body);
+    // A gateway header: the sink passes only backend headers it relays (no `x-switchboard-*`) from sendComplete's.
+    this.sink.addHeaders?.({ [ESTIMATE_HEADER]: 'true' });
+    this.sink.sendComplete(200, { 'content-type': 'application/json' }, body);
     return true;
   }
 }
