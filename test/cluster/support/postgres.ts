@@ -1,10 +1,11 @@
 import { Client } from 'pg';
 
 /**
- * The PostgreSQL the cluster suites run on: TEST_DATABASE_URL, else TEST_POSTGRES_URL (what .ci/run
- * exports). Each suite gets a fresh schema of it, dropped afterwards.
+ * The PostgreSQL the cluster suites run on: TEST_DATABASE_URL, which `npm run test:cluster` sets
+ * (the SQLite tier of `npm test` unsets it, so these suites say why they skip there). Each suite
+ * gets a fresh schema of it, dropped afterwards.
  */
-export const POSTGRES_URL = process.env.TEST_DATABASE_URL || process.env.TEST_POSTGRES_URL || '';
+export const POSTGRES_URL = process.env.TEST_DATABASE_URL || '';
 
 /** Prints why a suite does not run (never a silent skip). */
 export function describeWithPostgres(name: string, fn: () => void): void {
@@ -15,7 +16,7 @@ export function describeWithPostgres(name: string, fn: () => void): void {
   describe(name, () => {
     it.skip('needs PostgreSQL: set TEST_DATABASE_URL (npm run test:cluster does)', () => undefined);
   });
-  process.stderr.write(`${name}: skipped, no TEST_DATABASE_URL / TEST_POSTGRES_URL (npm run test:cluster sets one)\n`);
+  process.stderr.write(`${name}: skipped, no TEST_DATABASE_URL (npm run test:cluster sets one)\n`);
 }
 
 export interface FreshSchema {
