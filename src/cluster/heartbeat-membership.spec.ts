@@ -161,6 +161,21 @@ describe('HeartbeatMembership', () => {
     expect(ids(a.membership)).toEqual(['gw-a', 'gw-b']);
   });
 
+  it('a refresh while degraded re-joins when the store answers again (not a list that disagrees with the flag)', async () => {
+    const a = replica(backend, 'gw-a');
+    const b = replica(backend, 'gw-b');
+    a.membership.start('http://a');
+    b.membership.start('http://b');
+    await clock.advanceAsync(0);
+    backend.reachable = false;
+    await a.membership.refresh();
+    expect(a.membership.degraded()).toBe(true);
+    backend.reachable = true;
+    await a.membership.refresh();
+    expect(a.membership.degraded()).toBe(false);
+    expect(ids(a.membership)).toEqual(['gw-a', 'gw-b']);
+  });
+
   it('a lost connection degrades at once, without waiting for the next heartbeat', async () => {
     const a = replica(backend, 'gw-a');
     a.membership.start('http://a');

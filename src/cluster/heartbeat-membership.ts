@@ -68,7 +68,9 @@ export class HeartbeatMembership extends Membership {
   }
 
   async refresh(): Promise<void> {
-    if (this.url === undefined || this.stopped || !this.joinedOnce) return;
+    if (this.url === undefined || this.stopped) return;
+    // Not in the list (yet, or any more): only a heartbeat puts this replica back and ends `degraded`.
+    if (this.isDegraded || !this.joinedOnce) return this.beat();
     try {
       this.apply(await this.store.list(this.options.replicaTimeoutMs));
     } catch (e) {
