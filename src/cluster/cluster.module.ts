@@ -53,7 +53,7 @@ export class ClusterModule implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   onApplicationBootstrap(): void {
-    this.metrics?.setClusterSource(this.membership);
+    if (this.membership.enabled) this.metrics?.setClusterSource(this.membership);
     const server = this.http.httpAdapter?.getHttpServer() as Server | undefined;
     if (!server) return;
     const announce = () => {

@@ -70,7 +70,7 @@ export class MetricsService {
   private readonly cacheTokensReused: Counter<'provider' | 'model'>;
   /** GPU memory and KV cache from runner documents, cache hit ratio per model (runner-metrics.ts). */
   private readonly runners: RunnerMetrics;
-  /** Cluster membership (src/cluster), read at scrape time; unset = one process, never degraded. */
+  /** Cluster membership (src/cluster), read at scrape time; unset = one process, no cluster series. */
   private clusterSource: ClusterGaugeSource | undefined;
   /** Fills the slot gauges at scrape time, so no request pays for walking the workers. */
   private slotCollector: (() => void) | undefined;
@@ -233,23 +233,29 @@ export class MetricsService {
     this.queueWaitSeries = new HistogramSeries(this.queueWaitSeconds);
     this.usage = new UsageMetrics(registers);
     this.auth = new AuthMetrics(registers);
-    const clusterDegraded: Gauge = new Gauge({
-      name: `${PREFIX}cluster_degraded`,
-      help: "1 while this replica cannot reach the cluster's Redis and serves its own workers alone; 0 otherwise (and outside cluster mode).",
-      registers,
-      collect: () => clusterDegraded.set(this.clusterSource?.degraded() ? 1 : 0),
-    });
-    const clusterMembers: Gauge = new Gauge({
-      name: `${PREFIX}cluster_members`,
-      help: 'Live gateway replicas as this replica sees them, itself included (1 outside cluster mode or while degraded).',
-      registers,
-      collect: () => clusterMembers.set(this.clusterSource?.members().length ?? 1),
-    });
   }
 
-  /** Where the cluster gauges read membership (ClusterModule sets it; the Membership port fits). */
+  /**
+   * Registers the cluster gauges, read at scrape time from membership. ClusterModule calls it in
+   * cluster mode only: one process exposes no cluster series (they would say nothing).
+   */
   setClusterSource(source: ClusterGaugeSource): void {
+    const registered = this.clusterSource !== undefined;
     this.clusterSource = source;
+    if (registered) return;
+    const registers = [this.registry];
+    const degraded: Gauge = new Gauge({
+      name: `${PREFIX}cluster_degraded`,
+      help: "1 while this replica cannot reach the cluster's Redis and serves its own workers alone, else 0.",
+      registers,
+      collect: () => degraded.set(this.clusterSource?.degraded() ? 1 : 0),
+    });
+    const members: Gauge = new Gauge({
+      name: `${PREFIX}cluster_members`,
+      help: 'Live gateway replicas as this replica sees them, itself included (1 while degraded).',
+      registers,
+      collect: () => members.set(this.clusterSource?.members().length ?? 1),
+    });
   }
 
   requestFinished(l: { provider: string; model: string; endpoint: string; status: number; tenant: string }, durationSec: number): void {
