@@ -130,4 +130,19 @@ describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreS
     expect(await gauge(gw, 'switchboard_cluster_degraded')).toBe(0);
     worker.close();
   });
+  it('Redis frozen (connections open, nothing answered): /admin/cluster still answers, degraded; thawed: re-joined', async () => {
+    const gw = gateways.get('gw-b')!;
+    redis.pause();
+    try {
+      // The admin read waits CLUSTER_REDIS_TIMEOUT_MS at most, then answers what this replica knows.
+      const res = await admin(gw.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN);
+      expect(res.status).toBe(200);
+      expect(res.json).toMatchObject({ replica_id: 'gw-b', degraded: true, members: [{ id: 'gw-b', self: true }] });
+      expect((await get(gw.url, '/health/ready')).status).toBe(200);
+    } finally {
+      redis.resume();
+    }
+    await eventually(async () => (await get(gw.url, '/health')).json.cluster?.degraded === false, WAIT, 'gw-b re-joins');
+    await eventually(async () => (await members(gw)).length === 2, WAIT, 'gw-b sees both again');
+  });
 });
