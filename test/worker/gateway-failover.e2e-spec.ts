@@ -13,8 +13,8 @@ import { SECRET } from './support/harness';
  */
 describe('worker link with several gateways (--proxy-url a,b)', () => {
   const gateways: FakeGateway[] = [];
-  let link: GatewayLink | undefined;
-  let stopping = false;
+  /** Each test's link; its hooks only ever touch their own run, so a late close cannot reach the next test. */
+  const runs: Array<{ link?: GatewayLink; stopping: boolean }> = [];
 
   async function gateway(): Promise<FakeGateway> {
     const g = new FakeGateway({ secret: SECRET });
@@ -25,6 +25,8 @@ describe('worker link with several gateways (--proxy-url a,b)', () => {
 
   function connect(proxyUrls: string[]): { log: RecordingLogger } {
     const log = new RecordingLogger();
+    const run: { link?: GatewayLink; stopping: boolean } = { stopping: false };
+    runs.push(run);
     const config = workerConfig({ workerSecret: SECRET, proxyUrls, provider: 'local' });
     const policy = new ReconnectPolicy(
       {
@@ -45,15 +47,17 @@ describe('worker link with several gateways (--proxy-url a,b)', () => {
       message: () => undefined,
       ended: () => undefined,
       disconnected: (_s, code) => {
-        if (stopping) return;
-        if (code === CloseCodes.TRY_AGAIN_LATER) link!.scheduleCordonRetry();
-        else link!.scheduleReconnect();
+        if (run.stopping) return;
+        if (code === CloseCodes.TRY_AGAIN_LATER) run.link?.scheduleCordonRetry();
+        else run.link?.scheduleReconnect();
       },
       reconnectScheduled: () => undefined,
-      reconnect: () => link!.dial(),
-      stopping: () => stopping,
+      reconnect: () => {
+        if (!run.stopping) run.link?.dial();
+      },
+      stopping: () => run.stopping,
     };
-    link = new GatewayLink(
+    const link = new GatewayLink(
       {
         url: connectUrls(config)[0],
         urls: connectUrls(config),
@@ -67,17 +71,18 @@ describe('worker link with several gateways (--proxy-url a,b)', () => {
       daemonClock,
       log,
     );
+    run.link = link;
     link.dial();
     return { log };
   }
 
   afterEach(async () => {
-    stopping = true;
-    link?.cancelReconnect();
-    link?.current?.ws.terminate();
-    link = undefined;
+    for (const run of runs.splice(0)) {
+      run.stopping = true;
+      run.link?.cancelReconnect();
+      run.link?.current?.ws.terminate();
+    }
     await Promise.all(gateways.splice(0).map((g) => g.stop()));
-    stopping = false;
   });
 
   it('registers at the first gateway, and at the second once the first is killed', async () => {
