@@ -48,6 +48,7 @@ export const LAYERS = {
   // 3 flow: a request's life
   dispatch: 3,
   translate: 3,
+  cluster: 1,
   tasks: 3,
   lifecycle: 3,
   inference: 3,

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { appVersion } from './observability/app-version';
+import { runMigrationsLocked } from './database/migration-lock';
 
 const USAGE_LINE = 'Usage: switchboard [command] [options]';
 
@@ -89,7 +90,8 @@ async function migrate(args: string[]): Promise<number> {
         process.stdout.write(`reverted ${last.name}\n`);
       }
     } else {
-      const applied = await dataSource.runMigrations();
+      // The same lock as a gateway's boot migrations: a manual migrate never races a starting replica.
+      const applied = await runMigrationsLocked(dataSource);
       for (const m of applied) process.stdout.write(`applied ${m.name}\n`);
       if (applied.length === 0) process.stdout.write('database is up to date\n');
     }

@@ -12,6 +12,7 @@ import type { LifecycleConfig } from './sections/lifecycle';
 import type { ConnectionConfig } from './sections/connection';
 import type { TelemetryConfig } from './sections/telemetry';
 import type { OidcConfig } from './sections/auth';
+import type { ClusterConfig } from './sections/cluster';
 
 export interface ProviderConfig {
   name: string;
@@ -68,7 +69,7 @@ export interface AppConfig {
   /** `ADMIN_AUTH_FAILURE_LIMIT`: wrong admin tokens per client address per minute before it is refused for a minute. */
   adminAuthFailureLimit: number;
   databaseUrl: string;
-  /** Redis shared by the replicas' rate limiters (redis:// or rediss://); unset = in-memory limits. */
+  /** Redis shared by the replicas' rate limiters (redis:// or rediss://): REDIS_URL, else CLUSTER_REDIS_URL; unset = in-memory limits. */
   redisUrl?: string;
   configFile?: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -120,6 +121,8 @@ export interface AppConfig {
   lifecycle: LifecycleConfig;
   /** OpenTelemetry traces (off unless an OTLP endpoint is set). */
   telemetry: TelemetryConfig;
+  /** Cluster mode (`cluster:`): on when `cluster.redisUrl` is set (docs/cluster.md). */
+  cluster: ClusterConfig;
   /** Single sign-on (`auth.oidc:`); absent = only ADMIN_TOKEN opens the admin API. */
   oidc?: OidcConfig;
 }

@@ -22,6 +22,7 @@ import { readGovernanceConfig } from './sections/governance';
 import { readLifecycleConfig } from './sections/lifecycle';
 import { readTelemetryConfig } from './sections/telemetry';
 import { readOidcConfig } from './sections/auth';
+import { readClusterConfig } from './sections/cluster';
 import { Env, Reader, Yaml } from '../common/config-reader';
 
 /** Raised once with every bad key, so an operator fixes them all in one go. */
@@ -198,6 +199,9 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const telemetry = readTelemetryConfig(env, file.telemetry, problems);
   const oidc = readOidcConfig(env, file.auth, problems);
   const instanceId = read(r, env, W.instanceId);
+  const databaseUrl = read(r, env, S.databaseUrl);
+  const cluster = readClusterConfig(env, file.cluster, databaseUrl, problems);
+  const ownRedisUrl = read(r, env, S.redisUrl) || undefined;
   const config: AppConfig = {
     listenHost: listen.host,
     listenPort: listen.port,
@@ -209,8 +213,9 @@ export function loadConfig(env: Env = process.env): AppConfig {
     registerTimeoutMs: read(r, env, S.registerTimeout),
     adminToken: read(r, env, S.adminToken),
     adminAuthFailureLimit: read(r, env, S.adminAuthFailureLimit),
-    databaseUrl: read(r, env, S.databaseUrl),
-    redisUrl: read(r, env, S.redisUrl) || undefined,
+    databaseUrl,
+    // Cluster mode shares its Redis with the rate limits unless REDIS_URL names another server.
+    redisUrl: ownRedisUrl ?? cluster.redisUrl,
     configFile,
     logLevel: logLevel as AppConfig['logLevel'],
     maxBodyBytes: read(r, env, S.maxBodyBytes),
@@ -253,6 +258,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     governance,
     lifecycle,
     telemetry,
+    cluster,
     ...(oidc ? { oidc } : {}),
   };
 
@@ -264,9 +270,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
   } catch (e) {
     problems.push(`${(e as Error).message} (got "${config.databaseUrl.replace(/\/\/[^@]*@/, '//***@')}")`);
   }
-  if (config.redisUrl !== undefined) {
+  // CLUSTER_REDIS_URL is checked by its own section, under its own name.
+  if (ownRedisUrl !== undefined) {
     try {
-      validateRedisUrl(config.redisUrl);
+      validateRedisUrl(ownRedisUrl);
     } catch (e) {
       problems.push((e as Error).message);
     }

@@ -17,6 +17,8 @@ const OPTIONAL = [
   // Single sign-on is off by default: the whole `oidc` section is absent.
   ...['issuer', 'clientId', 'clientSecret', 'redirectUrl', 'rolesClaim', 'roles', 'audience', 'sessionTtlMs'].map((f) => `oidc.${f}`),
   'metricsPort',
+  // Cluster mode is off by default: no Redis, the listener decides the address, no secret needed.
+  ...['redisUrl', 'advertiseUrl', 'secret', 'listenAddr'].map((f) => `cluster.${f}`),
 ];
 
 const declared = SETTING_GROUPS.flatMap((g) =>
@@ -141,6 +143,7 @@ describe('configuration declarations', () => {
         'worker_record_retention_secs',
         'recent_worker_window_secs',
         'instance_id',
+        ...['redis_url', 'replica_id', 'advertise_url', 'listen_addr', 'replica_timeout_secs', 'redis_timeout_ms'].map((k) => `cluster.${k}`),
       ].sort(),
     );
   });

@@ -5,6 +5,7 @@
 import type { SettingGroup } from './setting';
 import { API_KEYS_SETTINGS } from './sections/api-keys';
 import { ARTIFACTS_SETTINGS } from './sections/artifacts';
+import { CLUSTER_SETTINGS } from './sections/cluster';
 import { CONNECTION_SETTINGS } from './sections/connection';
 import { GOVERNANCE_SETTINGS } from './sections/governance';
 import { LIFECYCLE_SETTINGS } from './sections/lifecycle';
@@ -30,6 +31,7 @@ export const SECTION_GROUPS: SettingGroup[] = [
   GOVERNANCE_SETTINGS,
   LIFECYCLE_SETTINGS,
   TELEMETRY_SETTINGS,
+  CLUSTER_SETTINGS,
 ];
 
 export const SETTING_GROUPS: SettingGroup[] = [

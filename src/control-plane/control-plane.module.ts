@@ -8,7 +8,9 @@ import { FleetModule } from '../fleet/fleet.module';
 import { RoutingModule } from '../routing/routing.module';
 import { TenancyModule } from '../tenancy/tenancy.module';
 import { LifecycleModule } from '../lifecycle/lifecycle.module';
+import { ClusterModule } from '../cluster/cluster.module';
 import { AdminController } from './admin.controller';
+import { ClusterController } from './cluster.controller';
 import { AuditController } from './audit.controller';
 import { CapabilitiesController } from './capabilities.controller';
 import { CapabilitiesService } from './capabilities.service';
@@ -18,8 +20,8 @@ import { ReloadController } from './reload.controller';
 import { ShutdownCoordinator } from './shutdown-coordinator.service';
 
 @Module({
-  imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, FleetModule, RoutingModule, ApiKeysModule, TenancyModule, LifecycleModule],
-  controllers: [AdminController, AuditController, CapabilitiesController, PoolsController, ReloadController],
+  imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, FleetModule, RoutingModule, ApiKeysModule, TenancyModule, LifecycleModule, ClusterModule],
+  controllers: [AdminController, AuditController, CapabilitiesController, ClusterController, PoolsController, ReloadController],
   providers: [ShutdownCoordinator, CapabilitiesService, PoolsService],
 })
 export class ControlPlaneModule {}

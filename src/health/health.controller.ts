@@ -15,6 +15,7 @@ import { LifecycleHealthIndicator } from './lifecycle.health';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { ApiDoc } from '../common/api-doc';
 import { OBSERVABILITY_API } from './health.schemas';
+import { Membership } from '../cluster/membership.port';
 
 const DATABASE_PING_TIMEOUT_MS = 1500;
 
@@ -36,6 +37,8 @@ export interface HealthSummary {
   providers: ProviderHealth[];
   /** The rate limiter's Redis; absent while REDIS_URL is not set (status `disabled`). */
   redis?: RedisHealth;
+  /** Cluster mode only: who this replica is, how many replicas it sees, whether Redis is out of reach. */
+  cluster?: { replica_id: string; members: number; degraded: boolean };
 }
 
 /**
@@ -59,6 +62,7 @@ export class HealthController {
     private readonly lifecycle: LifecycleState,
     @Optional() @Inject(HEALTH_SNAPSHOT) snapshot?: HealthSnapshot,
     @Optional() @Inject(REDIS_HEALTH) private readonly redis?: RedisHealthSource,
+    @Optional() private readonly membership?: Membership,
   ) {
     this.snapshot = snapshot ?? EMPTY_HEALTH_SNAPSHOT;
   }
@@ -101,7 +105,8 @@ export class HealthController {
   /**
    * Operator summary: counts only, no secrets, no worker addresses. `redis` (host:port only)
    * appears when REDIS_URL is set; Redis being down never changes `status` or readiness: the
-   * rate limiter keeps deciding locally.
+   * rate limiter keeps deciding locally. `cluster` appears in cluster mode; being degraded never
+   * changes `status` either: the replica keeps serving the workers connected to it.
    */
   @Get()
   @ApiDoc(OBSERVABILITY_API.summary)
@@ -134,6 +139,9 @@ export class HealthController {
         max_queue_len: p.max_queue_len,
       })),
       ...(redis && redis.status !== 'disabled' ? { redis: { status: redis.status, url: redis.url, ...(redis.since ? { since: redis.since } : {}) } } : {}),
+      ...(this.membership?.enabled
+        ? { cluster: { replica_id: this.membership.replicaId, members: this.membership.members().length, degraded: this.membership.degraded() } }
+        : {}),
     };
   }
 }

@@ -54,6 +54,16 @@ export const OBSERVABILITY_SCHEMAS: Record<string, SchemaObject> = {
         required: ['status'],
         properties: { status: { type: 'string', enum: ['ok', 'down'] }, url: { type: 'string', description: 'host:port only.' }, since: ISO_TIME },
       },
+      cluster: {
+        type: 'object',
+        description: 'Only in cluster mode (`CLUSTER_REDIS_URL`); `degraded` never changes `status` or readiness: the replica keeps serving its own workers.',
+        required: ['replica_id', 'members', 'degraded'],
+        properties: {
+          replica_id: { type: 'string' },
+          members: { type: 'integer', minimum: 1, description: 'Live replicas this one sees, itself included (1 while degraded).' },
+          degraded: { type: 'boolean', description: "`true` while the cluster's Redis is out of reach." },
+        },
+      },
     },
   },
 };

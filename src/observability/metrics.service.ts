@@ -26,6 +26,12 @@ const QUEUE_WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
  * Metrics are registered in the given registry (the app's own, see createMetricsRegistry);
  * `new MetricsService()` gets a private registry, which keeps unit tests independent.
  */
+/** What the cluster gauges read (a structural type: observability does not import cluster/). */
+export interface ClusterGaugeSource {
+  degraded(): boolean;
+  members(): readonly unknown[];
+}
+
 /** One worker's KV-cache usage for `switchboard_worker_kv_cache_usage_ratio`. */
 export interface KvCacheReading {
   provider: string;
@@ -64,6 +70,8 @@ export class MetricsService {
   private readonly cacheTokensReused: Counter<'provider' | 'model'>;
   /** GPU memory and KV cache from runner documents, cache hit ratio per model (runner-metrics.ts). */
   private readonly runners: RunnerMetrics;
+  /** Cluster membership (src/cluster), read at scrape time; unset = one process, no cluster series. */
+  private clusterSource: ClusterGaugeSource | undefined;
   /** Fills the slot gauges at scrape time, so no request pays for walking the workers. */
   private slotCollector: (() => void) | undefined;
   /** Client-chosen label values are capped (see LabelBudget). */
@@ -225,6 +233,29 @@ export class MetricsService {
     this.queueWaitSeries = new HistogramSeries(this.queueWaitSeconds);
     this.usage = new UsageMetrics(registers);
     this.auth = new AuthMetrics(registers);
+  }
+
+  /**
+   * Registers the cluster gauges, read at scrape time from membership. ClusterModule calls it in
+   * cluster mode only: one process exposes no cluster series (they would say nothing).
+   */
+  setClusterSource(source: ClusterGaugeSource): void {
+    const registered = this.clusterSource !== undefined;
+    this.clusterSource = source;
+    if (registered) return;
+    const registers = [this.registry];
+    const degraded: Gauge = new Gauge({
+      name: `${PREFIX}cluster_degraded`,
+      help: "1 while this replica cannot reach the cluster's Redis and serves its own workers alone, else 0.",
+      registers,
+      collect: () => degraded.set(this.clusterSource?.degraded() ? 1 : 0),
+    });
+    const members: Gauge = new Gauge({
+      name: `${PREFIX}cluster_members`,
+      help: 'Live gateway replicas as this replica sees them, itself included (1 while degraded).',
+      registers,
+      collect: () => members.set(this.clusterSource?.members().length ?? 1),
+    });
   }
 
   requestFinished(l: { provider: string; model: string; endpoint: string; status: number; tenant: string }, durationSec: number): void {

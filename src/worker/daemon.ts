@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import { CloseCodes, Features, GracefulShutdownMessage, RegisterAckMessage, ServerToWorkerMessage } from '../protocol';
 import { Clock, TimerHandle, daemonClock } from './clock';
 import { DaemonEvents, DaemonState, DaemonStatus, WorkerDaemonOptions } from './daemon-types';
-import { WorkerConfig, WorkerConfigError, connectUrl } from './config';
+import { WorkerConfig, WorkerConfigError, connectUrl, connectUrls } from './config';
 import { GatewayLink } from './link/gateway-link';
 import { logNetworkSetup } from './link/network-log';
 import { ReconnectPolicy } from './link/reconnect-policy';
@@ -95,7 +95,14 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
       log,
     );
     this.link = new GatewayLink(
-      { url: connectUrl(config), workerSecret: config.workerSecret, heartbeatIntervalMs: config.heartbeatIntervalMs, proxy: this.proxy, tls: this.tls },
+      {
+        url: connectUrl(config),
+        urls: connectUrls(config),
+        workerSecret: config.workerSecret,
+        heartbeatIntervalMs: config.heartbeatIntervalMs,
+        proxy: this.proxy,
+        tls: this.tls,
+      },
       policy,
       {
         opened: (session) => this.onOpen(session),

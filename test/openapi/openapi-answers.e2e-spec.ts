@@ -112,6 +112,7 @@ describe('OpenAPI document (GET /openapi.json)', () => {
     expect((await call('GET', `/admin/workers/${ack.worker_id}`)).json.in_flight_request_ids).toEqual([]);
     expect((await call('POST', `/admin/workers/${ack.worker_id}/refresh-models`)).status).toBe(202);
     expect((await call('GET', '/admin/stats')).status).toBe(200);
+    expect((await call('GET', '/admin/cluster')).json).toMatchObject({ enabled: false, degraded: false, members: [{ self: true }] });
     expect((await call('POST', `/admin/workers/${ack.worker_id}/drain`, { timeout_secs: 1000 * 1000 })).json.error.code).toBe('validation_failed');
     expect((await call('POST', `/admin/workers/${ack.worker_id}/drain`, { timeout_secs: 5, reason: 'kernel upgrade' })).json.cordon).toBe('worker');
     expect((await call('GET', '/admin/cordons')).json.workers[0].name).toBe('gpu-node-1');

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WorkerConfig, WorkerConfigError, connectUrl, helpText, loadWorkerConfig, OPTIONS } from './index';
+import { WorkerConfig, WorkerConfigError, connectUrl, connectUrls, helpText, loadWorkerConfig, OPTIONS } from './index';
 
 function load(argv: string[], env: Record<string, string> = {}): WorkerConfig {
   const { config } = loadWorkerConfig(argv, env);
@@ -33,6 +33,7 @@ describe('worker configuration', () => {
     const c = load([], SECRET_ENV);
     expect(c).toEqual({
       proxyUrl: 'ws://127.0.0.1:8080',
+      proxyUrls: ['ws://127.0.0.1:8080'],
       workerSecret: 's3cret',
       provider: 'local',
       backendUrl: 'http://127.0.0.1:8000',
@@ -95,6 +96,22 @@ describe('worker configuration', () => {
     expect(load([], { ...SECRET_ENV, PROXY_URL: 'wss://gw:9443' }).proxyUrl).toBe('wss://gw:9443');
     const c = load(['--proxy-url', 'https://gw.example.com/', '--provider', 'gpu-a'], SECRET_ENV);
     expect(connectUrl(c)).toBe('wss://gw.example.com/v1/worker/connect?provider=gpu-a');
+  });
+
+  it('takes several gateway URLs (comma-separated or a YAML list), in order, each checked', () => {
+    const c = load(['--proxy-url', 'http://gw-1:8080, https://gw-2:8443/,http://gw-1:8080'], SECRET_ENV);
+    expect(c.proxyUrl).toBe('ws://gw-1:8080');
+    expect(c.proxyUrls).toEqual(['ws://gw-1:8080', 'wss://gw-2:8443']);
+    expect(connectUrls({ ...c, provider: 'gpu a' })).toEqual([
+      'ws://gw-1:8080/v1/worker/connect?provider=gpu%20a',
+      'wss://gw-2:8443/v1/worker/connect?provider=gpu%20a',
+    ]);
+    const file = writeTemp('cfg.yaml', 'proxy_url:\n  - http://a:1\n  - http://b:2\n');
+    expect(load(['--config', file], SECRET_ENV).proxyUrls).toEqual(['ws://a:1', 'ws://b:2']);
+    expect(() => load(['--proxy-url', 'http://a:1,ftp://b'], SECRET_ENV)).toThrow(/ftp:\/\/b/);
+    expect(() => load(['--proxy-url', ' , '], SECRET_ENV)).toThrow(/at least one URL/);
+    // One URL: exactly one connect URL, as before.
+    expect(connectUrls(load([], SECRET_ENV))).toEqual(['ws://127.0.0.1:8080/v1/worker/connect?provider=local']);
   });
 
   it('drops a trailing /v1 from the backend URL because endpoint paths already carry it', () => {

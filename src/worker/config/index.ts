@@ -9,5 +9,5 @@ export { DEFAULTS, OPTIONS, helpText } from './options';
 export { parseArgs } from './sources';
 export type { ParsedArgs } from './sources';
 export { toWebSocketBase } from './values';
-export { connectUrl, loadWorkerConfig, workerConfig } from './load';
+export { connectUrl, connectUrls, loadWorkerConfig, workerConfig } from './load';
 export type { LoadedConfig } from './load';

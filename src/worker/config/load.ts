@@ -16,6 +16,7 @@ import {
   asSeconds,
   asString,
   asUrl,
+  asUrlList,
   checkHeaderSafe,
   normalizeBackendUrl,
   toWebSocketBase,
@@ -51,7 +52,7 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
     return parse(raw) ?? fallback;
   };
 
-  const proxy = read('proxyUrl', (r) => asUrl(r, problems, ['http:', 'https:', 'ws:', 'wss:']), new URL(DEFAULTS.proxyUrl));
+  const proxies = read('proxyUrl', (r) => asUrlList(r, problems, ['http:', 'https:', 'ws:', 'wss:']), [new URL(DEFAULTS.proxyUrl)]);
   const backend = read('backendUrl', (r) => asUrl(r, problems, ['http:', 'https:']), new URL(DEFAULTS.backendUrl));
 
   const secretRaw = pick('workerSecret');
@@ -173,7 +174,8 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
     help: false,
     version: false,
     config: {
-      proxyUrl: toWebSocketBase(proxy),
+      proxyUrl: toWebSocketBase(proxies[0]),
+      proxyUrls: proxies.map(toWebSocketBase),
       workerSecret,
       provider,
       backendUrl,
@@ -204,9 +206,15 @@ export function loadWorkerConfig(argv: readonly string[], env: Env = process.env
   };
 }
 
-/** The WebSocket URL the daemon dials. */
+/** The WebSocket URL the daemon dials (the first gateway when several are given). */
 export function connectUrl(config: Pick<WorkerConfig, 'proxyUrl' | 'provider'>): string {
   return `${config.proxyUrl}/v1/worker/connect?provider=${encodeURIComponent(config.provider)}`;
+}
+
+/** Every gateway's WebSocket URL, in the order the daemon tries them (one when a single URL is given). */
+export function connectUrls(config: Pick<WorkerConfig, 'proxyUrl' | 'proxyUrls' | 'provider'>): string[] {
+  const bases = config.proxyUrls && config.proxyUrls.length > 0 ? config.proxyUrls : [config.proxyUrl];
+  return bases.map((proxyUrl) => connectUrl({ proxyUrl, provider: config.provider }));
 }
 
 /** A full config for programmatic use: defaults for everything not given. */
@@ -234,6 +242,9 @@ export function workerConfig(partial: Partial<WorkerConfig> & Pick<WorkerConfig,
     lifecycleTimeoutMs: DEFAULTS.lifecycleTimeoutSecs * 1000,
     ...partial,
     ...(partial.proxyUrl ? { proxyUrl: toWebSocketBase(new URL(partial.proxyUrl)) } : {}),
+    ...(partial.proxyUrls && partial.proxyUrls.length > 0
+      ? { proxyUrl: toWebSocketBase(new URL(partial.proxyUrls[0])), proxyUrls: partial.proxyUrls.map((u) => toWebSocketBase(new URL(u))) }
+      : {}),
     ...(partial.backendUrl ? { backendUrl: normalizeBackendUrl(new URL(partial.backendUrl)) } : {}),
   };
 }

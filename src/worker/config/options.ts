@@ -34,7 +34,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     kind: 'url',
     value: 'URL',
     defaultText: 'http://127.0.0.1:8080',
-    help: 'Switchboard gateway base URL; http(s) is turned into ws(s). The daemon dials <url>/v1/worker/connect?provider=<name>.',
+    help: 'Switchboard gateway base URL; http(s) is turned into ws(s). The daemon dials <url>/v1/worker/connect?provider=<name>. Several, comma-separated (a,b,c): the replicas of a cluster, tried in turn, moving to the next on a close or a refused connection.',
   },
   {
     key: 'workerSecret',

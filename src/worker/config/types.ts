@@ -4,8 +4,13 @@ import { LogLevel } from '../logger';
 
 /** Everything the daemon needs, resolved and validated. Durations are milliseconds. */
 export interface WorkerConfig {
-  /** ws:// or wss:// base of the gateway, no trailing slash. */
+  /** ws:// or wss:// base of the gateway, no trailing slash (the first one when several are given). */
   proxyUrl: string;
+  /**
+   * Every gateway base when `--proxy-url a,b,c` names several replicas: the link moves to the next
+   * on a close or a refused connection. Unset or one entry = `proxyUrl` alone, as before.
+   */
+  proxyUrls?: string[];
   workerSecret: string;
   provider: string;
   /** Backend root (no trailing slash, no trailing /v1): endpoint paths are appended to it. */

@@ -79,6 +79,30 @@ export function asUrl(raw: Raw, problems: string[], schemes: string[]): URL | un
 }
 
 /**
+ * One gateway URL or several (`a,b,c`, or a YAML list): the daemon tries them in turn. Duplicates
+ * are dropped; every entry is checked like a single URL.
+ */
+export function asUrlList(raw: Raw, problems: string[], schemes: string[]): URL[] | undefined {
+  const items = Array.isArray(raw.value) ? raw.value : typeof raw.value === 'string' ? raw.value.split(',') : undefined;
+  if (items === undefined || !items.every((x) => typeof x === 'string')) {
+    problems.push(`${raw.source} must be a URL, a comma-separated list of URLs or a list of URLs`);
+    return undefined;
+  }
+  const entries = (items as string[]).map((x) => x.trim()).filter(Boolean);
+  if (entries.length === 0) {
+    problems.push(`${raw.source} must name at least one URL`);
+    return undefined;
+  }
+  const urls: URL[] = [];
+  for (const entry of entries) {
+    const url = asUrl({ ...raw, value: entry }, problems, schemes);
+    if (url === undefined) return undefined;
+    if (!urls.some((u) => u.href === url.href)) urls.push(url);
+  }
+  return urls;
+}
+
+/**
  * Characters Node's http refuses in a header value (it throws, "Invalid character in header
  * content"): anything but HTAB, SP, visible ASCII and obs-text (0x80-0xFF). So control characters
  * and non-Latin-1 letters such as Cyrillic cannot be part of a secret sent in a header.

@@ -11,7 +11,14 @@ import { ReconnectDelay, ReconnectPolicy } from './reconnect-policy';
 import { LinkSession } from './session';
 
 export interface LinkOptions {
+  /** The gateway's connect URL (the first one when `urls` names several). */
   url: string;
+  /**
+   * Every gateway replica's connect URL (`connectUrls(config)`), tried in turn: the link moves to
+   * the next after each close or refused dial, round robin, with the usual backoff between dials.
+   * Unset or a single URL: `url` alone, exactly as before (a load balancer in front of the replicas).
+   */
+  urls?: readonly string[];
   workerSecret: string;
   heartbeatIntervalMs: number;
   proxy: ProxySettings;
@@ -42,6 +49,9 @@ export type SocketFactory = (url: string, options: WebSocket.ClientOptions) => W
 export class GatewayLink {
   private session?: LinkSession;
   private reconnectTimer?: TimerHandle;
+  private readonly urls: readonly string[];
+  /** The entry of `urls` the next dial uses. */
+  private index = 0;
 
   constructor(
     private readonly options: LinkOptions,
@@ -50,7 +60,14 @@ export class GatewayLink {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly openSocket: SocketFactory = (url, opts) => new WebSocket(url, opts),
-  ) {}
+  ) {
+    this.urls = options.urls && options.urls.length > 0 ? options.urls : [options.url];
+  }
+
+  /** The gateway URL the next dial goes to. */
+  get url(): string {
+    return this.urls[this.index];
+  }
 
   /** The session of the current connection attempt, open or not yet. */
   get current(): LinkSession | undefined {
@@ -59,7 +76,7 @@ export class GatewayLink {
 
   /** Opens a connection; if that cannot even be tried, logs why and schedules the next attempt. */
   dial(): void {
-    const { url } = this.options;
+    const { url } = this;
     this.log.debug('connecting', { url });
     let ws: WebSocket;
     try {
@@ -77,6 +94,7 @@ export class GatewayLink {
         error: (err as Error).message,
         hint: 'check that WORKER_SECRET holds only printable ASCII and that PROXY_URL is valid',
       });
+      this.moveOn();
       return this.scheduleReconnect();
     }
     const session = new LinkSession(ws, this.clock);
@@ -135,6 +153,16 @@ export class GatewayLink {
     this.reconnectTimer = this.clock.setTimeout(() => this.hooks.reconnect(), delay.delayMs);
   }
 
+  /**
+   * With several gateways, the next dial goes to the next one: a replica that closed or refused
+   * is likely gone or restarting, another one likely answers (the backoff still spaces the dials).
+   */
+  private moveOn(): void {
+    if (this.urls.length < 2 || this.hooks.stopping()) return;
+    this.index = (this.index + 1) % this.urls.length;
+    this.log.info('moving to the next gateway', { url: this.url });
+  }
+
   /** A CONNECT tunnel when a proxy applies to the gateway URL; ws dials directly otherwise. */
   private gatewayAgent(url: string): Agent | undefined {
     const target = new URL(url);
@@ -175,6 +203,8 @@ export class GatewayLink {
       cordonRetryMs: this.policy.cordonRetryMs,
       cordonRetryMaxMs: this.policy.cordonRetryMaxMs,
     });
+    // Before the daemon schedules the next dial, so that dial goes to the next gateway.
+    this.moveOn();
     this.hooks.disconnected(session, code, reason);
   }
 }

@@ -1,0 +1,148 @@
+import Redis from 'ioredis';
+import { CLUSTER_KEY_PREFIX } from '../../src/cluster';
+import { parsePrometheusText } from '../observability/prometheus-text';
+import { TestRedisServer } from '../rate-limit/support';
+import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
+import { admin, chat, eventually, get, post } from '../support/http';
+import { ScriptedWorker } from '../support/scripted-worker';
+import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
+
+const SECRET = 'cluster-secret-0123456789abcdef0123';
+const TIMEOUT_SECS = 1.5;
+/** Generous bounds: the tests wait for state, they never time it. */
+const WAIT = 15_000;
+
+async function members(gw: TestGateway): Promise<string[]> {
+  const res = await admin(gw.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN);
+  expect(res.status).toBe(200);
+  return (res.json.members as Array<{ id: string }>).map((m) => m.id);
+}
+
+async function gauge(gw: TestGateway, name: string): Promise<number | undefined> {
+  return parsePrometheusText((await get(gw.url, '/metrics')).text).get(name)?.samples[0]?.value;
+}
+
+describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreSQL', () => {
+  let redis: TestRedisServer;
+  let schema: FreshSchema;
+  const gateways = new Map<string, TestGateway>();
+
+  const start = (id: string) =>
+    startGateway({
+      DATABASE_URL: schema.url,
+      CLUSTER_REDIS_URL: redis.url,
+      CLUSTER_SECRET: SECRET,
+      CLUSTER_REPLICA_ID: id,
+      CLUSTER_REPLICA_TIMEOUT_SECS: String(TIMEOUT_SECS),
+    }).then((gw) => {
+      gateways.set(id, gw);
+      return gw;
+    });
+
+  beforeAll(async () => {
+    redis = await TestRedisServer.start();
+    schema = await freshSchema('cluster');
+    // Together, on an empty schema: the migration lock lets all three boot.
+    await Promise.all(['gw-a', 'gw-b', 'gw-c'].map(start));
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const gw of gateways.values()) await gw.close();
+    await redis?.stop();
+    await schema?.drop();
+  });
+
+  it('each replica lists all three on /admin/cluster, itself marked, and counts them on /health', async () => {
+    for (const [id, gw] of gateways) {
+      await eventually(async () => (await members(gw)).length === 3, WAIT, `${id} sees 3 replicas`);
+      const res = await admin(gw.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN);
+      expect(res.json).toMatchObject({ enabled: true, replica_id: id, degraded: false, replica_timeout_secs: TIMEOUT_SECS });
+      expect(res.json.members.map((m: { id: string }) => m.id).sort()).toEqual(['gw-a', 'gw-b', 'gw-c']);
+      expect(res.json.members.filter((m: { self: boolean }) => m.self).map((m: { id: string }) => m.id)).toEqual([id]);
+      expect(res.json.members[0].advertise_url).toBe(gw.url);
+      expect(res.text).not.toContain(SECRET);
+    }
+    await eventually(async () => (await get(gateways.get('gw-a')!.url, '/health')).json.cluster?.members === 3, WAIT, '/health counts 3');
+    expect((await get(gateways.get('gw-a')!.url, '/health')).json.cluster).toEqual({ replica_id: 'gw-a', members: 3, degraded: false });
+    expect(await gauge(gateways.get('gw-a')!, 'switchboard_cluster_members')).toBe(3);
+  });
+
+  it('a stopped replica is gone for the others', async () => {
+    await gateways.get('gw-c')!.close();
+    gateways.delete('gw-c');
+    for (const [id, gw] of gateways) {
+      await eventually(async () => !(await members(gw)).includes('gw-c'), TIMEOUT_SECS * 1000 + WAIT, `${id} drops gw-c`);
+    }
+  });
+
+  it('a replica that stops heartbeating without leaving (a crash) is dropped within the replica timeout', async () => {
+    // A replica that announced itself once and died: its record is never refreshed again.
+    const client = new Redis(redis.url);
+    try {
+      const [secs, micros] = await client.time();
+      const now = Number(secs) * 1000 + Math.floor(Number(micros) / 1000);
+      const record = { id: 'gw-crashed', advertise_url: 'http://10.0.0.9:8080', started_at: now, version: '0.0.0' };
+      await client
+        .multi()
+        .zadd(`${CLUSTER_KEY_PREFIX}members`, now, 'gw-crashed')
+        .hset(`${CLUSTER_KEY_PREFIX}records`, 'gw-crashed', JSON.stringify(record))
+        .exec();
+    } finally {
+      client.disconnect();
+    }
+    const gw = gateways.get('gw-a')!;
+    expect(await members(gw)).toContain('gw-crashed');
+    await eventually(async () => !(await members(gw)).includes('gw-crashed'), TIMEOUT_SECS * 1000 + WAIT, 'gw-a drops gw-crashed');
+  });
+
+  it('Redis lost: degraded on /health and the gauge, still ready and serving its own worker; Redis back: re-joined', async () => {
+    const gw = gateways.get('gw-a')!;
+    const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['local-model'] });
+    await redis.stop();
+
+    const health = (await eventually(
+      async () => {
+        const h = await get(gw.url, '/health');
+        return h.json.cluster?.degraded === true ? h : undefined;
+      },
+      WAIT,
+      'gw-a reports degraded',
+    ))!;
+    expect(health.status).toBe(200);
+    expect(health.json.status).toBe('healthy');
+    expect(health.json.cluster).toEqual({ replica_id: 'gw-a', members: 1, degraded: true });
+    expect(await gauge(gw, 'switchboard_cluster_degraded')).toBe(1);
+    expect((await get(gw.url, '/health/ready')).status).toBe(200);
+    expect((await admin(gw.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json).toMatchObject({ degraded: true, members: [{ id: 'gw-a', self: true }] });
+
+    const answer = post(gw.url, '/v1/chat/completions', chat('local-model'));
+    const request = await worker.next('request');
+    worker.complete(request.request_id, { choices: [{ message: { role: 'assistant', content: 'served alone' } }] });
+    const res = await answer;
+    expect(res.status).toBe(200);
+    expect(res.json.choices[0].message.content).toBe('served alone');
+
+    await redis.start();
+    for (const [id, replica] of gateways) {
+      await eventually(async () => (await get(replica.url, '/health')).json.cluster?.degraded === false, WAIT, `${id} re-joins`);
+      await eventually(async () => (await members(replica)).length === 2, WAIT, `${id} sees both again`);
+    }
+    expect(await gauge(gw, 'switchboard_cluster_degraded')).toBe(0);
+    worker.close();
+  });
+  it('Redis frozen (connections open, nothing answered): /admin/cluster still answers, degraded; thawed: re-joined', async () => {
+    const gw = gateways.get('gw-b')!;
+    redis.pause();
+    try {
+      // The admin read waits CLUSTER_REDIS_TIMEOUT_MS at most, then answers what this replica knows.
+      const res = await admin(gw.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN);
+      expect(res.status).toBe(200);
+      expect(res.json).toMatchObject({ replica_id: 'gw-b', degraded: true, members: [{ id: 'gw-b', self: true }] });
+      expect((await get(gw.url, '/health/ready')).status).toBe(200);
+    } finally {
+      redis.resume();
+    }
+    await eventually(async () => (await get(gw.url, '/health')).json.cluster?.degraded === false, WAIT, 'gw-b re-joins');
+    await eventually(async () => (await members(gw)).length === 2, WAIT, 'gw-b sees both again');
+  });
+});
