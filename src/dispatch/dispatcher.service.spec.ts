@@ -8,7 +8,7 @@ import { WorkerSession } from '../fleet/worker-session';
 import { Fleet } from '../fleet/fleet.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { Dispatcher } from './dispatcher.service';
-import { RelayRequest, RequestTimeouts, ResponseSink } from './relay-request';
+import { RelayRequest, RequestTimeouts, RequestTranslator, ResponseSink } from './relay-request';
 
 class RecordingSink implements ResponseSink {
   clientGone = false;
@@ -216,6 +216,68 @@ describe('Dispatcher (fake clock)', () => {
     expect(sink.outcome.error).toBeUndefined(); // running elsewhere, untouched by the deletion
     fleet.detach(other);
     expect(sink.outcome.error?.code).toBe('provider_deleted');
+  });
+  describe('translation (issue 20)', () => {
+    const messages = extractRequirements('/v1/messages', { messages: [{ role: 'user', content: 'hi' }] });
+
+    function addWorkerServing(endpoints: string[], maxConcurrent = 1) {
+      const channel = new RecordingChannel();
+      const id = `w-${++workerSeq}`;
+      const worker = workerSession(id, 'local', id, ['m'], maxConcurrent, '127.0.0.1', clock.now(), channel, undefined, endpoints);
+      fleet.attach(worker);
+      return { worker, channel };
+    }
+
+    function submitMessages(): { req: RelayRequest; client: RecordingSink; translating: RecordingSink } {
+      const client = new RecordingSink();
+      const translating = new RecordingSink();
+      const translator: RequestTranslator = {
+        endpoint: '/v1/chat/completions',
+        prepare: () => undefined,
+        bodyFor: (model) => `{"translated":"${model}"}`,
+        sinkFor: (on) => (on ? translating : client),
+      };
+      const req = new RelayRequest({
+        id: `r-${Math.random()}`,
+        model: 'm',
+        endpointPath: '/v1/messages',
+        isStreaming: false,
+        body: '{"model":"m"}',
+        headers: undefined,
+        correlationId: 'c',
+        tenant: 'default',
+        priority: 1,
+        sink: client,
+        route: {
+          model: 'm',
+          requirements: messages,
+          translation: { kind: 'anthropic-messages', requirements: { ...messages, endpoint: '/v1/chat/completions' } },
+        },
+        translator,
+      });
+      dispatcher.submit(req);
+      return { req, client, translating };
+    }
+
+    const requests = (c: RecordingChannel) => c.sent.flatMap((m) => (m.type === 'request' ? [[m.endpoint_path, m.body]] : []));
+
+    it('a request waiting for a busy native worker that leaves is served translated at once (and a requeue re-decides)', () => {
+      const native = addWorkerServing(['/v1/chat/completions', '/v1/messages']);
+      const chat = addWorkerServing(['/v1/chat/completions'], 2);
+      const first = submitMessages();
+      const waiting = submitMessages();
+      expect(requests(native.channel)).toEqual([['/v1/messages', '{"model":"m"}']]);
+      expect(requests(chat.channel)).toEqual([]); // the native worker is busy, not gone: the request waits for it
+      expect(waiting.req.phase).toBe('queued');
+      fleet.detach(native.worker);
+      // The first is requeued and re-decided (translated now), the waiting one routed again: both on the chat worker.
+      expect(requests(chat.channel)).toEqual([
+        ['/v1/chat/completions', '{"translated":"m"}'],
+        ['/v1/chat/completions', '{"translated":"m"}'],
+      ]);
+      expect([first.req.sink, waiting.req.sink]).toEqual([first.translating, waiting.translating]);
+      expect(first.req.requeues).toBe(1);
+    });
   });
 });
 

@@ -295,7 +295,29 @@ export class Dispatcher implements LeaseControl {
     }
     // Oldest first, so the earliest arrival gets the first free slot elsewhere.
     for (const req of reqs.sort((a, b) => a.receivedAt - b.receivedAt)) this.rescue(req);
-    this.replanWaitingFor(worker.wildcard ? [...this.queue.waitingModels()] : [...worker.models]);
+    const models = worker.wildcard ? [...this.queue.waitingModels()] : [...worker.models];
+    this.replanWaitingFor(models);
+    this.retranslateWaitingFor(models);
+  }
+
+  /**
+   * Requests waiting for a native worker that translation could serve: the worker that left may have been
+   * the last native one, and a free translating worker would never take them on the pull path (they wait
+   * natively). Routed again: to a free worker now, or left waiting the way the router now says.
+   */
+  private retranslateWaitingFor(models: readonly string[]): void {
+    if (this.queue.totalDepth() === 0) return;
+    for (const model of models) {
+      for (const req of this.queue.waitingFor(model)) {
+        if (!req.plan.translation || req.plan.translated !== undefined || req.phase !== 'queued') continue;
+        const decision = this.router.route(req.plan);
+        if (decision.kind !== 'assign') continue;
+        this.queue.remove(req);
+        leaveQueue(this.observers, req, this.clock.now(), false);
+        req.provider = this.router.provider(decision.worker.provider) ?? req.provider;
+        this.assign(req, decision.worker, decision.model);
+      }
+    }
   }
 
   /** The worker let go of the request before answering: requeued (within the limits) or failed. */

@@ -32,8 +32,11 @@ export interface ResponseSink {
   onDrain(listener: () => void): void;
   /** Cuts the client's connection (it left its buffer full too long); nothing more is written. */
   abort(): void;
-  /** Ends a started stream normally. */
-  endStream(): void;
+  /**
+   * Ends a started stream normally; `status` is the backend's final status when the worker reported one (a worker
+   * without `response_start` streams a backend's error body as chunks and tells its status only here).
+   */
+  endStream(status?: number): void;
   /**
    * Sends a whole response (non-streaming, or a stream that failed before its first chunk) with the
    * worker's headers as received; the sink decides which of them HTTP may carry.

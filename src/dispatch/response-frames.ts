@@ -103,7 +103,7 @@ export class ResponseFrames {
     if (req.phase === 'streaming') {
       // The stream's final status is what the worker reports (its backend's).
       this.end.settle(req, msg.status_code);
-      req.sink.endStream();
+      req.sink.endStream(msg.status_code);
     } else if (msg.status_code < 200) {
       // An interim (1xx) status is not an answer: relaying it would leave the client waiting.
       this.end.fail(req, Errors.workerError());

@@ -341,6 +341,15 @@ describe('Router', () => {
       expect(p.translated).toBeUndefined();
     });
 
+    it('the model asked for, translated, comes before a fallback served natively', async () => {
+      await setup({ ROUTING_FALLBACKS: 'm=alt' });
+      const chat = worker(['m'], { endpoints: CHAT });
+      worker(['alt'], { endpoints: NATIVE });
+      const p = translatable('m');
+      expect(router.route(p)).toMatchObject({ kind: 'assign', worker: chat, model: 'm' });
+      expect(p.translated).toBe('anthropic-messages');
+    });
+
     it('without a translation the endpoint stays missing; `never`, globally or per pool, refuses translation', async () => {
       worker(['m'], { endpoints: CHAT });
       expect(route('m', messages, '/v1/messages')).toMatchObject({

@@ -174,37 +174,36 @@ export class Router implements OnModuleInit {
 
   /** Arrival (and requeue): a worker with a free slot, a queue to wait in, or an error. */
   route(plan: RoutePlan): RouteDecision {
-    if (plan.translated !== undefined) {
-      plan.requirements = plan.native;
-      plan.translated = undefined;
-    }
+    if (plan.translated !== undefined) this.translate(plan, false);
     const verdicts: ModelVerdict[] = [];
-    const native = this.firstEligible(plan, verdicts);
-    if (native || !plan.translation) return native ?? noEligibleWorker(plan, verdicts, this.providers, this.records);
-    // No worker serves the endpoint natively (or none is eligible): one reachable by translation will do.
-    plan.requirements = plan.translation.requirements;
-    plan.translated = plan.translation.kind;
-    const translated = this.firstEligible(plan, []);
-    if (translated) return translated;
-    plan.requirements = plan.native;
-    plan.translated = undefined;
+    for (const model of plan.candidates) {
+      // The model asked for comes first, natively or else translated; a fallback only when neither can serve it.
+      let v = this.judge(model, plan);
+      if (!v.eligible && plan.translation) {
+        this.translate(plan, true);
+        const translated = this.judge(model, plan);
+        if (translated.eligible) v = translated;
+        else this.translate(plan, false);
+      }
+      if (v.eligible) return this.decide(model, plan, v);
+      verdicts.push(v);
+    }
     return noEligibleWorker(plan, verdicts, this.providers, this.records);
   }
 
-  /** The first candidate model with an eligible worker: a free one (assign) or its queue; each verdict is kept. */
-  private firstEligible(plan: RoutePlan, verdicts: ModelVerdict[]): RouteDecision | undefined {
-    for (const model of plan.candidates) {
-      const v = this.judge(model, plan);
-      if (v.eligible) {
-        if (v.chosen) {
-          this.metrics.affinityDecision(this.affine ? this.affinity.result : 'none');
-          return { kind: 'assign', worker: v.chosen, model };
-        }
-        return { kind: 'queue', model, provider: plan.pin ?? v.provider! };
-      }
-      verdicts.push(v);
+  /** Switches the plan to its translation's requirements, or back to its own. */
+  private translate(plan: RoutePlan, on: boolean): void {
+    plan.requirements = on ? plan.translation!.requirements : plan.native;
+    plan.translated = on ? plan.translation!.kind : undefined;
+  }
+
+  /** Assign to the chosen free worker, or queue for the model's eligible (busy) ones. */
+  private decide(model: string, plan: RoutePlan, v: ModelVerdict): RouteDecision {
+    if (v.chosen) {
+      this.metrics.affinityDecision(this.affine ? this.affinity.result : 'none');
+      return { kind: 'assign', worker: v.chosen, model };
     }
-    return undefined;
+    return { kind: 'queue', model, provider: plan.pin ?? v.provider! };
   }
 
   /** A translated request may go to the pool's workers: its `translation` setting, else `routing.translation`. */

@@ -36,6 +36,12 @@ export interface StreamTranslator {
    * (e.g. `message_delta` + `message_stop`, `response.completed`). Called once; nothing after it.
    */
   end(): string;
+  /**
+   * The gateway ends the stream early (timeout, client too slow, stream too large ...): the dialect's closing failure
+   * events (Responses: close open items, then `response.failed` with `error: {code, message}`; Anthropic: one
+   * `event: error` with Anthropic's error shape). Called at most once, instead of `end()`; nothing after it.
+   */
+  fail?(error: { code: string; message: string; status: number }): string;
 }
 
 /**

@@ -90,6 +90,13 @@ describe('TranslatingSink', () => {
     noStart.writeChunk('{"error":"no such route"}');
     noStart.endStream();
     expect(legacy.events.map((e) => (e as unknown[]).slice(0, 2))).toEqual([['complete', 502]]);
+    // The worker's completion tells the backend's status: a 400 stays a 400.
+    const told = new ClientSink();
+    const withStatus = new TranslatingSink(told, codec, ctx, 'anthropic-messages');
+    withStatus.startStream();
+    withStatus.writeChunk('{"error":"prompt is too long"}');
+    withStatus.endStream(400);
+    expect(told.events.map((e) => (e as unknown[]).slice(0, 2))).toEqual([['complete', 400]]);
   });
 
   it('translates whole answers, keeps backend headers that do not describe the body, and maps errors and non-JSON', () => {
@@ -108,6 +115,23 @@ describe('TranslatingSink', () => {
     expect(err.events).toEqual([
       ['complete', 503, { 'content-type': 'application/json' }, JSON.stringify({ type: 'error', status: 503, backend: 'overloaded' })],
     ]);
+  });
+});
+
+describe('TranslatingSink.fail', () => {
+  it("a started stream ends with the dialect's own failure events; before the start, the client's error answer", () => {
+    const failing: DialectCodec = { ...codec, stream: () => ({ ...codec.stream!(ctx), fail: (e) => `failed: ${e.code} ${e.status}\n` }) };
+    const client = new ClientSink();
+    const sink = new TranslatingSink(client, failing, ctx, 'openai-responses');
+    sink.startStream(200);
+    sink.writeChunk('data: {"d":"x"}\n');
+    sink.fail(Errors.requestTimeout());
+    expect(client.events.slice(1)).toEqual([['chunk', 'said: x\n'], ['chunk', 'failed: request_timeout 504\n'], ['end']]);
+    const early = new ClientSink();
+    const before = new TranslatingSink(early, failing, ctx, 'openai-responses');
+    before.startStream(200);
+    before.fail(Errors.requestTimeout());
+    expect(early.events).toEqual([['fail', 'request_timeout']]);
   });
 });
 

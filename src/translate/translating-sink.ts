@@ -1,4 +1,4 @@
-import type { GatewayError } from '../common/gateway-error';
+import { GatewayError, statusOf } from '../common/gateway-error';
 import type { ResponseSink } from '../dispatch/relay-request';
 import type { AnswerContext, DialectCodec, Json, StreamTranslator } from './dialect-codec';
 
@@ -29,6 +29,7 @@ export class TranslatingSink implements ResponseSink {
   /** Backend text seen before the translation produced anything (an error body sent without `response_start`). */
   private unspoken = '';
   private backendHeaders: Record<string, string> | undefined;
+  private failed = false;
 
   constructor(
     private readonly client: ResponseSink,
@@ -94,12 +95,13 @@ export class TranslatingSink implements ResponseSink {
     return this.client.writeChunk(out);
   }
 
-  endStream(): void {
-    if (this.errorStatus !== undefined || !this.stream) return this.sendError(this.errorStatus ?? 502, this.errorText);
+  endStream(status?: number): void {
+    if (this.errorStatus !== undefined || !this.stream) return this.sendError(this.errorStatus ?? errorStatusOr(status), this.errorText);
     const tail = this.stream.end();
     if (!this.clientStarted && this.unspoken.trimStart().startsWith('{')) {
-      // Not a stream at all: the backend answered with a JSON (error) body and no `response_start`.
-      return this.sendError(502, this.unspoken);
+      // Not a stream at all: the backend answered with a JSON (error) body and no `response_start`; its
+      // status comes with the completion (a 400 stays a 400: agents treat it unlike a 5xx).
+      return this.sendError(errorStatusOr(status), this.unspoken);
     }
     this.startClient();
     if (tail !== '') this.client.writeChunk(tail);
@@ -116,7 +118,14 @@ export class TranslatingSink implements ResponseSink {
   }
 
   fail(error: GatewayError): void {
-    this.client.fail(error);
+    // A started translated stream ends with its own dialect's failure events (a Responses client reads
+    // events by `type`, so the generic SSE error event would leave it waiting for a terminal event).
+    const closing =
+      this.clientStarted && !this.failed ? this.stream?.fail?.({ code: error.code, message: error.message, status: statusOf(error.code) }) : undefined;
+    this.failed = true;
+    if (closing === undefined || this.client.clientGone) return this.client.fail(error);
+    if (closing !== '') this.client.writeChunk(closing);
+    this.client.endStream();
   }
 
   private startClient(): void {
@@ -142,6 +151,11 @@ export class TranslatingSink implements ResponseSink {
   private announceTo(): void {
     if (this.announce !== undefined) this.client.addHeaders?.({ [TRANSLATED_HEADER]: this.announce });
   }
+}
+
+/** A backend error's status as reported, or 502 when it reported none (or a success for a body that is no stream). */
+function errorStatusOr(status: number | undefined): number {
+  return status !== undefined && status >= 400 && status <= 599 ? status : 502;
 }
 
 /** Appends up to the error-text bound. */
