@@ -38,7 +38,13 @@ describe('system messages as chat templates accept them', () => {
         { role: 'user', content: 'hi' },
         { role: 'assistant', content: 'hello' },
         { role: 'developer', content: 'Be brief.' },
-        { role: 'user', content: [{ type: 'input_text', text: 'more' }, { type: 'input_image', image_url: 'data:image/png;base64,AA==' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'more' },
+            { type: 'input_image', image_url: 'data:image/png;base64,AA==' },
+          ],
+        },
       ]),
     ).toEqual([
       { role: 'user', content: 'hi' },
@@ -72,7 +78,12 @@ describe('system messages as chat templates accept them', () => {
   });
 
   it('keeps a lone system message when there is no user message to carry it', () => {
-    expect(anthropic([{ role: 'assistant', content: 'a' }, { role: 'system', content: 'note' }])).toEqual([
+    expect(
+      anthropic([
+        { role: 'assistant', content: 'a' },
+        { role: 'system', content: 'note' },
+      ]),
+    ).toEqual([
       { role: 'assistant', content: 'a' },
       { role: 'system', content: 'note' },
     ]);

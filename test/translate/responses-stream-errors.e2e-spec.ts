@@ -35,7 +35,11 @@ describe('Responses API streamed through a chat-only worker: backend errors', ()
     const body = (await res.json()) as { error: { message: string } };
     expect(body.error.message).toContain('maximum context length');
 
-    env.backend.enqueue({ kind: 'status', status: 400, body: JSON.stringify({ error: { message: 'prompt is too long', type: 'invalid_request_error', code: 400 } }) });
+    env.backend.enqueue({
+      kind: 'status',
+      status: 400,
+      body: JSON.stringify({ error: { message: 'prompt is too long', type: 'invalid_request_error', code: 400 } }),
+    });
     const error = await env.openai.responses.create({ model: 'llama3', input: 'again', stream: true }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).message).toContain('prompt is too long');
@@ -44,7 +48,10 @@ describe('Responses API streamed through a chat-only worker: backend errors', ()
   it('ends a stream whose backend reports an error midway with response.failed carrying it', async () => {
     const chunk = (delta: Record<string, unknown>) =>
       `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'llama3', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
-    const sse = chunk({ role: 'assistant', content: 'Par' }) + chunk({ content: 'tial' }) + `data: ${JSON.stringify({ error: { message: 'CUDA out of memory', code: 'oom' } })}\n\n`;
+    const sse =
+      chunk({ role: 'assistant', content: 'Par' }) +
+      chunk({ content: 'tial' }) +
+      `data: ${JSON.stringify({ error: { message: 'CUDA out of memory', code: 'oom' } })}\n\n`;
     env.backend.enqueue({ kind: 'raw-stream', pieces: cutBytes(sse, 11), delayMs: 0, then: 'end' });
     const types: string[] = [];
     let failed: OpenAI.Responses.ResponseFailedEvent | undefined;

@@ -123,7 +123,11 @@ describe('responses codec: request', () => {
     });
     expect(body.messages).toEqual([
       { role: 'user', content: 'Patch it' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: '{"input":"*** Begin Patch"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: '{"input":"*** Begin Patch"}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_p', content: 'Done' },
       {
         role: 'assistant',

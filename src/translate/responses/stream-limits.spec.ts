@@ -58,12 +58,11 @@ describe('responses codec: hostile backends and gateway failures', () => {
     const failed = stream.fail!({ code: 'request_timeout', message: 'The request took longer than 600s', status: 504 });
     sse += failed;
     // The text item closed when the call began; the call is still open.
-    expect(eventsOf(failed).map((e) => e.type)).toEqual([
-      'response.function_call_arguments.done',
-      'response.output_item.done',
-      'response.failed',
-    ]);
-    expect(eventsOf(failed).at(-1)!.response).toMatchObject({ status: 'failed', error: { code: 'request_timeout', message: 'The request took longer than 600s' } });
+    expect(eventsOf(failed).map((e) => e.type)).toEqual(['response.function_call_arguments.done', 'response.output_item.done', 'response.failed']);
+    expect(eventsOf(failed).at(-1)!.response).toMatchObject({
+      status: 'failed',
+      error: { code: 'request_timeout', message: 'The request took longer than 600s' },
+    });
     expect(stream.push(delta({}, 'stop'))).toBe('');
     expect(stream.end()).toBe('');
     // The SDK reads it as the failed response it is (Codex matches on the event type).

@@ -230,7 +230,8 @@ export class ResponsesStream implements StreamTranslator {
   }
 
   private callItem(item: CallItem, status: string): Json {
-    if (item.custom) return Items.customCall(item.id, item.callId, item.name, status === 'in_progress' ? '' : customInput(item.text), status, this.namespaces.get(item.name));
+    if (item.custom)
+      return Items.customCall(item.id, item.callId, item.name, status === 'in_progress' ? '' : customInput(item.text), status, this.namespaces.get(item.name));
     return Items.call(item.id, item.callId, item.name, status === 'in_progress' ? '' : item.text, status, this.namespaces.get(item.name));
   }
 
