@@ -1,4 +1,5 @@
 import { Errors, GatewayError } from '../../common/gateway-error';
+import { placeSystemMessages } from '../system-messages';
 import { arr, isObj, obj, Obj, str } from './shape';
 
 /** One chat-completions message as the backend reads it. */
@@ -155,30 +156,26 @@ function messagesOf(message: unknown, i: number, sink: Sink): ChatMessage[] | Ga
   if (!blocks) return Errors.invalidRequest(`messages.${i}.content: must be a string or an array of blocks`, `messages.${i}.content`);
   if (role === 'assistant') return [assistantMessage(blocks, sink)];
   if (role === 'system') {
-    // Claude Code's in-conversation system notes: chat's system role carries their text.
+    // In-conversation system notes: placed where chat templates accept them by `chatMessages`.
     return [{ role: 'system', content: systemText(blocks, sink) ?? '' }];
   }
   return userMessages(blocks, sink);
 }
 
 /**
- * The chat message list for `system` + `messages`. System text that comes before the first turn is
- * merged into one leading system message: many chat templates accept only one, and only first.
+ * The chat message list for `system` + `messages`. System text before the first turn is merged into one
+ * leading system message, and a system message later on is folded into a user message (`placeSystemMessages`).
  */
 export function chatMessages(system: unknown, messages: unknown, sink: Sink): ChatMessage[] | GatewayError {
   const list = arr(messages);
   if (!list) return Errors.invalidRequest('messages: must be an array', 'messages');
-  const leading: string[] = [];
-  const top = systemText(system, sink);
-  if (top) leading.push(top);
   const out: ChatMessage[] = [];
+  const top = systemText(system, sink);
+  if (top) out.push({ role: 'system', content: top });
   for (let i = 0; i < list.length; i++) {
     const mapped = messagesOf(list[i], i, sink);
     if (mapped instanceof GatewayError) return mapped;
-    for (const m of mapped) {
-      if (m.role === 'system' && out.length === 0 && typeof m.content === 'string') leading.push(m.content);
-      else out.push(m);
-    }
+    out.push(...mapped);
   }
-  return leading.length > 0 ? [{ role: 'system', content: leading.join('\n\n') }, ...out] : out;
+  return placeSystemMessages(out);
 }

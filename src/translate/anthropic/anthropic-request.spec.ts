@@ -48,6 +48,8 @@ describe('anthropicCodec.toChat', () => {
       top_k: 40,
       stop: ['END'],
       user: 'u-42',
+      // No `thinking`: none, as on Anthropic's side (Qwen3-style templates would think by default).
+      chat_template_kwargs: { enable_thinking: false },
     });
     expect(dropped).toEqual(['cache_control']);
     expect(translate({ ...base, system: 'Be brief.', messages: [] }).body.messages).toEqual([{ role: 'system', content: 'Be brief.' }]);
@@ -244,8 +246,7 @@ describe('anthropicCodec.toChat', () => {
       { role: 'system', content: "You are Claude Code, Anthropic's official CLI for Claude.\n\nLeading note." },
       { role: 'user', content: '<system-reminder>ctx</system-reminder>\nfix the bug\nnotes.txt\n\nfile body' },
       { role: 'assistant', content: 'Looking.' },
-      { role: 'system', content: 'Mid-conversation note.' },
-      { role: 'user', content: 'go on' },
+      { role: 'user', content: '<system-reminder>\nMid-conversation note.\n</system-reminder>\n\ngo on' },
     ]);
     expect(body).toMatchObject({ reasoning_effort: 'high', user: 'user_abc_account_x_session_y', max_tokens: 32000 });
     expect(dropped).toEqual(

@@ -94,7 +94,9 @@ function thinking(request: Obj, body: Obj, sink: Sink): void {
   } else if (t?.type === 'adaptive') {
     body.chat_template_kwargs = { enable_thinking: true };
     if (effort && EFFORTS[effort]) body.reasoning_effort = EFFORTS[effort];
-  } else if (t?.type === 'disabled') {
+  } else if (t?.type === 'disabled' || request.thinking === undefined || request.thinking === null) {
+    // No `thinking` means none on Anthropic's side; Qwen3-style templates think unless told not to, and
+    // that hidden reasoning would spend the client's `max_tokens`. Templates without the key ignore it.
     body.chat_template_kwargs = { enable_thinking: false };
   } else if (request.thinking !== undefined) sink.dropped.add(`thinking ${String(t?.type ?? '(not an object)')}`);
   if (effort && body.reasoning_effort === undefined) sink.dropped.add('output_config.effort (thinking not enabled)');

@@ -1,5 +1,5 @@
 import type { AnswerContext, Json } from '../dialect-codec';
-import { namespacesOf } from './request-tools';
+import { customInput, flatToolsOf } from './request-tools';
 import { CodecSources, count, isRecord, num, str } from './shapes';
 
 export type ResponseStatus = 'completed' | 'incomplete' | 'failed' | 'in_progress';
@@ -85,6 +85,11 @@ export const Items = {
     if (namespace !== undefined) item.namespace = namespace;
     return item;
   },
+  customCall(id: string, callId: string, name: string, input: string, status: string, namespace: string | undefined): Json {
+    const item: Json = { id, type: 'custom_tool_call', status, call_id: callId, name, input };
+    if (namespace !== undefined) item.namespace = namespace;
+    return item;
+  },
 };
 
 /** The reasoning text a chat backend gave (vLLM's reasoning parsers: `reasoning_content`, newer `reasoning`). */
@@ -117,12 +122,16 @@ export function fromChatAnswer(chat: Json, ctx: AnswerContext, sources: CodecSou
   // A refusal (OpenAI's own models only) is shown as the answer's text: chat backends here never send one.
   const text = contentText(message.content) + (str(message.refusal) ?? '');
   if (text !== '') output.push(Items.message(sources.newId('msg_'), itemStatus, [Items.textPart(text)]));
-  const namespaces = namespacesOf(ctx.request);
+  const { namespaces, custom } = flatToolsOf(ctx.request);
   for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
     if (!isRecord(call)) continue;
     const fn = isRecord(call.function) ? call.function : {};
     const name = str(fn.name) ?? '';
     const args = typeof fn.arguments === 'string' ? fn.arguments : isRecord(fn.arguments) ? JSON.stringify(fn.arguments) : '';
+    if (custom.has(name)) {
+      output.push(Items.customCall(sources.newId('ctc_'), str(call.id) || sources.newId('call_'), name, customInput(args), 'completed', namespaces.get(name)));
+      continue;
+    }
     output.push(Items.call(sources.newId('fc_'), str(call.id) || sources.newId('call_'), name, args, 'completed', namespaces.get(name)));
   }
   return responseObject({ id, createdAt, ending, output, usage: usageOf(chat.usage) }, ctx);

@@ -43,8 +43,9 @@ export class InputMapper {
       case 'function_call':
         return this.addCall(item, where, str(item.name), str(item.arguments));
       case 'custom_tool_call':
-        // A freeform tool's call: its raw input is the closest thing chat has to an arguments string.
-        return this.addCall(item, where, str(item.name), str(item.input));
+        // A freeform tool is sent to chat as a function taking one string `input` (request-tools.ts): its
+        // past calls are written the same way, so the model sees the form it is asked to answer in.
+        return this.addCall(item, where, str(item.name), JSON.stringify({ input: str(item.input) ?? '' }));
       case 'local_shell_call':
         return this.addCall(item, where, 'local_shell', JSON.stringify(item.action ?? {}));
       case 'function_call_output':

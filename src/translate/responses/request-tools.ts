@@ -6,16 +6,23 @@ import { isRecord, str } from './shapes';
 export interface FlatTools {
   tools: Json[];
   namespaces: Map<string, string>;
+  /** The names of `custom` (freeform) tools, sent as functions taking one string `input`. */
+  custom: Set<string>;
 }
+
+/** A freeform tool's one parameter: chat tools take JSON arguments, so its free text rides in `input`. */
+const CUSTOM_PARAMETERS: Json = { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] };
 
 /**
  * Chat knows only function tools: a `namespace` (a named group of functions, as Codex sends for MCP
- * servers) is flattened into its functions; hosted tools (`web_search`, `file_search`, `local_shell`,
- * `custom`, ...) have no chat equivalent and are left out. A name seen twice keeps its first tool: chat
- * answers a call by name alone.
+ * servers) is flattened into its functions. A `custom` tool (freeform input, such as Codex's
+ * `apply_patch`) is run by the client, so it becomes a function with one string parameter `input` (its
+ * `format` grammar has no chat equivalent and is dropped). Hosted tools (`web_search`, `file_search`,
+ * `local_shell`, ...) have no chat equivalent and are left out. A name seen twice keeps its first tool:
+ * chat answers a call by name alone.
  */
 export function flattenTools(raw: unknown, dropped: Set<string>): FlatTools | GatewayError {
-  const flat: FlatTools = { tools: [], namespaces: new Map() };
+  const flat: FlatTools = { tools: [], namespaces: new Map(), custom: new Set() };
   if (raw === undefined || raw === null) return flat;
   if (!Array.isArray(raw)) return Errors.invalidRequest('tools must be an array', 'tools');
   const seen = new Set<string>();
@@ -28,17 +35,23 @@ export function flattenTools(raw: unknown, dropped: Set<string>): FlatTools | Ga
     }
     seen.add(name);
     if (namespace !== undefined) flat.namespaces.set(name, namespace);
-    flat.tools.push({ type: 'function', function: functionOf(fn, name) });
+    if (fn.type === 'custom') {
+      flat.custom.add(name);
+      if (fn.format != null) dropped.add(`${where}.format`);
+      const custom: Json = { name, parameters: CUSTOM_PARAMETERS };
+      if (typeof fn.description === 'string') custom.description = fn.description;
+      flat.tools.push({ type: 'function', function: custom });
+    } else flat.tools.push({ type: 'function', function: functionOf(fn, name) });
     return undefined;
   };
   for (const [i, tool] of raw.entries()) {
     if (!isRecord(tool)) return Errors.invalidRequest(`tools[${i}] must be an object`, `tools[${i}]`);
-    if (tool.type === 'function') {
+    if (tool.type === 'function' || tool.type === 'custom') {
       const failed = add(tool, `tools[${i}]`);
       if (failed) return failed;
     } else if (tool.type === 'namespace' && typeof tool.name === 'string' && Array.isArray(tool.tools)) {
       for (const [j, fn] of tool.tools.entries()) {
-        if (isRecord(fn) && fn.type === 'function') {
+        if (isRecord(fn) && (fn.type === 'function' || fn.type === 'custom')) {
           const failed = add(fn, `tools[${i}].tools[${j}]`, tool.name);
           if (failed) return failed;
         } else dropped.add(`tools[${i}].tools[${j}] (type ${describeType(fn)})`);
@@ -76,8 +89,22 @@ export function toolChoiceOf(raw: unknown, dropped: Set<string>): unknown {
   return undefined;
 }
 
-/** The function names a client's `namespace` tools contribute (for answers: a call names its namespace again). */
-export function namespacesOf(request: Json): Map<string, string> {
+/**
+ * What answers need of the client's tools: which names came from a `namespace` (a call names it again)
+ * and which are `custom` tools (a call to one is given back as a `custom_tool_call`).
+ */
+export function flatToolsOf(request: Json): FlatTools {
   const flat = flattenTools(request.tools, new Set());
-  return flat instanceof GatewayError ? new Map() : flat.namespaces;
+  return flat instanceof GatewayError ? { tools: [], namespaces: new Map(), custom: new Set() } : flat;
+}
+
+/** A custom tool call's input: the `input` string of its arguments, else the arguments' raw text. */
+export function customInput(args: string): string {
+  try {
+    const parsed: unknown = JSON.parse(args);
+    if (isRecord(parsed) && typeof parsed.input === 'string') return parsed.input;
+  } catch {
+    // not JSON: the model wrote the freeform input itself
+  }
+  return args;
 }

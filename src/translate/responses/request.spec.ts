@@ -110,7 +110,7 @@ describe('responses codec: request', () => {
     expect(dropped).toEqual(['input items of type reasoning']);
   });
 
-  it('turns Codex’s freeform and local shell calls into function calls', () => {
+  it('turns Codex’s freeform calls into calls of their one-string-parameter function, and local shell calls into function calls', () => {
     const { body } = chat({
       model: 'm',
       input: [
@@ -123,7 +123,11 @@ describe('responses codec: request', () => {
     });
     expect(body.messages).toEqual([
       { role: 'user', content: 'Patch it' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: '*** Begin Patch' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_p', type: 'function', function: { name: 'apply_patch', arguments: '{"input":"*** Begin Patch"}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_p', content: 'Done' },
       {
         role: 'assistant',
@@ -145,7 +149,7 @@ describe('responses codec: request', () => {
     expect(body.messages).toContainEqual({ role: 'tool', tool_call_id: 'c1', content: '{"ok":true}' });
   });
 
-  it('keeps function tools, flattens namespaces and leaves hosted tools out', () => {
+  it('keeps function tools, flattens namespaces, sends custom tools as functions of one string and leaves hosted tools out', () => {
     const params = { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] };
     const { body, dropped } = chat({
       model: 'm',
@@ -154,7 +158,7 @@ describe('responses codec: request', () => {
         { type: 'function', name: 'shell', description: 'Run a command', parameters: params, strict: false },
         { type: 'web_search' },
         { type: 'namespace', name: 'mcp__docs', description: 'Docs', tools: [{ type: 'function', name: 'search_docs', parameters: params }] },
-        { type: 'custom', name: 'apply_patch', format: { type: 'grammar' } },
+        { type: 'custom', name: 'apply_patch', description: 'Edit files', format: { type: 'grammar' } },
       ],
       tool_choice: { type: 'function', name: 'shell' },
       parallel_tool_calls: false,
@@ -162,10 +166,18 @@ describe('responses codec: request', () => {
     expect(body.tools).toEqual([
       { type: 'function', function: { name: 'shell', description: 'Run a command', parameters: params, strict: false } },
       { type: 'function', function: { name: 'search_docs', parameters: params } },
+      {
+        type: 'function',
+        function: {
+          name: 'apply_patch',
+          description: 'Edit files',
+          parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] },
+        },
+      },
     ]);
     expect(body.tool_choice).toEqual({ type: 'function', function: { name: 'shell' } });
     expect(body.parallel_tool_calls).toBe(false);
-    expect(dropped).toEqual(['tools[1] (type web_search)', 'tools[3] (type custom)']);
+    expect(dropped).toEqual(['tools[1] (type web_search)', 'tools[3].format']);
   });
 
   it.each([
@@ -220,8 +232,7 @@ describe('responses codec: request', () => {
       true,
     );
     expect(body.messages).toEqual([
-      { role: 'system', content: 'You are Codex.' },
-      { role: 'system', content: '<permissions>' },
+      { role: 'system', content: 'You are Codex.\n\n<permissions>' },
       { role: 'user', content: '<environment_context>' },
       { role: 'user', content: 'write hello.txt' },
     ]);

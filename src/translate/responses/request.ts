@@ -1,5 +1,6 @@
 import { Errors, GatewayError } from '../../common/gateway-error';
 import type { ChatRequest, Json } from '../dialect-codec';
+import { placeSystemMessages } from '../system-messages';
 import { InputMapper } from './request-input';
 import { flattenTools, toolChoiceOf } from './request-tools';
 import { isRecord } from './shapes';
@@ -52,7 +53,8 @@ export function toChatRequest(body: Json, stream: boolean): ChatRequest | Gatewa
   if (failed) return failed;
   if (input.messages.length === 0) return Errors.invalidRequest('input is required: send the conversation as a string or an array of input items', 'input');
 
-  const chat: Json = { model: body.model, messages: input.messages };
+  // `instructions` and `developer` items are system messages: placed where chat templates accept them.
+  const chat: Json = { model: body.model, messages: placeSystemMessages(input.messages) };
   if (stream) {
     chat.stream = true;
     // The final `response.completed` carries usage: chat sends it only when asked.
@@ -76,12 +78,27 @@ export function toChatRequest(body: Json, stream: boolean): ChatRequest | Gatewa
   if (format instanceof GatewayError) return format;
   if (format) chat.response_format = format;
   if (isRecord(body.reasoning)) {
-    if (typeof body.reasoning.effort === 'string') chat.reasoning_effort = body.reasoning.effort;
+    reasoningEffort(body.reasoning.effort, chat, dropped);
     for (const key of Object.keys(body.reasoning)) if (key !== 'effort' && body.reasoning[key] != null) dropped.add(`reasoning.${key.slice(0, 64)}`);
   }
   const user = typeof body.user === 'string' ? body.user : typeof body.safety_identifier === 'string' ? body.safety_identifier : undefined;
   if (user !== undefined) chat.user = user;
   return { body: chat, dropped: [...dropped] };
+}
+
+/**
+ * Chat backends take `reasoning_effort` low, medium or high only (vLLM's request model refuses any other
+ * value, failing the whole turn), while Codex also sends `minimal`, `xhigh` and `none`: the nearest level
+ * is sent instead. `none` asks for no reasoning, which reasoning templates (Qwen3, DeepSeek, GLM) read
+ * as `enable_thinking: false`.
+ */
+const EFFORTS: Record<string, string> = { minimal: 'low', low: 'low', medium: 'medium', high: 'high', xhigh: 'high' };
+
+function reasoningEffort(effort: unknown, chat: Json, dropped: Set<string>): void {
+  if (effort === undefined || effort === null) return;
+  if (effort === 'none') chat.chat_template_kwargs = { enable_thinking: false };
+  else if (typeof effort === 'string' && Object.hasOwn(EFFORTS, effort)) chat.reasoning_effort = EFFORTS[effort];
+  else dropped.add(`reasoning.effort (${typeof effort === 'string' ? effort.slice(0, 64) : typeof effort})`);
 }
 
 function refuseStateful(body: Json): GatewayError | undefined {

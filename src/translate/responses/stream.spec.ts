@@ -156,13 +156,15 @@ describe('responses codec: streamed answers', () => {
     expect(stream.end()).toBe('');
   });
 
-  it('ends with response.failed when the backend stream broke off before finishing', () => {
-    const events = eventsOf(translate(chunk({ content: 'Par' })));
-    expect(events[events.length - 1]).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'server_error' } } });
+  it('ends with response.failed when the backend stream broke off before finishing, even with a [DONE]', () => {
+    for (const backend of [chunk({ content: 'Par' }), chunk({ content: 'Par' }) + DONE]) {
+      const events = eventsOf(translate(backend));
+      expect(events[events.length - 1]).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'server_error' } } });
+    }
   });
 
   it('completes an empty answer, and generates a call id the backend left out', () => {
-    expect(eventsOf(translate(DONE)).map((e) => e.type)).toEqual(['response.created', 'response.in_progress', 'response.completed']);
+    expect(eventsOf(translate(chunk({}, 'stop') + DONE)).map((e) => e.type)).toEqual(['response.created', 'response.in_progress', 'response.completed']);
     const events = eventsOf(translate(chunk({ tool_calls: [{ index: 0, function: { name: 'f', arguments: '{}' } }] }) + chunk({}, 'tool_calls') + DONE));
     expect(events.find((e) => e.type === 'response.output_item.done')!.item).toMatchObject({ call_id: 'call_1', name: 'f', arguments: '{}' });
   });

@@ -1,8 +1,8 @@
 import type { AnswerContext, Json, StreamTranslator } from '../dialect-codec';
 import { Ending, endingOf, Items, reasoningText, responseObject, usageOf } from './answer';
-import { namespacesOf } from './request-tools';
+import { HELD_TEXT_MESSAGE, MAX_HELD_TEXT, SSE_OVERFLOW_MESSAGE, SseLines } from '../sse-lines';
+import { customInput, flatToolsOf } from './request-tools';
 import { CodecSources, isRecord, num, str } from './shapes';
-import { SseReader } from './sse-reader';
 
 interface TextItem {
   index: number;
@@ -13,6 +13,8 @@ interface TextItem {
 interface CallItem extends TextItem {
   callId: string;
   name: string;
+  /** A call of a client's `custom` (freeform) tool: given back as a `custom_tool_call` with its `input`. */
+  custom: boolean;
 }
 
 const TRUNCATED = 'The backend stream ended before its answer was complete';
@@ -22,19 +24,22 @@ const TRUNCATED = 'The backend stream ended before its answer was complete';
  * output item's added → deltas → done, then `response.completed` (or `response.incomplete` when the
  * backend stopped at its token limit, `response.failed` when it reported an error or broke off).
  * Reasoning text becomes a `reasoning` item with one summary part; text one `message` item; each
- * tool call one `function_call` item. Calls stay open until the answer ends, so arguments a backend
- * interleaves between calls all land in theirs.
+ * tool call one `function_call` item (a `custom_tool_call` for the client's `custom` tools, its input
+ * sent whole when the call closes). Calls stay open until the answer ends, so arguments a backend
+ * interleaves between calls all land in theirs. The texts held for the `.done` events are capped
+ * (`MAX_HELD_TEXT`), as is one SSE line (`MAX_SSE_LINE`): past either the answer ends `failed`.
  */
 export class ResponsesStream implements StreamTranslator {
-  private readonly reader = new SseReader();
+  private readonly reader = new SseLines();
   private readonly id: string;
   private readonly namespaces: Map<string, string>;
+  private readonly customTools: Set<string>;
+  private held = 0;
   private readonly output: Json[] = [];
   private seq = 0;
   private nextIndex = 0;
   private createdAt: number | undefined;
   private finished = false;
-  private sawDone = false;
   private finishReason: unknown;
   private usage: Json | undefined;
   private reasoning: TextItem | undefined;
@@ -46,36 +51,44 @@ export class ResponsesStream implements StreamTranslator {
     private readonly sources: CodecSources,
   ) {
     this.id = sources.newId('resp_');
-    this.namespaces = namespacesOf(ctx.request);
+    const tools = flatToolsOf(ctx.request);
+    this.namespaces = tools.namespaces;
+    this.customTools = tools.custom;
   }
 
   push(text: string): string {
     if (this.finished) return '';
-    let out = '';
-    for (const data of this.reader.push(text)) out += this.onData(data);
-    return out;
+    return this.read(this.reader.push(text));
   }
 
   end(): string {
     if (this.finished) return '';
-    let out = '';
-    for (const data of this.reader.end()) out += this.onData(data);
+    const out = this.read(this.reader.end());
     if (this.finished) return out;
+    // A stream cut (or `[DONE]`) before any finish_reason is not a whole answer.
     const ending: Ending =
-      this.finishReason !== undefined
-        ? endingOf(this.finishReason)
-        : this.sawDone
-          ? { status: 'completed' }
-          : { status: 'failed', error: { code: 'server_error', message: TRUNCATED } };
+      this.finishReason !== undefined ? endingOf(this.finishReason) : { status: 'failed', error: { code: 'server_error', message: TRUNCATED } };
     return out + this.finish(ending);
+  }
+
+  fail(error: { code: string; message: string; status: number }): string {
+    if (this.finished) return '';
+    const code = str(error?.code) ?? 'server_error';
+    return this.finish({ status: 'failed', error: { code, message: str(error?.message) ?? 'The gateway ended the stream' } });
+  }
+
+  private read(events: string[]): string {
+    let out = '';
+    for (const data of events) out += this.onData(data);
+    if (this.finished) return out;
+    if (this.reader.overflowed) return out + this.finish({ status: 'failed', error: { code: 'server_error', message: SSE_OVERFLOW_MESSAGE } });
+    if (this.held > MAX_HELD_TEXT) return out + this.finish({ status: 'failed', error: { code: 'server_error', message: HELD_TEXT_MESSAGE } });
+    return out;
   }
 
   private onData(data: string): string {
     if (this.finished) return '';
-    if (data.trim() === '[DONE]') {
-      this.sawDone = true;
-      return '';
-    }
+    if (data.trim() === '[DONE]') return '';
     let chunk: unknown;
     try {
       chunk = JSON.parse(data);
@@ -117,6 +130,7 @@ export class ResponsesStream implements StreamTranslator {
       out += this.event('response.reasoning_summary_part.added', { ...this.at(item), summary_index: 0, part: { type: 'summary_text', text: '' } });
     }
     this.reasoning.text += delta;
+    this.held += delta.length;
     return out + this.delta('response.reasoning_summary_text.delta', this.reasoning, ',"summary_index":0', delta, '');
   }
 
@@ -128,6 +142,7 @@ export class ResponsesStream implements StreamTranslator {
       out += this.event('response.content_part.added', { ...this.at(item), content_index: 0, part: Items.textPart('') });
     }
     this.text.text += delta;
+    this.held += delta.length;
     return out + this.delta('response.output_text.delta', this.text, ',"content_index":0', delta, ',"logprobs":[]');
   }
 
@@ -138,7 +153,9 @@ export class ResponsesStream implements StreamTranslator {
     let item = this.calls.get(key);
     if (!item) {
       const name = str(fn.name) ?? '';
-      item = { index: this.nextIndex++, id: this.sources.newId('fc_'), text: '', callId: str(call.id) || this.sources.newId('call_'), name };
+      const custom = this.customTools.has(name);
+      const id = this.sources.newId(custom ? 'ctc_' : 'fc_');
+      item = { index: this.nextIndex++, id, text: '', callId: str(call.id) || this.sources.newId('call_'), name, custom };
       this.calls.set(key, item);
       out += this.event('response.output_item.added', { output_index: item.index, item: this.callItem(item, 'in_progress') });
     } else if (item.name === '' && typeof fn.name === 'string') {
@@ -147,6 +164,9 @@ export class ResponsesStream implements StreamTranslator {
     const args = typeof fn.arguments === 'string' ? fn.arguments : '';
     if (args === '') return out;
     item.text += args;
+    this.held += args.length;
+    // A custom tool's input is the `input` argument inside this JSON: it is known only when the call ends.
+    if (item.custom) return out;
     return out + this.delta('response.function_call_arguments.delta', item, '', args, '');
   }
 
@@ -175,6 +195,11 @@ export class ResponsesStream implements StreamTranslator {
   }
 
   private closeCall(item: CallItem, status: string): string {
+    if (item.custom) {
+      const input = customInput(item.text);
+      const delta = input === '' ? '' : this.delta('response.custom_tool_call_input.delta', item, '', input, '');
+      return delta + this.event('response.custom_tool_call_input.done', { ...this.at(item), input }) + this.itemDone(item.index, this.callItem(item, status));
+    }
     return (
       this.event('response.function_call_arguments.done', { ...this.at(item), name: item.name, arguments: item.text }) +
       this.itemDone(item.index, this.callItem(item, status))
@@ -192,8 +217,11 @@ export class ResponsesStream implements StreamTranslator {
     this.calls.clear();
     for (const [, close] of open.sort((a, b) => a[0] - b[0])) out += close();
     this.finished = true;
+    this.held = 0;
     const type = ending.status === 'completed' ? 'response.completed' : ending.status === 'incomplete' ? 'response.incomplete' : 'response.failed';
-    return out + this.event(type, { response: this.response(ending, true) });
+    out += this.event(type, { response: this.response(ending, true) });
+    this.output.length = 0;
+    return out;
   }
 
   private response(ending: Ending, final: boolean): Json {
@@ -202,6 +230,8 @@ export class ResponsesStream implements StreamTranslator {
   }
 
   private callItem(item: CallItem, status: string): Json {
+    if (item.custom)
+      return Items.customCall(item.id, item.callId, item.name, status === 'in_progress' ? '' : customInput(item.text), status, this.namespaces.get(item.name));
     return Items.call(item.id, item.callId, item.name, status === 'in_progress' ? '' : item.text, status, this.namespaces.get(item.name));
   }
 
