@@ -8,6 +8,7 @@ import {
   CancelReason,
   EXTENDED_CANCEL_REASONS,
   ModelCapabilities,
+  ResponseCompleteMessage,
   RunnerInfo,
   ServerToWorkerMessage,
   TokenCounts,
@@ -104,12 +105,13 @@ function optStrMap(o: Json, type: string, field: string): Record<string, string>
   const v = o[field];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'object' || Array.isArray(v)) fail(type, field, 'object of strings');
-  const out: Record<string, string> = {};
-  for (const [k, val] of Object.entries(v as Json)) {
-    if (typeof val !== 'string') fail(type, `${field}.${k}`, 'string');
-    out[k] = val;
+  // The object is the frame's own, fresh from JSON.parse (plain, own data properties only): it is
+  // checked in place and handed on rather than copied, once per response.
+  const map = v as Json;
+  for (const k of Object.keys(map)) {
+    if (typeof map[k] !== 'string') fail(type, `${field}.${k}`, 'string');
   }
-  return out;
+  return map as Record<string, string>;
 }
 
 /**
@@ -238,15 +240,18 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
     case 'response_complete': {
       const status = uint(o, type, 'status_code');
       if (status < 100 || status > 599) fail(type, 'status_code', 'HTTP status 100-599');
-      return {
+      const message: ResponseCompleteMessage = {
         type,
         request_id: str(o, type, 'request_id'),
         status_code: status,
         headers: optStrMap(o, type, 'headers'),
         body: optStr(o, type, 'body'),
         token_counts: optTokenCounts(o),
-        ...optGpuTime(o),
       };
+      // Absent stays absent; set in place rather than spread in (an object spread per response).
+      const gpuTime = optGpuTime(o);
+      if (gpuTime !== undefined) message.gpu_time_ms = gpuTime;
+      return message;
     }
     case 'response_start': {
       const status = uint(o, type, 'status_code');

@@ -57,7 +57,6 @@ export function nestedDeeperThan(v: unknown, max: number): boolean {
 }
 
 /** `gpu_time_ms` of `response_complete` (feature `gpu_time`) is a hint: clamped into [0, 7 days]; a non-number is left out, not an error. */
-export function optGpuTime(o: Record<string, unknown>): { gpu_time_ms?: number } {
-  const v = clampInt(o.gpu_time_ms, 0, 7 * 24 * 3600_000);
-  return v === undefined ? {} : { gpu_time_ms: v };
+export function optGpuTime(o: Record<string, unknown>): number | undefined {
+  return clampInt(o.gpu_time_ms, 0, 7 * 24 * 3600_000);
 }
