@@ -114,6 +114,8 @@ function optStrMap(o: Json, type: string, field: string): Record<string, string>
   return map as Record<string, string>;
 }
 
+const TOKEN_COUNT_FIELDS = ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const;
+
 /**
  * Token counts are an accounting hint: each count is clamped into [0, WorkerNumberBounds.tokens]
  * (a huge, negative or fractional count cannot reach the limiters, metrics or usage rows
@@ -125,7 +127,7 @@ function optTokenCounts(o: Json): TokenCounts | undefined {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
   const t = v as Json;
   const counts: TokenCounts = {};
-  for (const field of ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const) {
+  for (const field of TOKEN_COUNT_FIELDS) {
     const n = clampInt(t[field], 0, B.tokens);
     if (n !== undefined) counts[field] = n;
   }
