@@ -11,11 +11,10 @@ import {
   ResponseCompleteMessage,
   RunnerInfo,
   ServerToWorkerMessage,
-  TokenCounts,
   WorkerToServerMessage,
 } from './messages';
 import { optCacheStats } from './cache-stats-codec';
-import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, optGpuTime, WorkerNumberBounds as B } from './number-bounds';
+import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, optGpuTime, optTokenCounts, WorkerNumberBounds as B } from './number-bounds';
 
 /**
  * A frame that is well-formed JSON of a known type but carries values the receiver cannot use
@@ -105,33 +104,10 @@ function optStrMap(o: Json, type: string, field: string): Record<string, string>
   const v = o[field];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'object' || Array.isArray(v)) fail(type, field, 'object of strings');
-  // The object is the frame's own, fresh from JSON.parse (plain, own data properties only): it is
-  // checked in place and handed on rather than copied, once per response.
+  // Fresh from JSON.parse (own data properties only): checked in place, not copied, per response.
   const map = v as Json;
-  for (const k of Object.keys(map)) {
-    if (typeof map[k] !== 'string') fail(type, `${field}.${k}`, 'string');
-  }
+  for (const k of Object.keys(map)) if (typeof map[k] !== 'string') fail(type, `${field}.${k}`, 'string');
   return map as Record<string, string>;
-}
-
-const TOKEN_COUNT_FIELDS = ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const;
-
-/**
- * Token counts are an accounting hint: each count is clamped into [0, WorkerNumberBounds.tokens]
- * (a huge, negative or fractional count cannot reach the limiters, metrics or usage rows
- * unbounded), and anything that is not a number, like a `token_counts` that is not an object, is
- * ignored rather than costing the response it came with.
- */
-function optTokenCounts(o: Json): TokenCounts | undefined {
-  const v = o.token_counts;
-  if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
-  const t = v as Json;
-  const counts: TokenCounts = {};
-  for (const field of TOKEN_COUNT_FIELDS) {
-    const n = clampInt(t[field], 0, B.tokens);
-    if (n !== undefined) counts[field] = n;
-  }
-  return counts;
 }
 
 /** Capabilities are a hint: malformed entries are ignored rather than rejected. */
@@ -250,8 +226,7 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
         body: optStr(o, type, 'body'),
         token_counts: optTokenCounts(o),
       };
-      // Absent stays absent; set in place rather than spread in (an object spread per response).
-      const gpuTime = optGpuTime(o);
+      const gpuTime = optGpuTime(o); // absent stays absent (set, not spread in: no object per response)
       if (gpuTime !== undefined) message.gpu_time_ms = gpuTime;
       return message;
     }
