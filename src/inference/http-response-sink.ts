@@ -110,7 +110,7 @@ export class HttpResponseSink implements ResponseSink {
   }
 
   startStream(status = 200, headers?: Record<string, string>): void {
-    const backend = headers ? sendableHeaders(clientResponseHeaders(headers)) : undefined;
+    const backend = headers ? clientResponseHeaders(headers, sendable) : undefined;
     if (backend) delete backend['content-length']; // the stream is written as it arrives
     // Same names, order and precedence as spreading the four sources, without object spread's slow path.
     const out: Record<string, string> = Object.assign({}, SSE_HEADERS, backend);
@@ -176,7 +176,7 @@ export class HttpResponseSink implements ResponseSink {
 
   sendComplete(status: number, headers: Record<string, string>, body: string | readonly string[]): void {
     this.ended = true;
-    const safe = sendableHeaders(clientResponseHeaders(headers));
+    const safe = clientResponseHeaders(headers, sendable);
     // 204 and 304 responses carry no body; Node would drop it but keep a wrong content-length.
     const bodiless = status === 204 || status === 304;
     if (!bodiless) {
@@ -256,19 +256,21 @@ function sendableHeaders(headers: Record<string, string>): Record<string, string
   const out: Record<string, string> = {};
   for (const name of Object.keys(headers)) {
     const value = headers[name];
-    // Node's own tests (a token name; a defined value without control characters), without the
-    // cost of a throw-and-catch per header; anything they do not pass gets Node's checks below.
-    if (HEADER_TOKEN.test(name) && typeof value === 'string' && !INVALID_HEADER_VALUE.test(value)) {
-      out[name] = value;
-      continue;
-    }
-    try {
-      validateHeaderName(name);
-      validateHeaderValue(name, value);
-      out[name] = value;
-    } catch {
-      // dropped: not representable in HTTP/1.1
-    }
+    if (sendable(name, value)) out[name] = value;
   }
   return out;
+}
+
+/** Whether Node would send this header (a name and value `writeHead` does not throw for). */
+function sendable(name: string, value: string): boolean {
+  // Node's own tests (a token name; a defined value without control characters), without the
+  // cost of a throw-and-catch per header; anything they do not pass gets Node's checks below.
+  if (HEADER_TOKEN.test(name) && typeof value === 'string' && !INVALID_HEADER_VALUE.test(value)) return true;
+  try {
+    validateHeaderName(name);
+    validateHeaderValue(name, value);
+    return true;
+  } catch {
+    return false; // not representable in HTTP/1.1
+  }
 }

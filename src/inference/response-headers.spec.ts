@@ -90,6 +90,16 @@ describe('clientResponseHeaders', () => {
     });
   });
 
+  it('applies a sendable test to what goes out, renamed headers included (an unsendable renamed value sends neither)', () => {
+    const noNewlines = (_name: string, value: string) => !value.includes('\n');
+    expect(clientResponseHeaders({ 'x-a': 'ok', 'x-b': 'bad\nvalue', 'x-ratelimit-remaining-requests': '5' }, noNewlines)).toEqual({
+      'x-a': 'ok',
+      'x-backend-ratelimit-remaining-requests': '5',
+    });
+    expect(clientResponseHeaders({ 'x-backend-retry-after': '1', 'retry-after': 'bad\n' }, noNewlines)).toEqual({});
+    expect(clientResponseHeaders({ 'x-backend-retry-after': '1', 'retry-after': '2' }, noNewlines)).toEqual({ 'x-backend-retry-after': '2' });
+  });
+
   it('answers an empty set for no headers', () => {
     expect(clientResponseHeaders(undefined)).toEqual({});
     expect(clientResponseHeaders({})).toEqual({});

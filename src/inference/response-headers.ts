@@ -41,19 +41,33 @@ const DROP_X_PREFIXES = ['x-switchboard-', 'x-accel-', 'x-forwarded-', 'x-budget
 
 const BACKEND_RATELIMIT_PREFIX = 'x-backend-ratelimit-';
 
-/** The client-facing subset of a worker's response headers (names lowercased, values as given). */
-export function clientResponseHeaders(headers: Record<string, string> | undefined): Record<string, string> {
+/**
+ * The client-facing subset of a worker's response headers (names lowercased, values as given).
+ * `sendable`, when given, is a further test each outgoing name and value must pass (the sink's
+ * check that HTTP can carry them), applied here so the headers are not copied once more for it.
+ */
+export function clientResponseHeaders(
+  headers: Record<string, string> | undefined,
+  sendable?: (name: string, value: string) => boolean,
+): Record<string, string> {
   const out: Record<string, string> = {};
-  const renamed: Record<string, string> = {};
-  const forwardable = forwardableHeaders(headers ?? {}) ?? {};
+  let renamed: Record<string, string> | undefined;
+  const forwardable = headers === undefined ? undefined : forwardableHeaders(headers);
+  if (forwardable === undefined) return out;
   for (const name of Object.keys(forwardable)) {
     const value = forwardable[name];
-    if (name.startsWith('x-ratelimit-')) renamed[BACKEND_RATELIMIT_PREFIX + name.slice('x-ratelimit-'.length)] = value;
-    else if (name === 'retry-after') renamed['x-backend-retry-after'] = value;
-    else if (passes(name, value)) out[name] = value;
+    if (name.startsWith('x-ratelimit-')) (renamed ??= {})[BACKEND_RATELIMIT_PREFIX + name.slice('x-ratelimit-'.length)] = value;
+    else if (name === 'retry-after') (renamed ??= {})['x-backend-retry-after'] = value;
+    else if (passes(name, value) && (sendable === undefined || sendable(name, value))) out[name] = value;
   }
-  // A renamed header wins over a backend header that already had the new name.
-  return Object.assign(out, renamed);
+  if (renamed === undefined) return out;
+  // A renamed header wins over a backend header that already had the new name, also when HTTP
+  // cannot carry its value (then neither goes out).
+  for (const name of Object.keys(renamed)) {
+    if (sendable === undefined || sendable(name, renamed[name])) out[name] = renamed[name];
+    else delete out[name];
+  }
+  return out;
 }
 
 function passes(name: string, value: string): boolean {

@@ -13,6 +13,9 @@ export function registerAccessLog(fastify: FastifyInstance, logger: AppLogger): 
   const log = logger.child({ context: 'AccessLog' }).pino;
   // Declared up front, so a handler setting it does not change the shape of every request object.
   fastify.decorateRequest('accessLogFields', null);
+  // The level is fixed for the process's life: with neither level on, no line is ever written, and
+  // no request needs to pass through a hook for it (Fastify runs onResponse hooks per response).
+  if (!log.isLevelEnabled('info') && !log.isLevelEnabled('debug')) return;
   fastify.addHook('onResponse', (req, reply, done) => {
     // Probes and scrapes are frequent and uninteresting: they only show at debug level.
     const level = req.url.startsWith('/health') || req.url.startsWith('/metrics') ? 'debug' : 'info';

@@ -81,6 +81,8 @@ export class MetricsService {
   private readonly pendingRequests = new DeferredSeries<'provider' | 'model' | 'endpoint' | 'status' | 'tenant'>('add');
   private readonly pendingTokens = new DeferredSeries<'provider' | 'model' | 'tenant' | 'kind'>('add');
   private readonly pendingQueueDepth = new DeferredSeries<'provider'>('set');
+  private readonly pendingWorkerBusy = new DeferredSeries<'pool' | 'tenant'>('add');
+  private readonly pendingAffinity = new DeferredSeries<'result'>('add');
   /** Per-request observations, by series (see HistogramSeries). */
   private readonly durationSeries: HistogramSeries<'provider' | 'model'>;
   private readonly firstByteSeries: HistogramSeries<'provider' | 'model'>;
@@ -148,6 +150,7 @@ export class MetricsService {
       help: "Worker time requests held, by pool and tenant: each request's slot time as a share of its worker (seconds / max_concurrent).",
       labelNames: ['pool', 'tenant'],
       registers,
+      collect: () => this.pendingWorkerBusy.flush((labels, seconds) => this.workerBusySeconds.inc(labels, seconds)),
     });
     this.requeues = new Counter({
       name: `${PREFIX}requeues_total`,
@@ -178,6 +181,7 @@ export class MetricsService {
       help: "Routing decisions by cache affinity outcome: the key's preferred worker, another within the load bound or the strategy's pick (spilled), or no key / affinity off (none).",
       labelNames: ['result'],
       registers,
+      collect: () => this.pendingAffinity.flush((labels, n) => this.affinityTotal.inc(labels, n)),
     });
     // Every outcome's series exists from the start, so a dashboard sees zeros, not gaps.
     for (const result of ['preferred', 'spilled', 'none'] as const) this.affinityTotal.inc({ result }, 0);
@@ -297,7 +301,7 @@ export class MetricsService {
   }
 
   affinityDecision(result: 'preferred' | 'spilled' | 'none'): void {
-    this.affinityTotal.inc({ result });
+    this.pendingAffinity.update(result, () => ({ result }), 1);
   }
 
   /** Registers what fills `worker_kv_cache_usage_ratio` when metrics are scraped. */
@@ -327,7 +331,9 @@ export class MetricsService {
 
   /** A request's slot on a worker of `pool`, as a share of the worker (docs/enterprise.md#gpu-time-chargeback). */
   workerBusy(pool: string, tenant: string, seconds: number): void {
-    if (seconds > 0) this.workerBusySeconds.inc({ pool, tenant: this.tenants.label(tenant) }, seconds);
+    if (!(seconds > 0)) return;
+    const t = this.tenants.label(tenant);
+    this.pendingWorkerBusy.update(`${pool}\0${t}`, () => ({ pool, tenant: t }), seconds);
   }
 
   requeue(provider: string): void {

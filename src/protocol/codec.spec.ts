@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { DroppedFrame, encodeMessage, parseServerMessage, parseWorkerMessage, ProtocolError } from './codec';
 import { WorkerNumberBounds } from './number-bounds';
+import { forwardableHeaders } from './http-headers';
 
 describe('worker protocol codec', () => {
   it('parses a register frame and ignores unknown fields', () => {
@@ -263,5 +264,16 @@ describe('issue 22: gpu_time_ms and runner_capabilities frames', () => {
     expect(() => parseWorkerMessage('{"type":"runner_capabilities","runner_capabilities":[1]}')).toThrow(ProtocolError);
     const deep = '{"a":'.repeat(40) + '1' + '}'.repeat(40);
     expect(() => parseWorkerMessage(`{"type":"runner_capabilities","runner_capabilities":${deep}}`)).toThrow(ProtocolError);
+  });
+});
+
+describe('header maps of worker frames', () => {
+  it('are checked in place: a "__proto__" header is a plain entry that changes no prototype, and is not forwarded', () => {
+    const msg = parseWorkerMessage('{"type":"response_complete","request_id":"r","status_code":200,"headers":{"__proto__":"x","content-type":"text/plain"}}');
+    if (msg.type !== 'response_complete') throw new Error(`unexpected ${msg.type}`);
+    expect(Object.getPrototypeOf(msg.headers)).toBe(Object.prototype);
+    expect(Object.keys(msg.headers!)).toEqual(['__proto__', 'content-type']);
+    expect(forwardableHeaders(msg.headers!)).toEqual({ 'content-type': 'text/plain' });
+    expect(() => parseWorkerMessage('{"type":"response_complete","request_id":"r","status_code":200,"headers":{"a":1}}')).toThrow(ProtocolError);
   });
 });

@@ -8,13 +8,13 @@ import {
   CancelReason,
   EXTENDED_CANCEL_REASONS,
   ModelCapabilities,
+  ResponseCompleteMessage,
   RunnerInfo,
   ServerToWorkerMessage,
-  TokenCounts,
   WorkerToServerMessage,
 } from './messages';
 import { optCacheStats } from './cache-stats-codec';
-import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, optGpuTime, WorkerNumberBounds as B } from './number-bounds';
+import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, optGpuTime, optTokenCounts, WorkerNumberBounds as B } from './number-bounds';
 
 /**
  * A frame that is well-formed JSON of a known type but carries values the receiver cannot use
@@ -104,30 +104,10 @@ function optStrMap(o: Json, type: string, field: string): Record<string, string>
   const v = o[field];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'object' || Array.isArray(v)) fail(type, field, 'object of strings');
-  const out: Record<string, string> = {};
-  for (const [k, val] of Object.entries(v as Json)) {
-    if (typeof val !== 'string') fail(type, `${field}.${k}`, 'string');
-    out[k] = val;
-  }
-  return out;
-}
-
-/**
- * Token counts are an accounting hint: each count is clamped into [0, WorkerNumberBounds.tokens]
- * (a huge, negative or fractional count cannot reach the limiters, metrics or usage rows
- * unbounded), and anything that is not a number, like a `token_counts` that is not an object, is
- * ignored rather than costing the response it came with.
- */
-function optTokenCounts(o: Json): TokenCounts | undefined {
-  const v = o.token_counts;
-  if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
-  const t = v as Json;
-  const counts: TokenCounts = {};
-  for (const field of ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const) {
-    const n = clampInt(t[field], 0, B.tokens);
-    if (n !== undefined) counts[field] = n;
-  }
-  return counts;
+  // Fresh from JSON.parse (own data properties only): checked in place, not copied, per response.
+  const map = v as Json;
+  for (const k of Object.keys(map)) if (typeof map[k] !== 'string') fail(type, `${field}.${k}`, 'string');
+  return map as Record<string, string>;
 }
 
 /** Capabilities are a hint: malformed entries are ignored rather than rejected. */
@@ -238,15 +218,17 @@ export function parseWorkerMessage(text: string): WorkerToServerMessage {
     case 'response_complete': {
       const status = uint(o, type, 'status_code');
       if (status < 100 || status > 599) fail(type, 'status_code', 'HTTP status 100-599');
-      return {
+      const message: ResponseCompleteMessage = {
         type,
         request_id: str(o, type, 'request_id'),
         status_code: status,
         headers: optStrMap(o, type, 'headers'),
         body: optStr(o, type, 'body'),
         token_counts: optTokenCounts(o),
-        ...optGpuTime(o),
       };
+      const gpuTime = optGpuTime(o); // absent stays absent (set, not spread in: no object per response)
+      if (gpuTime !== undefined) message.gpu_time_ms = gpuTime;
+      return message;
     }
     case 'response_start': {
       const status = uint(o, type, 'status_code');

@@ -9,41 +9,38 @@ export function isHopByHopHeader(lowercaseName: string): boolean {
   return HOP_BY_HOP.has(lowercaseName) || lowercaseName.startsWith('proxy-');
 }
 
-/**
- * The lowercased header names a `Connection` header nominates as hop-by-hop for this connection
- * only (RFC 9110 §7.6.1), e.g. `Connection: close, X-Trace` → {close, x-trace}.
- */
-function connectionNominated(headers: Record<string, string | string[] | undefined>): Set<string> | undefined {
-  let nominated: Set<string> | undefined;
-  for (const name of Object.keys(headers)) {
-    if (name.toLowerCase() !== 'connection') continue;
-    const value = headers[name];
-    if (value === undefined) continue;
-    for (const line of Array.isArray(value) ? value : [value]) {
-      for (const token of line.split(',')) {
-        const t = token.trim().toLowerCase();
-        if (t) (nominated ??= new Set()).add(t);
-      }
+/** Adds the lowercased names a `Connection` header value nominates (`close, X-Trace` → close, x-trace). */
+function addNominated(value: string | string[], into: Set<string>): void {
+  for (const line of Array.isArray(value) ? value : [value]) {
+    for (const token of line.split(',')) {
+      const t = token.trim().toLowerCase();
+      if (t) into.add(t);
     }
   }
-  return nominated;
 }
 
 /**
  * Lowercases names and drops hop-by-hop headers, including those the `Connection` header
- * names. Multi-valued headers are joined with ", " (set-cookie is not expected on this path).
- * Returns undefined when nothing is left, because optional wire fields are omitted rather than
- * sent empty.
+ * names (RFC 9110 §7.6.1). Multi-valued headers are joined with ", " (set-cookie is not expected
+ * on this path). Returns undefined when nothing is left, because optional wire fields are omitted
+ * rather than sent empty.
  */
 export function forwardableHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> | undefined {
-  const nominated = connectionNominated(headers);
+  // One pass over the names (this runs for every request and every response); the names a
+  // `Connection` header nominates are taken out afterwards, wherever it stood among the others.
+  let nominated: Set<string> | undefined;
   let out: Record<string, string> | undefined;
   for (const name of Object.keys(headers)) {
     const value = headers[name];
     if (value === undefined) continue;
     const lower = name.toLowerCase();
-    if (isHopByHopHeader(lower) || nominated?.has(lower)) continue;
+    if (lower === 'connection') addNominated(value, (nominated ??= new Set()));
+    if (isHopByHopHeader(lower)) continue;
     (out ??= {})[lower] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  if (nominated && out) {
+    for (const name of nominated) delete out[name];
+    if (Object.keys(out).length === 0) return undefined;
   }
   return out;
 }

@@ -1,3 +1,5 @@
+import type { TokenCounts } from './messages';
+
 /**
  * Bounds on every number a worker frame carries (documented in docs/protocol.md#numbers). A worker
  * is untrusted input: whatever it sends, the numbers that reach limits, metrics, usage rows and
@@ -57,7 +59,26 @@ export function nestedDeeperThan(v: unknown, max: number): boolean {
 }
 
 /** `gpu_time_ms` of `response_complete` (feature `gpu_time`) is a hint: clamped into [0, 7 days]; a non-number is left out, not an error. */
-export function optGpuTime(o: Record<string, unknown>): { gpu_time_ms?: number } {
-  const v = clampInt(o.gpu_time_ms, 0, 7 * 24 * 3600_000);
-  return v === undefined ? {} : { gpu_time_ms: v };
+export function optGpuTime(o: Record<string, unknown>): number | undefined {
+  return clampInt(o.gpu_time_ms, 0, 7 * 24 * 3600_000);
+}
+
+const TOKEN_COUNT_FIELDS = ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const;
+
+/**
+ * Token counts are an accounting hint: each count is clamped into [0, WorkerNumberBounds.tokens]
+ * (a huge, negative or fractional count cannot reach the limiters, metrics or usage rows
+ * unbounded), and anything that is not a number, like a `token_counts` that is not an object, is
+ * ignored rather than costing the response it came with.
+ */
+export function optTokenCounts(o: Record<string, unknown>): TokenCounts | undefined {
+  const v = o.token_counts;
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  const t = v as Record<string, unknown>;
+  const counts: TokenCounts = {};
+  for (const field of TOKEN_COUNT_FIELDS) {
+    const n = clampInt(t[field], 0, WorkerNumberBounds.tokens);
+    if (n !== undefined) counts[field] = n;
+  }
+  return counts;
 }

@@ -101,7 +101,7 @@ export function usageRecordOf(req: UsageSource, status: number, finishedAt: numb
   // A request still queued when it ends (client gone) has not folded its current wait in yet.
   const queueWaitMs = req.waitedMs + (req.queuedAt ? finishedAt - req.queuedAt : 0);
   const counts = req.tokenCounts;
-  return {
+  const record: UsageRecord = {
     id: cut(req.id, USAGE_WIDTHS.id),
     receivedAt: req.receivedAt,
     day: utcDay(req.receivedAt),
@@ -120,8 +120,14 @@ export function usageRecordOf(req: UsageSource, status: number, finishedAt: numb
     queueWaitMs: millis(queueWaitMs),
     ttfbMs: req.firstByteAt ? millis(req.firstByteAt - req.receivedAt) : null,
     durationMs: millis(finishedAt - req.receivedAt),
-    ...slotTime(req, finishedAt),
+    // Filled in by addSlotTime, on this same object (no second object spread into it per request).
+    workerMs: null,
+    backendMs: null,
+    gpuMs: null,
+    cost: null,
   };
+  addSlotTime(record, req, finishedAt);
+  return record;
 }
 
 const MS_PER_HOUR = 3_600_000;
@@ -132,18 +138,16 @@ const MS_PER_HOUR = 3_600_000;
  * `gpus_per_worker` GPUs (docs/enterprise.md#chargeback). Only the last placement counts: a
  * worker that vanished before answering is not charged.
  */
-export function slotTime(req: UsageSource, finishedAt: number): Pick<UsageRecord, 'workerMs' | 'backendMs' | 'gpuMs' | 'cost'> {
-  if (!req.worker || !req.assignedAt) return { workerMs: null, backendMs: null, gpuMs: null, cost: null };
+function addSlotTime(record: UsageRecord, req: UsageSource, finishedAt: number): void {
+  if (!req.worker || !req.assignedAt) return;
   const workerMs = millis(finishedAt - req.assignedAt);
   const gpus = req.provider?.gpusPerWorker ?? 1;
   const gpuMs = (workerMs / Math.max(1, req.worker.maxConcurrent)) * gpus;
   const price = req.provider?.costPerGpuHour;
-  return {
-    workerMs,
-    backendMs: req.backendMs === undefined ? null : millis(req.backendMs),
-    gpuMs,
-    cost: typeof price === 'number' ? (gpuMs / MS_PER_HOUR) * price : null,
-  };
+  record.workerMs = workerMs;
+  record.backendMs = req.backendMs === undefined ? null : millis(req.backendMs);
+  record.gpuMs = gpuMs;
+  record.cost = typeof price === 'number' ? (gpuMs / MS_PER_HOUR) * price : null;
 }
 
 /**

@@ -18,6 +18,13 @@ interface Pending {
   attempts: number;
 }
 
+/** The INSERT's column readers and its statement text per row count (built once, from the entity metadata). */
+interface InsertShape {
+  values: Array<(row: UsageRecordEntity) => unknown>;
+  statement: (rows: number) => string;
+  statements: Map<number, string>;
+}
+
 /**
  * Usage records written behind the request path. `record` only appends to a bounded in-memory
  * buffer. Every `flushIntervalMs`, or as soon as `batchSize` records wait, up to `batchSize` of
@@ -154,30 +161,61 @@ export class TypeOrmUsageRecorder extends UsageRecorder implements OnModuleInit,
    * One multi-row INSERT; a row already present (same request id) is skipped, not an error.
    * The statement is built here rather than by TypeORM's query builder, whose parameter
    * bookkeeping costs more CPU than the rows themselves at hundreds of rows per batch (the flush
-   * runs on the gateway's event loop). Column names and the table come from the entity metadata.
+   * runs on the gateway's event loop). Column names and the table come from the entity metadata;
+   * the statement text is kept per row count (full batches all share one, and the driver's
+   * prepared-statement cache finds it without building it again).
    */
   protected async insert(rows: UsageRecord[]): Promise<void> {
     if (rows.length === 0) return;
+    const shape = (this.shape ??= this.insertShape());
+    const params: unknown[] = new Array(rows.length * shape.values.length);
+    let i = 0;
+    for (const row of rows) {
+      for (const value of shape.values) {
+        const v = value(row as unknown as UsageRecordEntity);
+        params[i++] = v === undefined ? null : v;
+      }
+    }
+    let sql = shape.statements.get(rows.length);
+    if (sql === undefined) {
+      sql = shape.statement(rows.length);
+      // Bounded: row counts are 1..batchSize; a few sizes recur (full batches, the periodic remainder).
+      if (shape.statements.size < 64) shape.statements.set(rows.length, sql);
+    }
+    await this.repo.manager.query(sql, params);
+  }
+
+  private shape: InsertShape | undefined;
+
+  private insertShape(): InsertShape {
     const meta = this.repo.metadata;
     const driver = this.repo.manager.connection.driver;
     const positional = driver.options.type === 'postgres';
     const columns = meta.columns;
-    const params: unknown[] = [];
-    const tuples = rows.map((row) => {
-      const marks = columns.map((c) => {
-        const value = c.getEntityValue(row as unknown as UsageRecordEntity);
-        params.push(value === undefined ? null : value);
-        return positional ? `$${params.length}` : '?';
-      });
-      return `(${marks.join(', ')})`;
-    });
     const table = meta.tablePath
       .split('.')
       .map((part) => driver.escape(part))
       .join('.');
     const names = columns.map((c) => driver.escape(c.databaseName)).join(', ');
     const key = meta.primaryColumns.map((c) => driver.escape(c.databaseName)).join(', ');
-    await this.repo.manager.query(`INSERT INTO ${table} (${names}) VALUES ${tuples.join(', ')} ON CONFLICT (${key}) DO NOTHING`, params);
+    // A plain column's value is its property (what getEntityValue returns for it, without a
+    // transformer); embedded or relation columns keep TypeORM's own lookup.
+    const values = columns.map((c): ((row: UsageRecordEntity) => unknown) => {
+      if (c.embeddedMetadata || c.relationMetadata || c.referencedColumn) return (row) => c.getEntityValue(row);
+      const property = c.propertyName as keyof UsageRecordEntity;
+      return (row) => row[property];
+    });
+    const width = columns.length;
+    const statement = (count: number): string => {
+      const tuples: string[] = [];
+      for (let r = 0; r < count; r++) {
+        const marks: string[] = [];
+        for (let c = 1; c <= width; c++) marks.push(positional ? `$${r * width + c}` : '?');
+        tuples.push(`(${marks.join(', ')})`);
+      }
+      return `INSERT INTO ${table} (${names}) VALUES ${tuples.join(', ')} ON CONFLICT (${key}) DO NOTHING`;
+    };
+    return { values, statement, statements: new Map() };
   }
 
   private failed(batch: Pending[], e: unknown): void {
