@@ -190,9 +190,11 @@ async function relayPart(dir, dist = DISTS[0], tag = '') {
     const plain = [chatBody('bench', false)];
     const streaming = [chatBody('bench', true)];
     const translated = [responsesBody('bench', true)];
-    // Warm up both paths (JIT, connection pools) before measuring.
+    // Warm up every measured path (JIT, connection pools) before measuring: the streaming one too, or
+    // its first requests' compilation and the deoptimisations they trigger land in the streaming figure.
     await drive(backendUrl, 200, plain);
     await drive(gw.url, 200, plain);
+    await drive(gw.url, 200, streaming);
     await drive(gw.url, 50, translated, { path: '/v1/responses' });
 
     const rows = [];

@@ -189,8 +189,13 @@ export class RelayRequest {
   timer: TimerHandle | undefined;
   /** The watchdog line the request waits in (see Watchdogs), if any. */
   watch: { delete(req: RelayRequest): boolean } | undefined;
-  /** When its worker last sent a chunk (or `response_start`): the stall watchdog's reference. */
-  lastChunkAt = 0;
+  /**
+   * When its worker last sent a chunk (or `response_start`): the stall watchdog's reference. A double
+   * from the start (`-0` equals 0), like the clock times written into it later: starting as a small
+   * integer, the field would change representation when the first stream writes a time into it, and
+   * V8 would discard the compiled code of every function that handles a RelayRequest, mid-traffic.
+   */
+  lastChunkAt = -0;
   slowClientTimer: TimerHandle | undefined;
   /** The sink's `progress` when the slow-client timer was armed (see ClientBuffers). */
   slowClientMark: number | undefined;
