@@ -58,6 +58,7 @@ export class MetricsService {
   private readonly cancellations: Counter<'reason'>;
   private readonly rejections: Counter<'code'>;
   private readonly workerEjections: Counter<'provider'>;
+  private readonly translatedTotal: Counter<'kind' | 'provider'>;
   private readonly affinityTotal: Counter<'result'>;
   private readonly kvCacheUsage: Gauge<'provider' | 'worker'>;
   /** Lists each reporting worker's KV-cache usage at scrape time (routing/cache-gauges.ts). */
@@ -174,6 +175,12 @@ export class MetricsService {
       name: `${PREFIX}worker_ejections_total`,
       help: 'Workers taken out of rotation after failing requests in a row (passive outlier detection).',
       labelNames: ['provider'],
+      registers,
+    });
+    this.translatedTotal = new Counter({
+      name: `${PREFIX}translated_requests_total`,
+      help: 'Requests served by translation (their worker lacked the endpoint asked for): `anthropic-messages`, `openai-responses` or `count-tokens` (through /tokenize), by the pool that served them.',
+      labelNames: ['kind', 'provider'],
       registers,
     });
     this.affinityTotal = new Counter({
@@ -307,6 +314,11 @@ export class MetricsService {
   /** Registers what fills `worker_kv_cache_usage_ratio` when metrics are scraped. */
   collectKvCacheWith(collector: () => Iterable<KvCacheReading>): void {
     this.kvCacheCollector = collector;
+  }
+
+  /** A request ended after its last worker served it translated. */
+  translated(kind: string, provider: string): void {
+    this.translatedTotal.inc({ kind, provider });
   }
 
   workerEjection(provider: string): void {

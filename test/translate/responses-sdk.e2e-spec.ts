@@ -38,6 +38,9 @@ describe('Responses API through a chat-completions-only worker (openai SDK)', ()
     expect(data).toMatchObject({ object: 'response', status: 'completed', model: 'llama3', instructions: 'Be brief.', created_at: 1_700_000_000 });
     expect(data.id).toMatch(/^resp_/);
     expect(data.usage).toMatchObject({ input_tokens: 20, output_tokens: 8, total_tokens: 28 });
+    // Operators see it: the request is counted as translated, by kind and pool.
+    const metrics = await (await fetch(`${env.gw.url}/metrics`)).text();
+    expect(metrics).toMatch(/^switchboard_translated_requests_total\{kind="openai-responses",provider="[^"]+"\} [1-9]/m);
     expect(since(from)).toEqual([
       {
         path: '/v1/chat/completions',

@@ -34,6 +34,8 @@ export class MetricsObserver implements RequestObserver {
     );
     // The slot it held on its worker (placement to completion), as a share of that worker.
     const worker = req.worker;
+    const translated = req.plan?.translated;
+    if (translated !== undefined && worker) this.metrics.translated(translated, worker.provider);
     if (worker && req.assignedAt) this.metrics.workerBusy(worker.provider, req.tenant, (now - req.assignedAt) / 1000 / Math.max(1, worker.maxConcurrent));
   }
 
