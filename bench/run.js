@@ -13,12 +13,16 @@
  *
  * Usage: npm run bench [-- --only relay|fleet --requests 2000 --stream-requests 400 --concurrency 16
  *   --chunks 50 --fleet 1,1000 --fleet-requests 4000 --fleet-warmup 1000 --fleet-concurrency 16
- *   --fleet-max-concurrent 32 --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1]
+ *   --fleet-max-concurrent 32 --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1 --trace off|on|both]
  *
  * --dist compares builds in one run: a comma-separated list of build directories (default `dist`);
  * the relay part runs once per build and repetition, interleaved (A B A B …, --repeat times), each
  * with that build's gateway and daemon, and ends with each build's median CPU per request and the
  * ratio to the first build. The fleet part uses the first build.
+ *
+ * --trace on runs the relay part's gateway with OpenTelemetry tracing at full sampling
+ * (OTEL_EXPORTER_OTLP_ENDPOINT at a local sink that answers 200, bench/lib/otlp-sink.js); --trace both
+ * runs every build with tracing off and on, interleaved, and compares them like builds.
  */
 'use strict';
 const http = require('node:http');
@@ -27,6 +31,7 @@ const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { CLK_TCK, cpuMs, fdLimits, children, spawnNode, stop, freePort, waitFor } = require('./lib/proc');
 const { drive: driveLoad, fmt, fmtCpu } = require('./lib/load');
+const { startOtlpSink } = require('./lib/otlp-sink');
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 const ONLY = args.only;
@@ -58,6 +63,16 @@ if (!Number.isInteger(REPEAT) || REPEAT < 1) {
   console.error(`--repeat must be a positive integer, got "${args.repeat}"`);
   process.exit(2);
 }
+const TRACE = String(args.trace ?? 'off');
+if (!['off', 'on', 'both'].includes(TRACE)) {
+  console.error(`--trace must be off, on or both, got "${args.trace}"`);
+  process.exit(2);
+}
+/** Each build, with tracing off and/or on: the relay part's variants, compared in that order. */
+const VARIANTS = DISTS.flatMap((dist) =>
+  (TRACE === 'both' ? [false, true] : [TRACE === 'on']).map((trace) => ({ dist, trace, name: trace ? `${dist} +trace` : dist })),
+);
+let sink; // the OTLP sink while any variant traces
 const SECRET = 'bench-secret';
 const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean) : [];
 
@@ -91,12 +106,23 @@ if (FD.soft < FD_NEED) {
 const fdNote = `open files: Node runs with soft limit ${FD.soft} (hard ${FD.hard}; Node raises its soft limit to the hard one at startup), need about ${FD_NEED} per process`;
 
 /** A fresh gateway with its own SQLite file; nothing in its config limits the number of workers. */
-async function startGateway(dir, label, dist = DISTS[0]) {
+async function startGateway(dir, label, dist = DISTS[0], trace = false) {
   const port = await freePort();
+  // Tracing off must mean off even when the caller's shell has OTEL_* set.
+  const otel = trace
+    ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: 'always_on' }
+    : { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' };
   const child = spawnNode(
     join(dist, 'main.js'),
     [],
-    { LISTEN_ADDR: `127.0.0.1:${port}`, WORKER_SECRET: SECRET, DATABASE_URL: `sqlite:${join(dir, `${label}.db`)}`, LOG_LEVEL: 'error', MAX_QUEUE_LEN: '10000' },
+    {
+      LISTEN_ADDR: `127.0.0.1:${port}`,
+      WORKER_SECRET: SECRET,
+      DATABASE_URL: `sqlite:${join(dir, `${label}.db`)}`,
+      LOG_LEVEL: 'error',
+      MAX_QUEUE_LEN: '10000',
+      ...otel,
+    },
     { nodeFlags: NODE_FLAGS },
   );
   if (NODE_FLAGS.length) console.error(`bench: gateway for ${label} is pid ${child.pid}`);
@@ -157,13 +183,13 @@ function startBackend() {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-async function relayPart(dir, dist = DISTS[0], tag = '') {
+async function relayPart(dir, { dist, trace, name } = VARIANTS[0], tag = '') {
   const backend = await startBackend();
   const backendUrl = `http://127.0.0.1:${backend.address().port}`;
   let gw;
   let daemon;
   try {
-    gw = await startGateway(dir, `relay${tag}`, dist);
+    gw = await startGateway(dir, `relay${tag}`, dist, trace);
     daemon = spawnNode(
       join(dist, 'worker/main.js'),
       [
@@ -201,7 +227,7 @@ async function relayPart(dir, dist = DISTS[0], tag = '') {
       rows.push({ label, direct, gateway });
     }
     console.log(
-      `Relay${tag ? ` [${dist}]${tag}` : ''} — ${REQUESTS} non-streaming / ${STREAM_REQUESTS} streaming (${CHUNKS} chunks) requests, concurrency ${CONCURRENCY}, loopback`,
+      `Relay${tag || trace ? ` [${name}]${tag}` : ''} — ${REQUESTS} non-streaming / ${STREAM_REQUESTS} streaming (${CHUNKS} chunks) requests, concurrency ${CONCURRENCY}, loopback`,
     );
     console.log(
       '| workload | direct req/s | gateway req/s | throughput ratio | direct p50 ms | gateway p50 ms | gateway p99 ms | gateway TTFB p50 ms | gateway CPU ms/req | failures |',
@@ -222,26 +248,28 @@ async function relayPart(dir, dist = DISTS[0], tag = '') {
   }
 }
 
-/** The relay part once per build and repetition, interleaved, then medians and ratios to the first build. */
+/** The relay part once per variant (build, tracing) and repetition, interleaved, then medians and ratios to the first. */
 async function relayCompare(dir) {
-  const cpu = new Map(DISTS.map((d) => [d, { 'non-streaming': [], streaming: [] }]));
+  const cpu = new Map(VARIANTS.map((v) => [v.name, { 'non-streaming': [], streaming: [] }]));
   for (let r = 0; r < REPEAT; r++) {
-    for (const [i, dist] of DISTS.entries()) {
-      const rows = await relayPart(dir, dist, ` #${r + 1}.${i + 1}`);
-      for (const { label, gateway } of rows) cpu.get(dist)[label].push(gateway.gatewayCpuMs);
+    for (const [i, variant] of VARIANTS.entries()) {
+      const rows = await relayPart(dir, variant, ` #${r + 1}.${i + 1}`);
+      for (const { label, gateway } of rows) cpu.get(variant.name)[label].push(gateway.gatewayCpuMs);
     }
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  console.log(`Relay comparison — gateway CPU ms/req, ${REPEAT} interleaved run(s) per build; median, all runs, ratio of medians to ${DISTS[0]}`);
+  const first = VARIANTS[0].name;
+  console.log(`Relay comparison — gateway CPU ms/req, ${REPEAT} interleaved run(s) per variant; median, all runs, ratio of medians to ${first}`);
   console.log('| build | workload | median | runs | ratio |');
   console.log('|---|---|---|---|---|');
   for (const label of ['non-streaming', 'streaming']) {
-    const base = median(cpu.get(DISTS[0])[label]);
-    for (const dist of DISTS) {
-      const xs = cpu.get(dist)[label];
-      console.log(`| ${dist} | ${label} | ${fmtCpu(median(xs))} | ${xs.map(fmtCpu).join(' ')} | ${(median(xs) / base).toFixed(2)} |`);
+    const base = median(cpu.get(first)[label]);
+    for (const { name } of VARIANTS) {
+      const xs = cpu.get(name)[label];
+      console.log(`| ${name} | ${label} | ${fmtCpu(median(xs))} | ${xs.map(fmtCpu).join(' ')} | ${(median(xs) / base).toFixed(2)} |`);
     }
   }
+  if (sink) console.log(`tracing: the OTLP sink received ${sink.stats.posts} batches, ${(sink.stats.bytes / 1e6).toFixed(1)} MB`);
   console.log('');
 }
 
@@ -344,13 +372,15 @@ async function main() {
   watchdog.unref();
   try {
     if (ONLY !== 'fleet') {
-      if (DISTS.length === 1 && REPEAT === 1) await relayPart(dir);
+      if (VARIANTS.some((v) => v.trace)) sink = await startOtlpSink();
+      if (VARIANTS.length === 1 && REPEAT === 1) await relayPart(dir);
       else await relayCompare(dir);
     }
     if (ONLY !== 'relay') await fleetPart(dir);
   } finally {
     for (const c of children) await stop(c, 5000);
     rmSync(dir, { recursive: true, force: true });
+    sink?.close();
   }
 }
 

@@ -1,24 +1,27 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { SpanKind } from '@opentelemetry/api';
 import type { TokenCounts } from '../../protocol';
 import { CLOCK, Clock } from '../../common/clock';
 import type { GatewayError } from '../../common/gateway-error';
 import type { WorkerSnapshot } from '../../fleet/worker-snapshot';
 import { ATTR, maxTokensOf, operationOf } from '../../telemetry/gen-ai';
+import type { TraceSpan } from '../../telemetry/trace-span';
 import { Tracing } from '../../telemetry/tracing.service';
 import type { RelayRequest } from '../relay-request';
 import { RequestObserver } from './request-observer';
 
 /** The open span of one request. */
 interface RequestTrace {
-  server: Span;
+  server: TraceSpan;
   attempts: number;
   /** Its queue time already shown as `queue wait` spans (the dispatcher's `waitedMs` then). */
   waitedMs: number;
-  /** Attributes learnt on the way (tokens, time to first byte), set with the final ones in one call. */
-  late: Record<string, number>;
   /** The `traceparent` (and `tracestate`) the worker gets: the server span's, made once. */
   propagated: Record<string, string> | undefined;
+  /** Learnt on the way, set at the end: a span takes each attribute once, and these may be reported again. */
+  ttfbMs: number | undefined;
+  inputTokens: number | undefined;
+  outputTokens: number | undefined;
 }
 
 /**
@@ -53,21 +56,23 @@ export class TraceObserver implements RequestObserver {
     // The dispatcher has just added this wait to `waitedMs` (a request dispatched at once has none).
     const waited = req.waitedMs - t.waitedMs;
     if (waited > 0) {
-      this.tracing.start('queue wait', SpanKind.INTERNAL, t.server, now - waited, { [ATTR.pool]: req.provider.name }).end(now);
+      if (t.server.recording)
+        this.tracing
+          .child('queue wait', SpanKind.INTERNAL, t.server, now - waited)
+          .set(ATTR.pool, req.provider.name)
+          .end(now);
       t.waitedMs = req.waitedMs;
     }
     t.attempts += 1;
-    t.server.addEvent(
-      'worker attempt',
-      {
-        [ATTR.attempt]: t.attempts,
-        [ATTR.pool]: worker.provider,
-        [ATTR.workerId]: worker.id,
-        [ATTR.workerName]: worker.name,
-        [ATTR.responseModel]: req.targetModel,
-      },
-      now,
-    );
+    const s = t.server;
+    if (s.recording) {
+      s.event(
+        'worker attempt',
+        now,
+        `${s.attr(ATTR.attempt, t.attempts)},${s.attr(ATTR.pool, worker.provider)},${s.attr(ATTR.workerId, worker.id)},` +
+          `${s.attr(ATTR.workerName, worker.name)},${s.attr(ATTR.responseModel, req.targetModel)}`,
+      );
+    }
     // The worker's daemon passes request headers on: a backend with OpenTelemetry joins this trace.
     if (req.headers) {
       if (!t.propagated) this.tracing.inject(t.server, (t.propagated = {}));
@@ -78,65 +83,62 @@ export class TraceObserver implements RequestObserver {
   firstByte(req: RelayRequest, _worker: WorkerSnapshot, now: number): void {
     const t = this.traces.get(req);
     if (!t) return;
-    t.server.addEvent('first byte', now);
-    t.late[ATTR.ttfbMs] = now - req.receivedAt;
+    t.server.event('first byte', now);
+    t.ttfbMs = now - req.receivedAt;
   }
 
   tokens(req: RelayRequest, counts: TokenCounts): void {
     const t = this.traces.get(req);
     if (!t) return;
-    if (counts.prompt_tokens !== undefined) t.late[ATTR.inputTokens] = counts.prompt_tokens;
-    if (counts.completion_tokens !== undefined) t.late[ATTR.outputTokens] = counts.completion_tokens;
+    if (counts.prompt_tokens !== undefined) t.inputTokens = counts.prompt_tokens;
+    if (counts.completion_tokens !== undefined) t.outputTokens = counts.completion_tokens;
   }
 
   requeued(req: RelayRequest): void {
     const t = this.traces.get(req);
     if (!t) return;
-    t.server.addEvent('worker lost', { [ATTR.attempt]: t.attempts }, this.clock.now());
+    t.server.event('worker lost', this.clock.now(), t.server.attr(ATTR.attempt, t.attempts));
   }
 
   rejected(req: RelayRequest, error: GatewayError): void {
-    (this.traces.get(req) ?? this.open(req, req.receivedAt)).server.addEvent('rejected', { [ATTR.errorType]: error.code });
+    const s = (this.traces.get(req) ?? this.open(req, req.receivedAt)).server;
+    s.event('rejected', this.clock.now(), s.attr(ATTR.errorType, error.code));
   }
 
   finished(req: RelayRequest, status: number, now: number, error: GatewayError | undefined): void {
     const t = this.traces.get(req) ?? this.open(req, req.receivedAt || now);
     this.traces.delete(req);
     const s = t.server;
-    // One call: each setAttribute checks its value and the span's limits on its own.
-    const attributes: Record<string, string | number> = { ...t.late, [ATTR.status]: status, [ATTR.queueWaitMs]: req.waitedMs, [ATTR.requeues]: req.requeues };
-    if (req.targetModel) attributes[ATTR.responseModel] = req.targetModel;
-    if (req.provider) attributes[ATTR.pool] = req.provider.name;
-    if (req.worker) {
-      attributes[ATTR.workerId] = req.worker.id;
-      attributes[ATTR.workerName] = req.worker.name;
-    }
-    if (req.queuePosition) attributes[ATTR.queuePosition] = req.queuePosition;
-    const errorType = error?.code ?? (status >= 400 ? String(status) : undefined);
-    if (errorType) attributes[ATTR.errorType] = errorType;
-    s.setAttributes(attributes);
-    if (status >= 500 || error) s.setStatus({ code: SpanStatusCode.ERROR, message: error?.code ?? `HTTP ${status}` });
+    if (!s.recording) return;
+    s.set(ATTR.ttfbMs, t.ttfbMs).set(ATTR.inputTokens, t.inputTokens).set(ATTR.outputTokens, t.outputTokens);
+    s.set(ATTR.status, status).set(ATTR.queueWaitMs, req.waitedMs).set(ATTR.requeues, req.requeues);
+    if (req.targetModel) s.set(ATTR.responseModel, req.targetModel);
+    if (req.provider) s.set(ATTR.pool, req.provider.name);
+    if (req.worker) s.set(ATTR.workerId, req.worker.id).set(ATTR.workerName, req.worker.name);
+    if (req.queuePosition) s.set(ATTR.queuePosition, req.queuePosition);
+    s.set(ATTR.errorType, error?.code ?? (status >= 400 ? String(status) : undefined));
+    if (status >= 500 || error) s.error(error?.code ?? `HTTP ${status}`);
     s.end(now);
   }
 
   /** The request's server span, child of the client's `traceparent` when it sent one. */
   private open(req: RelayRequest, now: number): RequestTrace {
     const operation = operationOf(req.endpointPath);
-    const attributes: Record<string, string | number | boolean> = {
-      [ATTR.operation]: operation,
-      [ATTR.requestModel]: req.model,
-      [ATTR.stream]: req.isStreaming,
-      [ATTR.path]: req.endpointPath,
-      [ATTR.tenant]: req.tenant,
-      [ATTR.correlationId]: req.correlationId,
-      [ATTR.requestId]: req.id,
-    };
-    if (req.keyId) attributes[ATTR.keyId] = req.keyId;
-    const maxTokens = maxTokensOf(req.body);
-    if (maxTokens !== undefined) attributes[ATTR.maxTokens] = maxTokens;
-    if (this.tracing.captureContent) attributes[ATTR.inputMessages] = req.body;
-    const server = this.tracing.start(`${operation} ${req.model}`, SpanKind.SERVER, this.tracing.parentOf(req.headers), req.receivedAt || now, attributes);
-    const t: RequestTrace = { server, attempts: 0, waitedMs: 0, late: {}, propagated: undefined };
+    const server = this.tracing.start(`${operation} ${req.model}`, SpanKind.SERVER, this.tracing.parentOf(req.headers), req.receivedAt || now);
+    if (server.recording) {
+      server
+        .set(ATTR.operation, operation)
+        .set(ATTR.requestModel, req.model)
+        .set(ATTR.stream, req.isStreaming)
+        .set(ATTR.path, req.endpointPath)
+        .set(ATTR.tenant, req.tenant)
+        .set(ATTR.correlationId, req.correlationId)
+        .set(ATTR.requestId, req.id)
+        .set(ATTR.keyId, req.keyId || undefined)
+        .set(ATTR.maxTokens, maxTokensOf(req.body));
+      if (this.tracing.captureContent) server.set(ATTR.inputMessages, req.body);
+    }
+    const t: RequestTrace = { server, attempts: 0, waitedMs: 0, propagated: undefined, ttfbMs: undefined, inputTokens: undefined, outputTokens: undefined };
     this.traces.set(req, t);
     return t;
   }
