@@ -13,7 +13,7 @@
  *
  * Usage: npm run bench [-- --only relay|fleet --requests 2000 --stream-requests 400 --concurrency 16
  *   --chunks 50 --fleet 1,1000 --fleet-requests 4000 --fleet-warmup 1000 --fleet-concurrency 16
- *   --fleet-max-concurrent 32 --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1 --trace off|on|both]
+ *   --fleet-max-concurrent 32 --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1 --trace off|on|both --threads]
  *
  * --dist compares builds in one run: a comma-separated list of build directories (default `dist`);
  * the relay part runs once per build and repetition, interleaved (A B A B …, --repeat times), each
@@ -23,13 +23,15 @@
  * --trace on runs the relay part's gateway with OpenTelemetry tracing at full sampling
  * (OTEL_EXPORTER_OTLP_ENDPOINT at a local sink that answers 200, bench/lib/otlp-sink.js); --trace both
  * runs every build with tracing off and on, interleaved, and compares them like builds.
+ * --threads also prints (stderr) each measured phase's gateway CPU split into the main thread and
+ * the other threads (V8's garbage-collector helpers, libuv's pool).
  */
 'use strict';
 const http = require('node:http');
 const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
-const { CLK_TCK, cpuMs, fdLimits, children, spawnNode, stop, freePort, waitFor } = require('./lib/proc');
+const { CLK_TCK, cpuMs, threadCpuMs, fdLimits, children, spawnNode, stop, freePort, waitFor } = require('./lib/proc');
 const { drive: driveLoad, fmt, fmtCpu } = require('./lib/load');
 const { startOtlpSink } = require('./lib/otlp-sink');
 
@@ -68,12 +70,12 @@ if (!['off', 'on', 'both'].includes(TRACE)) {
   console.error(`--trace must be off, on or both, got "${args.trace}"`);
   process.exit(2);
 }
-/** Each build, with tracing off and/or on: the relay part's variants, compared in that order. */
 const VARIANTS = DISTS.flatMap((dist) =>
   (TRACE === 'both' ? [false, true] : [TRACE === 'on']).map((trace) => ({ dist, trace, name: trace ? `${dist} +trace` : dist })),
 );
 let sink; // the OTLP sink while any variant traces
 const SECRET = 'bench-secret';
+const THREADS = process.argv.includes('--threads');
 const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean) : [];
 
 const COMPLETION = JSON.stringify({
@@ -134,10 +136,17 @@ async function startGateway(dir, label, dist = DISTS[0], trace = false) {
 /** Runs `phase` and adds the CPU ms per request each named process spent meanwhile. */
 async function withCpu(label, pids, total, phase) {
   const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuMs(pid)]));
+  const threadsBefore = THREADS ? threadCpuMs(pids.gateway) : undefined;
   const from = process.hrtime.bigint() / 1000n;
   const result = await phase();
   const to = process.hrtime.bigint() / 1000n;
   for (const [k, pid] of Object.entries(pids)) result[`${k}CpuMs`] = (cpuMs(pid) - before[k]) / total;
+  if (threadsBefore) {
+    const after = threadCpuMs(pids.gateway);
+    console.error(
+      `bench: ${label} gateway CPU ms/req: main thread ${fmtCpu((after.main - threadsBefore.main) / total)}, other threads ${fmtCpu((after.other - threadsBefore.other) / total)}`,
+    );
+  }
   // Same monotonic clock as V8 profile timestamps: bench/profile-top.js --from/--to cuts to this phase.
   if (NODE_FLAGS.length) console.error(`bench: ${label} measured phase: --from ${from} --to ${to} (gateway pid ${pids.gateway})`);
   return result;

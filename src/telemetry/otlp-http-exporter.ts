@@ -50,12 +50,12 @@ export class OtlpHttpJsonExporter implements BatchTransport {
     this.url = new URL(options.url);
   }
 
-  send(body: string): Promise<void> {
+  send(body: Buffer): Promise<void> {
     const send = this.url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
       const req = send(this.url, {
         method: 'POST',
-        headers: { ...this.options.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        headers: { ...this.options.headers, 'content-type': 'application/json', 'content-length': body.length },
         timeout: this.options.timeoutMs,
       });
       req.on('response', (res) => {

@@ -37,8 +37,11 @@ function anyValue(value: AttrValue): string {
     case 'number':
       // JSON has no NaN or Infinity: the transformer's JSON.stringify writes them as null too.
       return Number.isInteger(value) ? `{"intValue":${value}}` : `{"doubleValue":${Number.isFinite(value) ? value : null}}`;
-    default:
+    case 'boolean':
       return `{"boolValue":${value}}`;
+    default:
+      // Not reachable through the types; a value off a worker's frame must not break a batch's JSON.
+      return `{"stringValue":${JSON.stringify(String(value))}}`;
   }
 }
 

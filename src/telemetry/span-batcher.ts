@@ -25,7 +25,48 @@ export function batchOptionsFromEnv(): BatchOptions {
 
 /** Sends one export request's body; rejects when the collector did not take it. */
 export interface BatchTransport {
-  send(body: string): Promise<void>;
+  send(body: Buffer): Promise<void>;
+}
+
+/**
+ * One export request's body, written as its spans end: UTF-8 bytes outside the JS heap. Queued
+ * spans kept as strings (or objects) until their batch left were old-generation garbage for every
+ * collection meanwhile; bytes in a buffer cost the collector nothing, and the buffer is reused.
+ */
+class BatchBody {
+  count = 0;
+  private len: number;
+
+  constructor(
+    private buf: Buffer,
+    start: string,
+  ) {
+    this.len = 0;
+    this.write(start);
+  }
+
+  add(encoded: string): void {
+    if (this.count > 0) this.write(',');
+    this.write(encoded);
+    this.count += 1;
+  }
+
+  /** The finished body; the buffer is the batcher's again once it is sent. */
+  finish(end: string): { body: Buffer; buffer: Buffer } {
+    this.write(end);
+    return { body: this.buf.subarray(0, this.len), buffer: this.buf };
+  }
+
+  private write(text: string): void {
+    // A UTF-16 unit is at most 3 UTF-8 bytes: with that room, write() never stops short.
+    const need = this.len + text.length * 3;
+    if (need > this.buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(need, this.buf.length * 2));
+      this.buf.copy(bigger, 0, 0, this.len);
+      this.buf = bigger;
+    }
+    this.len += this.buf.write(text, this.len);
+  }
 }
 
 /**
@@ -36,7 +77,11 @@ export interface BatchTransport {
  * with the SDK (no retries); the loss is logged at most once a minute.
  */
 export class SpanBatcher implements SpanSink {
-  private queue: string[] = [];
+  /** Batches not yet sent, oldest first; only the last one takes more spans. */
+  private readonly batches: BatchBody[] = [];
+  private queued = 0;
+  /** A sent batch's buffer, for the next batch. */
+  private spare: Buffer | undefined;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private exporting: Promise<void> | undefined;
@@ -54,15 +99,22 @@ export class SpanBatcher implements SpanSink {
 
   ended(encoded: string): void {
     if (this.stopped) return;
-    if (this.queue.length >= this.options.maxQueueSize) return this.lose(1, 'the export queue is full (OTEL_BSP_MAX_QUEUE_SIZE)');
-    this.queue.push(encoded);
-    if (this.queue.length >= this.options.maxExportBatchSize) this.exportSoon();
+    if (this.queued >= this.options.maxQueueSize) return this.lose(1, 'the export queue is full (OTEL_BSP_MAX_QUEUE_SIZE)');
+    let batch = this.batches[this.batches.length - 1];
+    if (!batch || batch.count >= this.options.maxExportBatchSize) {
+      batch = new BatchBody(this.spare ?? Buffer.allocUnsafe(64 * 1024), this.bodyStart);
+      this.spare = undefined;
+      this.batches.push(batch);
+    }
+    batch.add(encoded);
+    this.queued += 1;
+    if (batch.count >= this.options.maxExportBatchSize) this.exportSoon();
     else this.timer ??= setTimeout(() => this.exportNext(), this.options.scheduledDelayMs).unref();
   }
 
   /** Exports everything queued (and waits for the export under way). */
   async flush(): Promise<void> {
-    while (this.exporting || this.queue.length > 0) {
+    while (this.exporting || this.batches.length > 0) {
       this.exportNext();
       await this.exporting;
     }
@@ -82,15 +134,19 @@ export class SpanBatcher implements SpanSink {
   private exportNext(): void {
     this.cancelTimers();
     // The export under way looks at the queue again when it ends.
-    if (this.exporting || this.queue.length === 0) return;
-    const spans = this.queue.splice(0, this.options.maxExportBatchSize);
+    const batch = this.exporting ? undefined : this.batches.shift();
+    if (!batch) return;
+    this.queued -= batch.count;
+    const { body, buffer } = batch.finish(BODY_END);
     this.exporting = this.transport
-      .send(this.bodyStart + spans.join(',') + BODY_END)
-      .catch((e: unknown) => this.lose(spans.length, `export failed: ${e instanceof Error ? e.message : String(e)}`))
+      .send(body)
+      .catch((e: unknown) => this.lose(batch.count, `export failed: ${e instanceof Error ? e.message : String(e)}`))
       .finally(() => {
         this.exporting = undefined;
-        if (this.queue.length >= this.options.maxExportBatchSize) this.exportSoon();
-        else if (this.queue.length > 0 && !this.stopped) this.timer ??= setTimeout(() => this.exportNext(), this.options.scheduledDelayMs).unref();
+        this.spare = buffer;
+        const next = this.batches[0];
+        if (next && next.count >= this.options.maxExportBatchSize) this.exportSoon();
+        else if (next && !this.stopped) this.timer ??= setTimeout(() => this.exportNext(), this.options.scheduledDelayMs).unref();
       });
   }
 

@@ -15,6 +15,8 @@ const SERVICE_NAME = 'switchboard';
 const propagator = new W3CTraceContextPropagator();
 const NO_ATTRIBUTES: Attributes = Object.freeze({}) as Attributes;
 const NO_LINKS: Link[] = [];
+// Read once: the SDK's index exports it through a getter.
+const SAMPLED = SamplingDecision.RECORD_AND_SAMPLED;
 
 const headerGetter = {
   get: (carrier: Record<string, string>, key: string) => carrier[key],
@@ -72,7 +74,7 @@ export class Tracing implements OnApplicationShutdown {
     const valid = remote !== undefined && isSpanContextValid(remote);
     const traceId = valid ? remote.traceId : this.ids.traceId();
     const result = this.sampler!.shouldSample(parent, traceId, name, kind, NO_ATTRIBUTES, NO_LINKS);
-    const sampled = result.decision === SamplingDecision.RECORD_AND_SAMPLED;
+    const sampled = result.decision === SAMPLED;
     const traceState = result.traceState ?? (valid ? remote.traceState : undefined);
     return new TraceSpan({
       traceId,

@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { SpanKind } from '@opentelemetry/api';
-import type { TokenCounts } from '../../protocol';
 import { CLOCK, Clock } from '../../common/clock';
 import type { GatewayError } from '../../common/gateway-error';
 import type { WorkerSnapshot } from '../../fleet/worker-snapshot';
@@ -18,10 +17,6 @@ interface RequestTrace {
   waitedMs: number;
   /** The `traceparent` (and `tracestate`) the worker gets: the server span's, made once. */
   propagated: Record<string, string> | undefined;
-  /** Learnt on the way, set at the end: a span takes each attribute once, and these may be reported again. */
-  ttfbMs: number | undefined;
-  inputTokens: number | undefined;
-  outputTokens: number | undefined;
 }
 
 /**
@@ -80,20 +75,6 @@ export class TraceObserver implements RequestObserver {
     }
   }
 
-  firstByte(req: RelayRequest, _worker: WorkerSnapshot, now: number): void {
-    const t = this.traces.get(req);
-    if (!t) return;
-    t.server.event('first byte', now);
-    t.ttfbMs = now - req.receivedAt;
-  }
-
-  tokens(req: RelayRequest, counts: TokenCounts): void {
-    const t = this.traces.get(req);
-    if (!t) return;
-    if (counts.prompt_tokens !== undefined) t.inputTokens = counts.prompt_tokens;
-    if (counts.completion_tokens !== undefined) t.outputTokens = counts.completion_tokens;
-  }
-
   requeued(req: RelayRequest): void {
     const t = this.traces.get(req);
     if (!t) return;
@@ -110,7 +91,11 @@ export class TraceObserver implements RequestObserver {
     this.traces.delete(req);
     const s = t.server;
     if (!s.recording) return;
-    s.set(ATTR.ttfbMs, t.ttfbMs).set(ATTR.inputTokens, t.inputTokens).set(ATTR.outputTokens, t.outputTokens);
+    // The first byte and the token counts are on the request by now (its first byte time and the
+    // worker's counts): read here, not followed with hooks of their own.
+    if (req.firstByteAt > 0) s.event('first byte', req.firstByteAt).set(ATTR.ttfbMs, req.firstByteAt - req.receivedAt);
+    const tokens = req.tokenCounts;
+    if (tokens) s.set(ATTR.inputTokens, tokens.prompt_tokens).set(ATTR.outputTokens, tokens.completion_tokens);
     s.set(ATTR.status, status).set(ATTR.queueWaitMs, req.waitedMs).set(ATTR.requeues, req.requeues);
     if (req.targetModel) s.set(ATTR.responseModel, req.targetModel);
     if (req.provider) s.set(ATTR.pool, req.provider.name);
@@ -138,7 +123,7 @@ export class TraceObserver implements RequestObserver {
         .set(ATTR.maxTokens, maxTokensOf(req.body));
       if (this.tracing.captureContent) server.set(ATTR.inputMessages, req.body);
     }
-    const t: RequestTrace = { server, attempts: 0, waitedMs: 0, propagated: undefined, ttfbMs: undefined, inputTokens: undefined, outputTokens: undefined };
+    const t: RequestTrace = { server, attempts: 0, waitedMs: 0, propagated: undefined };
     this.traces.set(req, t);
     return t;
   }
