@@ -42,7 +42,12 @@ export class TraceSpan {
   readonly spanId: string;
   readonly traceFlags: number;
   readonly traceState: string | undefined;
-  private readonly init: SpanInit;
+  private readonly parentSpanId: string | undefined;
+  private readonly parentIsRemote: boolean | undefined;
+  private readonly name: string;
+  private readonly kind: SpanKind;
+  private readonly startMs: number;
+  private readonly limits: SpanLimits;
   private sink: SpanSink | undefined;
   private attributes = '';
   private events = '';
@@ -50,8 +55,14 @@ export class TraceSpan {
   private droppedEvents = 0;
   private status = `{"code":${SpanStatusCode.UNSET}}`;
 
+  // The fields are copied rather than the init kept: a span lives as long as its request.
   constructor(init: SpanInit) {
-    this.init = init;
+    this.parentSpanId = init.parentSpanId;
+    this.parentIsRemote = init.parentIsRemote;
+    this.name = init.name;
+    this.kind = init.kind;
+    this.startMs = init.startMs;
+    this.limits = init.limits;
     this.traceId = init.traceId;
     this.spanId = init.spanId;
     this.traceFlags = init.traceFlags;
@@ -86,7 +97,7 @@ export class TraceSpan {
   /** An event at `timeMs`, with attributes made by `attr` (comma-separated). */
   event(name: string, timeMs: number, attributes = ''): this {
     if (!this.sink) return this;
-    if (this.eventCount >= this.init.limits.events) {
+    if (this.eventCount >= this.limits.events) {
       this.droppedEvents += 1;
       return this;
     }
@@ -109,18 +120,17 @@ export class TraceSpan {
     const sink = this.sink;
     if (!sink) return;
     this.sink = undefined;
-    const i = this.init;
-    const parent = i.parentSpanId === undefined ? '' : `"parentSpanId":"${i.parentSpanId}",`;
-    const state = i.traceState === undefined ? '' : `"traceState":${JSON.stringify(i.traceState)},`;
+    const parent = this.parentSpanId === undefined ? '' : `"parentSpanId":"${this.parentSpanId}",`;
+    const state = this.traceState === undefined ? '' : `"traceState":${JSON.stringify(this.traceState)},`;
     sink.ended(
-      `{"traceId":"${i.traceId}","spanId":"${i.spanId}",${parent}${state}"name":${JSON.stringify(i.name)},"kind":${i.kind + 1},` +
-        `"startTimeUnixNano":"${nanos(i.startMs)}","endTimeUnixNano":"${nanos(endMs)}","attributes":[${this.attributes}],"droppedAttributesCount":0,` +
+      `{"traceId":"${this.traceId}","spanId":"${this.spanId}",${parent}${state}"name":${JSON.stringify(this.name)},"kind":${this.kind + 1},` +
+        `"startTimeUnixNano":"${nanos(this.startMs)}","endTimeUnixNano":"${nanos(endMs)}","attributes":[${this.attributes}],"droppedAttributesCount":0,` +
         `"events":[${this.events}],"droppedEventsCount":${this.droppedEvents},"status":${this.status},"links":[],"droppedLinksCount":0,` +
-        `"flags":${spanFlags(i.traceFlags, i.parentIsRemote)}}`,
+        `"flags":${spanFlags(this.traceFlags, this.parentIsRemote)}}`,
     );
   }
 
   private limited(value: AttrValue): AttrValue {
-    return typeof value === 'string' && value.length > this.init.limits.valueLength ? value.slice(0, this.init.limits.valueLength) : value;
+    return typeof value === 'string' && value.length > this.limits.valueLength ? value.slice(0, this.limits.valueLength) : value;
   }
 }

@@ -15,8 +15,6 @@ interface RequestTrace {
   attempts: number;
   /** Its queue time already shown as `queue wait` spans (the dispatcher's `waitedMs` then). */
   waitedMs: number;
-  /** The `traceparent` (and `tracestate`) the worker gets: the server span's, made once. */
-  propagated: Record<string, string> | undefined;
 }
 
 /**
@@ -69,10 +67,7 @@ export class TraceObserver implements RequestObserver {
       );
     }
     // The worker's daemon passes request headers on: a backend with OpenTelemetry joins this trace.
-    if (req.headers) {
-      if (!t.propagated) this.tracing.inject(t.server, (t.propagated = {}));
-      Object.assign(req.headers, t.propagated);
-    }
+    if (req.headers) this.tracing.inject(t.server, req.headers);
   }
 
   requeued(req: RelayRequest): void {
@@ -91,8 +86,19 @@ export class TraceObserver implements RequestObserver {
     this.traces.delete(req);
     const s = t.server;
     if (!s.recording) return;
-    // The first byte and the token counts are on the request by now (its first byte time and the
-    // worker's counts): read here, not followed with hooks of their own.
+    // Every attribute is set here, from the request: its own fields never change, and the first
+    // byte and token counts are on it by now. Nothing is encoded (held) while the request lives,
+    // and the first byte and the tokens need no hooks of their own.
+    s.set(ATTR.operation, operationOf(req.endpointPath))
+      .set(ATTR.requestModel, req.model)
+      .set(ATTR.stream, req.isStreaming)
+      .set(ATTR.path, req.endpointPath)
+      .set(ATTR.tenant, req.tenant)
+      .set(ATTR.correlationId, req.correlationId)
+      .set(ATTR.requestId, req.id)
+      .set(ATTR.keyId, req.keyId || undefined)
+      .set(ATTR.maxTokens, maxTokensOf(req.body));
+    if (this.tracing.captureContent) s.set(ATTR.inputMessages, req.body);
     if (req.firstByteAt > 0) s.event('first byte', req.firstByteAt).set(ATTR.ttfbMs, req.firstByteAt - req.receivedAt);
     const tokens = req.tokenCounts;
     if (tokens) s.set(ATTR.inputTokens, tokens.prompt_tokens).set(ATTR.outputTokens, tokens.completion_tokens);
@@ -108,22 +114,9 @@ export class TraceObserver implements RequestObserver {
 
   /** The request's server span, child of the client's `traceparent` when it sent one. */
   private open(req: RelayRequest, now: number): RequestTrace {
-    const operation = operationOf(req.endpointPath);
-    const server = this.tracing.start(`${operation} ${req.model}`, SpanKind.SERVER, this.tracing.parentOf(req.headers), req.receivedAt || now);
-    if (server.recording) {
-      server
-        .set(ATTR.operation, operation)
-        .set(ATTR.requestModel, req.model)
-        .set(ATTR.stream, req.isStreaming)
-        .set(ATTR.path, req.endpointPath)
-        .set(ATTR.tenant, req.tenant)
-        .set(ATTR.correlationId, req.correlationId)
-        .set(ATTR.requestId, req.id)
-        .set(ATTR.keyId, req.keyId || undefined)
-        .set(ATTR.maxTokens, maxTokensOf(req.body));
-      if (this.tracing.captureContent) server.set(ATTR.inputMessages, req.body);
-    }
-    const t: RequestTrace = { server, attempts: 0, waitedMs: 0, propagated: undefined };
+    const name = `${operationOf(req.endpointPath)} ${req.model}`;
+    const server = this.tracing.start(name, SpanKind.SERVER, this.tracing.parentOf(req.headers), req.receivedAt || now);
+    const t: RequestTrace = { server, attempts: 0, waitedMs: 0 };
     this.traces.set(req, t);
     return t;
   }
