@@ -112,7 +112,7 @@ async function startGateway(dir, label, dist = DISTS[0], trace = false) {
   const port = await freePort();
   // Tracing off must mean off even when the caller's shell has OTEL_* set.
   const otel = trace
-    ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: 'always_on' }
+    ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: process.env.OTEL_TRACES_SAMPLER || 'always_on' }
     : { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' };
   const child = spawnNode(
     join(dist, 'main.js'),
@@ -144,7 +144,7 @@ async function withCpu(label, pids, total, phase) {
   if (threadsBefore) {
     const after = threadCpuMs(pids.gateway);
     console.error(
-      `bench: ${label} gateway CPU ms/req: main thread ${fmtCpu((after.main - threadsBefore.main) / total)}, other threads ${fmtCpu((after.other - threadsBefore.other) / total)}`,
+      `bench: ${label} gateway CPU ms/req: main thread ${fmtCpu((after.main - threadsBefore.main) / total)}, other threads ${fmtCpu((after.other - threadsBefore.other) / total)}, system ${fmtCpu((after.sys - threadsBefore.sys) / total)}`,
     );
   }
   // Same monotonic clock as V8 profile timestamps: bench/profile-top.js --from/--to cuts to this phase.

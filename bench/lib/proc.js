@@ -21,11 +21,12 @@ function cpuMs(pid) {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
 }
 
-/** CPU ms of a process's main thread (its thread id is the pid) and of all its other threads (V8's GC helpers, libuv's pool). */
+/** CPU ms of a process's main thread (its thread id is the pid), of all its other threads (V8's GC helpers, libuv's pool), and its system (kernel) part. */
 function threadCpuMs(pid) {
   const { readdirSync } = require('node:fs');
   let main = 0;
   let other = 0;
+  let sys = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     let stat;
     try {
@@ -35,10 +36,11 @@ function threadCpuMs(pid) {
     }
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+    sys += (Number(fields[12]) * 1000) / CLK_TCK;
     if (tid === String(pid)) main += ms;
     else other += ms;
   }
-  return { main, other };
+  return { main, other, sys };
 }
 
 /**
