@@ -39,7 +39,7 @@ describe('the OTLP JSON the gateway exports', () => {
     server.set('gen_ai.request.model', 'm').set('switchboard.stream', false).set('gen_ai.request.max_tokens', 64).set('unset', undefined);
     const wait = tracing.child('queue wait', SpanKind.INTERNAL, server, T0 + 1).set('switchboard.pool', 'p');
     wait.end(T0 + 41);
-    server.event('worker attempt', T0 + 41, `${server.attr('switchboard.attempt', 1)},${server.attr('switchboard.worker.name', 'gpu "7"\n\u00e9')}`);
+    server.event('worker attempt', T0 + 41, ['switchboard.attempt', 1, 'switchboard.worker.name', 'gpu "7"\n\u00e9 \ud800']);
     server.event('first byte', T0 + 50.25);
     server.set('switchboard.ttfb_ms', 50.25).set('http.response.status_code', 502).set('error.type', 'worker_error');
     server.error('worker_error');
@@ -64,7 +64,7 @@ describe('the OTLP JSON the gateway exports', () => {
     tracer
       .startSpan('queue wait', { kind: SpanKind.INTERNAL, startTime: T0 + 1, attributes: { 'switchboard.pool': 'p' } }, trace.setSpan(ROOT_CONTEXT, s))
       .end(T0 + 41);
-    s.addEvent('worker attempt', { 'switchboard.attempt': 1, 'switchboard.worker.name': 'gpu "7"\n\u00e9' }, T0 + 41);
+    s.addEvent('worker attempt', { 'switchboard.attempt': 1, 'switchboard.worker.name': 'gpu "7"\n\u00e9 \ud800' }, T0 + 41);
     s.addEvent('first byte', T0 + 50.25);
     s.setAttributes({ 'switchboard.ttfb_ms': 50.25, 'http.response.status_code': 502, 'error.type': 'worker_error' });
     s.setStatus({ code: SpanStatusCode.ERROR, message: 'worker_error' });

@@ -1,4 +1,4 @@
-import { bodyStart } from './otlp-json';
+import { OtlpWriter, writeBodyStart } from './otlp-json';
 import { BatchOptions, BatchTransport, SpanBatcher } from './span-batcher';
 
 /** A transport that keeps each body's span names; `fail` makes the next sends reject. */
@@ -19,8 +19,8 @@ function transport(): BatchTransport & { batches: string[][]; fail: boolean; sen
   return t;
 }
 
-const span = (name: string) => `{"name":${JSON.stringify(name)}}`;
-const START = bodyStart({ 'service.name': 'switchboard' }, 'switchboard');
+const span = (name: string) => ({ writeJson: (w: OtlpWriter) => w.raw('{"name":').str(name).raw('}') });
+const START = (w: OtlpWriter) => writeBodyStart(w, ['service.name', 'switchboard'], 'switchboard');
 /** A schedule delay no test waits for: only full batches and flushes send. */
 const options = (o: Partial<BatchOptions>): BatchOptions => ({ maxQueueSize: 100, maxExportBatchSize: 100, scheduledDelayMs: 3_600_000, ...o });
 

@@ -1,6 +1,6 @@
 import { getNumberFromEnv } from '@opentelemetry/core';
-import { BODY_END } from './otlp-json';
-import type { SpanSink } from './trace-span';
+import { BODY_END, OtlpWriter } from './otlp-json';
+import type { EndedSpan, SpanSink } from './trace-span';
 
 /** The BatchSpanProcessor settings of the standard `OTEL_BSP_*` variables, with the spec's defaults. */
 export interface BatchOptions {
@@ -35,37 +35,22 @@ export interface BatchTransport {
  */
 class BatchBody {
   count = 0;
-  private len: number;
+  private readonly writer: OtlpWriter;
 
-  constructor(
-    private buf: Buffer,
-    start: string,
-  ) {
-    this.len = 0;
-    this.write(start);
+  constructor(buffer: Buffer, start: (w: OtlpWriter) => void) {
+    this.writer = new OtlpWriter(buffer);
+    start(this.writer);
   }
 
-  add(encoded: string): void {
-    if (this.count > 0) this.write(',');
-    this.write(encoded);
+  add(span: EndedSpan): void {
+    if (this.count > 0) this.writer.raw(',');
+    span.writeJson(this.writer);
     this.count += 1;
   }
 
   /** The finished body; the buffer is the batcher's again once it is sent. */
-  finish(end: string): { body: Buffer; buffer: Buffer } {
-    this.write(end);
-    return { body: this.buf.subarray(0, this.len), buffer: this.buf };
-  }
-
-  private write(text: string): void {
-    // A UTF-16 unit is at most 3 UTF-8 bytes: with that room, write() never stops short.
-    const need = this.len + text.length * 3;
-    if (need > this.buf.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(need, this.buf.length * 2));
-      this.buf.copy(bigger, 0, 0, this.len);
-      this.buf = bigger;
-    }
-    this.len += this.buf.write(text, this.len);
+  finish(): { body: Buffer; buffer: Buffer } {
+    return this.writer.raw(BODY_END).finish();
   }
 }
 
@@ -91,13 +76,13 @@ export class SpanBatcher implements SpanSink {
 
   constructor(
     private readonly transport: BatchTransport,
-    /** The export body up to its spans (otlp-json bodyStart). */
-    private readonly bodyStart: string,
+    /** Writes the export body up to its spans (otlp-json writeBodyStart). */
+    private readonly bodyStart: (w: OtlpWriter) => void,
     private readonly options: BatchOptions,
     private readonly warn: (message: string) => void,
   ) {}
 
-  ended(encoded: string): void {
+  ended(span: EndedSpan): void {
     if (this.stopped) return;
     if (this.queued >= this.options.maxQueueSize) return this.lose(1, 'the export queue is full (OTEL_BSP_MAX_QUEUE_SIZE)');
     let batch = this.batches[this.batches.length - 1];
@@ -106,7 +91,7 @@ export class SpanBatcher implements SpanSink {
       this.spare = undefined;
       this.batches.push(batch);
     }
-    batch.add(encoded);
+    batch.add(span);
     this.queued += 1;
     if (batch.count >= this.options.maxExportBatchSize) this.exportSoon();
     else this.timer ??= setTimeout(() => this.exportNext(), this.options.scheduledDelayMs).unref();
@@ -137,7 +122,7 @@ export class SpanBatcher implements SpanSink {
     const batch = this.exporting ? undefined : this.batches.shift();
     if (!batch) return;
     this.queued -= batch.count;
-    const { body, buffer } = batch.finish(BODY_END);
+    const { body, buffer } = batch.finish();
     this.exporting = this.transport
       .send(body)
       .catch((e: unknown) => this.lose(batch.count, `export failed: ${e instanceof Error ? e.message : String(e)}`))

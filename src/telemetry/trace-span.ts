@@ -1,9 +1,14 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import { append, AttrValue, keyValue, nanos, spanFlags } from './otlp-json';
+import { AttrValue, nanos, OtlpWriter, spanFlags } from './otlp-json';
 
-/** Where an ended span's OTLP JSON goes (the batcher). */
+/** A span the batcher can write into an export body. */
+export interface EndedSpan {
+  writeJson(w: OtlpWriter): void;
+}
+
+/** Where an ended span goes (the batcher). */
 export interface SpanSink {
-  ended(encoded: string): void;
+  ended(span: EndedSpan): void;
 }
 
 /** What a span is made with, by Tracing. */
@@ -30,14 +35,18 @@ export interface SpanLimits {
   events: number;
 }
 
+/** An event: its name, time and attributes (key, value, key, value…). */
+type SpanEvent = [name: string, timeMs: number, attributes: (string | AttrValue)[] | undefined];
+
 /**
- * One span, recorded straight into its OTLP JSON text (otlp-json.ts): attributes and events are
- * appended as they come, and its end hands one string to the batcher. Not the OpenTelemetry API's
- * Span (that one costs a context, a limits check per attribute, a Date.now and a performance.now
- * per span, and its batch-long retention): the gateway's observer is its only user, and sets each
- * attribute once. Unsampled, every call but the context is a no-op.
+ * One span: its attributes and events kept as they are given (references to strings the request
+ * holds anyway), and written as OTLP JSON straight into the export body when it ends (otlp-json.ts).
+ * Not the OpenTelemetry API's Span (that one costs a context, a limits check per attribute, a
+ * Date.now and a performance.now per span, and its retention until its batch is exported): the
+ * gateway's observer is its only user, and sets each attribute once. Unsampled, every call but the
+ * context is a no-op.
  */
-export class TraceSpan {
+export class TraceSpan implements EndedSpan {
   readonly traceId: string;
   readonly spanId: string;
   readonly traceFlags: number;
@@ -49,11 +58,12 @@ export class TraceSpan {
   private readonly startMs: number;
   private readonly limits: SpanLimits;
   private sink: SpanSink | undefined;
-  private attributes = '';
-  private events = '';
-  private eventCount = 0;
+  private endMs = 0;
+  /** key, value, key, value… */
+  private readonly attributes: (string | AttrValue)[] = [];
+  private events: SpanEvent[] | undefined;
   private droppedEvents = 0;
-  private status = `{"code":${SpanStatusCode.UNSET}}`;
+  private errorMessage: string | undefined;
 
   // The fields are copied rather than the init kept: a span lives as long as its request.
   constructor(init: SpanInit) {
@@ -81,37 +91,22 @@ export class TraceSpan {
 
   /** Sets an attribute; each key once per span (unlike the API's Span, a second set adds a duplicate). */
   set(key: string, value: AttrValue | undefined): this {
-    if (this.sink && value !== undefined) this.attributes = append(this.attributes, keyValue(key, this.limited(value)));
+    if (this.sink && value !== undefined) this.attributes.push(key, this.limited(value));
     return this;
   }
 
-  /**
-   * An event's attribute, for `event`: `span.event('x', t, span.attr(k1, v1) + ',' + span.attr(k2, v2))`.
-   * Encoded by the caller, not passed as an object: an object literal with computed keys (the
-   * attribute names are constants) is built key by key at run time.
-   */
-  attr(key: string, value: AttrValue): string {
-    return keyValue(key, this.limited(value));
-  }
-
-  /** An event at `timeMs`, with attributes made by `attr` (comma-separated). */
-  event(name: string, timeMs: number, attributes = ''): this {
+  /** An event at `timeMs`, with attributes as key, value, key, value… */
+  event(name: string, timeMs: number, attributes?: (string | AttrValue)[]): this {
     if (!this.sink) return this;
-    if (this.eventCount >= this.limits.events) {
-      this.droppedEvents += 1;
-      return this;
-    }
-    this.events = append(
-      this.events,
-      `{"attributes":[${attributes}],"name":${JSON.stringify(name)},"timeUnixNano":"${nanos(timeMs)}","droppedAttributesCount":0}`,
-    );
-    this.eventCount += 1;
+    const events = (this.events ??= []);
+    if (events.length >= this.limits.events) this.droppedEvents += 1;
+    else events.push([name, timeMs, attributes]);
     return this;
   }
 
   /** Status error, with a description. */
   error(message: string): this {
-    if (this.sink) this.status = `{"code":${SpanStatusCode.ERROR},"message":${JSON.stringify(message)}}`;
+    if (this.sink) this.errorMessage = message;
     return this;
   }
 
@@ -120,14 +115,31 @@ export class TraceSpan {
     const sink = this.sink;
     if (!sink) return;
     this.sink = undefined;
-    const parent = this.parentSpanId === undefined ? '' : `"parentSpanId":"${this.parentSpanId}",`;
-    const state = this.traceState === undefined ? '' : `"traceState":${JSON.stringify(this.traceState)},`;
-    sink.ended(
-      `{"traceId":"${this.traceId}","spanId":"${this.spanId}",${parent}${state}"name":${JSON.stringify(this.name)},"kind":${this.kind + 1},` +
-        `"startTimeUnixNano":"${nanos(this.startMs)}","endTimeUnixNano":"${nanos(endMs)}","attributes":[${this.attributes}],"droppedAttributesCount":0,` +
-        `"events":[${this.events}],"droppedEventsCount":${this.droppedEvents},"status":${this.status},"links":[],"droppedLinksCount":0,` +
-        `"flags":${spanFlags(this.traceFlags, this.parentIsRemote)}}`,
-    );
+    this.endMs = endMs;
+    sink.ended(this);
+  }
+
+  /** The span as an OTLP JSON Span object (the batcher calls this once it has ended). */
+  writeJson(w: OtlpWriter): void {
+    w.raw('{"traceId":"').raw(this.traceId).raw('","spanId":"').raw(this.spanId).raw('",');
+    if (this.parentSpanId !== undefined) w.raw('"parentSpanId":"').raw(this.parentSpanId).raw('",');
+    if (this.traceState !== undefined) w.raw('"traceState":').str(this.traceState).raw(',');
+    w.raw('"name":')
+      .str(this.name)
+      .raw(`,"kind":${this.kind + 1},"startTimeUnixNano":"`)
+      .raw(nanos(this.startMs));
+    w.raw('","endTimeUnixNano":"').raw(nanos(this.endMs)).raw('","attributes":').keyValues(this.attributes);
+    w.raw(',"droppedAttributesCount":0,"events":[');
+    const events = this.events ?? [];
+    for (let i = 0; i < events.length; i++) {
+      const [name, timeMs, attributes] = events[i];
+      w.raw(i > 0 ? ',{"attributes":' : '{"attributes":').keyValues(attributes ?? []);
+      w.raw(',"name":').str(name).raw(',"timeUnixNano":"').raw(nanos(timeMs)).raw('","droppedAttributesCount":0}');
+    }
+    w.raw(`],"droppedEventsCount":${this.droppedEvents},"status":`);
+    if (this.errorMessage === undefined) w.raw(`{"code":${SpanStatusCode.UNSET}}`);
+    else w.raw(`{"code":${SpanStatusCode.ERROR},"message":`).str(this.errorMessage).raw('}');
+    w.raw(`,"links":[],"droppedLinksCount":0,"flags":${spanFlags(this.traceFlags, this.parentIsRemote)}}`);
   }
 
   private limited(value: AttrValue): AttrValue {

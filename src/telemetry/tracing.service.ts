@@ -5,7 +5,7 @@ import { detectResources, envDetector, resourceFromAttributes } from '@opentelem
 import { Sampler, SamplingDecision } from '@opentelemetry/sdk-trace-base';
 import { APP_CONFIG, AppConfig } from '../config';
 import { OtlpHttpJsonExporter, otlpOptionsFromEnv } from './otlp-http-exporter';
-import { AttrValue, bodyStart } from './otlp-json';
+import { AttrValue, writeBodyStart } from './otlp-json';
 import { samplerFromEnv } from './sampler';
 import { batchOptionsFromEnv, SpanBatcher } from './span-batcher';
 import { SpanIds } from './span-ids';
@@ -55,7 +55,13 @@ export class Tracing implements OnApplicationShutdown {
     if (!url) return;
     this.sampler = samplerFromEnv();
     const exporter = new OtlpHttpJsonExporter(otlpOptionsFromEnv(url));
-    this.batcher = new SpanBatcher(exporter, bodyStart(resourceAttributes(config.instanceId), SERVICE_NAME), batchOptionsFromEnv(), (m) => this.log.warn(m));
+    const resource = resourceAttributes(config.instanceId);
+    this.batcher = new SpanBatcher(
+      exporter,
+      (w) => writeBodyStart(w, resource, SERVICE_NAME),
+      batchOptionsFromEnv(),
+      (m) => this.log.warn(m),
+    );
     this.log.log(`tracing to ${url}`);
   }
 
@@ -124,13 +130,13 @@ export class Tracing implements OnApplicationShutdown {
   }
 }
 
-/** `service.name` (OTEL_SERVICE_NAME, default switchboard), `service.instance.id` and OTEL_RESOURCE_ATTRIBUTES. */
-function resourceAttributes(instanceId: string): Record<string, AttrValue> {
+/** `service.name` (OTEL_SERVICE_NAME, default switchboard), `service.instance.id` and OTEL_RESOURCE_ATTRIBUTES: key, value, key, value… */
+function resourceAttributes(instanceId: string): AttrValue[] {
   const fromEnv = detectResources({ detectors: [envDetector] });
   const resource = resourceFromAttributes({ 'service.name': SERVICE_NAME, 'service.instance.id': instanceId }).merge(fromEnv);
-  const out: Record<string, AttrValue> = {};
+  const out: AttrValue[] = [];
   for (const [key, value] of Object.entries(resource.attributes)) {
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out[key] = value;
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out.push(key, value);
   }
   return out;
 }

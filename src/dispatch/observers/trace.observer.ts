@@ -59,12 +59,18 @@ export class TraceObserver implements RequestObserver {
     t.attempts += 1;
     const s = t.server;
     if (s.recording) {
-      s.event(
-        'worker attempt',
-        now,
-        `${s.attr(ATTR.attempt, t.attempts)},${s.attr(ATTR.pool, worker.provider)},${s.attr(ATTR.workerId, worker.id)},` +
-          `${s.attr(ATTR.workerName, worker.name)},${s.attr(ATTR.responseModel, req.targetModel)}`,
-      );
+      s.event('worker attempt', now, [
+        ATTR.attempt,
+        t.attempts,
+        ATTR.pool,
+        worker.provider,
+        ATTR.workerId,
+        worker.id,
+        ATTR.workerName,
+        worker.name,
+        ATTR.responseModel,
+        req.targetModel,
+      ]);
     }
     // The worker's daemon passes request headers on: a backend with OpenTelemetry joins this trace.
     if (req.headers) this.tracing.inject(t.server, req.headers);
@@ -73,12 +79,12 @@ export class TraceObserver implements RequestObserver {
   requeued(req: RelayRequest): void {
     const t = this.traces.get(req);
     if (!t) return;
-    t.server.event('worker lost', this.clock.now(), t.server.attr(ATTR.attempt, t.attempts));
+    t.server.event('worker lost', this.clock.now(), [ATTR.attempt, t.attempts]);
   }
 
   rejected(req: RelayRequest, error: GatewayError): void {
     const s = (this.traces.get(req) ?? this.open(req, req.receivedAt)).server;
-    s.event('rejected', this.clock.now(), s.attr(ATTR.errorType, error.code));
+    s.event('rejected', this.clock.now(), [ATTR.errorType, error.code]);
   }
 
   finished(req: RelayRequest, status: number, now: number, error: GatewayError | undefined): void {
