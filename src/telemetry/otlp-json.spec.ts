@@ -8,6 +8,8 @@ import type { AppConfig } from '../config';
 import { Tracing } from './tracing.service';
 
 const T0 = 1_764_000_000_123;
+/** Plain ASCII past the writer's short-text path. */
+const LONG = 'a plain value, longer than the short-text path of the writer: '.repeat(3);
 const CLIENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
 /** A collector on a loopback port that keeps the bodies POSTed to it. */
@@ -36,7 +38,7 @@ describe('the OTLP JSON the gateway exports', () => {
     const tracing = tracingTo(sink.url);
     const parent = tracing.parentOf({ traceparent: CLIENT, tracestate: 'vendor=opaque' });
     const server = tracing.start('chat m', SpanKind.SERVER, parent, T0);
-    server.set('gen_ai.request.model', 'm').set('switchboard.stream', false).set('gen_ai.request.max_tokens', 64).set('unset', undefined);
+    server.set('gen_ai.request.model', 'm').set('switchboard.stream', false).set('gen_ai.request.max_tokens', 64).set('unset', undefined).set('long', LONG);
     const wait = tracing.child('queue wait', SpanKind.INTERNAL, server, T0 + 1).set('switchboard.pool', 'p');
     wait.end(T0 + 41);
     server.event('worker attempt', T0 + 41, ['switchboard.attempt', 1, 'switchboard.worker.name', 'gpu "7"\n\u00e9 \ud800']);
@@ -58,7 +60,11 @@ describe('the OTLP JSON the gateway exports', () => {
     const tracer = provider.getTracer('switchboard');
     const s = tracer.startSpan(
       'chat m',
-      { kind: SpanKind.SERVER, startTime: T0, attributes: { 'gen_ai.request.model': 'm', 'switchboard.stream': false, 'gen_ai.request.max_tokens': 64 } },
+      {
+        kind: SpanKind.SERVER,
+        startTime: T0,
+        attributes: { 'gen_ai.request.model': 'm', 'switchboard.stream': false, 'gen_ai.request.max_tokens': 64, long: LONG },
+      },
       parent,
     );
     tracer
