@@ -22,7 +22,7 @@ interface RequestTrace {
  * (the dispatcher sees a request once keys and limits let it in), a `queue wait` child span for
  * each wait for a slot, and events on the server span for each worker attempt, a worker lost
  * before answering, the first byte and a refusal. Attempts are events, not spans: a span per
- * attempt doubled the tracing cost per request (docs/enterprise.md#cost). The worker gets the
+ * attempt doubled the tracing cost per request (docs/enterprise.md#what-a-trace-holds). The worker gets the
  * server span's context as `traceparent`, so its backend's spans are children of the request's.
  * Registered only while tracing is on (RequestObservers): off, no span object is ever made.
  * Content (the prompt) is recorded only with `telemetry.capture_content`.
@@ -93,8 +93,8 @@ export class TraceObserver implements RequestObserver {
     const s = t.server;
     if (!s.recording) return;
     // Every attribute is set here, from the request: its own fields never change, and the first
-    // byte and token counts are on it by now. Nothing is encoded (held) while the request lives,
-    // and the first byte and the tokens need no hooks of their own.
+    // byte and token counts are on it by now. Nothing is built for the span while the request
+    // lives, and the first byte and the tokens need no hooks of their own.
     s.set(ATTR.operation, operationOf(req.endpointPath))
       .set(ATTR.requestModel, req.model)
       .set(ATTR.stream, req.isStreaming)
