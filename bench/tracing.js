@@ -13,7 +13,7 @@
  *   and export them; per build in --dist, fresh process per run, interleaved.
  *
  * Usage: node bench/tracing.js [--mode pair|observer] [--dist dist] [--rounds 5 --requests 3000
- *   --stream-requests 600 --concurrency 8 --chunks 50] [observer: --requests 200000 --repeat 3 --dist dist,dist-old]
+ *   --stream-requests 600 --concurrency 8 --chunks 50 --warmup 2000] [observer: --requests 200000 --repeat 3 --dist dist,dist-old]
  */
 'use strict';
 const { spawn, execFileSync } = require('node:child_process');
