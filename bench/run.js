@@ -13,20 +13,28 @@
  *
  * Usage: npm run bench [-- --only relay|fleet --requests 2000 --stream-requests 400 --concurrency 16
  *   --chunks 50 --fleet 1,1000 --fleet-requests 4000 --fleet-warmup 1000 --fleet-concurrency 16
- *   --fleet-max-concurrent 32 --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1]
+ *   --fleet-max-concurrent 32 --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1 --trace off|on|both --threads]
  *
  * --dist compares builds in one run: a comma-separated list of build directories (default `dist`);
  * the relay part runs once per build and repetition, interleaved (A B A B …, --repeat times), each
  * with that build's gateway and daemon, and ends with each build's median CPU per request and the
  * ratio to the first build. The fleet part uses the first build.
+ *
+ * --trace on runs the relay part's gateway with OpenTelemetry tracing at full sampling
+ * (OTEL_EXPORTER_OTLP_ENDPOINT at a local sink that answers 200, bench/lib/otlp-sink.js); --trace both
+ * runs every build with tracing off and on, interleaved, and compares them like builds.
+ * --threads also prints (stderr) each measured phase's gateway CPU split into the main thread and
+ * the other threads (V8's garbage-collector helpers, libuv's pool).
  */
 'use strict';
 const http = require('node:http');
 const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
-const { CLK_TCK, cpuMs, fdLimits, children, spawnNode, stop, freePort, waitFor } = require('./lib/proc');
+const { CLK_TCK, cpuMs, threadCpuMs, fdLimits, children, spawnNode, stop, freePort, waitFor } = require('./lib/proc');
 const { drive: driveLoad, fmt, fmtCpu } = require('./lib/load');
+const { startOtlpSink } = require('./lib/otlp-sink');
+const { fleetMessage } = require('./lib/fleet-ipc');
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 const ONLY = args.only;
@@ -58,7 +66,17 @@ if (!Number.isInteger(REPEAT) || REPEAT < 1) {
   console.error(`--repeat must be a positive integer, got "${args.repeat}"`);
   process.exit(2);
 }
+const TRACE = String(args.trace ?? 'off');
+if (!['off', 'on', 'both'].includes(TRACE)) {
+  console.error(`--trace must be off, on or both, got "${args.trace}"`);
+  process.exit(2);
+}
+const VARIANTS = DISTS.flatMap((dist) =>
+  (TRACE === 'both' ? [false, true] : [TRACE === 'on']).map((trace) => ({ dist, trace, name: trace ? `${dist} +trace` : dist })),
+);
+let sink; // the OTLP sink while any variant traces
 const SECRET = 'bench-secret';
+const THREADS = process.argv.includes('--threads');
 const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean) : [];
 
 const COMPLETION = JSON.stringify({
@@ -93,12 +111,23 @@ if (FD.soft < FD_NEED) {
 const fdNote = `open files: Node runs with soft limit ${FD.soft} (hard ${FD.hard}; Node raises its soft limit to the hard one at startup), need about ${FD_NEED} per process`;
 
 /** A fresh gateway with its own SQLite file; nothing in its config limits the number of workers. */
-async function startGateway(dir, label, dist = DISTS[0]) {
+async function startGateway(dir, label, dist = DISTS[0], trace = false) {
   const port = await freePort();
+  // Tracing off must mean off even when the caller's shell has OTEL_* set.
+  const otel = trace
+    ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: process.env.OTEL_TRACES_SAMPLER || 'always_on' }
+    : { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' };
   const child = spawnNode(
     join(dist, 'main.js'),
     [],
-    { LISTEN_ADDR: `127.0.0.1:${port}`, WORKER_SECRET: SECRET, DATABASE_URL: `sqlite:${join(dir, `${label}.db`)}`, LOG_LEVEL: 'error', MAX_QUEUE_LEN: '10000' },
+    {
+      LISTEN_ADDR: `127.0.0.1:${port}`,
+      WORKER_SECRET: SECRET,
+      DATABASE_URL: `sqlite:${join(dir, `${label}.db`)}`,
+      LOG_LEVEL: 'error',
+      MAX_QUEUE_LEN: '10000',
+      ...otel,
+    },
     { nodeFlags: NODE_FLAGS },
   );
   if (NODE_FLAGS.length) console.error(`bench: gateway for ${label} is pid ${child.pid}`);
@@ -110,10 +139,17 @@ async function startGateway(dir, label, dist = DISTS[0]) {
 /** Runs `phase` and adds the CPU ms per request each named process spent meanwhile. */
 async function withCpu(label, pids, total, phase) {
   const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuMs(pid)]));
+  const threadsBefore = THREADS ? threadCpuMs(pids.gateway) : undefined;
   const from = process.hrtime.bigint() / 1000n;
   const result = await phase();
   const to = process.hrtime.bigint() / 1000n;
   for (const [k, pid] of Object.entries(pids)) result[`${k}CpuMs`] = (cpuMs(pid) - before[k]) / total;
+  if (threadsBefore) {
+    const after = threadCpuMs(pids.gateway);
+    console.error(
+      `bench: ${label} gateway CPU ms/req: main thread ${fmtCpu((after.main - threadsBefore.main) / total)}, other threads ${fmtCpu((after.other - threadsBefore.other) / total)}, system ${fmtCpu((after.sys - threadsBefore.sys) / total)}`,
+    );
+  }
   // Same monotonic clock as V8 profile timestamps: bench/profile-top.js --from/--to cuts to this phase.
   if (NODE_FLAGS.length) console.error(`bench: ${label} measured phase: --from ${from} --to ${to} (gateway pid ${pids.gateway})`);
   return result;
@@ -159,13 +195,13 @@ function startBackend() {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-async function relayPart(dir, dist = DISTS[0], tag = '') {
+async function relayPart(dir, { dist, trace, name } = VARIANTS[0], tag = '') {
   const backend = await startBackend();
   const backendUrl = `http://127.0.0.1:${backend.address().port}`;
   let gw;
   let daemon;
   try {
-    gw = await startGateway(dir, `relay${tag}`, dist);
+    gw = await startGateway(dir, `relay${tag}`, dist, trace);
     daemon = spawnNode(
       join(dist, 'worker/main.js'),
       [
@@ -210,7 +246,7 @@ async function relayPart(dir, dist = DISTS[0], tag = '') {
       rows.push({ label, direct, gateway });
     }
     console.log(
-      `Relay${tag ? ` [${dist}]${tag}` : ''} — ${REQUESTS} non-streaming / ${STREAM_REQUESTS} streaming (${CHUNKS} chunks) requests, concurrency ${CONCURRENCY}, loopback`,
+      `Relay${tag || trace ? ` [${name}]${tag}` : ''} — ${REQUESTS} non-streaming / ${STREAM_REQUESTS} streaming (${CHUNKS} chunks) requests, concurrency ${CONCURRENCY}, loopback`,
     );
     console.log(
       '| workload | direct req/s | gateway req/s | throughput ratio | direct p50 ms | gateway p50 ms | gateway p99 ms | gateway TTFB p50 ms | gateway CPU ms/req | failures |',
@@ -238,51 +274,32 @@ async function relayPart(dir, dist = DISTS[0], tag = '') {
   }
 }
 
-/** The relay part once per build and repetition, interleaved, then medians and ratios to the first build. */
+/** The relay part once per variant (build, tracing) and repetition, interleaved, then medians and ratios to the first. */
 async function relayCompare(dir) {
-  const cpu = new Map(DISTS.map((d) => [d, { 'non-streaming': [], streaming: [], 'translated stream': [] }]));
+  const cpu = new Map(VARIANTS.map((v) => [v.name, { 'non-streaming': [], streaming: [], 'translated stream': [] }]));
   for (let r = 0; r < REPEAT; r++) {
-    for (const [i, dist] of DISTS.entries()) {
-      const rows = await relayPart(dir, dist, ` #${r + 1}.${i + 1}`);
-      for (const { label, gateway } of rows) cpu.get(dist)[label].push(gateway.gatewayCpuMs);
+    for (const [i, variant] of VARIANTS.entries()) {
+      const rows = await relayPart(dir, variant, ` #${r + 1}.${i + 1}`);
+      for (const { label, gateway } of rows) cpu.get(variant.name)[label].push(gateway.gatewayCpuMs);
     }
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  console.log(`Relay comparison — gateway CPU ms/req, ${REPEAT} interleaved run(s) per build; median, all runs, ratio of medians to ${DISTS[0]}`);
+  const first = VARIANTS[0].name;
+  console.log(`Relay comparison — gateway CPU ms/req, ${REPEAT} interleaved run(s) per variant; median, all runs, ratio of medians to ${first}`);
   console.log('| build | workload | median | runs | ratio |');
   console.log('|---|---|---|---|---|');
   for (const label of ['non-streaming', 'streaming', 'translated stream']) {
-    const base = median(cpu.get(DISTS[0])[label]);
-    for (const dist of DISTS) {
-      const xs = cpu.get(dist)[label];
-      console.log(`| ${dist} | ${label} | ${fmtCpu(median(xs))} | ${xs.map(fmtCpu).join(' ')} | ${(median(xs) / base).toFixed(2)} |`);
+    const base = median(cpu.get(first)[label]);
+    for (const { name } of VARIANTS) {
+      const xs = cpu.get(name)[label];
+      console.log(`| ${name} | ${label} | ${fmtCpu(median(xs))} | ${xs.map(fmtCpu).join(' ')} | ${(median(xs) / base).toFixed(2)} |`);
     }
   }
+  if (sink) console.log(`tracing: the OTLP sink received ${sink.stats.posts} batches, ${(sink.stats.bytes / 1e6).toFixed(1)} MB`);
   console.log('');
 }
 
 // ---------------------------------------------------------------- fleet: routing over N workers
-
-/** Resolves with the fleet's next IPC message of `type`; rejects on `failed`, exit or timeout. */
-function fleetMessage(fleet, type, ms) {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => done(new Error(`timed out after ${ms / 1000} s waiting for the fleet (${type})`)), ms);
-    const onMessage = (msg) => {
-      if (msg.type === type) done(undefined, msg);
-      else if (msg.type === 'failed') done(new Error(`fleet failed: ${msg.error}`));
-    };
-    const onExit = (code) => done(new Error(`fleet exited (${code}) while waiting for ${type}`));
-    function done(err, msg) {
-      clearTimeout(timer);
-      fleet.off('message', onMessage);
-      fleet.off('exit', onExit);
-      if (err) reject(err);
-      else resolve(msg);
-    }
-    fleet.on('message', onMessage);
-    fleet.on('exit', onExit);
-  });
-}
 
 async function fleetScenario(dir, n) {
   let gw;
@@ -360,13 +377,15 @@ async function main() {
   watchdog.unref();
   try {
     if (ONLY !== 'fleet') {
-      if (DISTS.length === 1 && REPEAT === 1) await relayPart(dir);
+      if (VARIANTS.some((v) => v.trace)) sink = await startOtlpSink();
+      if (VARIANTS.length === 1 && REPEAT === 1) await relayPart(dir);
       else await relayCompare(dir);
     }
     if (ONLY !== 'relay') await fleetPart(dir);
   } finally {
     for (const c of children) await stop(c, 5000);
     rmSync(dir, { recursive: true, force: true });
+    sink?.close();
   }
 }
 

@@ -21,6 +21,28 @@ function cpuMs(pid) {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
 }
 
+/** CPU ms of a process's main thread (its thread id is the pid), of all its other threads (V8's GC helpers, libuv's pool), and its system (kernel) part. */
+function threadCpuMs(pid) {
+  const { readdirSync } = require('node:fs');
+  let main = 0;
+  let other = 0;
+  let sys = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+    sys += (Number(fields[12]) * 1000) / CLK_TCK;
+    if (tid === String(pid)) main += ms;
+    else other += ms;
+  }
+  return { main, other, sys };
+}
+
 /**
  * The 1000-worker fleet holds one socket per worker in the gateway and in the fleet process, plus
  * client connections and the database. Every child here is a Node process, and Node raises its own
@@ -76,4 +98,4 @@ async function waitFor(check, ms = 30000, what = 'the benchmark setup') {
   throw new Error(`timed out waiting for ${what}`);
 }
 
-module.exports = { CLK_TCK, cpuMs, fdLimits, children, spawnNode, stop, freePort, waitFor };
+module.exports = { CLK_TCK, cpuMs, threadCpuMs, fdLimits, children, spawnNode, stop, freePort, waitFor };

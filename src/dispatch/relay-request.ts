@@ -113,6 +113,8 @@ export interface RelayRequestInit {
   timeouts?: RequestTimeouts;
   /** How it is served by a worker that lacks its endpoint (inference's `/v1/messages`, `/v1/responses`, count_tokens). */
   translator?: RequestTranslator;
+  /** The body's output-token bound (`max_tokens`, `max_completion_tokens`, `max_output_tokens`), read when it was parsed (traces). */
+  maxTokens?: number;
 }
 
 /** One client request across its life: queue → worker → response, with requeues. */
@@ -134,6 +136,12 @@ export class RelayRequest {
   /** Where its answer goes: the client's sink, or a translating one over it while a translation serves it. */
   sink: ResponseSink;
   readonly translator: RequestTranslator | undefined;
+  readonly maxTokens: number | undefined;
+  /**
+   * The trace observer's state for this request while tracing is on (telemetry/); always present
+   * so the request's shape never changes, and cheaper than a map keyed by request.
+   */
+  trace: unknown = undefined;
   /** What routing needs: requested model, requirements, pin. */
   readonly route: RouteRequest;
   readonly onTokens: ((tokens: number) => void) | undefined;
@@ -218,6 +226,7 @@ export class RelayRequest {
     this.onTokens = init.onTokens;
     this.timeouts = init.timeouts;
     this.translator = init.translator;
+    this.maxTokens = init.maxTokens;
   }
 
   get queueProvider(): string {

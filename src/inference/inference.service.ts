@@ -119,6 +119,7 @@ export class InferenceService {
         translation: translator && { kind: translator.kind, requirements: { ...requirements, endpoint: translator.endpoint } },
       },
       translator,
+      maxTokens: maxTokensOf(envelope.json),
       onTokens: (tokens) => this.limits.chargeTokens(identity, tokens, request.worker),
     });
     if (routing.exposeWorkerHeader) sink.nameWorker(() => request.worker?.name);
@@ -164,4 +165,10 @@ export class InferenceService {
       sink.fail(error);
     }
   }
+}
+
+/** The output-token bound the client set, under whichever name its API uses (a number, or nothing). */
+function maxTokensOf(body: Record<string, unknown>): number | undefined {
+  const n = body.max_tokens ?? body.max_completion_tokens ?? body.max_output_tokens;
+  return typeof n === 'number' ? n : undefined;
 }

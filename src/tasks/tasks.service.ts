@@ -103,6 +103,7 @@ export class TasksService {
       endpointPath: req.endpoint,
       isStreaming: true,
       body: JSON.stringify(req.workerJson),
+      maxTokens: req.maxTokens,
       headers: this.workerHeaders(caller),
       correlationId: caller.correlationId,
       tenant: identity.tenant,

@@ -40,15 +40,3 @@ export function operationOf(endpointPath: string): string {
       return endpointPath.replace(/^\/v1\//, '');
   }
 }
-
-const MAX_TOKENS = /"max_(?:completion_)?tokens"\s*:\s*(\d{1,9})/;
-
-/**
- * The body's `max_tokens` (or `max_completion_tokens`) without parsing the JSON again: a scan of
- * the raw text (only while tracing). A nested field of that name would be taken too: good enough
- * for a span attribute.
- */
-export function maxTokensOf(body: string): number | undefined {
-  const m = MAX_TOKENS.exec(body);
-  return m ? Number(m[1]) : undefined;
-}

@@ -1,8 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { ExportResult, ExportResultCode } from '@opentelemetry/core';
-import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { BatchTransport } from './span-batcher';
 
 /** The OTLP/HTTP settings of the standard environment variables. */
 export interface OtlpHttpOptions {
@@ -39,50 +37,36 @@ function safeDecode(s: string): string {
 }
 
 /**
- * Spans to an OTLP/HTTP collector, JSON encoding (`application/json`, what every collector's
- * `otlphttp` receiver accepts), serialized by the OpenTelemetry transformer. Ours instead of
- * `@opentelemetry/exporter-trace-otlp-http` because that one loads its transport with a dynamic
- * import(), which fails under a VM module loader (Jest); the wire format is the same. One POST per
- * batch (the BatchSpanProcessor batches), no retries: a lost batch is only lost traces.
+ * Export requests to an OTLP/HTTP collector, JSON encoding (`application/json`, what every
+ * collector's `otlphttp` receiver accepts; the body is made by otlp-json.ts). Ours instead of
+ * `@opentelemetry/exporter-trace-otlp-http` because the spans are already encoded text (that
+ * exporter serializes SDK span objects), and it loads its transport with a dynamic import(), which
+ * fails under a VM module loader (Jest). One POST per batch, no retries: a lost batch is only lost traces.
  */
-export class OtlpHttpJsonExporter implements SpanExporter {
-  private stopped = false;
+export class OtlpHttpJsonExporter implements BatchTransport {
+  private readonly url: URL;
 
-  constructor(private readonly options: OtlpHttpOptions) {}
-
-  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
-    if (this.stopped) return done({ code: ExportResultCode.FAILED, error: new Error('exporter shut down') });
-    const body = JsonTraceSerializer.serializeRequest(spans);
-    if (!body) return done({ code: ExportResultCode.FAILED, error: new Error('spans could not be serialized') });
-    const url = new URL(this.options.url);
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send(url, {
-      method: 'POST',
-      headers: { ...this.options.headers, 'content-type': 'application/json', 'content-length': body.byteLength },
-      timeout: this.options.timeoutMs,
-    });
-    let settled = false;
-    const finish = (result: ExportResult) => {
-      if (settled) return;
-      settled = true;
-      done(result);
-    };
-    req.on('response', (res) => {
-      res.resume();
-      const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
-      finish(ok ? { code: ExportResultCode.SUCCESS } : { code: ExportResultCode.FAILED, error: new Error(`collector answered ${res.statusCode}`) });
-    });
-    req.on('timeout', () => req.destroy(new Error('collector did not answer in time')));
-    req.on('error', (error) => finish({ code: ExportResultCode.FAILED, error }));
-    req.end(body);
+  constructor(private readonly options: OtlpHttpOptions) {
+    this.url = new URL(options.url);
   }
 
-  shutdown(): Promise<void> {
-    this.stopped = true;
-    return Promise.resolve();
-  }
-
-  forceFlush(): Promise<void> {
-    return Promise.resolve();
+  send(body: Buffer): Promise<void> {
+    const send = this.url.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise((resolve, reject) => {
+      const req = send(this.url, {
+        method: 'POST',
+        headers: { ...this.options.headers, 'content-type': 'application/json', 'content-length': body.length },
+        timeout: this.options.timeoutMs,
+      });
+      req.on('response', (res) => {
+        res.resume();
+        const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
+        if (ok) resolve();
+        else reject(new Error(`collector answered ${res.statusCode}`));
+      });
+      req.on('timeout', () => req.destroy(new Error('collector did not answer in time')));
+      req.on('error', reject);
+      req.end(body);
+    });
   }
 }
