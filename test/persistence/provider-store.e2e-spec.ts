@@ -22,6 +22,7 @@ function provider(name: string, overrides: Partial<ProviderRecord> = {}): Provid
     source: 'config',
     costPerGpuHour: 2.5,
     gpusPerWorker: 2,
+    translation: 'never',
     ...overrides,
   };
 }
@@ -59,6 +60,7 @@ describe('TypeOrmProviderStore', () => {
       secretHash: null,
       costPerGpuHour: null,
       gpusPerWorker: null,
+      translation: null,
       enabled: false,
       models: [],
       queueTimeoutMs: 5_000_000_000,
