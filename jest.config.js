@@ -19,6 +19,8 @@ module.exports = {
       testEnvironment: 'node',
       rootDir: __dirname,
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      // The cluster tier needs PostgreSQL and runs with its own config (npm run test:cluster).
+      testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/cluster/'],
       transform: { '^.+\\.ts$': tsJest },
       setupFiles,
     },

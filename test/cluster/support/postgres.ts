@@ -2,8 +2,8 @@ import { Client } from 'pg';
 
 /**
  * The PostgreSQL the cluster suites run on: TEST_DATABASE_URL, which `npm run test:cluster` sets
- * (the SQLite tier of `npm test` unsets it, so these suites say why they skip there). Each suite
- * gets a fresh schema of it, dropped afterwards.
+ * (`npm test` does not run this folder). Run by hand without it, a suite says why it skips. Each
+ * suite gets a fresh schema of it, dropped afterwards.
  */
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL || '';
 
