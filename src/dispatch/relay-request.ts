@@ -115,6 +115,8 @@ export interface RelayRequestInit {
   translator?: RequestTranslator;
   /** The body's output-token bound (`max_tokens`, `max_completion_tokens`, `max_output_tokens`), read when it was parsed (traces). */
   maxTokens?: number;
+  /** When the client's request reached the gateway, before admission (traces); absent = its `receivedAt`. */
+  arrivedAt?: number;
 }
 
 /** One client request across its life: queue → worker → response, with requeues. */
@@ -137,6 +139,7 @@ export class RelayRequest {
   sink: ResponseSink;
   readonly translator: RequestTranslator | undefined;
   readonly maxTokens: number | undefined;
+  readonly arrivedAt: number;
   /**
    * The trace observer's state for this request while tracing is on (telemetry/); always present
    * so the request's shape never changes, and cheaper than a map keyed by request.
@@ -227,6 +230,7 @@ export class RelayRequest {
     this.timeouts = init.timeouts;
     this.translator = init.translator;
     this.maxTokens = init.maxTokens;
+    this.arrivedAt = init.arrivedAt ?? -0;
   }
 
   get queueProvider(): string {

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
+import { CLOCK, Clock } from '../common/clock';
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../common/gateway-error';
@@ -52,11 +53,14 @@ export class InferenceService {
     private readonly limits: TenantLimits,
     private readonly apiKeys: ApiKeysService,
     private readonly routing: RoutingConfigHolder,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {
     this.corsEnabled = config.corsOrigins.length > 0;
   }
 
   relay(req: FastifyRequest, reply: FastifyReply, endpointPath: string, options: EndpointOptions): void {
+    // Admission (key, body, limits) starts now; a trace shows it before the request reaches dispatch.
+    const arrivedAt = this.clock.now();
     // Headers hooks already set (CORS) would be lost with the hijacked reply: the sink writes them.
     const preset = this.corsEnabled ? presetHeaders(reply) : undefined;
     reply.hijack();
@@ -120,6 +124,7 @@ export class InferenceService {
       },
       translator,
       maxTokens: maxTokensOf(envelope.json),
+      arrivedAt,
       onTokens: (tokens) => this.limits.chargeTokens(identity, tokens, request.worker),
     });
     if (routing.exposeWorkerHeader) sink.nameWorker(() => request.worker?.name);
@@ -170,5 +175,5 @@ export class InferenceService {
 /** The output-token bound the client set, under whichever name its API uses (a number, or nothing). */
 function maxTokensOf(body: Record<string, unknown>): number | undefined {
   const n = body.max_tokens ?? body.max_completion_tokens ?? body.max_output_tokens;
-  return typeof n === 'number' ? n : undefined;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }

@@ -12,7 +12,9 @@ import { RedisRateLimiter } from './redis-rate-limiter';
 export function createRateLimiter(config: AppConfig, clock: Clock, metrics?: MetricsService, logger?: AppLogger): RateLimiter {
   if (!config.redisUrl) return new MemoryRateLimiter(clock);
   // Connects in the background: boot never waits for Redis, decisions are local until it answers.
-  return new RedisRateLimiter({ url: config.redisUrl, clock, metrics, logger });
+  // In cluster mode no request waits on Redis beyond CLUSTER_REDIS_TIMEOUT_MS (docs/cluster.md).
+  const commandTimeoutMs = config.cluster.redisUrl ? config.cluster.redisTimeoutMs : undefined;
+  return new RedisRateLimiter({ url: config.redisUrl, clock, metrics, logger, commandTimeoutMs });
 }
 
 /**

@@ -104,6 +104,7 @@ export class TasksService {
       isStreaming: true,
       body: JSON.stringify(req.workerJson),
       maxTokens: req.maxTokens,
+      arrivedAt: now,
       headers: this.workerHeaders(caller),
       correlationId: caller.correlationId,
       tenant: identity.tenant,

@@ -6,6 +6,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { AppConfig } from '../config';
 import { Tracing } from './tracing.service';
+import { OtlpWriter } from './otlp-json';
 
 const T0 = 1_764_000_000_123;
 /** Plain ASCII past the writer's short-text path. */
@@ -95,5 +96,15 @@ describe('the OTLP JSON the gateway exports', () => {
     span.set('k', 'v').end(T0 + 1);
     await tracing.onApplicationShutdown();
     expect(sink.bodies).toEqual([]);
+  });
+  it('writes whole numbers beyond 64-bit integers as doubles, so a client value cannot make the collector refuse a batch', () => {
+    const kv = (v: number) => {
+      const w = new OtlpWriter(Buffer.alloc(16)).keyValue('k', v);
+      return JSON.parse(w.finish().body.toString('utf8')) as { value: Record<string, unknown> };
+    };
+    expect(kv(64).value).toEqual({ intValue: 64 });
+    expect(kv(2 ** 64).value).toEqual({ doubleValue: 2 ** 64 });
+    expect(kv(1e300).value).toEqual({ doubleValue: 1e300 });
+    expect(kv(0.5).value).toEqual({ doubleValue: 0.5 });
   });
 });

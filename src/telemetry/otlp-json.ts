@@ -86,7 +86,9 @@ export class OtlpWriter {
         return this.raw('"stringValue":').str(value).raw('}}');
       case 'number':
         // JSON has no NaN or Infinity: the transformer's JSON.stringify writes them as null too.
-        if (Number.isInteger(value)) return this.raw('"intValue":').raw(String(value)).raw('}}');
+        // OTLP's intValue is a 64-bit integer: a larger whole number (a client's `max_tokens: 1e300`)
+        // written there would make the collector refuse the whole batch, so it goes as a double.
+        if (Number.isSafeInteger(value)) return this.raw('"intValue":').raw(String(value)).raw('}}');
         return this.raw('"doubleValue":')
           .raw(Number.isFinite(value) ? String(value) : 'null')
           .raw('}}');

@@ -62,7 +62,8 @@ export class Tracing implements OnApplicationShutdown {
       batchOptionsFromEnv(),
       (m) => this.log.warn(m),
     );
-    this.log.log(`tracing to ${url}`);
+    // The collector URL may carry credentials (user:password@): they are never logged.
+    this.log.log(`tracing to ${withoutCredentials(url)}`);
   }
 
   get enabled(): boolean {
@@ -139,4 +140,16 @@ function resourceAttributes(instanceId: string): AttrValue[] {
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out.push(key, value);
   }
   return out;
+}
+
+/** A URL as it may be logged: without any user name or password. */
+function withoutCredentials(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
 }

@@ -67,9 +67,18 @@ describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreS
     expect(await gauge(gateways.get('gw-a')!, 'switchboard_cluster_members')).toBe(3);
   });
 
-  it('a stopped replica is gone for the others', async () => {
-    await gateways.get('gw-c')!.close();
-    gateways.delete('gw-c');
+  it('a stopped replica leaves at once and is gone for the others', async () => {
+    const client = new Redis(redis.url);
+    try {
+      expect(await client.zscore(`${CLUSTER_KEY_PREFIX}members`, 'gw-c')).not.toBeNull();
+      await gateways.get('gw-c')!.close();
+      gateways.delete('gw-c');
+      // It removed itself on the way out, before any timeout could have dropped it.
+      expect(await client.zscore(`${CLUSTER_KEY_PREFIX}members`, 'gw-c')).toBeNull();
+      expect(await client.hexists(`${CLUSTER_KEY_PREFIX}records`, 'gw-c')).toBe(0);
+    } finally {
+      client.disconnect();
+    }
     for (const [id, gw] of gateways) {
       await eventually(async () => !(await members(gw)).includes('gw-c'), TIMEOUT_SECS * 1000 + WAIT, `${id} drops gw-c`);
     }

@@ -91,7 +91,8 @@ describe('OpenTelemetry traces over OTLP/HTTP (issue 21)', () => {
     expect(server.spanId).toBe(forwarded?.[2]);
     // Dispatched at once: no queue-wait span; the attempt and the first byte are events.
     expect(spans).toHaveLength(1);
-    expect(server.events.map((e) => e.name)).toEqual(['worker attempt', 'first byte']);
+    // Admission (key, body, limits) is inside the server span, up to its `admitted` event.
+    expect(server.events.map((e) => e.name)).toEqual(['worker attempt', 'admitted', 'first byte']);
     expect(server.events[0].attributes).toMatchObject({ 'switchboard.worker.name': 'gpu-7', 'switchboard.pool': 'local', 'switchboard.attempt': 1 });
   });
 
@@ -122,7 +123,8 @@ describe('OpenTelemetry traces over OTLP/HTTP (issue 21)', () => {
     expect(wait.parentSpanId).toBe(server.spanId);
     expect(wait.endMs - wait.startMs).toBeGreaterThanOrEqual(40);
     expect(wait.kind).toBe(OTLP_INTERNAL);
-    expect(server.events.map((e) => e.name)).toEqual(['worker attempt', 'first byte']);
+    // Admission (key, body, limits) is inside the server span, up to its `admitted` event.
+    expect(server.events.map((e) => e.name)).toEqual(['worker attempt', 'admitted', 'first byte']);
   });
 
   it('marks a failed request and its attempt as errors', async () => {
@@ -150,7 +152,7 @@ describe('OpenTelemetry traces over OTLP/HTTP (issue 21)', () => {
       other.complete(again.request_id, { ok: true });
       expect((await pending).status).toBe(200);
       const { server } = await traceOf(/^00-([0-9a-f]{32})-/.exec(again.headers.traceparent)![1]);
-      expect(server.events.map((e) => e.name)).toEqual(['worker attempt', 'worker lost', 'worker attempt', 'first byte']);
+      expect(server.events.map((e) => e.name)).toEqual(['worker attempt', 'worker lost', 'worker attempt', 'admitted', 'first byte']);
       expect(server.events[2].attributes['switchboard.attempt']).toBe(2);
       expect(server.attributes['switchboard.requeues']).toBe(1);
     } finally {

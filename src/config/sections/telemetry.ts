@@ -55,9 +55,16 @@ export function readTelemetryConfig(env: Env, section: unknown, problems: string
   const full = read(r, env, S.tracesEndpoint);
   const disabled = read(r, env, S.sdkDisabled);
   const endpoint = full || (base ? `${base.replace(/\/+$/, '')}/v1/traces` : undefined);
-  if (endpoint && !/^https?:\/\/[^/]/.test(endpoint)) problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, got '${endpoint}'`);
+  if (endpoint && (!/^https?:\/\/[^/]/.test(endpoint) || !URL.canParse(endpoint))) {
+    problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, got '${shownUrl(endpoint)}'`);
+  }
   const config: TelemetryConfig = { tracesEndpoint: disabled ? undefined : endpoint, captureContent: read(r, env, S.captureContent) };
   for (const key of r.unknownKeys()) problems.push(`telemetry.${key} (config file) is not a telemetry setting (known: ${KEYS.join(', ')})`);
   problems.push(...r.problems);
   return config;
+}
+
+/** An endpoint as a problem may show it: without credentials (the part before `@`). */
+function shownUrl(url: string): string {
+  return url.replace(/\/\/[^/@]*@/, '//***@');
 }

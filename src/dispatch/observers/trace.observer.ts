@@ -103,6 +103,7 @@ export class TraceObserver implements RequestObserver {
       .set(ATTR.keyId, req.keyId || undefined)
       .set(ATTR.maxTokens, req.maxTokens);
     if (this.tracing.captureContent) s.set(ATTR.inputMessages, req.body);
+    if (req.arrivedAt > 0 && req.receivedAt > 0) s.event('admitted', req.receivedAt);
     if (req.firstByteAt > 0) s.event('first byte', req.firstByteAt).set(ATTR.ttfbMs, req.firstByteAt - req.receivedAt);
     const tokens = req.tokenCounts;
     if (tokens) s.set(ATTR.inputTokens, tokens.prompt_tokens).set(ATTR.outputTokens, tokens.completion_tokens);
@@ -119,7 +120,8 @@ export class TraceObserver implements RequestObserver {
   /** The request's server span, child of the client's `traceparent` when it sent one. */
   private open(req: RelayRequest, now: number): RequestTrace {
     const name = `${operationOf(req.endpointPath)} ${req.model}`;
-    const server = this.tracing.start(name, SpanKind.SERVER, this.tracing.parentOf(req.headers), req.receivedAt || now);
+    // From the request's arrival: admission (key, body, limits) is part of it, ended by the `admitted` event.
+    const server = this.tracing.start(name, SpanKind.SERVER, this.tracing.parentOf(req.headers), req.arrivedAt || req.receivedAt || now);
     const t: RequestTrace = { server, attempts: 0, waitedMs: 0 };
     req.trace = t;
     return t;
