@@ -138,6 +138,18 @@ describe('OpenTelemetry traces over OTLP/HTTP (issue 21)', () => {
     expect(server.attributes['error.type']).toBe('worker_error');
   });
 
+  it("a client's error (4xx) names its type but leaves the server span's status unset (HTTP conventions)", async () => {
+    const res = await post(gw.url, '/v1/chat/completions', chat('no-such-model'), {
+      'x-tenant-id': 'team-t',
+      traceparent: `00-${'4'.repeat(32)}-${CLIENT_SPAN}-01`,
+    });
+    expect(res.status).toBe(404);
+    const { server } = await traceOf('4'.repeat(32));
+    expect(server.attributes['error.type']).toBe('model_not_found');
+    expect(server.events.map((e) => e.name)).toContain('rejected');
+    expect(server.status.code ?? 0).toBe(0);
+  });
+
   it('a requeue shows as a lost worker and a second attempt, with the same traceparent to both workers', async () => {
     // The first worker is busy; a second one (only slot) takes the request, then vanishes.
     const { worker: flaky } = await ScriptedWorker.register(gw.workerUrl, { models: ['flaky-model'], worker_name: 'flaky' });

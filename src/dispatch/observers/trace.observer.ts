@@ -113,7 +113,8 @@ export class TraceObserver implements RequestObserver {
     if (req.worker) s.set(ATTR.workerId, req.worker.id).set(ATTR.workerName, req.worker.name);
     if (req.queuePosition) s.set(ATTR.queuePosition, req.queuePosition);
     s.set(ATTR.errorType, error?.code ?? (status >= 400 ? String(status) : undefined));
-    if (status >= 500 || error) s.error(error?.code ?? `HTTP ${status}`);
+    // A server span's status is an error only for 5xx: a client's 4xx is its error, named in `error.type`.
+    if (status >= 500) s.error(error?.code ?? `HTTP ${status}`);
     s.end(now);
   }
 
