@@ -123,12 +123,20 @@ export class SpanBatcher implements SpanSink {
     if (!batch) return;
     this.queued -= batch.count;
     const { body, buffer } = batch.finish();
+    let answered = false;
     this.exporting = this.transport
       .send(body)
-      .catch((e: unknown) => this.lose(batch.count, `export failed: ${e instanceof Error ? e.message : String(e)}`))
+      .then(
+        () => {
+          answered = true;
+        },
+        (e: unknown) => this.lose(batch.count, `export failed: ${e instanceof Error ? e.message : String(e)}`),
+      )
       .finally(() => {
         this.exporting = undefined;
-        this.spare = buffer;
+        // Reused only after a collector's answer: a failed or timed-out send may leave the socket
+        // still holding the body's bytes, which the next batch must not overwrite.
+        if (answered) this.spare = buffer;
         const next = this.batches[0];
         if (next && next.count >= this.options.maxExportBatchSize) this.exportSoon();
         else if (next && !this.stopped) this.timer ??= setTimeout(() => this.exportNext(), this.options.scheduledDelayMs).unref();
