@@ -3,6 +3,7 @@ import { GatewayError } from '../common/gateway-error';
 import type { RequestTranslator, ResponseSink } from '../dispatch/relay-request';
 import type { DialectCodec, Json } from './dialect-codec';
 import { TranslatingSink } from './translating-sink';
+import { DelegatingSink } from './delegating-sink';
 
 const log = new Logger('Translation');
 
@@ -94,12 +95,47 @@ export class CountTokensTranslation extends RequestTranslation {
     super(codec, body, false, model, sink, correlationId);
   }
 
+  /** Natively, a backend without the route (404, 405, 501) is answered by the estimate too. */
+  override sinkFor(translated: boolean): ResponseSink {
+    return translated ? super.sinkFor(true) : new EstimateOnMissingRoute(this.sink, () => this.estimated());
+  }
+
   answerWithout(): boolean {
     if (this.sink.clientGone) return false;
-    const body = JSON.stringify({ input_tokens: this.estimate(this.body) });
-    // A gateway header: the sink passes only backend headers it relays (no `x-switchboard-*`) from sendComplete's.
-    this.sink.addHeaders?.({ [ESTIMATE_HEADER]: 'true' });
-    this.sink.sendComplete(200, { 'content-type': 'application/json' }, body);
+    this.estimated().send(this.sink);
     return true;
+  }
+
+  private estimated(): { send(sink: ResponseSink): void } {
+    const body = JSON.stringify({ input_tokens: this.estimate(this.body) });
+    return {
+      send: (sink) => {
+        // A gateway header: the sink passes only backend headers it relays (no `x-switchboard-*`) from sendComplete's.
+        sink.addHeaders?.({ [ESTIMATE_HEADER]: 'true' });
+        sink.sendComplete(200, { 'content-type': 'application/json' }, body);
+      },
+    };
+  }
+}
+
+/** Statuses by which a backend says it has no such route (endpointPresent's rule in the worker's probes). */
+const ROUTE_MISSING = new Set([404, 405, 501]);
+
+/**
+ * count_tokens sent natively to a worker whose endpoints are unknown (a ModelRelay worker advertises
+ * none): when its backend turns out not to have the route, the client gets the estimate instead of
+ * the backend's 404, as it would have from a worker that said so.
+ */
+class EstimateOnMissingRoute extends DelegatingSink {
+  constructor(
+    client: ResponseSink,
+    private readonly estimate: () => { send(sink: ResponseSink): void },
+  ) {
+    super(client);
+  }
+
+  override sendComplete(status: number, headers: Record<string, string>, body: string | readonly string[]): void {
+    if (ROUTE_MISSING.has(status)) return this.estimate().send(this.client);
+    this.client.sendComplete(status, headers, body);
   }
 }

@@ -160,4 +160,17 @@ describe('RequestTranslation', () => {
     client.clientGone = true;
     expect(t.answerWithout()).toBe(false);
   });
+
+  it('count_tokens sent natively: a backend without the route (404, 405, 501) gets the estimate answered for it; any other answer passes', () => {
+    for (const status of [404, 405, 501]) {
+      const client = new ClientSink();
+      new CountTokensTranslation(codec, { messages: [] }, 'm', client, 'c4', () => 7).sinkFor(false).sendComplete(status, {}, '{"error":"not found"}');
+      expect(client.events).toEqual([['complete', 200, { 'content-type': 'application/json' }, '{"input_tokens":7}']]);
+      expect(client.headers).toEqual({ [ESTIMATE_HEADER]: 'true' });
+    }
+    const client = new ClientSink();
+    new CountTokensTranslation(codec, { messages: [] }, 'm', client, 'c5', () => 7).sinkFor(false).sendComplete(200, { 'x-b': '1' }, '{"input_tokens":9}');
+    expect(client.events).toEqual([['complete', 200, { 'x-b': '1' }, '{"input_tokens":9}']]);
+    expect(client.headers).toEqual({});
+  });
 });

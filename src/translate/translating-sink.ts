@@ -1,6 +1,7 @@
 import { GatewayError, statusOf } from '../common/gateway-error';
 import type { ResponseSink } from '../dispatch/relay-request';
 import type { AnswerContext, DialectCodec, Json, StreamTranslator } from './dialect-codec';
+import { DelegatingSink } from './delegating-sink';
 
 /** Names the dialect a response was translated from (issue 20's contract). */
 export const TRANSLATED_HEADER = 'x-switchboard-translated';
@@ -20,7 +21,7 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
  * answered a streamed request with an error (status ≥ 400, or a JSON body instead of SSE) is
  * answered as one whole error in the client's dialect.
  */
-export class TranslatingSink implements ResponseSink {
+export class TranslatingSink extends DelegatingSink {
   private stream: StreamTranslator | undefined;
   private clientStarted = false;
   /** The backend's status, when it is an error: its body is collected instead of streamed. */
@@ -32,50 +33,16 @@ export class TranslatingSink implements ResponseSink {
   private failed = false;
 
   constructor(
-    private readonly client: ResponseSink,
+    client: ResponseSink,
     private readonly codec: DialectCodec,
     private readonly ctx: AnswerContext,
     /** The `x-switchboard-translated` value, or undefined for translations that do not announce themselves. */
     private readonly announce: string | undefined,
-  ) {}
-
-  get clientGone(): boolean {
-    return this.client.clientGone;
+  ) {
+    super(client);
   }
 
-  get pendingBytes(): number {
-    return this.client.pendingBytes;
-  }
-
-  get progress(): number | undefined {
-    return this.client.progress;
-  }
-
-  onDrain(listener: () => void): void {
-    this.client.onDrain(listener);
-  }
-
-  abort(): void {
-    this.client.abort();
-  }
-
-  routed(servedModel: string, fallbackFor: string | undefined): void {
-    this.client.routed(servedModel, fallbackFor);
-  }
-
-  queueWaited(ms: number): void {
-    this.client.queueWaited(ms);
-  }
-
-  addHeaders(headers: Record<string, string>): void {
-    this.client.addHeaders?.(headers);
-  }
-
-  gpuTime(ms: number): void {
-    this.client.gpuTime?.(ms);
-  }
-
-  startStream(status = 200, headers?: Record<string, string>): void {
+  override startStream(status = 200, headers?: Record<string, string>): void {
     this.backendHeaders = headers;
     if (status >= 400) {
       this.errorStatus = status;
@@ -84,7 +51,7 @@ export class TranslatingSink implements ResponseSink {
     this.stream = this.codec.stream?.(this.ctx);
   }
 
-  writeChunk(chunk: string): boolean {
+  override writeChunk(chunk: string): boolean {
     if (this.errorStatus !== undefined || !this.stream) return this.collectError(chunk);
     const out = this.stream.push(chunk);
     if (out === '') {
@@ -95,7 +62,7 @@ export class TranslatingSink implements ResponseSink {
     return this.client.writeChunk(out);
   }
 
-  endStream(status?: number): void {
+  override endStream(status?: number): void {
     if (this.errorStatus !== undefined || !this.stream) return this.sendError(this.errorStatus ?? errorStatusOr(status), this.errorText);
     const tail = this.stream.end();
     if (!this.clientStarted && this.unspoken.trimStart().startsWith('{')) {
@@ -108,7 +75,7 @@ export class TranslatingSink implements ResponseSink {
     this.client.endStream();
   }
 
-  sendComplete(status: number, headers: Record<string, string>, body: string | readonly string[]): void {
+  override sendComplete(status: number, headers: Record<string, string>, body: string | readonly string[]): void {
     const text = typeof body === 'string' ? body : body.join('');
     if (status >= 400 || status < 200) return this.sendError(status, text, headers);
     const parsed = parseObject(text);
@@ -117,7 +84,7 @@ export class TranslatingSink implements ResponseSink {
     this.client.sendComplete(status, { ...dropEntityHeaders(headers), ...JSON_HEADERS }, JSON.stringify(this.codec.fromChat(parsed, this.ctx)));
   }
 
-  fail(error: GatewayError): void {
+  override fail(error: GatewayError): void {
     // A started translated stream ends with its own dialect's failure events (a Responses client reads
     // events by `type`, so the generic SSE error event would leave it waiting for a terminal event).
     const closing =
