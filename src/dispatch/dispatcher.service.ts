@@ -311,11 +311,7 @@ export class Dispatcher implements LeaseControl {
       for (const req of this.queue.waitingFor(model)) {
         if (!req.plan.translation || req.plan.translated !== undefined || req.phase !== 'queued') continue;
         const decision = this.router.route(req.plan);
-        if (decision.kind !== 'assign') continue;
-        this.queue.remove(req);
-        leaveQueue(this.observers, req, this.clock.now(), false);
-        req.provider = this.router.provider(decision.worker.provider) ?? req.provider;
-        this.assign(req, decision.worker, decision.model);
+        if (decision.kind === 'assign') this.takeFromQueue(req, decision.worker, decision.model);
       }
     }
   }
@@ -372,10 +368,15 @@ export class Dispatcher implements LeaseControl {
     if (req.phase !== 'queued' || !req.queuedAt) return true; // no longer waiting: nothing to do
     const decision = this.gate.blocked(req) ? undefined : this.router.route(req.plan);
     if (decision?.kind !== 'assign') return false;
+    this.takeFromQueue(req, decision.worker, decision.model);
+    return true;
+  }
+
+  /** A waiting request goes to a worker now: out of the queue (its wait carried on), to the worker's provider. */
+  private takeFromQueue(req: RelayRequest, worker: WorkerSnapshot, model: string): void {
     this.queue.remove(req);
     leaveQueue(this.observers, req, this.clock.now(), false);
-    req.provider = this.router.provider(decision.worker.provider) ?? req.provider;
-    this.assign(req, decision.worker, decision.model);
-    return true;
+    req.provider = this.router.provider(worker.provider) ?? req.provider;
+    this.assign(req, worker, model);
   }
 }

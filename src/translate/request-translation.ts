@@ -97,24 +97,20 @@ export class CountTokensTranslation extends RequestTranslation {
 
   /** Natively, a backend without the route (404, 405, 501) is answered by the estimate too. */
   override sinkFor(translated: boolean): ResponseSink {
-    return translated ? super.sinkFor(true) : new EstimateOnMissingRoute(this.sink, () => this.estimated());
+    return translated ? super.sinkFor(true) : new EstimateOnMissingRoute(this.sink, () => this.answerEstimate());
   }
 
   answerWithout(): boolean {
     if (this.sink.clientGone) return false;
-    this.estimated().send(this.sink);
+    this.answerEstimate();
     return true;
   }
 
-  private estimated(): { send(sink: ResponseSink): void } {
+  private answerEstimate(): void {
     const body = JSON.stringify({ input_tokens: this.estimate(this.body) });
-    return {
-      send: (sink) => {
-        // A gateway header: the sink passes only backend headers it relays (no `x-switchboard-*`) from sendComplete's.
-        sink.addHeaders?.({ [ESTIMATE_HEADER]: 'true' });
-        sink.sendComplete(200, { 'content-type': 'application/json' }, body);
-      },
-    };
+    // A gateway header: the sink passes only backend headers it relays (no `x-switchboard-*`) from sendComplete's.
+    this.sink.addHeaders?.({ [ESTIMATE_HEADER]: 'true' });
+    this.sink.sendComplete(200, { 'content-type': 'application/json' }, body);
   }
 }
 
@@ -129,13 +125,14 @@ const ROUTE_MISSING = new Set([404, 405, 501]);
 class EstimateOnMissingRoute extends DelegatingSink {
   constructor(
     client: ResponseSink,
-    private readonly estimate: () => { send(sink: ResponseSink): void },
+    /** Answers the client with the estimate instead. */
+    private readonly answerEstimate: () => void,
   ) {
     super(client);
   }
 
   override sendComplete(status: number, headers: Record<string, string>, body: string | readonly string[]): void {
-    if (ROUTE_MISSING.has(status)) return this.estimate().send(this.client);
+    if (ROUTE_MISSING.has(status)) return this.answerEstimate();
     this.client.sendComplete(status, headers, body);
   }
 }
