@@ -4,3 +4,4 @@ export * from './single-process-membership';
 export * from './heartbeat-membership';
 export * from './redis-membership-store';
 export * from './advertise-url';
+export * from './internal-link';
