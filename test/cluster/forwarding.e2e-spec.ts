@@ -3,6 +3,7 @@ import { TestRedisServer } from '../rate-limit/support';
 import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, chat, eventually, get, post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
+import { parsePrometheusText } from '../observability/prometheus-text';
 import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
 
 const SECRET = 'cluster-secret-0123456789abcdef0123';
@@ -93,6 +94,26 @@ describeWithPostgres('cluster mode: one fleet, any request on any replica', () =
     expect(res.status).toBe(201);
     expect(res.text).toBe(body);
     expect(res.headers.get('x-backend')).toBe('yes');
+  });
+
+  it('metrics stay per replica, labelled with it: a forwarded request is counted once, where its client was', async () => {
+    const w = await worker('a', ['metrics-model']);
+    const count = async (g: TestGateway, replica: string) => {
+      const f = parsePrometheusText((await get(g.url, '/metrics')).text).get('switchboard_requests_total');
+      const samples = (f?.samples ?? []).filter((x) => x.labels.model === 'metrics-model');
+      for (const x of f?.samples ?? []) expect(x.labels.replica).toBe(replica);
+      return samples.reduce((n, x) => n + x.value, 0);
+    };
+    const pending = post(gw.b.url, '/v1/chat/completions', chat('metrics-model'));
+    w.complete((await w.next('request')).request_id, { ok: true });
+    expect((await pending).status).toBe(200);
+    await eventually(async () => (await count(gw.b, 'gw-b')) === 1, WAIT, 'counted at the replica of the client');
+    expect(await count(gw.a, 'gw-a')).toBe(0);
+    expect(await count(gw.c, 'gw-c')).toBe(0);
+    // Workers connected: each replica counts its own.
+    const connected = async (g: TestGateway) =>
+      (parsePrometheusText((await get(g.url, '/metrics')).text).get('switchboard_workers_connected')?.samples ?? []).reduce((n, x) => n + x.value, 0);
+    expect(await connected(gw.b)).toBe(workers.filter((x) => x.ws.url.startsWith(gw.b.workerUrl)).length);
   });
 
   it('a stream comes back chunk by chunk, byte for byte, to the official SDK', async () => {
