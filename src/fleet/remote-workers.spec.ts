@@ -176,7 +176,7 @@ describe('RemoteWorkers: other replicas’ workers in this replica’s fleet', (
     expect(readPublishedWorker({ ...published('w1'), models: Array(5000).fill('m') })).toBeUndefined();
     const clamped = readPublishedWorker({
       ...published('w1'),
-      max_concurrent: 1e400,
+      max_concurrent: Number.POSITIVE_INFINITY,
       load: -5,
       seen_ago_ms: 'x',
       capabilities: { m1: { context_length: 1e30, tools: 'yes' } },
