@@ -59,7 +59,7 @@ export class RemoteWorkers {
 
   /** The worker's replica had no free slot: count it full until that replica publishes it again. */
   markFull(session: WorkerSession): void {
-    session.externalLoad = Math.max(0, session.maxConcurrent - session.assigned.size - session.held.size);
+    session.externalLoad = session.maxConcurrent;
   }
 
   private add(data: PublishedWorker): WorkerSession {
