@@ -1,0 +1,83 @@
+import type Redis from 'ioredis';
+import { TASK_KEY_PREFIX } from './task-cluster-redis';
+
+/** The outcome of claiming a task id for this replica. */
+export type Claim = 'claimed' | 'taken' | 'unavailable';
+
+/**
+ * Which replica holds a task (its events live in that replica's memory). A single process needs
+ * no record: every task is here. In cluster mode each admitted task is recorded in Redis under its
+ * tenant and id, so any replica can find the one to ask.
+ */
+export abstract class TaskLocator {
+  abstract readonly enabled: boolean;
+  /** Records the id for this replica unless another task of the tenant holds it. */
+  abstract claim(tenant: string, id: string, ttlMs: number): Promise<Claim>;
+  /** The id of the replica holding the task; undefined when none does; 'unavailable' when Redis does not answer. */
+  abstract owner(tenant: string, id: string): Promise<string | undefined | 'unavailable'>;
+  /** The task ended: its record lasts as long as its retention. Never throws, never waits. */
+  abstract ended(tenant: string, id: string, retentionMs: number): void;
+  /** The task is forgotten (or was refused): its id is free again. Never throws. */
+  abstract release(tenant: string, id: string): Promise<void>;
+}
+
+export class LocalTaskLocator extends TaskLocator {
+  readonly enabled = false;
+  claim(): Promise<Claim> {
+    return Promise.resolve('claimed');
+  }
+  owner(): Promise<undefined> {
+    return Promise.resolve(undefined);
+  }
+  ended(): void {}
+  release(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** Deletes the record only if this replica still holds it (the id may have been taken again since). */
+const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+const ENDED_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
+
+/** One string key per task, `<prefix>owner:<tenant>:<id>` → replica id, expiring with the task. */
+export class RedisTaskLocator extends TaskLocator {
+  readonly enabled = true;
+
+  constructor(
+    private readonly client: Redis,
+    private readonly replicaId: string,
+    private readonly prefix = TASK_KEY_PREFIX,
+  ) {
+    super();
+  }
+
+  async claim(tenant: string, id: string, ttlMs: number): Promise<Claim> {
+    try {
+      const ok = await this.client.set(this.key(tenant, id), this.replicaId, 'PX', Math.max(1, Math.round(ttlMs)), 'NX');
+      return ok === 'OK' ? 'claimed' : 'taken';
+    } catch {
+      return 'unavailable';
+    }
+  }
+
+  async owner(tenant: string, id: string): Promise<string | undefined | 'unavailable'> {
+    try {
+      return (await this.client.get(this.key(tenant, id))) ?? undefined;
+    } catch {
+      return 'unavailable';
+    }
+  }
+
+  ended(tenant: string, id: string, retentionMs: number): void {
+    this.client.eval(ENDED_LUA, 1, this.key(tenant, id), this.replicaId, Math.max(1, Math.round(retentionMs))).catch(() => undefined);
+  }
+
+  async release(tenant: string, id: string): Promise<void> {
+    await this.client.eval(RELEASE_LUA, 1, this.key(tenant, id), this.replicaId).catch(() => undefined);
+  }
+
+  private key(tenant: string, id: string): string {
+    // Tenant ids never hold ':' (A-Z a-z 0-9 . _ -), so the pair is unambiguous.
+    return `${this.prefix}owner:${tenant}:${id}`;
+  }
+}
