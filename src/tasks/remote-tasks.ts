@@ -48,7 +48,8 @@ export class RemoteTasks {
    */
   async locate(identity: ClientIdentity, id: string): Promise<string | GatewayError> {
     const owner = await this.locator.owner(identity.tenant, id);
-    if (owner === 'unavailable') return Errors.dependencyUnavailable();
+    // Degraded, this replica's member list is itself alone: it cannot tell a lost owner from a live one.
+    if (owner === 'unavailable' || this.membership.degraded()) return Errors.dependencyUnavailable();
     if (owner === undefined || owner === this.membership.replicaId) return Errors.notFound('Task', id);
     const member = this.membership.members().find((m) => m.id === owner);
     return member?.advertise_url ? member.advertise_url : Errors.notFound('Task', id);

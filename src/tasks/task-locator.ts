@@ -11,8 +11,11 @@ export type Claim = 'claimed' | 'taken' | 'unavailable';
  */
 export abstract class TaskLocator {
   abstract readonly enabled: boolean;
-  /** Records the id for this replica unless another task of the tenant holds it. */
-  abstract claim(tenant: string, id: string, ttlMs: number): Promise<Claim>;
+  /**
+   * Records the id for this replica unless a task of the tenant holds it on a live replica
+   * (`isLive`: the record of a replica that is gone is taken over: its task was lost with it).
+   */
+  abstract claim(tenant: string, id: string, ttlMs: number, isLive: (replicaId: string) => boolean): Promise<Claim>;
   /** The id of the replica holding the task; undefined when none does; 'unavailable' when Redis does not answer. */
   abstract owner(tenant: string, id: string): Promise<string | undefined | 'unavailable'>;
   /** The task ended: its record lasts as long as its retention. Never throws, never waits. */
@@ -37,6 +40,8 @@ export class LocalTaskLocator extends TaskLocator {
 
 /** Deletes the record only if this replica still holds it (the id may have been taken again since). */
 const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+/** Takes the record over from a replica that is gone, if it still names that one. */
+const TAKEOVER_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0`;
 const ENDED_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
 
 /** One string key per task, `<prefix>owner:<tenant>:<id>` → replica id, expiring with the task. */
@@ -51,10 +56,14 @@ export class RedisTaskLocator extends TaskLocator {
     super();
   }
 
-  async claim(tenant: string, id: string, ttlMs: number): Promise<Claim> {
+  async claim(tenant: string, id: string, ttlMs: number, isLive: (replicaId: string) => boolean): Promise<Claim> {
+    const key = this.key(tenant, id);
+    const ttl = Math.max(1, Math.round(ttlMs));
     try {
-      const ok = await this.client.set(this.key(tenant, id), this.replicaId, 'PX', Math.max(1, Math.round(ttlMs)), 'NX');
-      return ok === 'OK' ? 'claimed' : 'taken';
+      if ((await this.client.set(key, this.replicaId, 'PX', ttl, 'NX')) === 'OK') return 'claimed';
+      const holder = await this.client.get(key);
+      if (holder === null || holder === this.replicaId || isLive(holder)) return 'taken';
+      return (await this.client.eval(TAKEOVER_LUA, 1, key, holder, this.replicaId, ttl)) === 1 ? 'claimed' : 'taken';
     } catch {
       return 'unavailable';
     }

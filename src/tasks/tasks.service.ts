@@ -16,6 +16,7 @@ import { TenantsService } from '../tenancy/tenants.service';
 import { budgetLimits, BudgetLimits, SessionBudgetStore, sessionKey } from './session-budgets';
 import { Task, TaskReader } from './task';
 import { admissionError } from './task-admission';
+import { Membership } from '../cluster/membership.port';
 import { TaskLocator } from './task-locator';
 import { parseTaskRequest, TaskRequest } from './task-request';
 import { TaskRuntime } from './task-runtime';
@@ -61,6 +62,7 @@ export class TasksService {
     private readonly runtime: TaskRuntime,
     private readonly locator: TaskLocator,
     private readonly budgets: SessionBudgetStore,
+    private readonly membership: Membership,
   ) {}
 
   submit(caller: TaskCaller, rawBody: unknown): SubmitAnswer | Promise<SubmitAnswer> {
@@ -75,7 +77,9 @@ export class TasksService {
     // session's totals are brought up to date, both bounded by CLUSTER_REDIS_TIMEOUT_MS.
     this.admitting.add(reservation);
     const c = this.config.tasks;
-    const claimed = this.locator.claim(identity.tenant, id, c.queueTimeoutMs + c.maxRunMs + c.retentionMs);
+    // A record naming a replica that is gone is taken over (never while this replica's own view of the members is degraded).
+    const isLive = (replica: string) => this.membership.degraded() || this.membership.members().some((m) => m.id === replica);
+    const claimed = this.locator.claim(identity.tenant, id, c.queueTimeoutMs + c.maxRunMs + c.retentionMs, isLive);
     const fresh = this.budgets.refresh(sessionKey(identity.tenant, req.sessionId, id), this.clock.now());
     return Promise.all([claimed, fresh]).then(async ([claim]) => {
       this.admitting.delete(reservation);

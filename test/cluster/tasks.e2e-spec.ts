@@ -201,5 +201,10 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
       expect((await readStream(gw, 'lost-1')).status).toBe(404);
       expect((await cancel(gw, 'lost-1')).status).toBe(404);
     }
+    // Its id is free again: the record naming the lost replica is taken over by the next submit.
+    const onA = await worker(a, 'lost-model');
+    expect((await submit(a, chatTask('lost-model', { task_id: 'lost-1' }))).status).toBe(202);
+    await onA.next('request');
+    expect((await getJson(b, '/v1/tasks/lost-1')).json).toMatchObject({ task_id: 'lost-1', status: 'running' });
   });
 });
