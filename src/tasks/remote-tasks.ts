@@ -8,6 +8,7 @@ import { INTERNAL_PREFIX, internalHeaders } from '../cluster/internal-link';
 import { Membership } from '../cluster/membership.port';
 import { CORRELATION_HEADER } from '../observability/correlation-id';
 import type { ClientIdentity } from '../tenancy/client-identity';
+import { liveHolder } from './task-holder';
 import { TaskLocator } from './task-locator';
 
 /** The caller's tenant (and key id, for logs) on a relayed call: the owner checks ownership with it. */
@@ -50,9 +51,10 @@ export class RemoteTasks {
     const owner = await this.locator.owner(identity.tenant, id);
     // Degraded, this replica's member list is itself alone: it cannot tell a lost owner from a live one.
     if (owner === 'unavailable' || this.membership.degraded()) return Errors.dependencyUnavailable();
-    if (owner === undefined || owner === this.membership.replicaId) return Errors.notFound('Task', id);
-    const member = this.membership.members().find((m) => m.id === owner);
-    return member?.advertise_url ? member.advertise_url : Errors.notFound('Task', id);
+    // Held by no live replica process (this one does not hold it either: it was looked up here first).
+    const member = owner === undefined ? undefined : liveHolder(this.membership, owner);
+    if (!member?.advertise_url || member.id === this.membership.replicaId) return Errors.notFound('Task', id);
+    return member.advertise_url;
   }
 
   /**

@@ -15,8 +15,8 @@ export abstract class TaskLocator {
    * Records the id for this replica unless a task of the tenant holds it on a live replica
    * (`isLive`: the record of a replica that is gone is taken over: its task was lost with it).
    */
-  abstract claim(tenant: string, id: string, ttlMs: number, isLive: (replicaId: string) => boolean): Promise<Claim>;
-  /** The id of the replica holding the task; undefined when none does; 'unavailable' when Redis does not answer. */
+  abstract claim(tenant: string, id: string, ttlMs: number, isLive: (holder: string) => boolean): Promise<Claim>;
+  /** The holder of the task (task-holder.ts); undefined when none does; 'unavailable' when Redis does not answer. */
   abstract owner(tenant: string, id: string): Promise<string | undefined | 'unavailable'>;
   /** The task ended: its record lasts as long as its retention. Never throws, never waits. */
   abstract ended(tenant: string, id: string, retentionMs: number): void;
@@ -44,26 +44,28 @@ const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.
 const TAKEOVER_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0`;
 const ENDED_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
 
-/** One string key per task, `<prefix>owner:<tenant>:<id>` → replica id, expiring with the task. */
+/** One string key per task, `<prefix>owner:<tenant>:<id>` → its holder (`<replica id>@<started_at>`), expiring with the task. */
 export class RedisTaskLocator extends TaskLocator {
   readonly enabled = true;
 
   constructor(
     private readonly client: Redis,
-    private readonly replicaId: string,
+    /** This replica process as records name it. */
+    private readonly self: () => string,
     private readonly prefix = TASK_KEY_PREFIX,
   ) {
     super();
   }
 
-  async claim(tenant: string, id: string, ttlMs: number, isLive: (replicaId: string) => boolean): Promise<Claim> {
+  async claim(tenant: string, id: string, ttlMs: number, isLive: (holder: string) => boolean): Promise<Claim> {
     const key = this.key(tenant, id);
     const ttl = Math.max(1, Math.round(ttlMs));
     try {
-      if ((await this.client.set(key, this.replicaId, 'PX', ttl, 'NX')) === 'OK') return 'claimed';
+      const self = this.self();
+      if ((await this.client.set(key, self, 'PX', ttl, 'NX')) === 'OK') return 'claimed';
       const holder = await this.client.get(key);
-      if (holder === null || holder === this.replicaId || isLive(holder)) return 'taken';
-      return (await this.client.eval(TAKEOVER_LUA, 1, key, holder, this.replicaId, ttl)) === 1 ? 'claimed' : 'taken';
+      if (holder === null || holder === self || isLive(holder)) return 'taken';
+      return (await this.client.eval(TAKEOVER_LUA, 1, key, holder, self, ttl)) === 1 ? 'claimed' : 'taken';
     } catch {
       return 'unavailable';
     }
@@ -78,11 +80,11 @@ export class RedisTaskLocator extends TaskLocator {
   }
 
   ended(tenant: string, id: string, retentionMs: number): void {
-    this.client.eval(ENDED_LUA, 1, this.key(tenant, id), this.replicaId, Math.max(1, Math.round(retentionMs))).catch(() => undefined);
+    this.client.eval(ENDED_LUA, 1, this.key(tenant, id), this.self(), Math.max(1, Math.round(retentionMs))).catch(() => undefined);
   }
 
   async release(tenant: string, id: string): Promise<void> {
-    await this.client.eval(RELEASE_LUA, 1, this.key(tenant, id), this.replicaId).catch(() => undefined);
+    await this.client.eval(RELEASE_LUA, 1, this.key(tenant, id), this.self()).catch(() => undefined);
   }
 
   private key(tenant: string, id: string): string {

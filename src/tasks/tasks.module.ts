@@ -14,6 +14,7 @@ import { RedisSessionBudgets } from './redis-session-budgets';
 import { RemoteTasks } from './remote-tasks';
 import { InMemorySessionBudgets, SessionBudgetStore } from './session-budgets';
 import { TaskClusterRedis } from './task-cluster-redis';
+import { selfHolder } from './task-holder';
 import { LocalTaskLocator, RedisTaskLocator, TaskLocator } from './task-locator';
 import { TaskRuntime } from './task-runtime';
 import { TasksController } from './tasks.controller';
@@ -45,7 +46,7 @@ const TASK_REDIS = Symbol('TASK_REDIS');
       provide: TaskLocator,
       inject: [TASK_REDIS, Membership],
       useFactory: (redis: TaskClusterRedis | null, membership: Membership) =>
-        redis ? new RedisTaskLocator(redis.client, membership.replicaId) : new LocalTaskLocator(),
+        redis ? new RedisTaskLocator(redis.client, () => selfHolder(membership)) : new LocalTaskLocator(),
     },
     {
       provide: SessionBudgetStore,

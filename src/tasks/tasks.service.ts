@@ -17,6 +17,7 @@ import { budgetLimits, BudgetLimits, SessionBudgetStore, sessionKey } from './se
 import { Task, TaskReader } from './task';
 import { admissionError } from './task-admission';
 import { Membership } from '../cluster/membership.port';
+import { liveHolder } from './task-holder';
 import { TaskLocator } from './task-locator';
 import { parseTaskRequest, TaskRequest } from './task-request';
 import { TaskRuntime } from './task-runtime';
@@ -78,7 +79,7 @@ export class TasksService {
     this.admitting.add(reservation);
     const c = this.config.tasks;
     // A record naming a replica that is gone is taken over (never while this replica's own view of the members is degraded).
-    const isLive = (replica: string) => this.membership.degraded() || this.membership.members().some((m) => m.id === replica);
+    const isLive = (holder: string) => this.membership.degraded() || liveHolder(this.membership, holder) !== undefined;
     const claimed = this.locator.claim(identity.tenant, id, c.queueTimeoutMs + c.maxRunMs + c.retentionMs, isLive);
     const fresh = this.budgets.refresh(sessionKey(identity.tenant, req.sessionId, id), this.clock.now());
     return Promise.all([claimed, fresh]).then(async ([claim]) => {

@@ -187,6 +187,26 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
     }
   });
 
+  it('Redis frozen: a task is still admitted and read where it runs; another replica answers 503, not 404', async () => {
+    const onA = await worker(a, 'frozen-model');
+    redis.pause();
+    try {
+      const accepted = await submit(a, chatTask('frozen-model', { task_id: 'frozen-1' }));
+      expect(accepted.status).toBe(202);
+      await onA.next('request');
+      expect((await getJson(a, '/v1/tasks/frozen-1')).json).toMatchObject({ task_id: 'frozen-1', status: 'running' });
+      const elsewhere = await getJson(b, '/v1/tasks/frozen-1');
+      expect(elsewhere.status).toBe(503);
+      expect(elsewhere.json.error).toMatchObject({ code: 'dependency_unavailable' });
+    } finally {
+      redis.resume();
+    }
+    for (const gw of [a, b, c]) {
+      await eventually(async () => (await admin(gw.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json.members.length === 3, WAIT, 're-joined');
+    }
+    expect((await getJson(a, '/v1/tasks/frozen-1')).status).toBe(200);
+  });
+
   it('a task whose replica is gone is answered like one that does not exist', async () => {
     const onC = await worker(c, 'lost-model');
     expect((await submit(c, chatTask('lost-model', { task_id: 'lost-1' }))).status).toBe(202);
@@ -201,6 +221,9 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
       expect((await readStream(gw, 'lost-1')).status).toBe(404);
       expect((await cancel(gw, 'lost-1')).status).toBe(404);
     }
+    // A new process under the same replica id does not hold the tasks of the one before.
+    c = await start('gw-c');
+    expect((await getJson(c, '/v1/tasks/lost-1')).status).toBe(404);
     // Its id is free again: the record naming the lost replica is taken over by the next submit.
     const onA = await worker(a, 'lost-model');
     expect((await submit(a, chatTask('lost-model', { task_id: 'lost-1' }))).status).toBe(202);
