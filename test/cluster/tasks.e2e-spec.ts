@@ -83,6 +83,13 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
     expect(foreign.json.error.message).toBe("Task 'across-1' not found");
     expect((await readStream(c, 'across-1', { 'x-tenant-id': 'someone-else' })).status).toBe(404);
     expect((await cancel(b, 'across-1', { 'x-tenant-id': 'someone-else' })).status).toBe(404);
+    // The internal route the relays use answers only with the cluster secret, and checks the tenant it is given.
+    const internal = `${a.url}/internal/cluster/v1/tasks/across-1`;
+    expect((await fetch(internal, { headers: { 'x-switchboard-task-tenant': 'default' } })).status).toBe(401);
+    const secret = { 'x-switchboard-cluster-auth': SECRET };
+    expect((await fetch(internal, { headers: { ...secret, 'x-switchboard-task-tenant': 'someone-else' } })).status).toBe(404);
+    expect((await fetch(internal, { headers: secret })).status).toBe(400);
+    expect(await (await fetch(internal, { headers: { ...secret, 'x-switchboard-task-tenant': 'default' } })).json()).toMatchObject({ task_id: 'across-1' });
     // The id is the tenant's across the cluster: submitting it again through another replica is a 409.
     const again = await submit(b, chatTask('x-model', { task_id: 'across-1' }));
     expect(again.status).toBe(409);
