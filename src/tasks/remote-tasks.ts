@@ -102,13 +102,22 @@ export class RemoteTasks {
       reply.raw.off('close', clientGone);
       throw answer;
     }
-    reply.hijack();
     const relayed: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_HEADERS.has(name)) relayed[name] = value;
-    reply.raw.writeHead(answer.statusCode ?? 502, relayed);
-    reply.raw.flushHeaders();
-    // The owner going away mid-answer cuts the client's too: it resumes with Last-Event-ID.
+    const status = answer.statusCode ?? 502;
     answer.once('end', () => (done = true));
+    if (call !== 'stream' || status !== 200) {
+      // A JSON answer (a status, a refusal): read whole, then sent as this replica's own reply (access log included).
+      const body = await readAll(answer).catch(() => undefined);
+      if (body === undefined) throw Errors.dependencyUnavailable();
+      delete relayed['content-length'];
+      reply.code(status).headers(relayed).send(body);
+      return;
+    }
+    reply.hijack();
+    reply.raw.writeHead(status, relayed);
+    reply.raw.flushHeaders();
+    // The owner going away mid-stream cuts the client's too: it resumes with Last-Event-ID.
     answer.once('error', () => reply.raw.destroy());
     answer.once('aborted', () => reply.raw.destroy());
     answer.pipe(reply.raw);
@@ -118,4 +127,15 @@ export class RemoteTasks {
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
+}
+
+/** The owner's whole answer (a task's status or a refusal: small); fails when the owner goes away meanwhile. */
+function readAll(res: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.once('end', () => (res.complete ? resolve(Buffer.concat(chunks)) : reject(new Error('answer cut short'))));
+    res.once('error', reject);
+    res.once('aborted', () => reject(new Error('answer cut short')));
+  });
 }
