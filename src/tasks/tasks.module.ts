@@ -1,15 +1,16 @@
-import { Inject, Module, OnModuleDestroy, Optional } from '@nestjs/common';
+import { Inject, Module, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { ApiKeysModule } from '../api-keys/api-keys.module';
-import { InternalClusterGuard } from '../cluster/internal-cluster.guard';
 import { Membership } from '../cluster/membership.port';
 import { DispatchModule } from '../dispatch/dispatch.module';
 import { FleetModule } from '../fleet/fleet.module';
 import { QueueModule } from '../queue/queue.module';
 import { TenancyModule } from '../tenancy/tenancy.module';
-import { InternalTasksController } from './internal-tasks.controller';
+import { registerInternalTaskRoutes } from './internal-task-routes';
 import { RedisSessionBudgets } from './redis-session-budgets';
 import { RemoteTasks } from './remote-tasks';
 import { InMemorySessionBudgets, SessionBudgetStore } from './session-budgets';
@@ -31,12 +32,11 @@ const TASK_REDIS = Symbol('TASK_REDIS');
  */
 @Module({
   imports: [DispatchModule, FleetModule, QueueModule, TenancyModule, ApiKeysModule],
-  controllers: [TasksController, InternalTasksController],
+  controllers: [TasksController],
   providers: [
     TasksService,
     TaskRuntime,
     RemoteTasks,
-    InternalClusterGuard,
     {
       provide: TASK_REDIS,
       inject: [APP_CONFIG],
@@ -58,11 +58,22 @@ const TASK_REDIS = Symbol('TASK_REDIS');
     },
   ],
 })
-export class TasksModule implements OnModuleDestroy {
+export class TasksModule implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly budgets: SessionBudgetStore,
+    private readonly tasks: TasksService,
+    private readonly http: HttpAdapterHost,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
     @Optional() @Inject(TASK_REDIS) private readonly redis: TaskClusterRedis | null,
   ) {}
+
+  /** Cluster mode: the internal routes other replicas relay task calls to. */
+  onModuleInit(): void {
+    if (!this.redis) return;
+    const fastify = this.http.httpAdapter?.getInstance() as FastifyInstance | undefined;
+    if (fastify) registerInternalTaskRoutes(fastify, this.config, this.clock, this.tasks);
+  }
 
   /** Spending not yet sent goes to Redis (bounded by its timeout), then the connection closes. */
   async onModuleDestroy(): Promise<void> {

@@ -129,6 +129,23 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
     expect(beyond.status).toBe(400);
   });
 
+  it("a task submitted through B runs on A's worker (forwarded) and is read, streamed and cancelled through C", async () => {
+    const onA = await worker(a, 'fwd-model');
+    const models = async (gw: TestGateway) =>
+      ((await admin(gw.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json.data as Array<{ models: string[] }>).flatMap((w) => w.models);
+    await eventually(async () => (await models(b)).includes('fwd-model'), WAIT, "B sees A's worker");
+    expect((await submit(b, chatTask('fwd-model', { task_id: 'fwd-1' }))).status).toBe(202);
+    const req = await onA.next('request');
+    const stream = new TaskStream(c, 'fwd-1');
+    onA.chunk(req.request_id, chatDelta('far') + chatDelta('away'));
+    await stream.until((e) => tokens(e).length === 2);
+    expect((await getJson(a, '/v1/tasks/fwd-1')).json).toMatchObject({ task_id: 'fwd-1', status: 'running', tokens_out: 2 });
+    const cancelled = await cancel(c, 'fwd-1');
+    expect(cancelled.json).toMatchObject({ status: 'cancelled', tokens_out: 2 });
+    await stream.done;
+    expect(stream.events.at(-1)).toMatchObject({ event: 'error', data: { code: 'cancelled' } });
+  });
+
   it('relayed readers count at the owner (tasks.max_readers), and one that leaves is detached there', async () => {
     const onA = await worker(a, 'leave-model');
     expect((await submit(a, chatTask('leave-model', { task_id: 'leave-1' }))).status).toBe(202);
@@ -161,11 +178,12 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
   });
 
   it('a session budget spent through A and through B counts once for the session, on every replica', async () => {
-    const onA = await worker(a, 'budget-model');
-    const onB = await worker(b, 'budget-model');
-    const body = (max: number) => chatTask('budget-model', { session_id: 'shared-session', max_tokens: max, budget: { tokens: 100 } });
-    const run = async (gw: TestGateway, w: ScriptedWorker) => {
-      const accepted = await submit(gw, body(16));
+    // A model per replica: each task runs on the worker of the replica it was submitted to, whatever forwarding would do.
+    const onA = await worker(a, 'budget-a');
+    const onB = await worker(b, 'budget-b');
+    const body = (model: string, max: number) => chatTask(model, { session_id: 'shared-session', max_tokens: max, budget: { tokens: 100 } });
+    const run = async (gw: TestGateway, w: ScriptedWorker, model: string) => {
+      const accepted = await submit(gw, body(model, 16));
       expect(accepted.status).toBe(202);
       const req = await w.next('request');
       w.chunk(req.request_id, chatDelta('a') + `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 20 } })}\n\n`);
@@ -176,15 +194,15 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
     const client = new Redis(redis.url);
     const spent = async () => Number(await client.hget(`${TASK_KEY_PREFIX}session:default\u0000s\u0000shared-session`, 'tokens'));
     try {
-      const first = await run(a, onA);
+      const first = await run(a, onA, 'budget-a');
       expect(first.headers.get('x-budget-remaining-tokens')).toBe('100');
       await eventually(async () => (await spent()) === 30, WAIT, "A's spending in Redis");
-      const second = await run(b, onB);
+      const second = await run(b, onB, 'budget-b');
       // B admitted it against what A had spent.
       expect(second.headers.get('x-budget-remaining-tokens')).toBe('70');
       await eventually(async () => (await spent()) === 60, WAIT, "B's spending in Redis");
       // C never ran a task of the session, yet refuses what the session cannot pay for: 60 spent, 40 left.
-      const refused = await submit(c, body(40));
+      const refused = await submit(c, body('budget-a', 40));
       expect(refused.status).toBe(429);
       expect(refused.json.error).toMatchObject({ code: 'session_budget_exceeded', check: 'session_tokens', limit: 100, used: 60, remaining: 40 });
       expect(refused.headers.get('x-budget-remaining-tokens')).toBe('40');
