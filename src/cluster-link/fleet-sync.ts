@@ -130,6 +130,6 @@ export class FleetSync {
       else log.warn(`replica ${m.from} published a malformed worker; ignored`);
     }
     this.remote.apply(m.from, workers, m.removed ?? [], m.kind === 'full');
-    if (m.queue !== undefined) this.queue.elsewhere.set(m.from, readQueueDepths(m.queue));
+    if (m.queue !== undefined) this.queue.elsewhere.set(m.from, readQueueDepths(m.queue), this.clock.now());
   }
 }

@@ -40,6 +40,7 @@ const agents = {
  */
 export class RemoteChannel implements WorkerChannel {
   private readonly inFlight = new Map<string, http.ClientRequest>();
+  private target: { base: string; url: URL; secure: boolean; headers: Record<string, string> } | undefined;
 
   constructor(
     private readonly ctx: ForwardContext,
@@ -78,16 +79,11 @@ export class RemoteChannel implements WorkerChannel {
       ...(message.headers ? { headers: message.headers } : {}),
     });
     const payload = `${head}\n${message.body}`;
-    const url = new URL(`${base}/internal/cluster/v1/workers/${encodeURIComponent(this.workerId)}/requests`);
-    const secure = url.protocol === 'https:';
-    const call = (secure ? https : http).request(url, {
+    const target = this.targetFor(base);
+    const call = (target.secure ? https : http).request(target.url, {
       method: 'POST',
-      agent: secure ? agents.https : agents.http,
-      headers: {
-        ...internalHeaders(this.ctx.secret, this.ctx.replicaId),
-        'content-type': 'application/x-switchboard-forward',
-        'content-length': Buffer.byteLength(payload),
-      },
+      agent: target.secure ? agents.https : agents.http,
+      headers: { ...target.headers, 'content-length': Buffer.byteLength(payload) },
     });
     this.inFlight.set(id, call);
     let delivered = false;
@@ -115,18 +111,24 @@ export class RemoteChannel implements WorkerChannel {
       }
       res.setEncoding('utf8');
       let buffered = '';
+      let finished = false;
       res.on('data', (text: string) => {
+        if (finished) return;
         buffered += text;
         let nl: number;
         while ((nl = buffered.indexOf('\n')) >= 0) {
           const line = buffered.slice(0, nl);
           buffered = buffered.slice(nl + 1);
           delivered = true;
-          if (this.deliver(line)) {
-            end(undefined);
-            call.destroy();
-            return;
-          }
+          const next = this.deliver(line);
+          if (next === 'more') continue;
+          end(undefined);
+          finished = true;
+          buffered = '';
+          // After a request's last frame its replica ends the answer at once: reading on to that end
+          // returns the connection to the pool (destroying it would cost a new connection per request).
+          if (next === 'abandon') call.destroy();
+          return;
         }
         if (buffered.length > this.ctx.maxLineBytes) {
           call.destroy();
@@ -140,32 +142,45 @@ export class RemoteChannel implements WorkerChannel {
     call.end(payload);
   }
 
-  /** One frame from the owner, handed to the Dispatcher; true once it was the request's last (or unusable). */
-  private deliver(line: string): boolean {
+  /**
+   * One frame from the owner, handed to the Dispatcher: `more` frames follow, this was the request's
+   * `last`, or the rest is of no use here (`abandon`: the request is gone here, or the frame unreadable).
+   */
+  private deliver(line: string): 'more' | 'last' | 'abandon' {
     const session = this.session();
-    if (!session) return true;
+    if (!session) return 'abandon';
     let msg;
     try {
       msg = parseWorkerMessage(line);
     } catch {
       log.warn(`replica ${this.replica} sent an unreadable frame`);
-      return true;
+      return 'abandon';
     }
     const { frames } = this.ctx;
     switch (msg.type) {
       case 'response_chunk':
-        return frames.onChunk(session, msg.request_id, msg.chunk) === 'unknown';
+        return frames.onChunk(session, msg.request_id, msg.chunk) === 'unknown' ? 'abandon' : 'more';
       case 'response_start':
-        return frames.onResponseStart(session, msg) === 'unknown';
+        return frames.onResponseStart(session, msg) === 'unknown' ? 'abandon' : 'more';
       case 'response_complete':
         frames.onComplete(session, msg);
-        return true;
+        return 'last';
       case 'error':
         if (msg.request_id) frames.onWorkerError(session, msg.request_id, msg.code);
-        return true;
+        return 'last';
       default:
-        return false;
+        return 'more';
     }
+  }
+
+  /** The URL and headers of this worker's forward route at `base` (its replica's address), built once per address. */
+  private targetFor(base: string): { url: URL; secure: boolean; headers: Record<string, string> } {
+    if (this.target?.base !== base) {
+      const url = new URL(`${base}/internal/cluster/v1/workers/${encodeURIComponent(this.workerId)}/requests`);
+      const headers = { ...internalHeaders(this.ctx.secret, this.ctx.replicaId), 'content-type': 'application/x-switchboard-forward' };
+      this.target = { base, url, secure: url.protocol === 'https:', headers };
+    }
+    return this.target;
   }
 
   private fail(requestId: string, code: string): void {

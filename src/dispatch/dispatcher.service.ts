@@ -18,6 +18,7 @@ import { Watchdogs } from './watchdogs';
 import { leaveQueue, recordWait } from './queue-waits';
 import { ConcurrencyGate } from './concurrency-gate';
 import { ConcurrencyCaps } from '../queue/concurrency-caps';
+import { ClusterOrder } from './cluster-order';
 
 export type { FrameVerdict } from './response-frames';
 
@@ -41,6 +42,8 @@ export class Dispatcher implements LeaseControl {
   readonly watchdogs: Watchdogs;
   /** Requests on a worker, by id (their worker's frames name them). */
   private readonly onWorkers = new Map<string, RelayRequest>();
+  /** Cluster mode: freed slots wait briefly for older requests of other replicas. */
+  private readonly order: ClusterOrder;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -56,6 +59,7 @@ export class Dispatcher implements LeaseControl {
     this.gate = new ConcurrencyGate((req) => this.placeWaiting(req));
     this.end = new RequestEnd(clock, queue, this.buffers, observers, this.gate);
     this.watchdogs = new Watchdogs(config.routing, clock, router, this.end, observers, this);
+    this.order = new ClusterOrder(queue.elsewhere, clock, (w) => fleet.offer(w));
     this.frames = new ResponseFrames(config, clock, router, fleet, this.buffers, this.end, observers, this, this.onWorkers, this.watchdogs);
     fleet.on('slotFreed', ({ worker }) => this.pullWork(worker));
     fleet.on('workerGone', ({ worker, orphans }) => this.onWorkerGone(worker, orphans));
@@ -277,8 +281,14 @@ export class Dispatcher implements LeaseControl {
    */
   private pullWork(worker: WorkerSnapshot): void {
     if (worker.draining || this.fleet.directory.get(worker.id) !== worker) return;
+    const now = this.clock.now();
+    const fair = this.order.active ? this.order.filterFor(this.fleet.sessions.get(worker.id), now) : undefined;
     while (worker.freeSlots > 0) {
-      const req = this.queue.takeFor(worker, (r) => !this.gate.blocked(r) && this.router.canServe(worker, r.plan, r.targetModel), this.clock.now());
+      const req = this.queue.takeFor(
+        worker,
+        (r) => !this.gate.blocked(r) && this.router.canServe(worker, r.plan, r.targetModel) && (fair === undefined || fair(r)),
+        now,
+      );
       if (!req) return;
       this.assign(req, this.router.pick(req.plan, req.targetModel) ?? worker, req.targetModel);
     }
@@ -316,12 +326,17 @@ export class Dispatcher implements LeaseControl {
     }
   }
 
-  /** The worker let go of the request before answering: requeued (within the limits) or failed. */
-  rescue(req: RelayRequest): void {
+  /**
+   * The worker let go of the request before answering: requeued (within the limits) or failed.
+   * `counted` false: its worker's replica had no free slot after all (cluster mode), so it is routed
+   * again as it stands (its wait, deadline and requeue count unchanged).
+   */
+  rescue(req: RelayRequest, counted = true): void {
     this.end.clearTimer(req);
     req.worker = undefined;
     req.lease = undefined;
     if (req.sink.clientGone) return this.end.settle(req, CLIENT_CLOSED);
+    if (!counted) return this.dispatch(req, true);
     if (req.started) return this.end.fail(req, Errors.workerDisconnected());
     if (this.router.provider(req.provider.name) !== req.provider) return this.end.fail(req, Errors.providerDeleted());
     if (req.requeues >= this.config.maxRequeues) return this.end.fail(req, Errors.requeueExhausted());
@@ -330,18 +345,6 @@ export class Dispatcher implements LeaseControl {
     req.streamedBytes = 0;
     this.observers.requeued(req);
     if (this.fleet.closing) return this.end.fail(req, Errors.serverShutdown());
-    this.dispatch(req, true);
-  }
-
-  /**
-   * The worker's replica had no free slot after all (its load as published here lagged): the
-   * request is routed again as it stands (its wait, deadline and requeue count unchanged).
-   */
-  retry(req: RelayRequest): void {
-    this.end.clearTimer(req);
-    req.worker = undefined;
-    req.lease = undefined;
-    if (req.sink.clientGone) return this.end.settle(req, CLIENT_CLOSED);
     this.dispatch(req, true);
   }
 

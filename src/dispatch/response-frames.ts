@@ -28,10 +28,8 @@ export const SLOT_TAKEN = 'slot_taken';
 export interface LeaseControl {
   /** Cancels the request on its worker (its slot stays held until the worker confirms). */
   cancelLease(req: RelayRequest, reason: CancelReason): void;
-  /** The worker let go of the request before answering: requeue it, or fail it. */
-  rescue(req: RelayRequest): void;
-  /** The worker turned out to have no free slot (another replica's worker): route it again, not counted as a requeue. */
-  retry(req: RelayRequest): void;
+  /** The worker let go of the request before answering: requeue it, or fail it (`counted` false: it never had the slot). */
+  rescue(req: RelayRequest, counted?: boolean): void;
 }
 
 /**
@@ -144,7 +142,7 @@ export class ResponseFrames {
     const lease = this.release(req);
     const beforeFirstByte = req.streamedBytes === 0;
     if (code === SLOT_TAKEN && beforeFirstByte) {
-      this.leases.retry(req);
+      this.leases.rescue(req, false);
       lease.announceFree();
       return;
     }

@@ -129,6 +129,7 @@ export class Fleet implements LeaseHost {
     if (!worker || worker.freeSlots <= 0) return null;
     const lease = new SlotLease(worker, this, requestId, model, ++worker.sentSeq);
     worker.assigned.set(requestId, lease);
+    worker.deferUntil = 0;
     if (this.onLocalChange !== undefined) this.touched(worker);
     return lease;
   }

@@ -52,6 +52,12 @@ export class WorkerSession implements RoutableWorker {
    * belong to that replica.
    */
   remote = false;
+  /**
+   * Cluster mode: until when a freed slot of this worker is left to an older request waiting at
+   * another replica (0: not deferring); see dispatch/cluster-order.ts.
+   */
+  deferUntil = 0;
+  deferTimer: TimerHandle | undefined;
   models: Set<string> = new Set();
   wildcard = false;
   /** Accepted models in first-seen order, `*` included. */

@@ -47,7 +47,8 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
 
   /** Every non-zero depth of this replica's queue, per provider and tenant. */
   depths(): QueueDepths {
-    return { ...this.order.depths(), rates: this.stats.rates(this.clock.now()) };
+    const now = this.clock.now();
+    return { ...this.order.depths(), rates: this.stats.rates(now), heads: this.order.heads(now) };
   }
 
   /** Puts an already admitted request back where its arrival time places it (no bound). */

@@ -198,6 +198,22 @@ export class QueueOrder<T extends Queueable = Queueable> {
     return { providers: Object.fromEntries(this.depthByProvider), tenants: Object.fromEntries(this.depthByTenant) };
   }
 
+  /**
+   * Per model with requests waiting, how long the oldest request of each priority level has waited
+   * (null: none at that level); what a replica publishes so the others keep the cluster's order.
+   */
+  heads(now: number): Record<string, Array<number | null>> {
+    const out: Record<string, Array<number | null>> = {};
+    for (const [model, mq] of this.byModel) {
+      out[model] = mq.levels.map((lists) => {
+        let oldest = Infinity;
+        for (const list of lists.values()) if (list.length > 0 && list[0].receivedAt < oldest) oldest = list[0].receivedAt;
+        return oldest === Infinity ? null : Math.max(0, now - oldest);
+      });
+    }
+    return out;
+  }
+
   depth(provider: string): number {
     return this.depthByProvider.get(provider) ?? 0;
   }

@@ -4,7 +4,12 @@ export interface QueueDepths {
   tenants: Record<string, number>;
   /** Observed drain rate per provider, requests per ms (Retry-After advice counts the cluster's). */
   rates?: Record<string, number>;
+  /** Per model, how long the oldest request of each priority level (0 high … 2 low) has waited, ms; null = none. */
+  heads?: Record<string, Array<number | null>>;
 }
+
+/** Within this margin, requests that arrived at different replicas count as arriving together. */
+export const CLUSTER_ORDER_SLACK_MS = 50;
 
 const MAX_ENTRIES = 4096;
 const MAX_DEPTH = 1_000_000;
@@ -18,9 +23,12 @@ export class RemoteDepths {
   private providers = new Map<string, number>();
   private tenants = new Map<string, number>();
   private rates = new Map<string, number>();
+  /** Per replica, per model: when (this replica's clock) the oldest request of each level arrived there. */
+  private readonly arrivals = new Map<string, Map<string, number[]>>();
 
   /** A replica's latest depths (undefined: it left, or has nothing waiting). */
-  set(replica: string, depths: QueueDepths | undefined): void {
+  set(replica: string, depths: QueueDepths | undefined, now = 0): void {
+    this.setHeads(replica, depths?.heads, now);
     if (depths) this.byReplica.set(replica, depths);
     else if (!this.byReplica.delete(replica)) return;
     this.providers = new Map();
@@ -35,9 +43,40 @@ export class RemoteDepths {
 
   clear(): void {
     this.byReplica.clear();
+    this.arrivals.clear();
     this.providers = new Map();
     this.tenants = new Map();
     this.rates = new Map();
+  }
+
+  /** Whether any other replica has requests waiting (one size check on the pull path). */
+  get waiting(): boolean {
+    return this.arrivals.size > 0;
+  }
+
+  /** Whether another replica has a request for `model`, of `priority` or a higher one, waiting since before `before`. */
+  waitingSince(model: string, priority: number, before: number): boolean {
+    if (this.arrivals.size === 0) return false;
+    for (const byModel of this.arrivals.values()) {
+      const levels = byModel.get(model);
+      if (!levels) continue;
+      for (let level = 0; level <= priority && level < levels.length; level++) if (levels[level] < before) return true;
+    }
+    return false;
+  }
+
+  private setHeads(replica: string, heads: QueueDepths['heads'], now: number): void {
+    if (!heads || Object.keys(heads).length === 0) {
+      this.arrivals.delete(replica);
+      return;
+    }
+    const byModel = new Map<string, number[]>();
+    for (const [model, waited] of Object.entries(heads))
+      byModel.set(
+        model,
+        waited.map((w) => (w === null ? Infinity : now - w)),
+      );
+    this.arrivals.set(replica, byModel);
   }
 
   /** The other replicas' drain rate for a provider, requests per ms. */
@@ -65,7 +104,20 @@ export function readQueueDepths(raw: unknown): QueueDepths | undefined {
   const providers = counts(o.providers, true);
   const tenants = counts(o.tenants, true);
   const rates = o.rates === undefined ? {} : counts(o.rates, false);
-  return providers && tenants && rates ? { providers, tenants, rates } : undefined;
+  const heads = o.heads === undefined ? {} : readHeads(o.heads);
+  return providers && tenants && rates && heads ? { providers, tenants, rates, heads } : undefined;
+}
+
+function readHeads(v: unknown): Record<string, Array<number | null>> | undefined {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  const entries = Object.entries(v as Record<string, unknown>);
+  if (entries.length > MAX_ENTRIES) return undefined;
+  const out: Record<string, Array<number | null>> = {};
+  for (const [model, levels] of entries) {
+    if (model.length > 512 || !Array.isArray(levels) || levels.length > 3) continue;
+    out[model] = levels.map((w) => (typeof w === 'number' && Number.isFinite(w) && w >= 0 ? Math.min(w, 86_400_000) : null));
+  }
+  return out;
 }
 
 /** Numbers by name: whole depths (`whole`) or rates (at most 1 per ms, a million requests per second). */

@@ -204,6 +204,25 @@ describeWithPostgres('cluster mode: one fleet, any request on any replica', () =
     expect(answers.map((r) => r.json.n).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
 
+  it('a freed slot goes to the request that waited longest in the cluster, not to a younger one at the worker’s replica', async () => {
+    const w = await worker('a', ['order-model']);
+    const first = post(gw.a.url, '/v1/chat/completions', chat('order-model', { messages: [{ role: 'user', content: 'first' }] }));
+    const busy = await w.next('request');
+    const older = post(gw.b.url, '/v1/chat/completions', chat('order-model', { messages: [{ role: 'user', content: 'older-at-b' }] }));
+    // B publishes what waits there; then a younger request arrives at A itself (well past the 50 ms slack).
+    await new Promise((r) => setTimeout(r, 300));
+    const younger = post(gw.a.url, '/v1/chat/completions', chat('order-model', { messages: [{ role: 'user', content: 'younger-at-a' }] }));
+    await new Promise((r) => setTimeout(r, 100));
+    w.complete(busy.request_id, { n: 'first' });
+    const next = await w.next('request');
+    expect(JSON.parse(next.body as string).messages[0].content).toBe('older-at-b');
+    w.complete(next.request_id, { n: 'older' });
+    const last = await w.next('request');
+    expect(JSON.parse(last.body as string).messages[0].content).toBe('younger-at-a');
+    w.complete(last.request_id, { n: 'younger' });
+    expect((await Promise.all([first, older, younger])).map((r) => r.json.n)).toEqual(['first', 'older', 'younger']);
+  });
+
   it('a worker lost before answering: the request is served by a worker at another replica', async () => {
     const first = await worker('a', ['lost-model'], 1, 'lost-1');
     const pending = post(gw.c.url, '/v1/chat/completions', chat('lost-model'));

@@ -1,0 +1,56 @@
+import type { Clock } from '../common/clock';
+import type { WorkerSession } from '../fleet/worker-session';
+import type { Queueable } from '../queue/admission-queue';
+import { CLUSTER_ORDER_SLACK_MS, RemoteDepths } from '../queue/remote-depths';
+
+/**
+ * How long a worker's freed slot may wait for an older request of another replica: the other
+ * replicas learn of the slot within one publication (20 ms) and forward at once; past this the slot
+ * goes to this replica's own queue anyway (the older request may be one this worker cannot serve).
+ */
+export const DEFER_MS = 100;
+
+/**
+ * Cluster mode: the order across replicas. A worker connected here offers a freed slot to this
+ * replica's queue first; a request that would pass an older one (same or higher priority, arrived
+ * more than CLUSTER_ORDER_SLACK_MS earlier) waiting at another replica is held back for up to
+ * DEFER_MS, so that replica can forward its request to the slot. One process: never consulted
+ * (no other replica publishes anything waiting).
+ */
+export class ClusterOrder {
+  constructor(
+    private readonly elsewhere: RemoteDepths,
+    private readonly clock: Clock,
+    /** Offers the worker's free slots again (the pull path). */
+    private readonly offer: (worker: WorkerSession) => void,
+  ) {}
+
+  /** Whether another replica has requests waiting (one size check: the pull path asks first). */
+  get active(): boolean {
+    return this.elsewhere.waiting;
+  }
+
+  /** The extra filter of one pull for a local worker; undefined when there is nothing to keep in order. */
+  filterFor(worker: WorkerSession | undefined, now: number): ((r: Queueable) => boolean) | undefined {
+    if (!this.elsewhere.waiting || !worker || worker.remote) return undefined;
+    return (r) => {
+      if (!this.elsewhere.waitingSince(r.targetModel, r.priority, r.receivedAt - CLUSTER_ORDER_SLACK_MS)) return true;
+      if (worker.deferUntil === 0) worker.deferUntil = now + DEFER_MS;
+      if (now >= worker.deferUntil) return true;
+      this.recheck(worker);
+      return false;
+    };
+  }
+
+  /** Looks again once the deferral ends (one timer per worker). */
+  private recheck(worker: WorkerSession): void {
+    if (worker.deferTimer !== undefined) return;
+    worker.deferTimer = this.clock.setTimeout(
+      () => {
+        worker.deferTimer = undefined;
+        this.offer(worker);
+      },
+      Math.max(0, worker.deferUntil - this.clock.now()),
+    );
+  }
+}
