@@ -55,7 +55,9 @@ export class RedisClusterBus extends ClusterBus {
     this.sub.on('close', () => {
       if (this.subscribedOnce && !this.closed) this.missed = true;
     });
-    this.pub.on('ready', () => void this.flushPending());
+    this.pub.on('ready', () => {
+      if (this.subscribedOnce && !this.missed) void this.flushPending();
+    });
     this.pub.connect().catch(() => undefined);
     this.sub.connect().catch(() => undefined);
   }
@@ -123,9 +125,15 @@ export class RedisClusterBus extends ClusterBus {
     if (this.pending.length > this.maxPending) this.pending.shift();
   }
 
-  private async flushPending(): Promise<void> {
-    if (this.flushing) return;
+  /**
+   * Sends the kept messages, in order. Pub/sub keeps nothing for a replica not subscribed yet, and
+   * the others reconnect on their own backoff: the batch is sent once more after the longest
+   * reconnect delay (receivers apply a message twice harmlessly: they re-read, or repeat a cordon).
+   */
+  private async flushPending(again = true): Promise<void> {
+    if (this.flushing || this.closed) return;
     this.flushing = true;
+    const sent: string[] = [];
     try {
       while (this.pending.length > 0 && !this.closed) {
         const raw = this.pending[0];
@@ -135,10 +143,18 @@ export class RedisClusterBus extends ClusterBus {
           return; // still down: the next 'ready' tries again
         }
         if (this.pending[0] === raw) this.pending.shift();
+        sent.push(raw);
       }
     } finally {
       this.flushing = false;
     }
+    if (!again || sent.length === 0) return;
+    const timer = setTimeout(() => {
+      if (this.closed) return;
+      this.pending.unshift(...sent);
+      void this.flushPending(false);
+    }, this.options.maxReconnectDelayMs ?? 2000);
+    timer.unref();
   }
 
   private async subscribeChannel(): Promise<void> {
@@ -153,6 +169,8 @@ export class RedisClusterBus extends ClusterBus {
     const resync = this.missed;
     this.subscribedOnce = true;
     this.missed = false;
+    // This replica is listening again: what it could not send goes now (the others are back too, mostly).
+    if (this.pub.status === 'ready') void this.flushPending();
     if (!resync) return;
     this.options.logger?.log('cluster bus back: re-reading keys, tenants and providers from the database', CONTEXT);
     for (const handler of [...this.resyncHandlers]) this.run(() => handler(), 'resync');
