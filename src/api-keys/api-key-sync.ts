@@ -43,7 +43,11 @@ export class ApiKeySync implements OnModuleInit {
     });
     // Before the route's handler, so the synchronous authentication finds the key in memory.
     const fastify = this.http.httpAdapter?.getInstance<FastifyInstance>();
-    fastify?.addHook('onRequest', async (req) => lookup.prepare(req.headers, req.raw.socket?.remoteAddress));
+    fastify?.addHook('onRequest', (req, _reply, done) => {
+      const pending = lookup.prepare(req.headers, req.raw.socket?.remoteAddress);
+      if (pending) void pending.then(() => done());
+      else done();
+    });
   }
 
   /** The key as stored now (or its absence) replaces what this replica holds. */

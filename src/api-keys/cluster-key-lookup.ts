@@ -40,17 +40,21 @@ export class ClusterKeyLookup {
 
   constructor(private readonly options: ClusterKeyLookupOptions) {}
 
-  /** Resolves once every unknown key the headers present was looked up (or the bound passed); never rejects. */
-  async prepare(headers: IncomingHttpHeaders, peer: string | undefined): Promise<void> {
-    if (headers.authorization === undefined && headers['x-api-key'] === undefined) return;
-    const unknown: string[] = [];
+  /**
+   * Undefined when there is nothing to look up (the usual case: no key, or a key held in memory;
+   * no promise is made), else a promise that resolves once every unknown key the headers present
+   * was looked up or the bound passed; it never rejects.
+   */
+  prepare(headers: IncomingHttpHeaders, peer: string | undefined): Promise<void> | undefined {
+    if (headers.authorization === undefined && headers['x-api-key'] === undefined) return undefined;
+    let unknown: string[] | undefined;
     for (const p of presentedCredentials(headers)) {
       if (!looksLikeGatewayKey(p.value) || !hasOnlyKeyCharacters(p.value)) continue;
       const hash = hashKey(p.value);
-      if (!this.options.knows(hash) && !this.recentlyMissing(hash)) unknown.push(hash);
+      if (!this.options.knows(hash) && !this.recentlyMissing(hash)) (unknown ??= []).push(hash);
     }
-    if (unknown.length === 0 || this.options.blocked(headers, peer)) return;
-    await Promise.all(unknown.map((hash) => this.lookUp(hash)));
+    if (!unknown || this.options.blocked(headers, peer)) return undefined;
+    return Promise.all(unknown.map((hash) => this.lookUp(hash))).then(() => undefined);
   }
 
   private recentlyMissing(hash: string): boolean {
