@@ -190,9 +190,11 @@ export class PoolsService {
 
   /**
    * Cordons the worker's name within its provider and drains every live connection with that name:
-   * they finish within the deadline, and reconnections are refused until undrain.
+   * they finish within the deadline, and reconnections are refused until undrain. In cluster mode
+   * every replica does the same for the name (the worker may be connected to another replica: only
+   * its id, provider and name are needed).
    */
-  drainWorker(worker: WorkerSession, timeoutMs: number, reason: string): void {
+  drainWorker(worker: Pick<WorkerSession, 'id' | 'provider' | 'name'>, timeoutMs: number, reason: string): void {
     this.cordonName(worker.provider, worker.name, worker.id, timeoutMs, reason);
     this.bus?.publish(BUS_TOPICS.workerCordon, { provider: worker.provider, name: worker.name, workerId: worker.id, drain: true, timeoutMs, reason });
   }

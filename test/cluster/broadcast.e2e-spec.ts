@@ -199,7 +199,7 @@ describeWithPostgres('cluster mode: configuration made on one replica holds on a
     }
   });
 
-  it('Redis restarted: a change published while it was down is delivered, and what no message carried is re-read', async () => {
+  it('Redis restarted: a change made through A while it was down, and one made behind every replica (no message), hold on B and C once it is back', async () => {
     const created = await call(a, 'POST', '/admin/keys', { name: 'k-resync', tenant: 'team-r' });
     const { id, key } = created.json as { id: string; key: string };
     expect((await call(a, 'PUT', '/admin/tenants/team-r', { rpm: 3 })).status).toBe(200);
@@ -207,7 +207,7 @@ describeWithPostgres('cluster mode: configuration made on one replica holds on a
     expect(await modelsWith(b, key)).toBe(200);
 
     await redis.stop();
-    // Through A while the bus is down: kept by A and sent once Redis is back.
+    // Through A while the bus is down: A keeps the message and sends it once Redis is back (the resync would also find it).
     expect((await call(a, 'DELETE', '/admin/tenants/team-r')).status).toBe(200);
     // Behind every replica's back (no message at all): only the resync finds it.
     await sql('UPDATE api_keys SET enabled = false, revoked_at = $2 WHERE id = $1', [id, Date.now()]);
