@@ -186,6 +186,17 @@ describeWithPostgres('cluster mode: configuration made on one replica holds on a
     await eventually(async () => (await call(b, 'GET', '/admin/cordons')).json.workers.length === 0, PROPAGATE, 'undrain reaches B');
   });
 
+  it("a worker connected only to B is drained through A by its id, and A's undrain lifts it on B", async () => {
+    const { worker: far, ack } = await worker(b, { models: ['model-far'], worker_name: 'gpu-far' });
+    // A sees B's worker in the shared fleet, then drains it by the id it lists.
+    await eventually(async () => (await call(a, 'GET', `/admin/workers/${ack.worker_id}`)).status === 200, PROPAGATE, 'A sees the worker of B');
+    expect((await call(a, 'POST', `/admin/workers/${ack.worker_id}/drain`, { timeout_secs: 5, reason: 'far-swap' })).status).toBe(202);
+    expect((await far.next('graceful_shutdown')).reason).toBe('far-swap');
+    expect(((await call(b, 'GET', '/admin/cordons')).json.workers as Array<{ name: string }>).map((c) => c.name)).toEqual(['gpu-far']);
+    expect((await call(a, 'POST', `/admin/workers/${ack.worker_id}/undrain`)).status).toBe(200);
+    await eventually(async () => (await call(b, 'GET', '/admin/cordons')).json.workers.length === 0, PROPAGATE, 'undrain reaches B');
+  });
+
   it('POST /admin/reload on A reloads B and C (each from its own file)', async () => {
     await worker(b, { models: ['model-r'] });
     await worker(c, { models: ['model-r'] });
