@@ -33,4 +33,12 @@ export abstract class ApiKeyStore {
   abstract delete(id: string): Promise<void>;
   /** Sets `last_used_at` of many keys at once (one statement); unknown ids are ignored. */
   abstract recordLastUsed(entries: ReadonlyArray<readonly [id: string, at: number]>): Promise<void>;
+  /** One key as stored now, by id (cluster mode: another replica changed it). Stores may do better than this scan. */
+  async find(id: string): Promise<ApiKeyRecord | undefined> {
+    return (await this.loadAll()).find((r) => r.id === id);
+  }
+  /** One key as stored now, by the SHA-256 of the key (cluster mode: a key this replica has not heard of yet). */
+  async findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    return (await this.loadAll()).find((r) => r.keyHash === keyHash);
+  }
 }

@@ -38,6 +38,16 @@ export class TypeOrmApiKeyStore extends ApiKeyStore {
     return rows.map(toRecord);
   }
 
+  override async find(id: string): Promise<ApiKeyRecord | undefined> {
+    const row = await this.repo.findOneBy({ id });
+    return row ? toRecord(row) : undefined;
+  }
+
+  override async findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    const row = await this.repo.findOneBy({ keyHash });
+    return row ? toRecord(row) : undefined;
+  }
+
   /** Insert-or-update in one statement (ON CONFLICT, supported by SQLite and PostgreSQL). */
   async save(record: ApiKeyRecord): Promise<void> {
     await this.repo.manager.createQueryBuilder().insert().into(ApiKeyEntity).values(toRow(record)).orUpdate(UPDATED_ON_SAVE, ['id']).execute();

@@ -1,10 +1,11 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock, TimerHandle } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { FailedAuthLimiter } from '../auth/failed-auth-limiter';
+import { BUS_TOPICS, ClusterBus } from '../cluster/cluster-bus.port';
 import { ClientAuthFailureReason, MetricsService } from '../observability/metrics.service';
 import { ClientIdentity, identifyByHeaders } from '../tenancy/client-identity';
 import { TenantsService } from '../tenancy/tenants.service';
@@ -14,6 +15,7 @@ import { KeyedTenants } from './keyed-tenants';
 import { dropStrayKeys, Presented, presentedCredentials } from './presented-credentials';
 import { ApiKeyRecord, ApiKeyStore } from './api-key-store';
 import { identifyByKey } from './key-identity';
+import { loadKeys } from './api-key-boot';
 
 export type KeyStatus = 'active' | 'disabled' | 'revoked' | 'expired';
 
@@ -33,7 +35,10 @@ export interface NewKey {
  * Client API keys. Verification never touches the database: keys are held in memory, indexed by
  * the SHA-256 of the key, and every admin change is written through to the store and applied to
  * the index before it answers. `last_used_at` is written behind: remembered per key and written
- * for all keys used meanwhile in one statement every `API_KEY_LAST_USED_FLUSH_SECS`.
+ * for all keys used meanwhile in one statement every `API_KEY_LAST_USED_FLUSH_SECS`. In cluster
+ * mode a change is published on the cluster bus and the other replicas re-read the key
+ * (api-key-sync.ts); a key in the gateway's format that this replica does not hold yet is looked up
+ * once in the database before the request is judged (cluster-key-lookup.ts).
  */
 @Injectable()
 export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
@@ -57,6 +62,7 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     private readonly store: ApiKeyStore,
     private readonly tenants: TenantsService,
     private readonly metrics: MetricsService,
+    @Optional() private readonly bus?: ClusterBus,
   ) {
     this.limiter = new FailedAuthLimiter({ ...config.apiKeys.authLimiter, trustedProxies: config.authLimiter.trustedProxies }, clock);
   }
@@ -250,6 +256,7 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     };
     await this.store.save(record);
     this.index(record);
+    this.changed(id);
     this.log.log(`API key ${id} (${record.prefix}…) created for tenant ${record.tenant}`);
     return { record, key };
   }
@@ -292,6 +299,7 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     }
     next.lastUsedAt = latest.lastUsedAt; // the use recorded while the write ran is kept
     this.index(next);
+    this.changed(id);
     if (next.enabled !== current.enabled) this.log.log(`API key ${id} ${next.enabled ? 'restored' : 'revoked'}`);
     return next;
   }
@@ -311,8 +319,14 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     this.byHash.delete(current.keyHash);
     this.keyedTenants.drop(id);
     this.pendingLastUsed.delete(id);
+    this.changed(id);
     this.log.log(`API key ${id} deleted`);
     return true;
+  }
+
+  /** Cluster mode: the other replicas re-read the key (api-key-sync.ts). */
+  private changed(id: string): void {
+    this.bus?.publish(BUS_TOPICS.apiKey, { id });
   }
 
   private index(record: ApiKeyRecord): void {
@@ -324,71 +338,44 @@ export class ApiKeysService implements OnModuleInit, BeforeApplicationShutdown {
     this.keyedTenants.put(record);
   }
 
-  // ---- boot
+  // ---- boot, and changes made by other replicas (api-key-sync.ts)
+
+  private async load(): Promise<void> {
+    const { records, configEnabled } = await loadKeys(this.store, this.config.apiKeys.keys, this.clock.now(), this.log);
+    for (const [id, enabled] of configEnabled) this.configEnabled.set(id, enabled);
+    for (const r of records) this.index(r);
+    this.log.log(`${records.length} API key(s) loaded (${configEnabled.size} from the config file)${this.required ? '; keys are required' : ''}`);
+  }
 
   /**
-   * Loads the stored keys and rewrites those of the config file: a key removed from the file is
-   * deleted; a key revoked through the admin API stays revoked while the file holds the same hash.
+   * Applies a key as stored now (another replica changed it): indexed like a local change, or
+   * forgotten when the row is gone. `last_used_at` this replica recorded meanwhile is kept.
    */
-  private async load(): Promise<void> {
-    const stored = await this.store.loadAll();
-    const configured = this.config.apiKeys.keys;
-    const configIds = new Set(configured.map((k) => configKeyId(k.name)));
-    const kept = new Map<string, ApiKeyRecord>();
-    for (const r of stored) {
-      if (r.source === 'config' && !configIds.has(r.id)) await this.store.delete(r.id);
-      else kept.set(r.id, r);
+  applyStored(id: string, stored: ApiKeyRecord | undefined): void {
+    const current = this.byId.get(id);
+    if (!stored) {
+      if (!current) return;
+      this.byId.delete(id);
+      this.byHash.delete(current.keyHash);
+      this.keyedTenants.drop(id);
+      this.pendingLastUsed.delete(id);
+      return;
     }
-    // Ids by key hash, so finding a clash is a lookup, not a pass over every key per configured key.
-    const idsByHash = new Map<string, Set<string>>();
-    const hashed = (r: ApiKeyRecord) => {
-      let ids = idsByHash.get(r.keyHash);
-      if (!ids) idsByHash.set(r.keyHash, (ids = new Set()));
-      ids.add(r.id);
-    };
-    for (const r of kept.values()) hashed(r);
-    const now = this.clock.now();
-    for (const k of configured) {
-      const id = configKeyId(k.name);
-      const clash = [...(idsByHash.get(k.keySha256) ?? [])].find((other) => other !== id);
-      if (clash) throw new Error(`keys: "${k.name}" in the config file is the same key as API key ${clash}; remove one of them`);
-      let prev = kept.get(id);
-      if (prev && (prev.source !== 'config' || prev.keyHash !== k.keySha256)) {
-        await this.store.delete(id); // new key material under the same name: a new key
-        prev = undefined;
-      }
-      const revokedByApi = prev !== undefined && prev.revokedAt !== null;
-      if (revokedByApi) this.log.warn(`API key ${id} from the config file was revoked through the admin API and stays revoked`);
-      const record: ApiKeyRecord = {
-        id,
-        name: k.name,
-        keyHash: k.keySha256,
-        prefix: '',
-        tenant: k.tenant,
-        enabled: k.enabled && !revokedByApi,
-        source: 'config',
-        rpm: k.rpm ?? null,
-        tpm: k.tpm ?? null,
-        maxConcurrent: k.maxConcurrent ?? null,
-        priority: k.priority ?? null,
-        models: k.models ?? null,
-        expiresAt: k.expiresAt ?? null,
-        createdAt: prev?.createdAt ?? now,
-        lastUsedAt: prev?.lastUsedAt ?? null,
-        revokedAt: revokedByApi ? prev!.revokedAt : null,
-      };
-      await this.store.save(record);
-      const replaced = kept.get(id);
-      if (replaced) idsByHash.get(replaced.keyHash)?.delete(id);
-      kept.set(id, record);
-      hashed(record);
-      this.configEnabled.set(id, k.enabled);
+    if (current && current.lastUsedAt !== null && (stored.lastUsedAt === null || stored.lastUsedAt < current.lastUsedAt)) {
+      stored.lastUsedAt = current.lastUsedAt;
     }
-    for (const r of kept.values()) this.index(r);
-    this.log.log(`${kept.size} API key(s) loaded (${configured.length} from the config file)${this.required ? '; keys are required' : ''}`);
+    this.index(stored);
+  }
+
+  /** Whether a key with this SHA-256 is held in memory (the cluster lookup skips those). */
+  knowsHash(hash: string): boolean {
+    return this.byHash.has(hash);
+  }
+
+  /** Every key held in memory, by id (resync compares them with the store). */
+  heldIds(): string[] {
+    return [...this.byId.keys()];
   }
 }
 
-export function configKeyId(name: string): string {
-  return `cfg_${name}`;
-}
+export { configKeyId } from './api-key-boot';

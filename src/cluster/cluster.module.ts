@@ -12,6 +12,8 @@ import { HeartbeatMembership } from './heartbeat-membership';
 import { Membership } from './membership.port';
 import { RedisMembershipStore } from './redis-membership-store';
 import { SingleProcessMembership } from './single-process-membership';
+import { ClusterBus } from './cluster-bus.port';
+import { createClusterBus } from './cluster-bus.factory';
 
 /** The membership the configuration asks for: Redis heartbeats in cluster mode, this process alone otherwise. */
 export function createMembership(config: AppConfig, clock: Clock, logger?: AppLogger): Membership {
@@ -41,14 +43,16 @@ export function createMembership(config: AppConfig, clock: Clock, logger?: AppLo
       inject: [APP_CONFIG, CLOCK, { token: AppLogger, optional: true }],
       useFactory: createMembership,
     },
+    { provide: ClusterBus, inject: [APP_CONFIG, { token: AppLogger, optional: true }], useFactory: createClusterBus },
   ],
-  exports: [Membership],
+  exports: [Membership, ClusterBus],
 })
 export class ClusterModule implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     private readonly membership: Membership,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly http: HttpAdapterHost,
+    private readonly bus: ClusterBus,
     @Optional() private readonly metrics?: MetricsService,
   ) {}
 
@@ -72,5 +76,6 @@ export class ClusterModule implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     await this.membership.stop();
+    await this.bus.close();
   }
 }

@@ -7,3 +7,6 @@ export * from './advertise-url';
 export * from './internal-link';
 export * from './fleet-board';
 export * from './redis-options';
+export * from './cluster-bus.port';
+export * from './local-cluster-bus';
+export * from './redis-cluster-bus';

@@ -18,10 +18,11 @@ import { PoolsController } from './pools.controller';
 import { PoolsService } from './pools.service';
 import { ReloadController } from './reload.controller';
 import { ShutdownCoordinator } from './shutdown-coordinator.service';
+import { CordonSync } from './cordon-sync';
 
 @Module({
   imports: [AuthModule, DispatchModule, ProvidersModule, QueueModule, FleetModule, RoutingModule, ApiKeysModule, TenancyModule, LifecycleModule, ClusterModule],
   controllers: [AdminController, AuditController, CapabilitiesController, ClusterController, PoolsController, ReloadController],
-  providers: [ShutdownCoordinator, CapabilitiesService, PoolsService],
+  providers: [ShutdownCoordinator, CapabilitiesService, PoolsService, CordonSync],
 })
 export class ControlPlaneModule {}

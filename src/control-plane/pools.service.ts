@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { BUS_TOPICS, ClusterBus } from '../cluster/cluster-bus.port';
 import { CLOCK, Clock } from '../common/clock';
 import { Errors, GatewayError } from '../common/gateway-error';
 import { ConfigReloadService } from '../config/config-reload.service';
@@ -47,7 +48,9 @@ export interface PoolDeclarationsView {
 /**
  * Pools (providers) as operators steer them: health, drain and undrain of a whole pool or of one
  * worker name, and the figures behind `/admin/stats`. Cordons live in memory (ProvidersService for
- * pools, WorkerRegistry for names) and are lifted by a gateway restart.
+ * pools, WorkerRegistry for names) and are lifted by a gateway restart. In cluster mode every drain
+ * and undrain is published on the cluster bus and applied by each replica to the workers connected
+ * to it (cordon-sync.ts applies the others').
  */
 @Injectable()
 export class PoolsService {
@@ -63,6 +66,7 @@ export class PoolsService {
     private readonly routing: RoutingConfigHolder,
     private readonly reloads: ConfigReloadService,
     private readonly router: Router,
+    @Optional() private readonly bus?: ClusterBus,
   ) {
     this.startedAt = clock.now();
     providers.onDeleted((p) => {
@@ -117,13 +121,19 @@ export class PoolsService {
    */
   drain(id: string, deadlineMs: number, reason: string): PoolHealth {
     const p = this.providerOr404(id);
+    this.cordonPool(p, deadlineMs, reason);
+    this.bus?.publish(BUS_TOPICS.poolCordon, { pool: p.name, drain: true, deadlineMs, reason });
+    return this.health(p.name);
+  }
+
+  /** Cordons the pool and drains its workers connected to this replica (a drain here, or published by another replica). */
+  cordonPool(p: Provider, deadlineMs: number, reason: string): void {
     const workers = [...this.fleet.sessions.ofProvider(p.name)];
     const models = new Set(p.cordon?.models ?? []);
     for (const w of workers) for (const m of w.advertisedModels()) models.add(m);
     this.providers.cordon(p.name, { since: p.cordon?.since ?? this.clock.now(), reason, deadlineMs, models });
     this.fleet.drainPool(p.name, deadlineMs, reason);
     this.log.log(`pool "${p.name}" cordoned (${reason}): draining ${workers.length} worker(s) within ${deadlineMs} ms; new workers are refused until undrain`);
-    return this.health(p.name);
   }
 
   /**
@@ -174,21 +184,35 @@ export class PoolsService {
     const p = this.providerOr404(id);
     if (p.cordon) this.log.log(`pool "${p.name}" undrained: workers may register again`);
     this.providers.uncordon(p.name);
+    this.bus?.publish(BUS_TOPICS.poolCordon, { pool: p.name, drain: false });
     return this.health(p.name);
   }
 
   /**
    * Cordons the worker's name within its provider and drains every live connection with that name:
-   * they finish within the deadline, and reconnections are refused until undrain.
+   * they finish within the deadline, and reconnections are refused until undrain. In cluster mode
+   * every replica does the same for the name (the worker may be connected to another replica: only
+   * its id, provider and name are needed).
    */
-  drainWorker(worker: WorkerSession, timeoutMs: number, reason: string): void {
+  drainWorker(worker: Pick<WorkerSession, 'id' | 'provider' | 'name'>, timeoutMs: number, reason: string): void {
+    this.cordonName(worker.provider, worker.name, worker.id, timeoutMs, reason);
+    this.bus?.publish(BUS_TOPICS.workerCordon, { provider: worker.provider, name: worker.name, workerId: worker.id, drain: true, timeoutMs, reason });
+  }
+
+  /**
+   * Cordons a worker name (under `workerId`, the connection an operator named) and drains its
+   * connections to this replica: a drain here, or one published by another replica (whose worker
+   * is not connected here; the cordon still refuses it if it reconnects here).
+   */
+  cordonName(provider: string, name: string, workerId: string, timeoutMs: number, reason: string): void {
     const now = this.clock.now();
-    for (const w of [...this.fleet.sessions.ofProvider(worker.provider)]) {
-      if (w.name !== worker.name) continue;
+    this.fleet.cordons.cordon(provider, name, workerId, reason, now);
+    for (const w of [...this.fleet.sessions.ofProvider(provider)]) {
+      if (w.name !== name) continue;
       this.fleet.cordons.cordon(w.provider, w.name, w.id, reason, now);
       this.fleet.drain(w, timeoutMs, reason);
     }
-    this.log.log(`worker name "${worker.name}" of provider "${worker.provider}" cordoned (${reason}): reconnections are refused until undrain`);
+    this.log.log(`worker name "${name}" of provider "${provider}" cordoned (${reason}): reconnections are refused until undrain`);
   }
 
   /**
@@ -200,8 +224,14 @@ export class PoolsService {
     const cordon: Pick<NameCordon, 'provider' | 'name'> | undefined = live ?? this.fleet.cordons.ofWorkerId(id);
     if (!cordon) throw Errors.notFound('Worker', id);
     const undrained = this.fleet.cordons.uncordon(cordon.provider, cordon.name);
+    this.bus?.publish(BUS_TOPICS.workerCordon, { provider: cordon.provider, name: cordon.name, drain: false });
     if (undrained) this.log.log(`worker name "${cordon.name}" of provider "${cordon.provider}" undrained: it may register again`);
     return { id, provider: cordon.provider, name: cordon.name, undrained, connected: live !== undefined };
+  }
+
+  /** Lifts a worker name's cordon (an undrain published by another replica); false when it was not cordoned. */
+  uncordonName(provider: string, name: string): boolean {
+    return this.fleet.cordons.uncordon(provider, name);
   }
 
   /** What is cordoned now, for operators (`GET /admin/cordons`). */

@@ -56,6 +56,14 @@ export function configPatch(p: Provider, record: ProviderRecord): Partial<Provid
   return patch;
 }
 
+/** Every stored setting of `record` that differs from the provider's (a change made on another replica). */
+export function storedPatch(p: Provider, record: ProviderRecord): Partial<ProviderRecord> {
+  const patch = configPatch(p, record);
+  if (!isDeepStrictEqual(p.aliases, record.aliases ?? {})) patch.aliases = record.aliases ?? {};
+  if (p.source !== record.source) patch.source = record.source;
+  return patch;
+}
+
 /** Pool-scoped aliases of every provider, by alias; an alias held by two providers keeps the first (`warn` says so). */
 export function indexPoolAliases(providers: Iterable<Provider>, warn: (message: string) => void): Map<string, PoolAlias> {
   const index = new Map<string, PoolAlias>();

@@ -37,4 +37,8 @@ export abstract class ProviderStore {
   abstract loadAll(): Promise<ProviderRecord[]>;
   abstract save(record: ProviderRecord): Promise<void>;
   abstract delete(name: string): Promise<void>;
+  /** One provider as stored now (cluster mode: another replica changed it). Stores may do better than this scan. */
+  async find(name: string): Promise<ProviderRecord | undefined> {
+    return (await this.loadAll()).find((r) => r.name === name);
+  }
 }

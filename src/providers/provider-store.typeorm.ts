@@ -51,6 +51,11 @@ export class TypeOrmProviderStore extends ProviderStore {
       .execute();
   }
 
+  override async find(name: string): Promise<ProviderRecord | undefined> {
+    const row = await this.repo.findOneBy({ name });
+    return row ? toRecord(row) : undefined;
+  }
+
   async delete(name: string): Promise<void> {
     await this.repo.delete({ name });
   }

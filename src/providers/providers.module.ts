@@ -5,10 +5,11 @@ import { ProviderEntity } from './provider.entity';
 import { ProviderStore } from './provider-store';
 import { TypeOrmProviderStore } from './provider-store.typeorm';
 import { ProvidersService } from './providers.service';
+import { ProviderSync } from './provider-sync';
 
 @Module({
   imports: [TypeOrmModule.forFeature([ProviderEntity])],
-  providers: [ProvidersService, PoolStats, TypeOrmProviderStore, { provide: ProviderStore, useExisting: TypeOrmProviderStore }],
+  providers: [ProvidersService, ProviderSync, PoolStats, TypeOrmProviderStore, { provide: ProviderStore, useExisting: TypeOrmProviderStore }],
   exports: [ProvidersService, PoolStats, ProviderStore],
 })
 export class ProvidersModule {}

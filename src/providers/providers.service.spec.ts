@@ -171,3 +171,49 @@ describe("ProvidersService: a pool's own first-byte timeout", () => {
     expect((await providers.create({ name: 'plain' })).firstByteTimeoutMs).toBeNull();
   });
 });
+
+describe('ProvidersService.applyStored (a change made on another replica)', () => {
+  const stored = (name: string, fields: Partial<ProviderRecord> = {}): ProviderRecord => ({
+    name,
+    secretHash: null,
+    enabled: true,
+    models: [],
+    capabilities: {},
+    priority: null,
+    aliases: {},
+    source: 'admin',
+    ...limits,
+    ...fields,
+  });
+
+  it('adds, updates in place (listeners told, cordon kept) and drops (listeners told) as the local changes do', async () => {
+    const providers = await service();
+    const changed: string[] = [];
+    const deleted: string[] = [];
+    providers.onChanged((p) => changed.push(p.name));
+    providers.onDeleted((p) => deleted.push(p.name));
+
+    providers.applyStored('remote', stored('remote', { models: ['m-*'] }));
+    const p = providers.get('remote')!;
+    expect(p).toBeDefined();
+    expect([...providers.ownersOf('m-1')].map((o) => o.name)).toEqual(['remote']);
+
+    providers.cordon('remote', { since: 1, reason: 'r', deadlineMs: 1, models: new Set() });
+    providers.applyStored('remote', stored('remote', { models: ['m-*'], enabled: false, aliases: { fast: 'm-1' } }));
+    expect(providers.get('remote')).toBe(p); // the same object: requests and plans hold it
+    expect(p.enabled).toBe(false);
+    expect(p.cordon).toBeDefined();
+    expect(providers.poolAlias('fast')?.provider).toBe(p);
+    expect(changed).toEqual(['remote']);
+
+    providers.applyStored('remote', stored('remote', { models: ['m-*'], enabled: false, aliases: { fast: 'm-1' } }));
+    expect(changed).toEqual(['remote']); // nothing differs: nobody is told
+
+    providers.applyStored('remote', undefined);
+    expect(providers.get('remote')).toBeUndefined();
+    expect(providers.poolAlias('fast')).toBeUndefined();
+    expect(deleted).toEqual(['remote']);
+    providers.applyStored('absent', undefined);
+    expect(deleted).toEqual(['remote']);
+  });
+});

@@ -16,7 +16,8 @@ import {
   toRecord,
   WorkerAuthResult,
 } from './provider';
-import { configPatch, indexPoolAliases, recordFromConfig } from './provider-config';
+import { configPatch, indexPoolAliases, recordFromConfig, storedPatch } from './provider-config';
+import { BUS_TOPICS, ClusterBus } from '../cluster/cluster-bus.port';
 import { WorkerSecrets } from './worker-secrets';
 
 // The provider types lived here first; their importers keep this path.
@@ -46,6 +47,7 @@ export class ProvidersService implements OnModuleInit {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly store: ProviderStore,
     @Optional() reload?: ConfigReloadService,
+    @Optional() private readonly bus?: ClusterBus,
   ) {
     this.defaults = config.providerDefaults;
     reload?.register({ section: 'providers', order: 2, prepare: (next, problems) => this.prepareReload(next, problems) });
@@ -215,6 +217,7 @@ export class ProvidersService implements OnModuleInit {
     this.providers.set(provider.name, provider);
     this.ownership.invalidate();
     this.primeVerified(provider.name, input.secret, record.secretHash);
+    this.bus?.publish(BUS_TOPICS.provider, { name: provider.name });
     return provider;
   }
 
@@ -237,6 +240,7 @@ export class ProvidersService implements OnModuleInit {
     await this.store.save({ ...toRecord(p), ...changes });
     this.assign(p, changes);
     if (changes.secretHash) this.primeVerified(name, patch.secret, changes.secretHash);
+    this.bus?.publish(BUS_TOPICS.provider, { name });
     return p;
   }
 
@@ -246,7 +250,28 @@ export class ProvidersService implements OnModuleInit {
     this.drop(p);
     this.indexAliases();
     await this.store.delete(name);
+    this.bus?.publish(BUS_TOPICS.provider, { name });
     return true;
+  }
+
+  /**
+   * Applies a provider as stored now (another replica created, changed, reloaded or deleted it;
+   * provider-sync.ts) the way the local change applies: added, updated in place (listeners told,
+   * cordon kept), or dropped (its requests fail `provider_deleted`, its workers close).
+   */
+  applyStored(name: string, record: ProviderRecord | undefined): void {
+    const p = this.providers.get(name);
+    if (!record) {
+      if (p) this.drop(p);
+    } else if (!p) {
+      this.providers.set(name, toProvider(record));
+      this.ownership.invalidate();
+    } else {
+      const patch = storedPatch(p, record);
+      if (Object.keys(patch).length === 0) return;
+      this.assign(p, patch);
+    }
+    this.indexAliases();
   }
 
   /**
@@ -270,6 +295,7 @@ export class ProvidersService implements OnModuleInit {
       }
       throw e;
     }
+    this.bus?.publish(BUS_TOPICS.provider, { name });
     return p;
   }
 

@@ -14,4 +14,8 @@ export abstract class TenantStore {
   /** Insert or replace the tenant's settings; returns the record as stored (created_at kept). */
   abstract save(id: string, settings: TenantSettings): Promise<TenantRecord>;
   abstract delete(id: string): Promise<void>;
+  /** One tenant as stored now (cluster mode: another replica changed it). Stores may do better than this scan. */
+  async find(id: string): Promise<TenantRecord | undefined> {
+    return (await this.loadAll()).find((r) => r.id === id);
+  }
 }

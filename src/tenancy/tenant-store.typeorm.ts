@@ -48,6 +48,11 @@ export class TypeOrmTenantStore extends TenantStore {
     return toRecord(await this.repo.findOneByOrFail({ id }));
   }
 
+  override async find(id: string): Promise<TenantRecord | undefined> {
+    const row = await this.repo.findOneBy({ id });
+    return row ? toRecord(row) : undefined;
+  }
+
   async delete(id: string): Promise<void> {
     await this.repo.delete({ id });
   }

@@ -4,6 +4,7 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { ConfigReloadService, PreparedChange } from '../config/config-reload.service';
 import { TenancyConfig, TenantSettings } from '../config/sections/tenancy';
 import { TenantRecord, TenantStore } from './tenant-store';
+import { BUS_TOPICS, ClusterBus } from '../cluster/cluster-bus.port';
 
 /** Where a tenant's effective settings come from, highest precedence first. */
 export type TenantSource = 'admin' | 'config' | 'default';
@@ -47,6 +48,7 @@ export class TenantsService implements OnModuleInit {
     @Inject(APP_CONFIG) config: AppConfig,
     @Optional() private readonly store?: TenantStore,
     @Optional() reload?: ConfigReloadService,
+    @Optional() private readonly bus?: ClusterBus,
   ) {
     this.configured = new Map(config.tenancy.tenants);
     this.defaults = config.tenancy.defaults;
@@ -116,6 +118,7 @@ export class TenantsService implements OnModuleInit {
     const record = await this.requireStore().save(id, settings);
     this.stored.set(id, { ...record, settings });
     this.changed(id);
+    this.bus?.publish(BUS_TOPICS.tenant, { id });
     return this.describe(id);
   }
 
@@ -125,7 +128,25 @@ export class TenantsService implements OnModuleInit {
     await this.requireStore().delete(id);
     this.stored.delete(id);
     this.changed(id);
+    this.bus?.publish(BUS_TOPICS.tenant, { id });
     return true;
+  }
+
+  /**
+   * Applies a tenant as stored now (another replica changed it, tenant-sync.ts): its settings, or
+   * the configured ones again when the row is gone; the listeners are told as for a local change.
+   */
+  applyStored(id: string, record: TenantRecord | undefined): void {
+    const before = this.stored.get(id);
+    if (record) this.stored.set(id, record);
+    else if (before) this.stored.delete(id);
+    else return;
+    if (!isDeepStrictEqual(before?.settings, record?.settings)) this.changed(id);
+  }
+
+  /** Ids of the tenants stored through the admin API that this replica holds. */
+  storedIds(): string[] {
+    return [...this.stored.keys()];
   }
 
   /** Called (synchronously) after a tenant's settings were stored or removed through the API. */

@@ -1,0 +1,198 @@
+import Redis, { RedisOptions } from 'ioredis';
+import { ClusterBus, ClusterBusHandler, parseBusMessage } from './cluster-bus.port';
+import type { ClusterLogger } from './membership.port';
+import { CLUSTER_KEY_PREFIX } from './redis-membership-store';
+
+export interface RedisClusterBusOptions {
+  url: string;
+  /** This replica: its own messages come back from Redis and are ignored. */
+  replicaId: string;
+  /** A publish fails after this (CLUSTER_REDIS_TIMEOUT_MS). */
+  commandTimeoutMs: number;
+  /** Reconnect delays double from 50 ms up to this; retrying never stops. */
+  maxReconnectDelayMs?: number;
+  /** Default `switchboard:cluster:bus`. */
+  channel?: string;
+  /** Messages kept to send again once Redis answers (oldest dropped beyond it; resync repairs those). */
+  maxPending?: number;
+  logger?: ClusterLogger;
+  /** Extra ioredis options (tests); the fail-fast ones win. */
+  redisOptions?: RedisOptions;
+}
+
+const CONTEXT = 'ClusterBus';
+
+/**
+ * Redis pub/sub between replicas: one connection subscribed to the channel, one to publish on.
+ * Both fail fast (nothing queues inside ioredis, every command bounded) and reconnect forever with
+ * backoff. A message that could not be published is kept (bounded) and published again when the
+ * publisher is back; when the subscriber comes back after losing its connection, the resync
+ * handlers run (messages of the others may have been missed meanwhile).
+ */
+export class RedisClusterBus extends ClusterBus {
+  readonly enabled = true;
+  readonly channel: string;
+  private readonly pub: Redis;
+  private readonly sub: Redis;
+  private readonly handlers = new Map<string, Set<ClusterBusHandler>>();
+  private readonly resyncHandlers = new Set<() => void | Promise<void>>();
+  private pending: string[] = [];
+  private readonly maxPending: number;
+  private flushing = false;
+  /** The subscriber has been subscribed once; a later subscription follows a lost connection. */
+  private subscribedOnce = false;
+  private missed = false;
+  private closed = false;
+
+  constructor(private readonly options: RedisClusterBusOptions) {
+    super();
+    this.channel = options.channel ?? `${CLUSTER_KEY_PREFIX}bus`;
+    this.maxPending = options.maxPending ?? 1000;
+    this.pub = this.connection('switchboard-cluster-bus-pub');
+    this.sub = this.connection('switchboard-cluster-bus-sub');
+    this.sub.on('message', (channel: string, raw: string) => this.receive(channel, raw));
+    this.sub.on('ready', () => void this.subscribeChannel());
+    this.sub.on('close', () => {
+      if (this.subscribedOnce && !this.closed) this.missed = true;
+    });
+    this.pub.on('ready', () => {
+      if (this.subscribedOnce && !this.missed) void this.flushPending();
+    });
+    this.pub.connect().catch(() => undefined);
+    this.sub.connect().catch(() => undefined);
+  }
+
+  publish(topic: string, data: unknown): void {
+    if (this.closed) return;
+    let raw: string;
+    try {
+      raw = JSON.stringify({ from: this.options.replicaId, topic, data });
+    } catch (e) {
+      this.options.logger?.warn(`message on "${topic}" not sent: ${(e as Error).message}`, CONTEXT);
+      return;
+    }
+    // Behind earlier unsent messages, so receivers see them in order.
+    if (this.pub.status !== 'ready' || this.pending.length > 0) return this.keep(raw);
+    this.pub.publish(this.channel, raw).catch(() => this.keep(raw));
+  }
+
+  subscribe(topic: string, handler: ClusterBusHandler): () => void {
+    let set = this.handlers.get(topic);
+    if (!set) this.handlers.set(topic, (set = new Set()));
+    set.add(handler);
+    return () => set.delete(handler);
+  }
+
+  onResync(handler: () => void | Promise<void>): () => void {
+    this.resyncHandlers.add(handler);
+    return () => this.resyncHandlers.delete(handler);
+  }
+
+  /** Messages waiting for Redis (tests, diagnostics). */
+  pendingCount(): number {
+    return this.pending.length;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([this.pub, this.sub].map((c) => (c.status === 'ready' ? c.quit().catch(() => c.disconnect()) : c.disconnect())));
+  }
+
+  private connection(name: string): Redis {
+    const maxDelay = this.options.maxReconnectDelayMs ?? 2000;
+    const client = new Redis(this.options.url, {
+      ...this.options.redisOptions,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      autoResubscribe: false,
+      commandTimeout: this.options.commandTimeoutMs,
+      connectTimeout: Math.max(1000, this.options.commandTimeoutMs),
+      disconnectTimeout: 200,
+      retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt - 1, 16), maxDelay),
+      lazyConnect: true,
+      connectionName: name,
+    });
+    // Failed reconnects emit 'error': the membership reports the outage; never thrown here.
+    client.on('error', () => undefined);
+    return client;
+  }
+
+  private keep(raw: string): void {
+    if (this.closed) return;
+    this.pending.push(raw);
+    if (this.pending.length > this.maxPending) this.pending.shift();
+  }
+
+  /**
+   * Sends the kept messages, in order. Pub/sub keeps nothing for a replica not subscribed yet, and
+   * the others reconnect on their own backoff: the batch is sent once more after the longest
+   * reconnect delay (receivers apply a message twice harmlessly: they re-read, or repeat a cordon).
+   */
+  private async flushPending(again = true): Promise<void> {
+    if (this.flushing || this.closed) return;
+    this.flushing = true;
+    const sent: string[] = [];
+    try {
+      while (this.pending.length > 0 && !this.closed) {
+        const raw = this.pending[0];
+        try {
+          await this.pub.publish(this.channel, raw);
+        } catch {
+          return; // still down: the next 'ready' tries again
+        }
+        if (this.pending[0] === raw) this.pending.shift();
+        sent.push(raw);
+      }
+    } finally {
+      this.flushing = false;
+    }
+    if (!again || sent.length === 0) return;
+    const timer = setTimeout(() => {
+      if (this.closed) return;
+      this.pending.unshift(...sent);
+      void this.flushPending(false);
+    }, this.options.maxReconnectDelayMs ?? 2000);
+    timer.unref();
+  }
+
+  private async subscribeChannel(): Promise<void> {
+    try {
+      await this.sub.subscribe(this.channel);
+    } catch (e) {
+      if (this.closed) return;
+      this.options.logger?.warn(`subscribing to ${this.channel} failed (${(e as Error).message}); reconnecting`, CONTEXT);
+      this.sub.disconnect(true);
+      return;
+    }
+    const resync = this.missed;
+    this.subscribedOnce = true;
+    this.missed = false;
+    // This replica is listening again: what it could not send goes now (the others are back too, mostly).
+    if (this.pub.status === 'ready') void this.flushPending();
+    if (!resync) return;
+    this.options.logger?.log('cluster bus back: re-reading keys, tenants and providers from the database', CONTEXT);
+    for (const handler of [...this.resyncHandlers]) this.run(() => handler(), 'resync');
+  }
+
+  private receive(channel: string, raw: string): void {
+    if (channel !== this.channel) return;
+    const message = parseBusMessage(raw);
+    if (!message || message.from === this.options.replicaId) return;
+    const handlers = this.handlers.get(message.topic);
+    if (!handlers) return;
+    for (const handler of [...handlers]) this.run(() => handler(message.data, message.from), `message on "${message.topic}"`);
+  }
+
+  /** A handler's failure is logged, never thrown into ioredis. */
+  private run(call: () => void | Promise<void>, what: string): void {
+    const fail = (e: unknown) => this.options.logger?.warn(`${what} failed: ${(e as Error)?.message ?? String(e)}`, CONTEXT);
+    try {
+      const result = call();
+      if (result instanceof Promise) result.catch(fail);
+    } catch (e) {
+      fail(e);
+    }
+  }
+}

@@ -1,0 +1,233 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { generateKey, hashKey } from '../../src/api-keys/api-key-material';
+import { parsePrometheusText } from '../observability/prometheus-text';
+import { TestRedisServer } from '../rate-limit/support';
+import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
+import { admin, eventually, get } from '../support/http';
+import { ScriptedWorker } from '../support/scripted-worker';
+import { describeWithPostgres, freshSchema, FreshSchema, POSTGRES_URL } from './support/postgres';
+
+const SECRET = 'cluster-secret-0123456789abcdef0123';
+/** A change on one replica is polled for on the others every 20 ms for up to this long (never timed). */
+const PROPAGATE = 5_000;
+/** Waiting for state that takes reconnections (Redis restarted). */
+const WAIT = 20_000;
+
+const call = (gw: TestGateway, method: string, path: string, body?: unknown) => admin(gw.url, method, path, TEST_ADMIN_TOKEN, body);
+
+/** `/v1/models` with a client key: 200 when the replica accepts the key. */
+async function modelsWith(gw: TestGateway, key: string): Promise<number> {
+  return (await get(gw.url, '/v1/models', { authorization: `Bearer ${key}` })).status;
+}
+
+async function failures(gw: TestGateway, reason: string): Promise<number> {
+  const family = parsePrometheusText((await get(gw.url, '/metrics')).text).get('switchboard_client_auth_failures_total');
+  return family?.samples.find((s) => s.labels.reason === reason)?.value ?? 0;
+}
+
+async function modelIds(gw: TestGateway): Promise<string[]> {
+  return ((await get(gw.url, '/v1/models')).json.data as Array<{ id: string }>).map((m) => m.id);
+}
+
+describeWithPostgres('cluster mode: configuration made on one replica holds on all (cluster bus)', () => {
+  let redis: TestRedisServer;
+  let schema: FreshSchema;
+  let dir: string;
+  let configFile: string;
+  let a: TestGateway;
+  let b: TestGateway;
+  let c: TestGateway;
+  const workers: ScriptedWorker[] = [];
+  let provider: string;
+
+  /** SQL in the suite's schema (what another replica's write looks like, without a message). */
+  const sql = async (text: string, params: unknown[] = []) => {
+    const client = new Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    try {
+      const name = new URL(schema.url).searchParams.get('schema')!;
+      await client.query(`SET search_path TO "${name}"`);
+      return await client.query(text, params);
+    } finally {
+      await client.end();
+    }
+  };
+
+  const writeConfig = (aliases: Record<string, string>) =>
+    writeFileSync(
+      configFile,
+      `routing:\n  aliases:\n${Object.entries(aliases)
+        .map(([k, v]) => `    ${k}: ${v}\n`)
+        .join('')}`,
+    );
+
+  const start = (id: string) =>
+    startGateway({
+      DATABASE_URL: schema.url,
+      CLUSTER_REDIS_URL: redis.url,
+      CLUSTER_SECRET: SECRET,
+      CLUSTER_REPLICA_ID: id,
+      CONFIG_FILE: configFile,
+    });
+
+  const worker = async (gw: TestGateway, register: Parameters<typeof ScriptedWorker.register>[1], options?: Parameters<typeof ScriptedWorker.register>[2]) => {
+    const w = await ScriptedWorker.register(gw.workerUrl, register, options);
+    workers.push(w.worker);
+    return w;
+  };
+
+  beforeAll(async () => {
+    redis = await TestRedisServer.start();
+    schema = await freshSchema('broadcast');
+    dir = mkdtempSync(join(tmpdir(), 'switchboard-broadcast-'));
+    configFile = join(dir, 'switchboard.yaml');
+    writeConfig({ 'alias-one': 'model-r' });
+    [a, b, c] = await Promise.all(['gw-a', 'gw-b', 'gw-c'].map(start));
+    provider = (await call(a, 'GET', '/admin/providers')).json.data[0].name;
+  }, 120_000);
+
+  afterEach(() => {
+    for (const w of workers.splice(0)) w.close();
+  });
+
+  afterAll(async () => {
+    for (const gw of [a, b, c]) await gw?.close();
+    await redis?.stop();
+    await schema?.drop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a key created on A works on B and C; revoked, restored and deleted on A, the others follow', async () => {
+    const created = await call(a, 'POST', '/admin/keys', { name: 'k1', tenant: 'team-k' });
+    expect(created.status).toBe(201);
+    const { id, key } = created.json as { id: string; key: string };
+    for (const gw of [b, c]) expect(await modelsWith(gw, key)).toBe(200);
+
+    expect((await call(a, 'PATCH', `/admin/keys/${id}`, { enabled: false })).status).toBe(200);
+    expect(await modelsWith(a, key)).toBe(401);
+    for (const gw of [b, c]) await eventually(async () => (await modelsWith(gw, key)) === 401, PROPAGATE, 'revocation reaches the replica');
+    expect((await call(b, 'GET', `/admin/keys/${id}`)).json.status).toBe('revoked');
+
+    expect((await call(a, 'PATCH', `/admin/keys/${id}`, { enabled: true })).status).toBe(200);
+    for (const gw of [b, c]) await eventually(async () => (await modelsWith(gw, key)) === 200, PROPAGATE, 'restoring reaches the replica');
+
+    expect((await call(a, 'DELETE', `/admin/keys/${id}`)).status).toBe(200);
+    for (const gw of [b, c]) {
+      await eventually(async () => (await modelsWith(gw, key)) === 401, PROPAGATE, 'deletion reaches the replica');
+      expect((await call(gw, 'GET', `/admin/keys/${id}`)).status).toBe(404);
+    }
+  });
+
+  it('a key in PostgreSQL that no message announced is looked up once, accepted and not counted as a failed attempt', async () => {
+    // Written as another replica would, but with no message on the bus: only the lookup can find it.
+    const key = generateKey();
+    const now = Date.now();
+    await sql(
+      `INSERT INTO api_keys (id, name, key_hash, prefix, tenant, enabled, source, priority, models, created_at) VALUES ($1, $2, $3, $4, $5, true, 'admin', NULL, NULL, $6)`,
+      ['key_unannounced', 'unannounced', hashKey(key), key.slice(0, 11), 'team-u', now],
+    );
+    const before = await failures(b, 'invalid');
+    expect(await modelsWith(b, key)).toBe(200);
+    expect(await modelsWith(b, key)).toBe(200);
+    expect((await call(b, 'GET', '/admin/keys/key_unannounced')).json.status).toBe('active');
+    // A key that exists nowhere is still refused and counted.
+    expect(await modelsWith(b, generateKey())).toBe(401);
+    expect(await failures(b, 'invalid')).toBe(before + 1);
+  });
+
+  it('tenants stored and removed on A are applied on B', async () => {
+    expect((await call(a, 'PUT', '/admin/tenants/team-t', { rpm: 7 })).status).toBe(200);
+    await eventually(async () => (await call(b, 'GET', '/admin/tenants/team-t')).json.source === 'admin', PROPAGATE, 'tenant reaches B');
+    expect((await call(b, 'GET', '/admin/tenants/team-t')).json.settings.rpm).toBe(7);
+    expect((await call(a, 'DELETE', '/admin/tenants/team-t')).status).toBe(200);
+    await eventually(async () => (await call(b, 'GET', '/admin/tenants/team-t')).json.source === 'default', PROPAGATE, 'removal reaches B');
+  });
+
+  it('a provider created, patched, disabled and deleted on A: B follows, and closes its worker when it is deleted', async () => {
+    const secret = 'pool-x-secret-0123456789';
+    expect((await call(a, 'POST', '/admin/providers', { name: 'pool-x', secret })).status).toBe(201);
+    const onB = async () => ((await call(b, 'GET', '/admin/providers')).json.data as Array<Record<string, unknown>>).find((p) => p.name === 'pool-x');
+    await eventually(onB, PROPAGATE, 'provider reaches B');
+    // B knows its secret hash: a worker of the new pool registers there.
+    const { worker: w } = await worker(b, { models: ['model-x'] }, { provider: 'pool-x', secret });
+
+    expect((await call(a, 'PATCH', '/admin/providers/pool-x', { max_queue_len: 7 })).status).toBe(200);
+    await eventually(async () => (await onB())?.max_queue_len === 7, PROPAGATE, 'patch reaches B');
+    expect((await call(a, 'PATCH', '/admin/providers/pool-x', { enabled: false })).status).toBe(200);
+    await eventually(async () => (await onB())?.enabled === false, PROPAGATE, 'disable reaches B');
+
+    expect((await call(a, 'DELETE', '/admin/providers/pool-x')).status).toBe(200);
+    await eventually(async () => (await onB()) === undefined, PROPAGATE, 'deletion reaches B');
+    expect((await w.closed).code).toBe(1000);
+  });
+
+  it('a pool drained on A drains its worker connected to B; undrained on A, B lifts the cordon', async () => {
+    const { worker: w } = await worker(b, { models: ['model-p'] });
+    expect((await call(a, 'POST', `/v1/pools/${provider}/drain`, { deadline_ms: 5000, reason: 'maintenance' })).status).toBe(202);
+    const bye = await w.next('graceful_shutdown');
+    expect(bye.reason).toBe('maintenance');
+    expect((await call(b, 'GET', `/v1/pools/${provider}/health`)).json.draining).toBe(true);
+    expect((await call(a, 'POST', `/v1/pools/${provider}/undrain`)).status).toBe(200);
+    await eventually(async () => (await call(b, 'GET', `/v1/pools/${provider}/health`)).json.draining === false, PROPAGATE, 'undrain reaches B');
+  });
+
+  it("a worker name drained on A drains that name's connection to B and is cordoned there; undrained on A, lifted there", async () => {
+    const { worker: onA, ack } = await worker(a, { models: ['model-n'], worker_name: 'gpu-same' });
+    const { worker: onB } = await worker(b, { models: ['model-n'], worker_name: 'gpu-same' });
+    expect((await call(a, 'POST', `/admin/workers/${ack.worker_id}/drain`, { timeout_secs: 5, reason: 'swap' })).status).toBe(202);
+    expect((await onA.next('graceful_shutdown')).reason).toBe('swap');
+    expect((await onB.next('graceful_shutdown')).reason).toBe('swap');
+    const cordons = (await call(b, 'GET', '/admin/cordons')).json.workers as Array<{ name: string; worker_ids: string[] }>;
+    expect(cordons).toEqual([expect.objectContaining({ name: 'gpu-same', worker_ids: expect.arrayContaining([ack.worker_id]) })]);
+    expect((await call(a, 'POST', `/admin/workers/${ack.worker_id}/undrain`)).status).toBe(200);
+    await eventually(async () => (await call(b, 'GET', '/admin/cordons')).json.workers.length === 0, PROPAGATE, 'undrain reaches B');
+  });
+
+  it("a worker connected only to B is drained through A by its id, and A's undrain lifts it on B", async () => {
+    const { worker: far, ack } = await worker(b, { models: ['model-far'], worker_name: 'gpu-far' });
+    // A sees B's worker in the shared fleet, then drains it by the id it lists.
+    await eventually(async () => (await call(a, 'GET', `/admin/workers/${ack.worker_id}`)).status === 200, PROPAGATE, 'A sees the worker of B');
+    expect((await call(a, 'POST', `/admin/workers/${ack.worker_id}/drain`, { timeout_secs: 5, reason: 'far-swap' })).status).toBe(202);
+    expect((await far.next('graceful_shutdown')).reason).toBe('far-swap');
+    expect(((await call(b, 'GET', '/admin/cordons')).json.workers as Array<{ name: string }>).map((c) => c.name)).toEqual(['gpu-far']);
+    expect((await call(a, 'POST', `/admin/workers/${ack.worker_id}/undrain`)).status).toBe(200);
+    await eventually(async () => (await call(b, 'GET', '/admin/cordons')).json.workers.length === 0, PROPAGATE, 'undrain reaches B');
+  });
+
+  it('POST /admin/reload on A reloads B and C (each from its own file)', async () => {
+    await worker(b, { models: ['model-r'] });
+    await worker(c, { models: ['model-r'] });
+    await eventually(async () => (await modelIds(b)).includes('alias-one'), PROPAGATE, 'B lists the first alias');
+    writeConfig({ 'alias-two': 'model-r' });
+    const res = await call(a, 'POST', '/admin/reload');
+    expect(res.status).toBe(200);
+    for (const gw of [b, c]) {
+      await eventually(async () => (await modelIds(gw)).includes('alias-two'), PROPAGATE, 'the replica reloaded');
+      expect(await modelIds(gw)).not.toContain('alias-one');
+    }
+  });
+
+  it('Redis restarted: a change made through A while it was down, and one made behind every replica (no message), hold on B and C once it is back', async () => {
+    const created = await call(a, 'POST', '/admin/keys', { name: 'k-resync', tenant: 'team-r' });
+    const { id, key } = created.json as { id: string; key: string };
+    expect((await call(a, 'PUT', '/admin/tenants/team-r', { rpm: 3 })).status).toBe(200);
+    await eventually(async () => (await call(b, 'GET', '/admin/tenants/team-r')).json.source === 'admin', PROPAGATE, 'tenant reaches B');
+    expect(await modelsWith(b, key)).toBe(200);
+
+    await redis.stop();
+    // Through A while the bus is down: A keeps the message and sends it once Redis is back (the resync would also find it).
+    expect((await call(a, 'DELETE', '/admin/tenants/team-r')).status).toBe(200);
+    // Behind every replica's back (no message at all): only the resync finds it.
+    await sql('UPDATE api_keys SET enabled = false, revoked_at = $2 WHERE id = $1', [id, Date.now()]);
+    expect(await modelsWith(b, key)).toBe(200); // B still holds the key as it was
+    await redis.start();
+
+    for (const gw of [b, c]) {
+      await eventually(async () => (await modelsWith(gw, key)) === 401, WAIT, 'the replica re-read the keys');
+      await eventually(async () => (await call(gw, 'GET', '/admin/tenants/team-r')).json.source === 'default', WAIT, 'the kept message arrives');
+    }
+  });
+});
