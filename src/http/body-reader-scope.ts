@@ -20,6 +20,29 @@ interface ContentTypeParser {
 
 const patched = new WeakSet<object>();
 
+/** Parsers found per content type, per parser instance (see `parserFor`). */
+const parserCaches = new WeakMap<ContentTypeParser, Map<string, Parser | undefined>>();
+/** Distinct content types remembered per instance; past it the cache starts over (clients choose the strings). */
+const PARSER_CACHE_MAX = 100;
+
+/**
+ * `getParser` with the answer remembered per content-type string. Fastify caches the parsers it
+ * finds for a specific type, but not the catch-all `*` (the only parser the gateway registers), so
+ * every request parsed its content type a second time (after `handleRequest`'s own parse) to find
+ * it. Parsers cannot change once the server has started (Fastify throws), and the cache is only
+ * filled by requests, so an answer never goes stale.
+ */
+function parserFor(instance: ContentTypeParser, contentType: unknown): Parser | undefined {
+  if (typeof contentType !== 'string') return instance.getParser(contentType);
+  let cache = parserCaches.get(instance);
+  if (cache === undefined) parserCaches.set(instance, (cache = new Map()));
+  else if (cache.has(contentType)) return cache.get(contentType);
+  const parser = instance.getParser(contentType);
+  if (cache.size >= PARSER_CACHE_MAX) cache.clear();
+  cache.set(contentType, parser);
+  return parser;
+}
+
 /**
  * Reads request bodies the way Fastify does, minus a per-request cost Fastify 5.11 pays on Node 20.
  *
@@ -46,7 +69,7 @@ export function readBodiesWithoutBind(fastify: FastifyInstance): void {
   const fastifyRun = proto.run;
 
   proto.run = function run(this: ContentTypeParser, contentType, handler, request, reply) {
-    const parser = this.getParser(contentType);
+    const parser = parserFor(this, contentType);
     if (parser === undefined || (parser.asString !== true && parser.asBuffer !== true)) {
       return fastifyRun.call(this, contentType, handler, request, reply);
     }
