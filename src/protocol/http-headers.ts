@@ -34,7 +34,9 @@ export function forwardableHeaders(headers: Record<string, string | string[] | u
     const value = headers[name];
     if (value === undefined) continue;
     const lower = name.toLowerCase();
-    if (lower === 'connection') addNominated(value, (nominated ??= new Set()));
+    // `Connection: keep-alive` (nearly every HTTP/1.1 client) nominates only a hop-by-hop header
+    // that is dropped anyway: no set, no split, for it.
+    if (lower === 'connection' && value !== 'keep-alive') addNominated(value, (nominated ??= new Set()));
     if (isHopByHopHeader(lower)) continue;
     (out ??= {})[lower] = Array.isArray(value) ? value.join(', ') : value;
   }
