@@ -15,6 +15,8 @@ import { Fleet } from '../fleet/fleet.service';
 import { RemoteWorkers } from '../fleet/remote-workers';
 import { ForwardRelays, RequestFrames } from './forward-relays';
 import { registerForwardRoute } from './forward-route';
+import { listenInternally } from './internal-listener';
+import type { Server } from 'node:http';
 import { FleetSync } from './fleet-sync';
 import { ForwardContext, RemoteChannel } from './remote-channel';
 
@@ -52,6 +54,7 @@ const FLUSH_MS = 20;
 })
 export class ClusterLinkModule implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
   private sync: FleetSync | undefined;
+  private internal: Server | undefined;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -71,9 +74,12 @@ export class ClusterLinkModule implements OnModuleInit, OnApplicationBootstrap, 
     if (fastify) registerForwardRoute(fastify, this.config, this.fleet, relays);
   }
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     const { cluster } = this.config;
     if (!cluster.redisUrl || !cluster.secret) return;
+    const fastify = this.http.httpAdapter?.getInstance() as FastifyInstance | undefined;
+    // Listening before the replica announces itself (at the public listener's start), so the advertised address answers.
+    if (cluster.listenAddr && fastify) this.internal = await listenInternally(cluster.listenAddr, fastify);
     const ctx: ForwardContext = {
       secret: cluster.secret,
       replicaId: cluster.replicaId,
@@ -99,5 +105,7 @@ export class ClusterLinkModule implements OnModuleInit, OnApplicationBootstrap, 
 
   async onModuleDestroy(): Promise<void> {
     await this.sync?.stop();
+    const internal = this.internal;
+    if (internal) await new Promise<void>((resolve) => internal.close(() => resolve()));
   }
 }

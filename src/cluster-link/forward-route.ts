@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppConfig } from '../config';
-import { CLUSTER_AUTH_HEADER, clusterAuthMatches, INTERNAL_PREFIX } from '../cluster/internal-link';
+import { CLUSTER_AUTH_HEADER, clusterAuthMatches, INTERNAL_PREFIX, internalRouteServed } from '../cluster/internal-link';
 import type { Fleet } from '../fleet/fleet.service';
 import type { ForwardRelays } from './forward-relays';
 
@@ -31,6 +31,7 @@ const MAX_ID = 256;
 export function registerForwardRoute(fastify: FastifyInstance, config: AppConfig, fleet: Fleet, relays: ForwardRelays): void {
   const secret = config.cluster.secret;
   fastify.post(FORWARD_PATH, { bodyLimit: 2 * config.maxBodyBytes + 1024 * 1024 }, (req: FastifyRequest, reply: FastifyReply) => {
+    if (!internalRouteServed(config.cluster.listenAddr, req.raw.socket)) return reply.code(404).send({ error: 'not found' });
     if (!clusterAuthMatches(req.headers[CLUSTER_AUTH_HEADER], secret)) return reply.code(401).send({ error: 'cluster secret required' });
     const text = typeof req.body === 'string' ? req.body : '';
     const nl = text.indexOf('\n');

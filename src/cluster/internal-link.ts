@@ -26,3 +26,19 @@ export function clusterAuthMatches(presented: string | string[] | undefined, sec
 export function internalHeaders(secret: string, replicaId: string): Record<string, string> {
   return { [CLUSTER_AUTH_HEADER]: secret, [CLUSTER_FROM_HEADER]: replicaId };
 }
+
+/** Sockets accepted by the internal listener (`CLUSTER_LISTEN_ADDR`). */
+const internalSockets = new WeakSet<object>();
+
+/** The internal listener accepted this connection. */
+export function markInternal(socket: object): void {
+  internalSockets.add(socket);
+}
+
+/**
+ * Whether an internal route answers a request that came on `socket`: with `CLUSTER_LISTEN_ADDR` set
+ * only on the internal listener (the public one answers 404), otherwise on the public listener.
+ */
+export function internalRouteServed(listenAddr: string | undefined, socket: object | undefined | null): boolean {
+  return !listenAddr || (socket != null && internalSockets.has(socket));
+}

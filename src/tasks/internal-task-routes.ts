@@ -4,7 +4,7 @@ import { errorBody, errorHeaders } from '../common/error-dialect';
 import { Errors, GatewayError, statusOf } from '../common/gateway-error';
 import type { AppConfig } from '../config';
 import { TENANT_ID } from '../config/sections/tenancy';
-import { CLUSTER_AUTH_HEADER, clusterAuthMatches, INTERNAL_PREFIX } from '../cluster/internal-link';
+import { CLUSTER_AUTH_HEADER, clusterAuthMatches, INTERNAL_PREFIX, internalRouteServed } from '../cluster/internal-link';
 import type { ClientIdentity } from '../tenancy/client-identity';
 import { TASK_KEY_HEADER, TASK_TENANT_HEADER } from './remote-tasks';
 import { serveTaskStream } from './task-stream';
@@ -23,6 +23,7 @@ export function registerInternalTaskRoutes(fastify: FastifyInstance, config: App
   const secret = config.cluster.secret;
   const handle =
     (answer: (req: FastifyRequest, reply: FastifyReply, identity: ClientIdentity, id: string) => void) => (req: FastifyRequest, reply: FastifyReply) => {
+      if (!internalRouteServed(config.cluster.listenAddr, req.raw.socket)) return reply.code(404).send({ error: 'not found' });
       if (!clusterAuthMatches(req.headers[CLUSTER_AUTH_HEADER], secret)) return reply.code(401).send({ error: 'cluster secret required' });
       try {
         answer(req, reply, callerOf(req), (req.params as { id: string }).id);

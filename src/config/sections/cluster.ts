@@ -65,7 +65,7 @@ export const CLUSTER_SETTINGS = group('cluster', 'cluster', {
     reload: 'restart',
     fields: ['listenAddr'],
     docDefault: 'none (the public listener)',
-    doc: '`host:port` of a separate listener for the internal routes between replicas (keeps them off the public port)',
+    doc: '`host:port` of a separate plain-HTTP listener for the internal routes between replicas (forwarding, tasks); the public listener then answers them 404. Keeps replica-to-replica traffic off the public port',
   }),
   replicaTimeout: secs({
     env: 'CLUSTER_REPLICA_TIMEOUT_SECS',
