@@ -268,13 +268,18 @@ export class Fleet implements LeaseHost {
    * resolves once all are gone or the deadline (plus a second) passed.
    */
   async drainAll(timeoutMs: number): Promise<void> {
+    const deadline = this.clock.now() + timeoutMs;
     this.events.emit('closing', {});
-    if (this.localCount === 0) return;
-    const allGone = new Promise<void>((resolve) => this.shutdownWaiters.push(resolve));
-    for (const w of [...this.sessions.all()]) this.drain(w, timeoutMs, 'server_shutdown', 'server_shutdown');
-    // Workers that never acknowledge the close still must not hold the process.
-    const grace = new Promise<void>((resolve) => this.clock.setTimeout(resolve, timeoutMs + 1000));
-    await Promise.race([allGone, grace]);
+    if (this.localCount > 0) {
+      const allGone = new Promise<void>((resolve) => this.shutdownWaiters.push(resolve));
+      for (const w of [...this.sessions.all()]) this.drain(w, timeoutMs, 'server_shutdown', 'server_shutdown');
+      // Workers that never acknowledge the close still must not hold the process.
+      const grace = new Promise<void>((resolve) => this.clock.setTimeout(resolve, timeoutMs + 1000));
+      await Promise.race([allGone, grace]);
+    }
+    // Cluster mode: requests this replica's clients sent to other replicas' workers finish too.
+    const forwarded = () => [...this.sessions.all()].some((w) => w.remote && w.assigned.size > 0);
+    while (forwarded() && this.clock.now() < deadline) await new Promise<void>((resolve) => this.clock.setTimeout(resolve, 50));
   }
 
   // ---------------------------------------------------------------- internals
