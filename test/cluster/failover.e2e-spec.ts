@@ -1,0 +1,185 @@
+import { eventually } from '../support/http';
+import { Balancer } from './support/balancer';
+import { FailoverCluster, ownModel, REPLICAS, ReplicaName, SHARED_MODEL, WAIT } from './support/failover-cluster';
+import { describeFailures, newTag, Outcome, send, steadyLoad } from './support/load';
+import { BackendCall } from './support/mock-backend';
+import { readyStatus } from './support/processes';
+import { describeWithPostgres } from './support/postgres';
+
+/**
+ * Losing a replica and losing Redis (issue 18) with real processes: three `node dist/main.js`
+ * replicas, three real worker daemons (`node dist/worker/main.js --proxy-url a,b,c`) each in front
+ * of its own mock backend, clients over HTTP. Every case asserts what clients see, and compares
+ * what the backends answered with what the clients got (nothing lost, nothing answered twice).
+ * `dist/` is built first when it is missing or older than `src/` (support/processes.ts).
+ */
+describeWithPostgres('cluster failover with real gateway and worker processes', () => {
+  const cluster = new FailoverCluster();
+  const { gw, workers, backends } = cluster;
+
+  beforeAll(() => cluster.start(), 300_000);
+  afterAll(() => cluster.stop(), 120_000);
+
+  const allCalls = (): BackendCall[] => REPLICAS.flatMap((x) => backends[x].calls);
+  /** Backend calls answered in full, per tag. */
+  const finishedByTag = (): Map<string, number> => {
+    const counts = new Map<string, number>();
+    for (const c of allCalls()) if (c.finished) counts.set(c.tag, (counts.get(c.tag) ?? 0) + 1);
+    return counts;
+  };
+  /** Each answered outcome was produced by exactly one backend answer; no tag was answered twice. */
+  const expectNoDuplicates = (outcomes: readonly Outcome[]) => {
+    const finished = finishedByTag();
+    const twice = [...finished].filter(([, n]) => n > 1).map(([t]) => t);
+    expect(twice).toEqual([]);
+    for (const o of outcomes.filter((x) => x.ok)) expect([o.tag, finished.get(o.tag)]).toEqual([o.tag, 1]);
+  };
+  const replicaOf = async (viewer: ReplicaName, worker: string) => (await cluster.workersOn(viewer)).find((w) => w.name === worker)?.replica;
+  const restart = async (x: ReplicaName) => {
+    await gw[x].start();
+    await cluster.allMembers();
+    for (const y of REPLICAS) await cluster.seesWorkers(y, 3);
+  };
+
+  it('kill -9 of a replica under load: its workers move, forwarded requests not started are served elsewhere once, started streams end with the error event, nothing else fails', () =>
+    cluster.withLogs(async () => {
+      // worker-a's backend holds the first two streams (after their first chunk) and the first two
+      // plain requests (before any byte) it gets: all forwarded there by gw-b and gw-c's clients.
+      let streams = 0;
+      let plains = 0;
+      backends.a.policy = (c) => (c.stream ? (streams++ < 2 ? 'hold' : 'answer') : plains++ < 2 ? 'hold' : 'answer');
+      const load = steadyLoad('kill', () => [gw.b.url, gw.c.url], SHARED_MODEL);
+      const held = (await eventually(
+        () => {
+          const h = backends.a.holding;
+          const startedStreams = h.filter((c) => c.stream && load.live.get(c.tag)?.started);
+          return startedStreams.length === 2 && h.filter((c) => !c.stream).length === 2 ? h : undefined;
+        },
+        WAIT,
+        'two started streams and two unanswered plain requests held at worker-a',
+      ))!;
+      expect(await gw.a.kill9()).toEqual({ code: null, signal: 'SIGKILL' });
+
+      // worker-a reconnects to the next gateway of its list.
+      await eventually(async () => (await replicaOf('b', 'worker-a')) === 'gw-b', WAIT, 'worker-a listed at gw-b');
+      await eventually(async () => (await replicaOf('c', 'worker-a')) === 'gw-b', WAIT, 'gw-c sees worker-a at gw-b');
+      // The load goes on until worker-a has served requests again, at its new replica.
+      const servedBefore = backends.a.calls.filter((c) => c.finished).length;
+      await eventually(() => backends.a.calls.filter((c) => c.finished).length >= servedBefore + 3, WAIT, 'worker-a serves again');
+      const outcomes = await load.stop();
+
+      const byTag = new Map(outcomes.map((o) => [o.tag, o]));
+      for (const call of held.filter((c) => c.stream)) {
+        const o = byTag.get(call.tag)!;
+        expect({ tag: o.tag, status: o.status, errorEvent: o.errorEvent, done: o.done }).toEqual({ tag: call.tag, status: 200, errorEvent: true, done: false });
+        // Never run again after its first byte.
+        expect(allCalls().filter((c) => c.tag === call.tag)).toHaveLength(1);
+      }
+      const heldStreams = new Set(held.filter((c) => c.stream).map((c) => c.tag));
+      for (const call of held.filter((c) => !c.stream)) {
+        // Requeued and served elsewhere, in full, once.
+        expect(byTag.get(call.tag)).toMatchObject({ ok: true });
+        expect(backends.b.calls.concat(backends.c.calls).filter((c) => c.tag === call.tag && c.finished)).toHaveLength(1);
+      }
+      const others = outcomes.filter((o) => !heldStreams.has(o.tag));
+      expect(describeFailures(others)).toBe('');
+      expect(others.length).toBeGreaterThan(20);
+      expectNoDuplicates(outcomes);
+    }), 120_000);
+
+  it('SIGTERM of a replica: /health/ready 503 at once, what it holds finishes, its worker moves, it exits 0', () =>
+    cluster.withLogs(async () => {
+      await restart('a');
+      // gw-c holds three requests on worker-c (only it serves only-c): two of its own clients', one forwarded by gw-a.
+      backends.c.policy = (c) => (c.tag.startsWith('sigterm-') ? 'hold' : 'answer');
+      const held = [
+        send(gw.c.url, ownModel('c'), newTag('sigterm'), true),
+        send(gw.c.url, ownModel('c'), newTag('sigterm'), false),
+        send(gw.a.url, ownModel('c'), newTag('sigterm'), false),
+      ];
+      await eventually(() => backends.c.holding.length === 3, WAIT, 'worker-c holds three requests');
+      const load = steadyLoad('during-sigterm', () => [gw.a.url, gw.b.url], SHARED_MODEL, 4);
+      await eventually(() => load.outcomes.length >= 4, WAIT, 'load running');
+
+      gw.c.signal('SIGTERM');
+      await eventually(async () => (await readyStatus(gw.c.url)) === 503, WAIT, 'gw-c unready');
+      // Unready while it still drains what it holds: nothing held was answered or cut.
+      expect(gw.c.running).toBe(true);
+      expect(backends.c.holding).toHaveLength(3);
+
+      backends.c.releaseAll();
+      const answers = await Promise.all(held);
+      expect(describeFailures(answers)).toBe('');
+      expect(await gw.c.exited).toEqual({ code: 0, signal: null });
+
+      // worker-c got graceful_shutdown and moved on to the next gateway of its list (gw-a).
+      await eventually(async () => (await replicaOf('a', 'worker-c')) === 'gw-a', WAIT, 'worker-c listed at gw-a');
+      expect(workers.c.running).toBe(true);
+      expect(await send(gw.b.url, ownModel('c'), newTag('after-sigterm'), false)).toMatchObject({ ok: true });
+      const outcomes = await load.stop();
+      expect(describeFailures(outcomes)).toBe('');
+      expectNoDuplicates([...answers, ...outcomes]);
+      await restart('c');
+    }), 120_000);
+
+  it('rolling restart behind a balancer that follows readiness: every replica SIGTERMed and restarted in turn, zero failed requests', () =>
+    cluster.withLogs(async () => {
+      const balancer = new Balancer(REPLICAS.map((x) => gw[x].url));
+      await balancer.start();
+      try {
+        const load = steadyLoad('rolling', () => [balancer.url], SHARED_MODEL);
+        for (const x of REPLICAS) {
+          await eventually(() => load.outcomes.length >= 10, WAIT, 'load running');
+          gw[x].signal('SIGTERM');
+          expect(await gw[x].exited).toEqual({ code: 0, signal: null });
+          await restart(x);
+          // The balancer sends the restarted replica its share again before the next one goes.
+          const before = balancer.sent.get(gw[x].url) ?? 0;
+          await eventually(() => (balancer.sent.get(gw[x].url) ?? 0) >= before + 5, WAIT, `balancer uses gw-${x} again`);
+        }
+        const outcomes = await load.stop();
+        expect(describeFailures(outcomes)).toBe('');
+        expect(outcomes.length).toBeGreaterThan(30);
+        expectNoDuplicates(outcomes);
+      } finally {
+        await balancer.close();
+      }
+    }), 150_000);
+
+  it('Redis stopped then restarted: each replica serves its own workers (degraded), a model only another replica serves is not forwarded, re-joined without restart', () =>
+    cluster.withLogs(async () => {
+      // Where each worker is now (the earlier cases moved some): a replica with a worker, and one without that worker.
+      const where = new Map((await cluster.workersOn('a')).map((w) => [w.name, w.replica]));
+      const owner = REPLICAS.find((x) => [...where.values()].includes(`gw-${x}`))!;
+      const served = REPLICAS.find((x) => where.get(`worker-${x}`) === `gw-${owner}`)!;
+      const elsewhere = REPLICAS.find((x) => x !== owner)!;
+      const model = ownModel(served);
+
+      await cluster.redis.stop();
+      for (const x of REPLICAS) {
+        await eventually(async () => ((await cluster.health(x)).cluster as { degraded?: boolean })?.degraded === true, WAIT, `gw-${x} degraded`);
+        expect(await cluster.gauge(x, 'switchboard_cluster_degraded')).toBe(1);
+        expect(await readyStatus(gw[x].url)).toBe(200);
+      }
+      // Its own workers: served as always.
+      expect(await send(gw[owner].url, model, newTag('degraded-local'), true)).toMatchObject({ ok: true });
+      expect(await send(gw[owner].url, model, newTag('degraded-local'), false)).toMatchObject({ ok: true });
+      // Another replica's worker: not forwarded (no fleet board without Redis). The model is known
+      // (a worker served it lately), so the request waits in the local queue until QUEUE_TIMEOUT_SECS (5).
+      const remote = await send(gw[elsewhere].url, model, newTag('degraded-remote'), false);
+      expect({ status: remote.status, code: (JSON.parse(remote.raw) as { error?: { code?: string } }).error?.code }).toEqual({ status: 504, code: 'queue_timeout' });
+      expect(allCalls().some((c) => c.tag === remote.tag)).toBe(false);
+      for (const x of REPLICAS) expect(gw[x].running).toBe(true);
+
+      await cluster.redis.start();
+      for (const x of REPLICAS) {
+        await eventually(async () => ((await cluster.health(x)).cluster as { degraded?: boolean })?.degraded === false, WAIT, `gw-${x} re-joined`);
+        expect(await cluster.gauge(x, 'switchboard_cluster_degraded')).toBe(0);
+      }
+      await cluster.allMembers();
+      for (const x of REPLICAS) await cluster.seesWorkers(x, 3);
+      expect(await send(gw[elsewhere].url, model, newTag('rejoined'), true)).toMatchObject({ ok: true });
+      expect(await send(gw[elsewhere].url, model, newTag('rejoined'), false)).toMatchObject({ ok: true });
+      for (const x of REPLICAS) expect(gw[x].running).toBe(true);
+    }), 120_000);
+});
