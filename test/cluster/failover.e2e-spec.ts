@@ -19,6 +19,12 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
 
   beforeAll(() => cluster.start(), 300_000);
   afterAll(() => cluster.stop(), 120_000);
+  /** Loads a failed case left running. */
+  const afterThis: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const stop of afterThis.splice(0)) await stop();
+    for (const x of REPLICAS) backends[x].releaseAll();
+  });
 
   const allCalls = (): BackendCall[] => REPLICAS.flatMap((x) => backends[x].calls);
   /** Backend calls answered in full, per tag. */
@@ -27,18 +33,23 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
     for (const c of allCalls()) if (c.finished) counts.set(c.tag, (counts.get(c.tag) ?? 0) + 1);
     return counts;
   };
-  /** Each answered outcome was produced by exactly one backend answer; no tag was answered twice. */
+  /** Each answered outcome was produced by exactly one backend answer; no tag was run to the end twice. */
   const expectNoDuplicates = (outcomes: readonly Outcome[]) => {
     const finished = finishedByTag();
     const twice = [...finished].filter(([, n]) => n > 1).map(([t]) => t);
-    expect(twice).toEqual([]);
+    const seen = new Map(outcomes.map((o) => [o.tag, o]));
+    const detail = twice.map((t) => ({
+      tag: t,
+      backend_calls: allCalls().filter((c) => c.tag === t),
+      client: seen.get(t) && { ok: seen.get(t)!.ok, via: seen.get(t)!.target, stream: seen.get(t)!.stream },
+    }));
+    expect(detail).toEqual([]);
     for (const o of outcomes.filter((x) => x.ok)) expect([o.tag, finished.get(o.tag)]).toEqual([o.tag, 1]);
   };
   const replicaOf = async (viewer: ReplicaName, worker: string) => (await cluster.workersOn(viewer)).find((w) => w.name === worker)?.replica;
   const restart = async (x: ReplicaName) => {
     await gw[x].start();
-    await cluster.allMembers();
-    for (const y of REPLICAS) await cluster.seesWorkers(y, 3);
+    await cluster.allUp();
   };
 
   it('kill -9 of a replica under load: its workers move, forwarded requests not started are served elsewhere once, started streams end with the error event, nothing else fails', () =>
@@ -49,6 +60,7 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
       let plains = 0;
       backends.a.policy = (c) => (c.stream ? (streams++ < 2 ? 'hold' : 'answer') : plains++ < 2 ? 'hold' : 'answer');
       const load = steadyLoad('kill', () => [gw.b.url, gw.c.url], SHARED_MODEL);
+      afterThis.push(() => load.stop());
       const held = (await eventually(
         () => {
           const h = backends.a.holding;
@@ -87,47 +99,56 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
       expectNoDuplicates(outcomes);
     }), 120_000);
 
-  it('SIGTERM of a replica: /health/ready 503 at once, what it holds finishes, its worker moves, it exits 0', () =>
+  it('SIGTERM of a replica: /health/ready 503 at once, what it holds finishes (its own clients’ and forwarded requests), its worker moves, it exits 0', () =>
     cluster.withLogs(async () => {
-      await restart('a');
-      // gw-c holds three requests on worker-c (only it serves only-c): two of its own clients', one forwarded by gw-a.
+      await cluster.allUp();
+      // worker-c (the only one serving only-c) holds four requests at gw-c: a stream (started) and
+      // a plain request of gw-c's own clients, the same two forwarded by gw-a.
       backends.c.policy = (c) => (c.tag.startsWith('sigterm-') ? 'hold' : 'answer');
       const held = [
-        send(gw.c.url, ownModel('c'), newTag('sigterm'), true),
-        send(gw.c.url, ownModel('c'), newTag('sigterm'), false),
-        send(gw.a.url, ownModel('c'), newTag('sigterm'), false),
+        send(gw.c.url, ownModel('c'), newTag('sigterm-own'), true),
+        send(gw.c.url, ownModel('c'), newTag('sigterm-own'), false),
+        send(gw.a.url, ownModel('c'), newTag('sigterm-forwarded'), true),
+        send(gw.a.url, ownModel('c'), newTag('sigterm-forwarded'), false),
       ];
-      await eventually(() => backends.c.holding.length === 3, WAIT, 'worker-c holds three requests');
+      await eventually(() => backends.c.holding.length === 4, WAIT, 'worker-c holds four requests');
       const load = steadyLoad('during-sigterm', () => [gw.a.url, gw.b.url], SHARED_MODEL, 4);
-      await eventually(() => load.outcomes.length >= 4, WAIT, 'load running');
+      try {
+        await eventually(() => load.outcomes.length >= 4, WAIT, 'load running');
+        gw.c.signal('SIGTERM');
+        await eventually(async () => (await readyStatus(gw.c.url)) === 503, WAIT, 'gw-c unready');
+        // Unready while it still drains what it holds.
+        expect(gw.c.running).toBe(true);
+        // Give the other replicas time to act on gw-c's leaving before its worker answers (they
+        // must not take back what gw-c still relays): a second of load on gw-a and gw-b.
+        const seen = load.outcomes.length;
+        await eventually(() => load.outcomes.length >= seen + 8, WAIT, 'load goes on during the drain');
+        backends.c.releaseAll();
+        const answers = await Promise.all(held);
+        expect(describeFailures(answers)).toBe('');
+        expect(await gw.c.exited).toEqual({ code: 0, signal: null });
 
-      gw.c.signal('SIGTERM');
-      await eventually(async () => (await readyStatus(gw.c.url)) === 503, WAIT, 'gw-c unready');
-      // Unready while it still drains what it holds: nothing held was answered or cut.
-      expect(gw.c.running).toBe(true);
-      expect(backends.c.holding).toHaveLength(3);
-
-      backends.c.releaseAll();
-      const answers = await Promise.all(held);
-      expect(describeFailures(answers)).toBe('');
-      expect(await gw.c.exited).toEqual({ code: 0, signal: null });
-
-      // worker-c got graceful_shutdown and moved on to the next gateway of its list (gw-a).
-      await eventually(async () => (await replicaOf('a', 'worker-c')) === 'gw-a', WAIT, 'worker-c listed at gw-a');
-      expect(workers.c.running).toBe(true);
-      expect(await send(gw.b.url, ownModel('c'), newTag('after-sigterm'), false)).toMatchObject({ ok: true });
-      const outcomes = await load.stop();
-      expect(describeFailures(outcomes)).toBe('');
-      expectNoDuplicates([...answers, ...outcomes]);
-      await restart('c');
+        // worker-c got graceful_shutdown and moved on to the next gateway of its list (gw-a).
+        await eventually(async () => (await replicaOf('a', 'worker-c')) === 'gw-a', WAIT, 'worker-c listed at gw-a');
+        expect(workers.c.running).toBe(true);
+        expect(await send(gw.b.url, ownModel('c'), newTag('after-sigterm'), false)).toMatchObject({ ok: true });
+        const outcomes = await load.stop();
+        expect(describeFailures(outcomes)).toBe('');
+        expectNoDuplicates([...answers, ...outcomes]);
+      } finally {
+        await load.stop();
+        backends.c.releaseAll();
+      }
     }), 120_000);
 
   it('rolling restart behind a balancer that follows readiness: every replica SIGTERMed and restarted in turn, zero failed requests', () =>
     cluster.withLogs(async () => {
+      await cluster.allUp();
       const balancer = new Balancer(REPLICAS.map((x) => gw[x].url));
       await balancer.start();
+      const target = balancer.url;
+      const load = steadyLoad('rolling', () => [target], SHARED_MODEL);
       try {
-        const load = steadyLoad('rolling', () => [balancer.url], SHARED_MODEL);
         for (const x of REPLICAS) {
           await eventually(() => load.outcomes.length >= 10, WAIT, 'load running');
           gw[x].signal('SIGTERM');
@@ -142,12 +163,14 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
         expect(outcomes.length).toBeGreaterThan(30);
         expectNoDuplicates(outcomes);
       } finally {
+        await load.stop();
         await balancer.close();
       }
     }), 150_000);
 
   it('Redis stopped then restarted: each replica serves its own workers (degraded), a model only another replica serves is not forwarded, re-joined without restart', () =>
     cluster.withLogs(async () => {
+      await cluster.allUp();
       // Where each worker is now (the earlier cases moved some): a replica with a worker, and one without that worker.
       const where = new Map((await cluster.workersOn('a')).map((w) => [w.name, w.replica]));
       const owner = REPLICAS.find((x) => [...where.values()].includes(`gw-${x}`))!;

@@ -47,7 +47,7 @@ export class FailoverCluster {
     await Promise.all(REPLICAS.map((x) => this.gw[x].start()));
     await this.allMembers();
     for (const [i, x] of REPLICAS.entries()) {
-      const backend = (this.backends[x] = new MockBackend([SHARED_MODEL, ownModel(x)]));
+      const backend = (this.backends[x] = new MockBackend(`worker-${x}`, [SHARED_MODEL, ownModel(x)]));
       await backend.start();
       const order = [...REPLICAS.slice(i), ...REPLICAS.slice(0, i)].map((r) => this.gw[r]);
       this.workers[x] = new WorkerProcess({ name: `worker-${x}`, gateways: order, backendUrl: backend.url, models: backend.models, maxConcurrency: 4 });
@@ -94,6 +94,13 @@ export class FailoverCluster {
   /** Waits until replica `x` lists `count` workers. */
   async seesWorkers(x: ReplicaName, count: number): Promise<void> {
     await eventually(async () => (await this.workersOn(x).catch(() => [])).length === count, WAIT, `gw-${x} lists ${count} workers`);
+  }
+
+  /** Starts again any replica an earlier case left stopped, and waits until all see each other and every worker. */
+  async allUp(): Promise<void> {
+    await Promise.all(REPLICAS.filter((x) => !this.gw[x].running).map((x) => this.gw[x].start()));
+    await this.allMembers();
+    for (const x of REPLICAS) await this.seesWorkers(x, 3);
   }
 
   /** Waits until every running replica sees all running replicas as members. */

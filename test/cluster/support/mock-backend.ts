@@ -4,6 +4,8 @@ import { CLOSE_MS, START_MS, withDeadline } from '../../support/deadline';
 
 /** One request the backend received (the worker daemon relayed it). */
 export interface BackendCall {
+  /** Which backend (its worker's name). */
+  backend: string;
   /** The client's tag: the content of its first message. */
   tag: string;
   stream: boolean;
@@ -35,7 +37,10 @@ export class MockBackend {
   private readonly policyHeld = new Set<BackendCall>();
   private server?: http.Server;
 
-  constructor(readonly models: string[]) {}
+  constructor(
+    readonly name: string,
+    readonly models: string[],
+  ) {}
 
   get url(): string {
     return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
@@ -82,7 +87,7 @@ export class MockBackend {
       res.end('{"error":{"message":"not JSON"}}');
       return;
     }
-    const call: BackendCall = { tag: String(body.messages?.[0]?.content ?? ''), stream: body.stream === true, started: false, finished: false, abandoned: false };
+    const call: BackendCall = { backend: this.name, tag: String(body.messages?.[0]?.content ?? ''), stream: body.stream === true, started: false, finished: false, abandoned: false };
     this.calls.push(call);
     res.on('close', () => {
       if (!res.writableFinished) call.abandoned = true;
