@@ -22,8 +22,8 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
   /** Loads a failed case left running. */
   const afterThis: Array<() => Promise<unknown>> = [];
   afterEach(async () => {
-    for (const stop of afterThis.splice(0)) await stop();
     for (const x of REPLICAS) backends[x].releaseAll();
+    for (const stop of afterThis.splice(0)) await stop();
   });
 
   const allCalls = (): BackendCall[] => REPLICAS.flatMap((x) => backends[x].calls);
@@ -61,7 +61,7 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
       backends.a.policy = (c) => (c.stream ? (streams++ < 2 ? 'hold' : 'answer') : plains++ < 2 ? 'hold' : 'answer');
       const load = steadyLoad('kill', () => [gw.b.url, gw.c.url], SHARED_MODEL);
       afterThis.push(() => load.stop());
-      const held = (await eventually(
+      const held: BackendCall[] = await eventually(
         () => {
           const h = backends.a.holding;
           const startedStreams = h.filter((c) => c.stream && load.live.get(c.tag)?.started);
@@ -69,7 +69,10 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
         },
         WAIT,
         'two started streams and two unanswered plain requests held at worker-a',
-      ))!;
+      ).catch((e: Error) => {
+        const calls = backends.a.calls.map((c) => ({ ...c, client_started: load.live.get(c.tag)?.started }));
+        throw new Error(`${e.message}; worker-a's backend got ${JSON.stringify(calls)}; answered: ${load.outcomes.length}`);
+      }).then((h) => h!);
       expect(await gw.a.kill9()).toEqual({ code: null, signal: 'SIGKILL' });
 
       // worker-a reconnects to the next gateway of its list.
@@ -187,10 +190,10 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
       // Its own workers: served as always.
       expect(await send(gw[owner].url, model, newTag('degraded-local'), true)).toMatchObject({ ok: true });
       expect(await send(gw[owner].url, model, newTag('degraded-local'), false)).toMatchObject({ ok: true });
-      // Another replica's worker: not forwarded (no fleet board without Redis). The model is known
-      // (a worker served it lately), so the request waits in the local queue until QUEUE_TIMEOUT_SECS (5).
+      // Another replica's worker: not forwarded. Alone, a replica drops the other replicas' workers
+      // from its fleet, and a model none of its own workers served is unknown to it: 404 at once.
       const remote = await send(gw[elsewhere].url, model, newTag('degraded-remote'), false);
-      expect({ status: remote.status, code: (JSON.parse(remote.raw) as { error?: { code?: string } }).error?.code }).toEqual({ status: 504, code: 'queue_timeout' });
+      expect({ status: remote.status, code: (JSON.parse(remote.raw) as { error?: { code?: string } }).error?.code }).toEqual({ status: 404, code: 'model_not_found' });
       expect(allCalls().some((c) => c.tag === remote.tag)).toBe(false);
       for (const x of REPLICAS) expect(gw[x].running).toBe(true);
 

@@ -98,6 +98,8 @@ export class FailoverCluster {
 
   /** Starts again any replica an earlier case left stopped, and waits until all see each other and every worker. */
   async allUp(): Promise<void> {
+    // One an earlier case signalled may still be draining: let it finish first.
+    for (const x of REPLICAS) if (this.gw[x].stopping) await this.gw[x].stop();
     await Promise.all(REPLICAS.filter((x) => !this.gw[x].running).map((x) => this.gw[x].start()));
     await this.allMembers();
     for (const x of REPLICAS) await this.seesWorkers(x, 3);

@@ -68,6 +68,7 @@ export class NodeProcess {
   spawn(): void {
     if (this.running) throw new Error(`${this.name} is already running`);
     this.note(`--- start ${new Date().toISOString()}`);
+    this.stopping = false;
     const child = spawn(process.execPath, [join(ROOT, this.script), ...this.args()], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...this.env() },
@@ -86,8 +87,13 @@ export class NodeProcess {
 
   /** Sends a signal to the running process (none: nothing). */
   signal(sig: NodeJS.Signals): void {
-    if (this.running) this.child!.kill(sig);
+    if (!this.running) return;
+    this.stopping = true;
+    this.child!.kill(sig);
   }
+
+  /** A signal was sent to the current run (it may still be draining). */
+  stopping = false;
 
   /** SIGKILL and wait for the exit (a crash: no goodbye to anyone). */
   async kill9(): Promise<Exit> {
@@ -98,7 +104,8 @@ export class NodeProcess {
   /** Stops it if it still runs: SIGTERM, and SIGKILL after `ms`. */
   async stop(ms = 15_000): Promise<void> {
     if (!this.running) return;
-    this.signal('SIGTERM');
+    // Already signalled (draining): a second SIGTERM would cut the drain short.
+    if (!this.stopping) this.signal('SIGTERM');
     const timer = setTimeout(() => this.signal('SIGKILL'), ms);
     await this.exited;
     clearTimeout(timer);
