@@ -47,165 +47,197 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
     for (const o of outcomes.filter((x) => x.ok)) expect([o.tag, finished.get(o.tag)]).toEqual([o.tag, 1]);
   };
   const replicaOf = async (viewer: ReplicaName, worker: string) => (await cluster.workersOn(viewer)).find((w) => w.name === worker)?.replica;
-  const restart = async (x: ReplicaName) => {
-    await gw[x].start();
-    await cluster.allUp();
-  };
 
-  it('kill -9 of a replica under load: its workers move, forwarded requests not started are served elsewhere once, started streams end with the error event, nothing else fails', () =>
-    cluster.withLogs(async () => {
-      // worker-a's backend holds the first two streams (after their first chunk) and the first two
-      // plain requests (before any byte) it gets: all forwarded there by gw-b and gw-c's clients.
-      let streams = 0;
-      let plains = 0;
-      backends.a.policy = (c) => (c.stream ? (streams++ < 2 ? 'hold' : 'answer') : plains++ < 2 ? 'hold' : 'answer');
-      const load = steadyLoad('kill', () => [gw.b.url, gw.c.url], SHARED_MODEL);
-      afterThis.push(() => load.stop());
-      const held: BackendCall[] = await eventually(
-        () => {
-          const h = backends.a.holding;
-          const startedStreams = h.filter((c) => c.stream && load.live.get(c.tag)?.started);
-          return startedStreams.length === 2 && h.filter((c) => !c.stream).length === 2 ? h : undefined;
-        },
-        WAIT,
-        'two started streams and two unanswered plain requests held at worker-a',
-      ).catch((e: Error) => {
-        const calls = backends.a.calls.map((c) => ({ ...c, client_started: load.live.get(c.tag)?.started }));
-        throw new Error(`${e.message}; worker-a's backend got ${JSON.stringify(calls)}; answered: ${load.outcomes.length}`);
-      }).then((h) => h!);
-      expect(await gw.a.kill9()).toEqual({ code: null, signal: 'SIGKILL' });
+  it(
+    'kill -9 of a replica under load: its workers move, forwarded requests not started are served elsewhere once, started streams end with the error event, nothing else fails',
+    () =>
+      cluster.withLogs(async () => {
+        // worker-a's backend holds the first stream (after its first chunk) and the first plain request
+        // (before any byte) it gets: both forwarded there by gw-b or gw-c, whose clients (ten at a
+        // time, more than their own workers' slots) overflow onto the other replicas' workers.
+        let streams = 0;
+        let plains = 0;
+        backends.a.policy = (c) => (c.stream ? (streams++ < 1 ? 'hold' : 'answer') : plains++ < 1 ? 'hold' : 'answer');
+        const load = steadyLoad('kill', () => [gw.b.url, gw.c.url], SHARED_MODEL, 10);
+        afterThis.push(() => load.stop());
+        const held: BackendCall[] = await eventually(
+          () => {
+            const h = backends.a.holding;
+            const startedStreams = h.filter((c) => c.stream && load.live.get(c.tag)?.started);
+            return startedStreams.length === 1 && h.filter((c) => !c.stream).length === 1 ? h : undefined;
+          },
+          WAIT,
+          'a started stream and an unanswered plain request held at worker-a',
+        )
+          .catch((e: Error) => {
+            const calls = backends.a.calls.map((c) => ({ ...c, client_started: load.live.get(c.tag)?.started }));
+            throw new Error(`${e.message}; worker-a's backend got ${JSON.stringify(calls)}; answered: ${load.outcomes.length}`);
+          })
+          .then((h) => h!);
+        expect(await gw.a.kill9()).toEqual({ code: null, signal: 'SIGKILL' });
 
-      // worker-a reconnects to the next gateway of its list.
-      await eventually(async () => (await replicaOf('b', 'worker-a')) === 'gw-b', WAIT, 'worker-a listed at gw-b');
-      await eventually(async () => (await replicaOf('c', 'worker-a')) === 'gw-b', WAIT, 'gw-c sees worker-a at gw-b');
-      // The load goes on until worker-a has served requests again, at its new replica.
-      const servedBefore = backends.a.calls.filter((c) => c.finished).length;
-      await eventually(() => backends.a.calls.filter((c) => c.finished).length >= servedBefore + 3, WAIT, 'worker-a serves again');
-      const outcomes = await load.stop();
-
-      const byTag = new Map(outcomes.map((o) => [o.tag, o]));
-      for (const call of held.filter((c) => c.stream)) {
-        const o = byTag.get(call.tag)!;
-        expect({ tag: o.tag, status: o.status, errorEvent: o.errorEvent, done: o.done }).toEqual({ tag: call.tag, status: 200, errorEvent: true, done: false });
-        // Never run again after its first byte.
-        expect(allCalls().filter((c) => c.tag === call.tag)).toHaveLength(1);
-      }
-      const heldStreams = new Set(held.filter((c) => c.stream).map((c) => c.tag));
-      for (const call of held.filter((c) => !c.stream)) {
-        // Requeued and served elsewhere, in full, once.
-        expect(byTag.get(call.tag)).toMatchObject({ ok: true });
-        expect(backends.b.calls.concat(backends.c.calls).filter((c) => c.tag === call.tag && c.finished)).toHaveLength(1);
-      }
-      const others = outcomes.filter((o) => !heldStreams.has(o.tag));
-      expect(describeFailures(others)).toBe('');
-      expect(others.length).toBeGreaterThan(20);
-      expectNoDuplicates(outcomes);
-    }), 120_000);
-
-  it('SIGTERM of a replica: /health/ready 503 at once, what it holds finishes (its own clients’ and forwarded requests), its worker moves, it exits 0', () =>
-    cluster.withLogs(async () => {
-      await cluster.allUp();
-      // worker-c (the only one serving only-c) holds four requests at gw-c: a stream (started) and
-      // a plain request of gw-c's own clients, the same two forwarded by gw-a.
-      backends.c.policy = (c) => (c.tag.startsWith('sigterm-') ? 'hold' : 'answer');
-      const held = [
-        send(gw.c.url, ownModel('c'), newTag('sigterm-own'), true),
-        send(gw.c.url, ownModel('c'), newTag('sigterm-own'), false),
-        send(gw.a.url, ownModel('c'), newTag('sigterm-forwarded'), true),
-        send(gw.a.url, ownModel('c'), newTag('sigterm-forwarded'), false),
-      ];
-      await eventually(() => backends.c.holding.length === 4, WAIT, 'worker-c holds four requests');
-      const load = steadyLoad('during-sigterm', () => [gw.a.url, gw.b.url], SHARED_MODEL, 4);
-      try {
-        await eventually(() => load.outcomes.length >= 4, WAIT, 'load running');
-        gw.c.signal('SIGTERM');
-        await eventually(async () => (await readyStatus(gw.c.url)) === 503, WAIT, 'gw-c unready');
-        // Unready while it still drains what it holds.
-        expect(gw.c.running).toBe(true);
-        // Give the other replicas time to act on gw-c's leaving before its worker answers (they
-        // must not take back what gw-c still relays): a second of load on gw-a and gw-b.
-        const seen = load.outcomes.length;
-        await eventually(() => load.outcomes.length >= seen + 8, WAIT, 'load goes on during the drain');
-        backends.c.releaseAll();
-        const answers = await Promise.all(held);
-        expect(describeFailures(answers)).toBe('');
-        expect(await gw.c.exited).toEqual({ code: 0, signal: null });
-
-        // worker-c got graceful_shutdown and moved on to the next gateway of its list (gw-a).
-        await eventually(async () => (await replicaOf('a', 'worker-c')) === 'gw-a', WAIT, 'worker-c listed at gw-a');
-        expect(workers.c.running).toBe(true);
-        expect(await send(gw.b.url, ownModel('c'), newTag('after-sigterm'), false)).toMatchObject({ ok: true });
+        // worker-a reconnects to the next gateway of its list.
+        await eventually(async () => (await replicaOf('b', 'worker-a')) === 'gw-b', WAIT, 'worker-a listed at gw-b');
+        await eventually(async () => (await replicaOf('c', 'worker-a')) === 'gw-b', WAIT, 'gw-c sees worker-a at gw-b');
+        // The load goes on until worker-a has served requests again, at its new replica.
+        const servedBefore = backends.a.calls.filter((c) => c.finished).length;
+        await eventually(() => backends.a.calls.filter((c) => c.finished).length >= servedBefore + 3, WAIT, 'worker-a serves again');
         const outcomes = await load.stop();
-        expect(describeFailures(outcomes)).toBe('');
-        expectNoDuplicates([...answers, ...outcomes]);
-      } finally {
-        await load.stop();
-        backends.c.releaseAll();
-      }
-    }), 120_000);
 
-  it('rolling restart behind a balancer that follows readiness: every replica SIGTERMed and restarted in turn, zero failed requests', () =>
-    cluster.withLogs(async () => {
-      await cluster.allUp();
-      const balancer = new Balancer(REPLICAS.map((x) => gw[x].url));
-      await balancer.start();
-      const target = balancer.url;
-      const load = steadyLoad('rolling', () => [target], SHARED_MODEL);
-      try {
-        for (const x of REPLICAS) {
-          await eventually(() => load.outcomes.length >= 10, WAIT, 'load running');
-          gw[x].signal('SIGTERM');
-          expect(await gw[x].exited).toEqual({ code: 0, signal: null });
-          await restart(x);
-          // The balancer sends the restarted replica its share again before the next one goes.
-          const before = balancer.sent.get(gw[x].url) ?? 0;
-          await eventually(() => (balancer.sent.get(gw[x].url) ?? 0) >= before + 5, WAIT, `balancer uses gw-${x} again`);
+        const byTag = new Map(outcomes.map((o) => [o.tag, o]));
+        for (const call of held.filter((c) => c.stream)) {
+          const o = byTag.get(call.tag)!;
+          expect({ tag: o.tag, status: o.status, errorEvent: o.errorEvent, done: o.done }).toEqual({
+            tag: call.tag,
+            status: 200,
+            errorEvent: true,
+            done: false,
+          });
+          // Never run again after its first byte.
+          expect(allCalls().filter((c) => c.tag === call.tag)).toHaveLength(1);
         }
-        const outcomes = await load.stop();
-        expect(describeFailures(outcomes)).toBe('');
-        expect(outcomes.length).toBeGreaterThan(30);
+        const heldStreams = new Set(held.filter((c) => c.stream).map((c) => c.tag));
+        for (const call of held.filter((c) => !c.stream)) {
+          // Requeued and served elsewhere, in full, once.
+          expect(byTag.get(call.tag)).toMatchObject({ ok: true });
+          expect(backends.b.calls.concat(backends.c.calls).filter((c) => c.tag === call.tag && c.finished)).toHaveLength(1);
+        }
+        const others = outcomes.filter((o) => !heldStreams.has(o.tag));
+        expect(describeFailures(others)).toBe('');
+        expect(others.length).toBeGreaterThan(20);
         expectNoDuplicates(outcomes);
-      } finally {
-        await load.stop();
-        await balancer.close();
-      }
-    }), 150_000);
+      }),
+    120_000,
+  );
 
-  it('Redis stopped then restarted: each replica serves its own workers (degraded), a model only another replica serves is not forwarded, re-joined without restart', () =>
-    cluster.withLogs(async () => {
-      await cluster.allUp();
-      // Where each worker is now (the earlier cases moved some): a replica with a worker, and one without that worker.
-      const where = new Map((await cluster.workersOn('a')).map((w) => [w.name, w.replica]));
-      const owner = REPLICAS.find((x) => [...where.values()].includes(`gw-${x}`))!;
-      const served = REPLICAS.find((x) => where.get(`worker-${x}`) === `gw-${owner}`)!;
-      const elsewhere = REPLICAS.find((x) => x !== owner)!;
-      const model = ownModel(served);
+  it(
+    'SIGTERM of a replica: /health/ready 503 at once, what it holds finishes (its own clients’ and forwarded requests), its worker moves, it exits 0',
+    () =>
+      cluster.withLogs(async () => {
+        await cluster.allUp();
+        // worker-c (the only one serving only-c) holds four requests at gw-c: a stream (started) and
+        // a plain request of gw-c's own clients, the same two forwarded by gw-a.
+        backends.c.policy = (c) => (c.tag.startsWith('sigterm-') ? 'hold' : 'answer');
+        const held = [
+          send(gw.c.url, ownModel('c'), newTag('sigterm-own'), true),
+          send(gw.c.url, ownModel('c'), newTag('sigterm-own'), false),
+          send(gw.a.url, ownModel('c'), newTag('sigterm-forwarded'), true),
+          send(gw.a.url, ownModel('c'), newTag('sigterm-forwarded'), false),
+        ];
+        await eventually(() => backends.c.holding.length === 4, WAIT, 'worker-c holds four requests');
+        const load = steadyLoad('during-sigterm', () => [gw.a.url, gw.b.url], SHARED_MODEL, 4);
+        try {
+          await eventually(() => load.outcomes.length >= 4, WAIT, 'load running');
+          gw.c.signal('SIGTERM');
+          await eventually(async () => (await readyStatus(gw.c.url)) === 503, WAIT, 'gw-c unready');
+          // Unready while it still drains what it holds.
+          expect(gw.c.running).toBe(true);
+          // Give the other replicas time to act on gw-c's leaving before its worker answers (they
+          // must not take back what gw-c still relays): a second of load on gw-a and gw-b.
+          const seen = load.outcomes.length;
+          await eventually(() => load.outcomes.length >= seen + 8, WAIT, 'load goes on during the drain');
+          backends.c.releaseAll();
+          const answers = await Promise.all(held);
+          expect(describeFailures(answers)).toBe('');
+          expect(await gw.c.exited).toEqual({ code: 0, signal: null });
 
-      await cluster.redis.stop();
-      for (const x of REPLICAS) {
-        await eventually(async () => ((await cluster.health(x)).cluster as { degraded?: boolean })?.degraded === true, WAIT, `gw-${x} degraded`);
-        expect(await cluster.gauge(x, 'switchboard_cluster_degraded')).toBe(1);
-        expect(await readyStatus(gw[x].url)).toBe(200);
-      }
-      // Its own workers: served as always.
-      expect(await send(gw[owner].url, model, newTag('degraded-local'), true)).toMatchObject({ ok: true });
-      expect(await send(gw[owner].url, model, newTag('degraded-local'), false)).toMatchObject({ ok: true });
-      // Another replica's worker: not forwarded. Alone, a replica drops the other replicas' workers
-      // from its fleet, and a model none of its own workers served is unknown to it: 404 at once.
-      const remote = await send(gw[elsewhere].url, model, newTag('degraded-remote'), false);
-      expect({ status: remote.status, code: (JSON.parse(remote.raw) as { error?: { code?: string } }).error?.code }).toEqual({ status: 404, code: 'model_not_found' });
-      expect(allCalls().some((c) => c.tag === remote.tag)).toBe(false);
-      for (const x of REPLICAS) expect(gw[x].running).toBe(true);
+          // worker-c got graceful_shutdown and moved on to the next gateway of its list (gw-a).
+          await eventually(async () => (await replicaOf('a', 'worker-c')) === 'gw-a', WAIT, 'worker-c listed at gw-a');
+          expect(workers.c.running).toBe(true);
+          expect(await send(gw.b.url, ownModel('c'), newTag('after-sigterm'), false)).toMatchObject({ ok: true });
+          const outcomes = await load.stop();
+          expect(describeFailures(outcomes)).toBe('');
+          expectNoDuplicates([...answers, ...outcomes]);
+        } finally {
+          await load.stop();
+          backends.c.releaseAll();
+        }
+      }),
+    120_000,
+  );
 
-      await cluster.redis.start();
-      for (const x of REPLICAS) {
-        await eventually(async () => ((await cluster.health(x)).cluster as { degraded?: boolean })?.degraded === false, WAIT, `gw-${x} re-joined`);
-        expect(await cluster.gauge(x, 'switchboard_cluster_degraded')).toBe(0);
-      }
-      await cluster.allMembers();
-      for (const x of REPLICAS) await cluster.seesWorkers(x, 3);
-      expect(await send(gw[elsewhere].url, model, newTag('rejoined'), true)).toMatchObject({ ok: true });
-      expect(await send(gw[elsewhere].url, model, newTag('rejoined'), false)).toMatchObject({ ok: true });
-      for (const x of REPLICAS) expect(gw[x].running).toBe(true);
-    }), 120_000);
+  it(
+    'rolling restart behind a balancer that follows readiness: every replica SIGTERMed and restarted in turn, zero failed requests',
+    () =>
+      cluster.withLogs(async () => {
+        await cluster.allUp();
+        const events: string[] = [];
+        const note = (what: string) => events.push(`${new Date().toISOString().slice(11)} ${what}`);
+        const balancer = new Balancer(REPLICAS.map((x) => gw[x].url));
+        await balancer.start();
+        const target = balancer.url;
+        const load = steadyLoad('rolling', () => [target], SHARED_MODEL);
+        try {
+          for (const x of REPLICAS) {
+            await eventually(() => load.outcomes.length >= 10, WAIT, 'load running');
+            note(`SIGTERM gw-${x} (${gw[x].url})`);
+            gw[x].signal('SIGTERM');
+            expect(await gw[x].exited).toEqual({ code: 0, signal: null });
+            note(`gw-${x} exited`);
+            await gw[x].start();
+            note(`gw-${x} ready again`);
+            await cluster.allUp();
+            note(`gw-${x} sees every member and worker`);
+            // The balancer sends the restarted replica its share again before the next one goes.
+            const before = balancer.sent.get(gw[x].url) ?? 0;
+            await eventually(() => (balancer.sent.get(gw[x].url) ?? 0) >= before + 5, WAIT, `balancer uses gw-${x} again`);
+          }
+          const outcomes = await load.stop();
+          expect(describeFailures(outcomes) + (outcomes.some((o) => !o.ok) ? `\n${events.join('\n')}` : '')).toBe('');
+          expect(outcomes.length).toBeGreaterThan(30);
+          expectNoDuplicates(outcomes);
+        } finally {
+          await load.stop();
+          await balancer.close();
+        }
+      }),
+    150_000,
+  );
+
+  it(
+    'Redis stopped then restarted: each replica serves its own workers (degraded), a model only another replica serves is not forwarded, re-joined without restart',
+    () =>
+      cluster.withLogs(async () => {
+        await cluster.allUp();
+        // Where each worker is now (the earlier cases moved some): a replica with a worker, and one without that worker.
+        const where = new Map((await cluster.workersOn('a')).map((w) => [w.name, w.replica]));
+        const owner = REPLICAS.find((x) => [...where.values()].includes(`gw-${x}`))!;
+        const served = REPLICAS.find((x) => where.get(`worker-${x}`) === `gw-${owner}`)!;
+        const elsewhere = REPLICAS.find((x) => x !== owner)!;
+        const model = ownModel(served);
+
+        await cluster.redis.stop();
+        for (const x of REPLICAS) {
+          await eventually(async () => ((await cluster.health(x)).cluster as { degraded?: boolean })?.degraded === true, WAIT, `gw-${x} degraded`);
+          expect(await cluster.gauge(x, 'switchboard_cluster_degraded')).toBe(1);
+          expect(await readyStatus(gw[x].url)).toBe(200);
+        }
+        // Its own workers: served as always.
+        expect(await send(gw[owner].url, model, newTag('degraded-local'), true)).toMatchObject({ ok: true });
+        expect(await send(gw[owner].url, model, newTag('degraded-local'), false)).toMatchObject({ ok: true });
+        // Another replica's worker: not forwarded. Alone, a replica drops the other replicas' workers
+        // from its fleet: a model none of its own workers served lately is unknown to it (404 at
+        // once); one that a worker connected to it served lately waits in its queue (504 after QUEUE_TIMEOUT_SECS).
+        const remote = await send(gw[elsewhere].url, model, newTag('degraded-remote'), false);
+        const answer = { status: remote.status, code: (JSON.parse(remote.raw) as { error?: { code?: string } }).error?.code };
+        expect([
+          { status: 404, code: 'model_not_found' },
+          { status: 504, code: 'queue_timeout' },
+        ]).toContainEqual(answer);
+        expect(allCalls().some((c) => c.tag === remote.tag)).toBe(false);
+        for (const x of REPLICAS) expect(gw[x].running).toBe(true);
+
+        await cluster.redis.start();
+        for (const x of REPLICAS) {
+          await eventually(async () => ((await cluster.health(x)).cluster as { degraded?: boolean })?.degraded === false, WAIT, `gw-${x} re-joined`);
+          expect(await cluster.gauge(x, 'switchboard_cluster_degraded')).toBe(0);
+        }
+        await cluster.allMembers();
+        for (const x of REPLICAS) await cluster.seesWorkers(x, 3);
+        expect(await send(gw[elsewhere].url, model, newTag('rejoined'), true)).toMatchObject({ ok: true });
+        expect(await send(gw[elsewhere].url, model, newTag('rejoined'), false)).toMatchObject({ ok: true });
+        for (const x of REPLICAS) expect(gw[x].running).toBe(true);
+      }),
+    120_000,
+  );
 });

@@ -61,14 +61,14 @@ export class Balancer {
     const url = new URL(req.url ?? '/', target);
     const up = http.request(url, { method: req.method, headers: { ...req.headers, host: url.host, connection: 'close' }, agent: false });
     up.on('response', (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      res.writeHead(answer.statusCode ?? 502, { ...answer.headers, 'x-upstream': target });
       answer.pipe(res);
       answer.on('aborted', () => res.destroy());
       answer.on('error', () => res.destroy());
     });
     up.on('error', (e) => {
       if (res.headersSent) return void res.destroy();
-      res.writeHead(502, { 'content-type': 'text/plain' });
+      res.writeHead(502, { 'content-type': 'text/plain', 'x-upstream': target });
       res.end(`balancer: ${target} failed: ${e.message}`);
     });
     req.pipe(up);

@@ -19,6 +19,11 @@ export interface Outcome {
   ok: boolean;
   /** The body (or the connection error), for a failure's message. */
   raw: string;
+  /** The replica that answered, when a balancer said so (`x-upstream`). */
+  upstream?: string;
+  /** When it was sent and when its answer ended (ms since the epoch). */
+  sentAt: number;
+  endedAt: number;
 }
 
 let counter = 0;
@@ -30,7 +35,20 @@ export function newTag(prefix: string): string {
 
 /** Sends one chat completion tagged `tag` and reads its answer to the end, whatever happens. */
 export async function send(target: string, model: string, tag: string, stream: boolean, live?: Map<string, Outcome>): Promise<Outcome> {
-  const out: Outcome = { tag, target, stream, status: 0, text: '', done: false, errorEvent: false, started: false, ok: false, raw: '' };
+  const out: Outcome = {
+    tag,
+    target,
+    stream,
+    status: 0,
+    text: '',
+    done: false,
+    errorEvent: false,
+    started: false,
+    ok: false,
+    raw: '',
+    sentAt: Date.now(),
+    endedAt: 0,
+  };
   live?.set(tag, out);
   try {
     const res = await fetch(`${target}/v1/chat/completions`, {
@@ -40,6 +58,7 @@ export async function send(target: string, model: string, tag: string, stream: b
       signal: AbortSignal.timeout(60_000),
     });
     out.status = res.status;
+    out.upstream = res.headers.get('x-upstream') ?? undefined;
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
     for (;;) {
@@ -66,6 +85,7 @@ export async function send(target: string, model: string, tag: string, stream: b
       out.text = '';
     }
   }
+  out.endedAt = Date.now();
   out.ok = out.status === 200 && out.text === answerText(tag) && (!stream || (out.done && !out.errorEvent));
   live?.delete(tag);
   return out;
@@ -111,6 +131,10 @@ export function steadyLoad(prefix: string, targets: () => string[], model: strin
 export function describeFailures(outcomes: readonly Outcome[]): string {
   return outcomes
     .filter((o) => !o.ok)
-    .map((o) => `${o.tag} ${o.stream ? 'stream' : 'plain'} via ${o.target}: ${o.status} ${o.raw.slice(0, 400).replace(/\n/g, '\\n')}`)
+    .map(
+      (o) =>
+        `${o.tag} ${o.stream ? 'stream' : 'plain'} via ${o.target}${o.upstream ? ` (${o.upstream})` : ''} ` +
+        `[${new Date(o.sentAt).toISOString().slice(11)}–${new Date(o.endedAt).toISOString().slice(11)}]: ${o.status} ${o.raw.slice(0, 300).replace(/\n/g, '\\n')}`,
+    )
     .join('\n');
 }

@@ -87,7 +87,14 @@ export class MockBackend {
       res.end('{"error":{"message":"not JSON"}}');
       return;
     }
-    const call: BackendCall = { backend: this.name, tag: String(body.messages?.[0]?.content ?? ''), stream: body.stream === true, started: false, finished: false, abandoned: false };
+    const call: BackendCall = {
+      backend: this.name,
+      tag: String(body.messages?.[0]?.content ?? ''),
+      stream: body.stream === true,
+      started: false,
+      finished: false,
+      abandoned: false,
+    };
     this.calls.push(call);
     res.on('close', () => {
       if (!res.writableFinished) call.abandoned = true;
@@ -101,7 +108,14 @@ export class MockBackend {
       if (res.destroyed) return;
       call.started = true;
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', model, choices: [{ index: 0, message: { role: 'assistant', content: words.join('') }, finish_reason: 'stop' }] }));
+      res.end(
+        JSON.stringify({
+          id: 'c1',
+          object: 'chat.completion',
+          model,
+          choices: [{ index: 0, message: { role: 'assistant', content: words.join('') }, finish_reason: 'stop' }],
+        }),
+      );
       call.finished = true;
       return;
     }

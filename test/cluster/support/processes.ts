@@ -133,7 +133,12 @@ export class GatewayProcess extends NodeProcess {
     readonly port: number,
     env: Record<string, string>,
   ) {
-    super(id, 'dist/main.js', () => [], () => env);
+    super(
+      id,
+      'dist/main.js',
+      () => [],
+      () => env,
+    );
   }
 
   static async create(id: string, env: Record<string, string>): Promise<GatewayProcess> {
