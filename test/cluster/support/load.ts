@@ -134,7 +134,13 @@ export function describeFailures(outcomes: readonly Outcome[]): string {
     .map(
       (o) =>
         `${o.tag} ${o.stream ? 'stream' : 'plain'} via ${o.target}${o.upstream ? ` (${o.upstream})` : ''} ` +
-        `[${new Date(o.sentAt).toISOString().slice(11)}–${new Date(o.endedAt).toISOString().slice(11)}]: ${o.status} ${o.raw.slice(0, 300).replace(/\n/g, '\\n')}`,
+        `[${new Date(o.sentAt).toISOString().slice(11)}–${new Date(o.endedAt).toISOString().slice(11)}]: ${o.status} ${brief(o.raw)}`,
     )
     .join('\n');
+}
+
+/** The start and the end of a body (a stream's error event is at its end). */
+function brief(raw: string): string {
+  const text = raw.length > 420 ? `${raw.slice(0, 120)} … ${raw.slice(-300)}` : raw;
+  return text.replace(/\n/g, '\\n');
 }
