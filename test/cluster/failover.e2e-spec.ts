@@ -27,12 +27,6 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
   });
 
   const allCalls = (): BackendCall[] => REPLICAS.flatMap((x) => backends[x].calls);
-  /** Backend calls answered in full, per tag. */
-  const finishedByTag = (): Map<string, number> => {
-    const counts = new Map<string, number>();
-    for (const c of allCalls()) if (c.finished) counts.set(c.tag, (counts.get(c.tag) ?? 0) + 1);
-    return counts;
-  };
   /**
    * What went wrong with duplicates among these outcomes: a tag run to the end by two backend calls
    * (the work done twice: `lostWith`, when given, excuses a first run by that worker, whose answer
