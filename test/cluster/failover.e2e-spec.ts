@@ -187,6 +187,7 @@ describeWithPostgres('cluster failover with real gateway and worker processes', 
 
           // worker-c got graceful_shutdown and moved on to the next gateway of its list (gw-a).
           await eventually(async () => (await replicaOf('a', 'worker-c')) === 'gw-a', WAIT, 'worker-c listed at gw-a');
+          await eventually(async () => (await replicaOf('b', 'worker-c')) === 'gw-a', WAIT, 'gw-b sees worker-c at gw-a');
           expect(workers.c.running).toBe(true);
           const after = await send(gw.b.url, ownModel('c'), newTag('after-sigterm'), false);
           if (!after.ok) problems.push(`after the move: ${describeFailures([after])}`);
