@@ -123,7 +123,7 @@ export class NodeProcess {
 }
 
 export const WORKER_SECRET = 'failover-worker-secret';
-export const ADMIN_TOKEN = 'failover-admin-token';
+export const ADMIN_TOKEN = 'failover-admin-token-0123456789';
 export const CLUSTER_SECRET = 'failover-cluster-secret-0123456789abcdef';
 
 /** A gateway replica (`node dist/main.js`) with a fixed id and port: restarted, it is the same replica at the same address. */
