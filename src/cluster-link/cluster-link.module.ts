@@ -1,4 +1,4 @@
-import { Global, Inject, Module, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Global, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import { APP_CONFIG, AppConfig } from '../config';
@@ -52,7 +52,7 @@ const FLUSH_MS = 20;
   ],
   exports: [WorkerFrames],
 })
-export class ClusterLinkModule implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
+export class ClusterLinkModule implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private sync: FleetSync | undefined;
   private internal: Server | undefined;
 
@@ -103,7 +103,8 @@ export class ClusterLinkModule implements OnModuleInit, OnApplicationBootstrap, 
     this.sync.start();
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /** After the drain: until then the others see this replica's workers (draining) and its relays run. */
+  async onApplicationShutdown(): Promise<void> {
     await this.sync?.stop();
     const internal = this.internal;
     if (internal) await new Promise<void>((resolve) => internal.close(() => resolve()));

@@ -3,7 +3,7 @@ import https from 'node:https';
 import { Logger } from '@nestjs/common';
 import { parseWorkerMessage, ServerToWorkerMessage } from '../protocol';
 import { internalHeaders } from '../cluster/internal-link';
-import { BACKEND_UNAVAILABLE, SLOT_TAKEN } from '../dispatch/response-frames';
+import { REPLICA_UNREACHABLE, SLOT_TAKEN } from '../dispatch/response-frames';
 import type { WorkerChannel, WorkerSession } from '../fleet/worker-session';
 import type { RequestFrames } from './forward-relays';
 import { WORKER_DISCONNECTED } from './forward-relays';
@@ -70,7 +70,7 @@ export class RemoteChannel implements WorkerChannel {
     const id = message.request_id;
     const base = this.ctx.urlOf(this.replica);
     // Not from inside the Dispatcher's own send: the failure is taken up once that call returned.
-    if (!base) return queueMicrotask(() => this.fail(id, BACKEND_UNAVAILABLE));
+    if (!base) return queueMicrotask(() => this.fail(id, REPLICA_UNREACHABLE));
     const head = JSON.stringify({
       request_id: id,
       model: message.model,
@@ -97,7 +97,7 @@ export class RemoteChannel implements WorkerChannel {
       if (code) this.fail(id, delivered ? WORKER_DISCONNECTED : code);
     };
     call.setNoDelay(true);
-    call.on('error', () => end(BACKEND_UNAVAILABLE));
+    call.on('error', () => end(REPLICA_UNREACHABLE));
     call.on('response', (res) => {
       if (res.statusCode !== 200) {
         res.resume();
@@ -107,7 +107,7 @@ export class RemoteChannel implements WorkerChannel {
           return end(SLOT_TAKEN);
         }
         if (res.statusCode !== 410) log.warn(`replica ${this.replica} refused a forwarded request: HTTP ${res.statusCode}`);
-        return end(BACKEND_UNAVAILABLE);
+        return end(REPLICA_UNREACHABLE);
       }
       res.setEncoding('utf8');
       let buffered = '';
@@ -135,9 +135,10 @@ export class RemoteChannel implements WorkerChannel {
           end(WORKER_DISCONNECTED);
         }
       });
-      res.on('end', () => end(WORKER_DISCONNECTED));
-      res.on('aborted', () => end(WORKER_DISCONNECTED));
-      res.on('error', () => end(WORKER_DISCONNECTED));
+      // Cut off: before any frame the request is requeued elsewhere; after one, its stream ends with an error.
+      res.on('end', () => end(REPLICA_UNREACHABLE));
+      res.on('aborted', () => end(REPLICA_UNREACHABLE));
+      res.on('error', () => end(REPLICA_UNREACHABLE));
     });
     call.end(payload);
   }

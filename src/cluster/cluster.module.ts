@@ -1,4 +1,4 @@
-import { Global, Inject, Module, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
+import { Global, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { Server } from 'node:net';
 import { APP_CONFIG, AppConfig } from '../config';
@@ -47,7 +47,7 @@ export function createMembership(config: AppConfig, clock: Clock, logger?: AppLo
   ],
   exports: [Membership, ClusterBus],
 })
-export class ClusterModule implements OnApplicationBootstrap, OnModuleDestroy {
+export class ClusterModule implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(
     private readonly membership: Membership,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -74,7 +74,8 @@ export class ClusterModule implements OnApplicationBootstrap, OnModuleDestroy {
     else server.once('listening', announce);
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /** After the drain (Nest calls this last): the replica stays a member while it finishes its work. */
+  async onApplicationShutdown(): Promise<void> {
     await this.membership.stop();
     await this.bus.close();
   }

@@ -92,6 +92,8 @@ export interface AppConfig {
   metricsEnabled: boolean;
   modelsRefreshIntervalMs: number;
   shutdownDrainTimeoutMs: number;
+  /** After SIGTERM, unready but still serving for this long before the drain (a load balancer's detection time). */
+  shutdownDelayMs: number;
   /** On a second SIGTERM/SIGINT, how long the write-behind queues get to be written before exit. */
   shutdownFlushTimeoutMs: number;
   authLimiter: AuthLimiterConfig;

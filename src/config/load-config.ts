@@ -231,6 +231,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     metricsEnabled: read(r, env, S.enableMetrics),
     modelsRefreshIntervalMs: read(r, env, S.modelsRefreshInterval),
     shutdownDrainTimeoutMs: read(r, env, S.shutdownDrainTimeout),
+    shutdownDelayMs: read(r, env, S.shutdownDelay),
     shutdownFlushTimeoutMs: read(r, env, S.shutdownFlushTimeout),
     authLimiter: {
       maxFailures: read(r, env, S.authFailureLimit),

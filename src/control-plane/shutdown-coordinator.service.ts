@@ -18,10 +18,17 @@ export class ShutdownCoordinator implements OnModuleDestroy, BeforeApplicationSh
   ) {}
 
   onModuleDestroy(): void {
-    this.lifecycle.beginShutdown();
+    // With a delay, only unready at first: requests the load balancer still sends are served.
+    if (this.config.shutdownDelayMs > 0) this.lifecycle.beginUnready();
+    else this.lifecycle.beginShutdown();
   }
 
   async beforeApplicationShutdown(signal?: string): Promise<void> {
+    const delay = this.config.shutdownDelayMs;
+    if (delay > 0 && !this.lifecycle.isShuttingDown) {
+      this.log.log(`unready${signal ? ` on ${signal}` : ''}: still serving for ${delay} ms (SHUTDOWN_DELAY_SECS) before the drain`);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
     this.log.log(`shutting down${signal ? ` on ${signal}` : ''}: draining workers (deadline ${this.config.shutdownDrainTimeoutMs} ms)`);
     await this.shutdown(this.config.shutdownDrainTimeoutMs);
     this.log.log('drain finished');

@@ -19,6 +19,8 @@ export const DEFER_MS = 100;
  */
 export class ClusterOrder {
   constructor(
+    /** Cluster mode (`CLUSTER_REDIS_URL`): a stopping replica still serves through other replicas' workers. */
+    readonly clustered: boolean,
     private readonly elsewhere: RemoteDepths,
     private readonly clock: Clock,
     /** Offers the worker's free slots again (the pull path). */

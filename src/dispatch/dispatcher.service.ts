@@ -42,7 +42,7 @@ export class Dispatcher implements LeaseControl {
   readonly watchdogs: Watchdogs;
   /** Requests on a worker, by id (their worker's frames name them). */
   private readonly onWorkers = new Map<string, RelayRequest>();
-  /** Cluster mode: freed slots wait briefly for older requests of other replicas. */
+  /** Cluster mode: freed slots wait briefly for older requests of other replicas; a stopping replica still forwards. */
   private readonly order: ClusterOrder;
 
   constructor(
@@ -59,16 +59,17 @@ export class Dispatcher implements LeaseControl {
     this.gate = new ConcurrencyGate((req) => this.placeWaiting(req));
     this.end = new RequestEnd(clock, queue, this.buffers, observers, this.gate);
     this.watchdogs = new Watchdogs(config.routing, clock, router, this.end, observers, this);
-    this.order = new ClusterOrder(queue.elsewhere, clock, (w) => fleet.offer(w));
+    this.order = new ClusterOrder(config.cluster.redisUrl !== undefined, queue.elsewhere, clock, (w) => fleet.offer(w));
     this.frames = new ResponseFrames(config, clock, router, fleet, this.buffers, this.end, observers, this, this.onWorkers, this.watchdogs);
     fleet.on('slotFreed', ({ worker }) => this.pullWork(worker));
     fleet.on('workerGone', ({ worker, orphans }) => this.onWorkerGone(worker, orphans));
     fleet.on('modelsChanged', ({ dropped }) => dropped.length > 0 && this.replanWaitingFor(dropped));
     fleet.on('drainExpired', ({ worker, reason }) => this.failLeases(worker.id, reason, Errors.drainTimeout));
     fleet.on('poolDrained', ({ provider }) => this.rerouteWaiting(provider));
-    fleet.on('closing', () => {
-      for (const provider of this.queue.waitingProviders()) this.failWaiting(provider, Errors.serverShutdown);
-    });
+    // Shutting down: waiting requests end (in cluster mode they may still go to other replicas' workers).
+    fleet.on('closing', () =>
+      this.queue.waitingProviders().forEach((p) => (this.order.clustered ? this.rerouteWaiting(p) : this.failWaiting(p, Errors.serverShutdown))),
+    );
     router.onWorkerReady((w) => this.pullWork(w));
   }
 
@@ -77,7 +78,7 @@ export class Dispatcher implements LeaseControl {
   /** Accepts a client request; the sink receives exactly one terminal outcome. */
   submit(req: RelayRequest): void {
     req.receivedAt = this.clock.now();
-    if (this.fleet.closing) return this.reject(req, Errors.serverShutdown());
+    if (this.fleet.closing && !this.order.clustered) return this.reject(req, Errors.serverShutdown());
     // Clients' unread answers fill the buffer budget: new work waits until they drain (or are cut off).
     if (this.buffers.full) return this.reject(req, Errors.gatewayOverloaded());
     const plan = this.router.plan(req.route);
@@ -160,7 +161,9 @@ export class Dispatcher implements LeaseControl {
 
   /** Routes a new or requeued request: to a free worker, into the queue, or to its error. */
   private dispatch(req: RelayRequest, requeued: boolean): void {
-    const decision = this.router.route(req.plan);
+    let decision = this.router.route(req.plan);
+    // Shutting down (cluster mode): nothing waits any more; only a free worker elsewhere takes it.
+    if (decision.kind !== 'assign' && this.fleet.closing) decision = { kind: 'reject', error: Errors.serverShutdown() };
     if (decision.kind === 'reject') {
       if (requeued) return this.end.fail(req, decision.error);
       // count_tokens without a tokenizer anywhere: the gateway's own estimate answers it.
@@ -327,9 +330,8 @@ export class Dispatcher implements LeaseControl {
   }
 
   /**
-   * The worker let go of the request before answering: requeued (within the limits) or failed.
-   * `counted` false: its worker's replica had no free slot after all (cluster mode), so it is routed
-   * again as it stands (its wait, deadline and requeue count unchanged).
+   * The worker let go of the request before answering: requeued (within the limits) or failed. `counted` false: its
+   * worker's replica had no free slot after all (cluster mode): routed again as it stands, not counted.
    */
   rescue(req: RelayRequest, counted = true): void {
     this.end.clearTimer(req);
@@ -344,7 +346,7 @@ export class Dispatcher implements LeaseControl {
     this.buffers.dropBody(req);
     req.streamedBytes = 0;
     this.observers.requeued(req);
-    if (this.fleet.closing) return this.end.fail(req, Errors.serverShutdown());
+    if (this.fleet.closing && !this.order.clustered) return this.end.fail(req, Errors.serverShutdown());
     this.dispatch(req, true);
   }
 

@@ -23,6 +23,12 @@ export const BACKEND_UNAVAILABLE = 'backend_unavailable';
  * for a forwarded request after all. Nothing was processed; the request is routed again.
  */
 export const SLOT_TAKEN = 'slot_taken';
+/**
+ * Cluster mode only: the link to the worker's replica failed before the first byte (the replica
+ * is gone, unreachable, or no longer holds the worker). Requeued like `backend_unavailable`, but
+ * not the worker's failure: its health is not charged for a replica's loss.
+ */
+export const REPLICA_UNREACHABLE = 'replica_unreachable';
 
 /** What the frames need back from the Dispatcher: ending a lease, and routing a request again. */
 export interface LeaseControl {
@@ -146,8 +152,9 @@ export class ResponseFrames {
       lease.announceFree();
       return;
     }
-    if (beforeFirstByte) this.router.failed(worker, code);
-    if (code === BACKEND_UNAVAILABLE && beforeFirstByte) {
+    const linkLost = code === REPLICA_UNREACHABLE;
+    if (beforeFirstByte && !linkLost) this.router.failed(worker, code);
+    if ((code === BACKEND_UNAVAILABLE || linkLost) && beforeFirstByte) {
       // Nothing reached the backend: another worker may serve it (counts toward the requeue limit).
       (req.plan.avoid ??= new Set()).add(worker.id);
       this.leases.rescue(req);

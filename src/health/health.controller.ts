@@ -85,7 +85,7 @@ export class HealthController {
   @HealthCheck({ noCache: true, swaggerDocumentation: false })
   async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
     // Refused up front during shutdown: terminus would log every probe of the drain as an error.
-    if (this.lifecycle.isShuttingDown) {
+    if (this.lifecycle.isUnready) {
       const lifecycle = this.lifecycleIndicator.acceptingTraffic('lifecycle');
       reply.status(503);
       return { status: 'shutting_down', info: {}, error: lifecycle, details: lifecycle };
@@ -115,7 +115,7 @@ export class HealthController {
     const providers = this.snapshot.providers();
     const enabled = providers.filter((p) => p.enabled);
     const saturated = enabled.length > 0 && enabled.every(queueAtBound);
-    const status = this.lifecycle.isShuttingDown ? 'shutting_down' : saturated ? 'saturated' : 'healthy';
+    const status = this.lifecycle.isUnready ? 'shutting_down' : saturated ? 'saturated' : 'healthy';
     // Load balancers probing /health take the gateway out while it cannot admit anything new.
     if (status !== 'healthy') reply.status(503);
     const uptime = Math.floor((Date.now() - this.startedAt) / 1000);

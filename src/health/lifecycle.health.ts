@@ -12,6 +12,6 @@ export class LifecycleHealthIndicator {
 
   acceptingTraffic<K extends string>(key: K): HealthIndicatorResult<K> {
     const check = this.indicators.check(key);
-    return this.lifecycle.isShuttingDown ? check.down({ message: 'shutting down' }) : check.up();
+    return this.lifecycle.isUnready ? check.down({ message: 'shutting down' }) : check.up();
   }
 }

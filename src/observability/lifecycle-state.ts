@@ -7,10 +7,21 @@ import { Injectable } from '@nestjs/common';
 @Injectable()
 export class LifecycleState {
   private shuttingDown = false;
+  private unready = false;
   private readonly listeners: Array<() => void> = [];
 
   get isShuttingDown(): boolean {
     return this.shuttingDown;
+  }
+
+  /** Readiness says 503: shutdown has begun, or is about to (`SHUTDOWN_DELAY_SECS`: still serving meanwhile). */
+  get isUnready(): boolean {
+    return this.unready || this.shuttingDown;
+  }
+
+  /** SIGTERM with a shutdown delay: a load balancer should stop sending work here; work is still served. */
+  beginUnready(): void {
+    this.unready = true;
   }
 
   beginShutdown(): void {

@@ -65,8 +65,9 @@ export class Router implements OnModuleInit {
     this.registry = fleet.directory;
     fleet.on('workerJoined', ({ worker }) => this.health.attachWorker(worker, this.clock.now()));
     fleet.on('workerGone', ({ worker, orphans }) => {
-      // Losing a request before its first byte counts as one of the worker's failures.
-      if (orphans.some((lease) => !lease.responding)) this.failed(worker, 'disconnect');
+      // Losing a request before its first byte counts as one of the worker's failures (another
+      // replica's worker leaving this replica's view is that replica's business, not a failure).
+      if (!worker.remote && orphans.some((lease) => !lease.responding)) this.failed(worker, 'disconnect');
       this.health.detachWorker(worker, this.clock.now());
     });
   }

@@ -153,6 +153,8 @@ export class GatewayProcess extends NodeProcess {
       LOG_LEVEL: 'warn',
       LOG_FORMAT: 'json',
       SHUTDOWN_DRAIN_TIMEOUT_SECS: '10',
+      // Unready but serving for a moment after SIGTERM: the test balancer checks every 200 ms.
+      SHUTDOWN_DELAY_SECS: '1',
       ...env,
     });
   }
