@@ -98,7 +98,8 @@ export class FleetSync {
     this.flushTimer = undefined;
     const now = this.clock.now();
     const workers: PublishedWorker[] = [];
-    for (const w of this.changed) if (this.fleet.sessions.get(w.id) === w) workers.push(publishWorker(w, now));
+    const leaving = this.fleet.closing;
+    for (const w of this.changed) if (this.fleet.sessions.get(w.id) === w) workers.push(publishWorker(w, now, leaving));
     const removed = [...this.gone];
     const queue = this.queueChanged ? this.queue.depths() : undefined;
     this.changed.clear();
@@ -112,7 +113,8 @@ export class FleetSync {
     if (this.stopped) return;
     const now = this.clock.now();
     const workers: PublishedWorker[] = [];
-    for (const w of this.fleet.sessions.all()) if (!w.remote) workers.push(publishWorker(w, now));
+    const leaving = this.fleet.closing;
+    for (const w of this.fleet.sessions.all()) if (!w.remote) workers.push(publishWorker(w, now, leaving));
     this.board.publish({ from: this.options.replicaId, kind: 'full', workers, queue: this.queue.depths() });
   }
 

@@ -186,6 +186,9 @@ export class RemoteChannel implements WorkerChannel {
 
   private fail(requestId: string, code: string): void {
     const session = this.session();
-    if (session) this.ctx.frames.onWorkerError(session, requestId, code);
+    if (!session) return;
+    // Its replica cannot be reached: no more requests to this worker until that replica publishes it again.
+    if (code === REPLICA_UNREACHABLE) this.ctx.markFull(session);
+    this.ctx.frames.onWorkerError(session, requestId, code);
   }
 }

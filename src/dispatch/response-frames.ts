@@ -152,9 +152,15 @@ export class ResponseFrames {
       lease.announceFree();
       return;
     }
-    const linkLost = code === REPLICA_UNREACHABLE;
-    if (beforeFirstByte && !linkLost) this.router.failed(worker, code);
-    if ((code === BACKEND_UNAVAILABLE || linkLost) && beforeFirstByte) {
+    if (code === REPLICA_UNREACHABLE && beforeFirstByte) {
+      // The link failed, not the worker: requeued, the worker neither charged nor avoided (its
+      // channel counts it full until its replica publishes it again).
+      this.leases.rescue(req);
+      lease.announceFree();
+      return;
+    }
+    if (beforeFirstByte) this.router.failed(worker, code);
+    if (code === BACKEND_UNAVAILABLE && beforeFirstByte) {
       // Nothing reached the backend: another worker may serve it (counts toward the requeue limit).
       (req.plan.avoid ??= new Set()).add(worker.id);
       this.leases.rescue(req);

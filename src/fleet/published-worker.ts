@@ -20,8 +20,14 @@ const MAX_MODELS = 4096;
 const MAX_STRING = 512;
 const MAX_ENDPOINTS = 256;
 
-export function publishWorker(w: WorkerSession, now: number): PublishedWorker {
-  return { ...toSnapshotData(w), features: [...w.features], ...(w.runner ? { runner: w.runner } : {}), seen_ago_ms: Math.max(0, now - w.lastSeenAt) };
+/**
+ * `leaving`: this replica is shutting down, so its workers are about to reconnect to another one.
+ * They are published busy rather than draining: the other replicas' requests then wait for them
+ * (or any other worker) instead of being refused as if no healthy worker were left.
+ */
+export function publishWorker(w: WorkerSession, now: number, leaving = false): PublishedWorker {
+  const data = { ...toSnapshotData(w), features: [...w.features], ...(w.runner ? { runner: w.runner } : {}), seen_ago_ms: Math.max(0, now - w.lastSeenAt) };
+  return leaving ? { ...data, draining: false, load: Math.max(data.load, w.maxConcurrent) } : data;
 }
 
 /** A published worker read back from the cluster's store, validated and clamped; undefined if malformed. */

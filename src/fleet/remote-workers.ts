@@ -127,7 +127,9 @@ export class RemoteWorkers {
     if (!session) return;
     known.delete(id);
     if (session.assigned.size === 0) return this.fleet.detach(session);
-    session.draining = true;
+    // Busy, not draining: a draining worker would make requests for its model fail as if no healthy
+    // worker were left, while it is only moving (it will reconnect, to this replica or another).
+    this.markFull(session);
     const stop = this.fleet.watchReleases(session, () => {
       if (session.assigned.size > 0) return;
       stop();
