@@ -80,6 +80,7 @@ describe('configuration declarations', () => {
         'register_timeout_secs',
         'reject_legacy_workers',
         'models_refresh_interval_secs',
+        'shutdown_delay_secs',
         'shutdown_drain_timeout_secs',
         'shutdown_flush_timeout_secs',
         'auth_failure_limit',
