@@ -38,13 +38,16 @@ async function drive(baseUrl, total, payloads, { concurrency, path = '/v1/chat/c
   await Promise.all(Array.from({ length: concurrency }, lane));
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   await dispatcher.close();
-  const pct = (xs, p) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
-  return { rps: total / seconds, p50: pct(latencies, 50), p99: pct(latencies, 99), ttfb50: pct(ttfbs, 50), failures, seconds };
+  // The raw (sorted) figures too, so a caller can pool several runs (bench/cluster.js).
+  return { rps: total / seconds, p50: pct(latencies, 50), p99: pct(latencies, 99), ttfb50: pct(ttfbs, 50), failures, seconds, latencies, ttfbs };
 }
+
+/** The p-th percentile of `xs` (sorts it in place). */
+const pct = (xs, p) => xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
 function fmt(n) {
   return n >= 100 ? n.toFixed(0) : n.toFixed(2);
 }
 const fmtCpu = (n) => n.toFixed(3);
 
-module.exports = { drive, fmt, fmtCpu };
+module.exports = { drive, pct, fmt, fmtCpu };
