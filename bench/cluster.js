@@ -7,8 +7,9 @@
  * cluster mode, r1 and r2, and one worker daemon per replica: model `m-a` only on r1's, `m-b` only on
  * r2's. A request for m-a sent to r1 is local; sent to r2 it has to be forwarded to r1.
  *
- * At concurrency 1, non-streaming and streaming, in rounds (local and forwarded alternating which goes
- * first), it measures: latency p50/p99 and TTFB p50 (all rounds pooled); the CPU time (utime + stime of
+ * At concurrency 1, non-streaming and streaming, it sends each path's requests in short blocks, local
+ * and forwarded taking turns (and turns at going first), so that the drift of a shared machine falls
+ * on both alike. It measures: latency p50/p99 and TTFB p50 (all blocks pooled); the CPU time (utime + stime of
  * /proc/<pid>/stat) of BOTH gateway processes per request; the Redis commands per request (the sum of
  * `INFO commandstats` calls around each phase, the INFO readings themselves left out). It prints a table,
  * the forwarded/local comparison and issue 18's three targets with pass/fail words (nothing asserts).
@@ -20,6 +21,7 @@
  * Run by bench/run.js (`--only cluster`, or the default run when redis-server and PostgreSQL are there).
  */
 const { join } = require('node:path');
+const { Agent } = require('undici');
 const { cpuMs, spawnNode, stop, freePort, waitFor } = require('./lib/proc');
 const { drive, pct, fmt, fmtCpu } = require('./lib/load');
 const { startBackend, chatBody } = require('./lib/backend');
@@ -103,10 +105,10 @@ async function forwardingWorks(r2) {
 }
 
 /** One measured phase: `total` requests at concurrency 1, with both replicas' CPU and the Redis commands around it. */
-async function phase(replicas, redisPort, url, total, payload) {
+async function phase(replicas, redisPort, url, total, payload, dispatcher) {
   const cpuBefore = replicas.map((r) => cpuMs(r.child.pid));
   const redisBefore = await commandStats(redisPort);
-  const load = await drive(url, total, [payload], { concurrency: 1 });
+  const load = await drive(url, total, [payload], { concurrency: 1, dispatcher });
   const redisAfter = await commandStats(redisPort);
   const cpu = replicas.map((r, i) => cpuMs(r.child.pid) - cpuBefore[i]);
   return { load, cpu, redis: commandDelta(redisBefore, redisAfter) };
@@ -148,7 +150,7 @@ const signed = (n, format) => (n < 0 ? format(n) : `+${format(n)}`);
 function report(rows, forwarding, o) {
   console.log(
     `Cluster — 2 replicas (r1, r2) on one redis-server and one PostgreSQL schema, a worker daemon on each (m-a on r1, m-b on r2); ` +
-      `concurrency 1, ${o.rounds} round(s) of ${o.requests} non-streaming / ${o.streamRequests} streaming (${o.chunks} chunks) requests per path, loopback`,
+      `concurrency 1, ${o.requests} non-streaming / ${o.streamRequests} streaming (${o.chunks} chunks) requests per path in ${o.rounds} alternating blocks, loopback`,
   );
   console.log('| workload | path | requests | p50 ms | p99 ms | TTFB p50 ms | r1 CPU ms/req | r2 CPU ms/req | both CPU ms/req | Redis cmds/req | failures |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
@@ -208,12 +210,13 @@ function report(rows, forwarding, o) {
 }
 
 /**
- * The whole part. Options: dist (build directory), requests / streamRequests per path and round,
- * rounds, warmup (requests per path and workload before measuring), chunks, nodeFlags for the gateways.
+ * The whole part. Options: dist (build directory), requests / streamRequests per path, rounds (the
+ * blocks each path's requests are sent in, local and forwarded taking turns), warmup (requests per path and workload before measuring), chunks, nodeFlags for the gateways.
  */
-async function clusterPart({ dist = 'dist', requests = 2000, streamRequests = 500, rounds = 3, warmup = 200, chunks = 50, nodeFlags = [] } = {}) {
+async function clusterPart({ dist = 'dist', requests = 2000, streamRequests = 1000, rounds = 50, warmup = 200, chunks = 50, nodeFlags = [] } = {}) {
   const redis = await startRedis(await freePort());
   const started = [];
+  const agents = [];
   let schema;
   let backend;
   try {
@@ -235,33 +238,43 @@ async function clusterPart({ dist = 'dist', requests = 2000, streamRequests = 50
     const forwarding = await forwardingWorks(r2);
 
     const workloads = [
-      ['non-streaming', requests, chatBody('m-a', false)],
-      ['streaming', streamRequests, chatBody('m-a', true)],
+      ['non-streaming', Math.ceil(requests / rounds), chatBody('m-a', false)],
+      ['streaming', Math.ceil(streamRequests / rounds), chatBody('m-a', true)],
     ];
-    const targets = forwarding
-      ? [
-          ['local', r1.url],
-          ['forwarded', r2.url],
-        ]
-      : [['local', r1.url]];
+    // One client connection per path, kept across blocks.
+    const targets = (
+      forwarding
+        ? [
+            ['local', r1.url],
+            ['forwarded', r2.url],
+          ]
+        : [['local', r1.url]]
+    ).map(([path, url]) => {
+      const dispatcher = new Agent({ connections: 1, pipelining: 1 });
+      agents.push(dispatcher);
+      return [path, url, dispatcher];
+    });
     // Warm up every measured path (JIT, connection pools, the internal link) before measuring.
-    for (const [, url] of targets) for (const [, , payload] of workloads) await drive(url, warmup, [payload], { concurrency: 1 });
+    for (const [, url, dispatcher] of targets) {
+      for (const [, , payload] of workloads) await drive(url, warmup, [payload], { concurrency: 1, dispatcher });
+    }
 
     const rows = new Map();
     for (const [path] of targets) for (const [workload] of workloads) rows.set(`${workload}/${path}`, emptyRow(workload, path));
     for (let round = 0; round < rounds; round++) {
       // Alternate which path goes first, so drift on a shared machine does not favour one.
       const order = round % 2 === 0 ? targets : [...targets].reverse();
-      for (const [path, url] of order) {
+      for (const [path, url, dispatcher] of order) {
         for (const [workload, total, payload] of workloads) {
-          addTo(rows.get(`${workload}/${path}`), total, await phase(replicas, redis.port, url, total, payload));
+          addTo(rows.get(`${workload}/${path}`), total, await phase(replicas, redis.port, url, total, payload, dispatcher));
         }
       }
     }
     const summary = [...rows.values()].map(summarize);
-    report(summary, forwarding, { rounds, requests, streamRequests, chunks });
+    report(summary, forwarding, { rounds, requests: workloads[0][1] * rounds, streamRequests: workloads[1][1] * rounds, chunks });
     return { forwarding, rows: summary };
   } finally {
+    for (const agent of agents) await agent.close();
     for (const child of started.reverse()) await stop(child);
     backend?.close();
     await redis.stop();

@@ -17,7 +17,7 @@
  *
  * Usage: npm run bench [-- --only relay|fleet|cluster --requests 2000 --stream-requests 400 --concurrency 16
  *   --chunks 50 --fleet 1,1000 --fleet-requests 4000 --fleet-warmup 1000 --fleet-concurrency 16
- *   --fleet-max-concurrent 32 --cluster-requests 2000 --cluster-stream-requests 500 --cluster-rounds 3
+ *   --fleet-max-concurrent 32 --cluster-requests 2000 --cluster-stream-requests 1000 --cluster-rounds 50
  *   --cluster-warmup 200 --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1 --trace off|on|both --threads]
  *
  * --dist compares builds in one run: a comma-separated list of build directories (default `dist`);
@@ -69,8 +69,8 @@ const DISTS = String(args.dist ?? 'dist')
   .filter(Boolean);
 const CLUSTER = {
   requests: Number(args['cluster-requests'] ?? 2000),
-  streamRequests: Number(args['cluster-stream-requests'] ?? 500),
-  rounds: Number(args['cluster-rounds'] ?? 3),
+  streamRequests: Number(args['cluster-stream-requests'] ?? 1000),
+  rounds: Number(args['cluster-rounds'] ?? 50),
   warmup: Number(args['cluster-warmup'] ?? 200),
 };
 const REPEAT = Number(args.repeat ?? 1);
