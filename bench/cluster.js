@@ -169,8 +169,8 @@ function report(rows, forwarding, o) {
     const total = ofPath.reduce((s, r) => s + r.requests, 0);
     console.log(`Redis commands during the ${path} phases (${total} requests; commands run by Lua scripts included): ${listed.join(', ') || 'none'}`);
   }
-  if (!forwarding) {
-    console.log('forwarding not available on this build: only the local figures above (r2 never listed m-a or did not serve it)');
+  if (!forwarding) console.log('forwarding not available on this build: only the local figures above (r2 never listed m-a or did not serve it)');
+  if (!forwarding || rows.some((r) => !rows.find((o) => o.workload === r.workload && o.path !== r.path))) {
     console.log('');
     return;
   }
@@ -211,9 +211,20 @@ function report(rows, forwarding, o) {
 
 /**
  * The whole part. Options: dist (build directory), requests / streamRequests per path, rounds (the
- * blocks each path's requests are sent in, local and forwarded taking turns), warmup (requests per path and workload before measuring), chunks, nodeFlags for the gateways.
+ * blocks each path's requests are sent in, local and forwarded taking turns), warmup (requests per path
+ * and workload before measuring), chunks, nodeFlags for the gateways, only (the paths to measure:
+ * `local`, `forwarded`; one alone, for a profile of it).
  */
-async function clusterPart({ dist = 'dist', requests = 2000, streamRequests = 1000, rounds = 50, warmup = 200, chunks = 50, nodeFlags = [] } = {}) {
+async function clusterPart({
+  dist = 'dist',
+  requests = 2000,
+  streamRequests = 1000,
+  rounds = 50,
+  warmup = 200,
+  chunks = 50,
+  nodeFlags = [],
+  only = ['local', 'forwarded'],
+} = {}) {
   const redis = await startRedis(await freePort());
   const started = [];
   const agents = [];
@@ -242,18 +253,17 @@ async function clusterPart({ dist = 'dist', requests = 2000, streamRequests = 10
       ['streaming', Math.ceil(streamRequests / rounds), chatBody('m-a', true)],
     ];
     // One client connection per path, kept across blocks.
-    const targets = (
-      forwarding
-        ? [
-            ['local', r1.url],
-            ['forwarded', r2.url],
-          ]
-        : [['local', r1.url]]
-    ).map(([path, url]) => {
-      const dispatcher = new Agent({ connections: 1, pipelining: 1 });
-      agents.push(dispatcher);
-      return [path, url, dispatcher];
-    });
+    const paths = [
+      ['local', r1.url],
+      ['forwarded', r2.url],
+    ];
+    const targets = paths
+      .filter(([path]) => only.includes(path) && (path === 'local' || forwarding))
+      .map(([path, url]) => {
+        const dispatcher = new Agent({ connections: 1, pipelining: 1 });
+        agents.push(dispatcher);
+        return [path, url, dispatcher];
+      });
     // Warm up every measured path (JIT, connection pools, the internal link) before measuring.
     for (const [, url, dispatcher] of targets) {
       for (const [, , payload] of workloads) await drive(url, warmup, [payload], { concurrency: 1, dispatcher });
@@ -261,6 +271,7 @@ async function clusterPart({ dist = 'dist', requests = 2000, streamRequests = 10
 
     const rows = new Map();
     for (const [path] of targets) for (const [workload] of workloads) rows.set(`${workload}/${path}`, emptyRow(workload, path));
+    const from = process.hrtime.bigint() / 1000n;
     for (let round = 0; round < rounds; round++) {
       // Alternate which path goes first, so drift on a shared machine does not favour one.
       const order = round % 2 === 0 ? targets : [...targets].reverse();
@@ -270,6 +281,12 @@ async function clusterPart({ dist = 'dist', requests = 2000, streamRequests = 10
         }
       }
     }
+    // Same monotonic clock as V8 profile timestamps: bench/profile-top.js --from/--to cuts to the measured blocks.
+    const to = process.hrtime.bigint() / 1000n;
+    if (nodeFlags.length)
+      console.error(
+        `bench: cluster ${targets.map(([p]) => p).join(' + ')} measured: --from ${from} --to ${to} (r1 pid ${r1.child.pid}, r2 pid ${r2.child.pid})`,
+      );
     const summary = [...rows.values()].map(summarize);
     report(summary, forwarding, { rounds, requests: workloads[0][1] * rounds, streamRequests: workloads[1][1] * rounds, chunks });
     return { forwarding, rows: summary };

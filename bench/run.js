@@ -18,7 +18,7 @@
  * Usage: npm run bench [-- --only relay|fleet|cluster --requests 2000 --stream-requests 400 --concurrency 16
  *   --chunks 50 --fleet 1,1000 --fleet-requests 4000 --fleet-warmup 1000 --fleet-concurrency 16
  *   --fleet-max-concurrent 32 --cluster-requests 2000 --cluster-stream-requests 1000 --cluster-rounds 50
- *   --cluster-warmup 200 --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1 --trace off|on|both --threads]
+ *   --cluster-warmup 200 --cluster-paths local,forwarded --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1 --trace off|on|both --threads]
  *
  * --dist compares builds in one run: a comma-separated list of build directories (default `dist`);
  * the relay part runs once per build and repetition, interleaved (A B A B …, --repeat times), each
@@ -72,7 +72,12 @@ const CLUSTER = {
   streamRequests: Number(args['cluster-stream-requests'] ?? 1000),
   rounds: Number(args['cluster-rounds'] ?? 50),
   warmup: Number(args['cluster-warmup'] ?? 200),
+  only: String(args['cluster-paths'] ?? 'local,forwarded').split(','),
 };
+if (!CLUSTER.only.every((p) => p === 'local' || p === 'forwarded')) {
+  console.error(`--cluster-paths must be local, forwarded or both (comma-separated), got "${args['cluster-paths']}"`);
+  process.exit(2);
+}
 const REPEAT = Number(args.repeat ?? 1);
 if (!Number.isInteger(REPEAT) || REPEAT < 1) {
   console.error(`--repeat must be a positive integer, got "${args.repeat}"`);
