@@ -350,8 +350,10 @@ async function main() {
     if (ONLY === undefined || ONLY === 'cluster') {
       const why = await clusterUnavailable();
       if (why === undefined) await clusterPart({ ...CLUSTER, dist: DISTS[0], chunks: CHUNKS, nodeFlags: NODE_FLAGS });
-      else if (ONLY === 'cluster') throw new Error(`the cluster part cannot run: ${why}`);
-      else console.log(`Cluster part skipped: ${why}.`);
+      else if (ONLY === 'cluster') {
+        console.error(`the cluster part cannot run: ${why}`);
+        process.exitCode = 2;
+      } else console.log(`Cluster part skipped: ${why}.`);
     }
   } finally {
     for (const c of children) await stop(c, 5000);
