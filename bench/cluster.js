@@ -15,8 +15,9 @@
  * the forwarded/local comparison and issue 18's three targets with pass/fail words (nothing asserts).
  *
  * Before measuring it waits for both replicas to list each other (GET /admin/cluster) and for r2 to
- * list m-a (GET /v1/models) and answer one request for it; when that does not happen within 10 s it
- * prints "forwarding not available on this build" and measures the local path only.
+ * list m-a (GET /v1/models) and answer one request for it (a build that serves m-a without listing it
+ * is measured too); when r2 does not serve it, it prints "forwarding not available on this build" and
+ * measures the local path only.
  *
  * Run by bench/run.js (`--only cluster`, or the default run when redis-server and PostgreSQL are there).
  */
