@@ -55,6 +55,7 @@ export const LAYERS = {
   // 4 edges: transports, controllers, operator surfaces, documentation
   http: 4,
   'worker-link': 4,
+  'cluster-link': 4,
   'control-plane': 4,
   dashboard: 4,
   openapi: 4,

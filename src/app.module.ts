@@ -10,6 +10,7 @@ import { AuthModule } from './auth/auth.module';
 import { QueueModule } from './queue/queue.module';
 import { DispatchModule } from './dispatch/dispatch.module';
 import { WorkerLinkModule } from './worker-link/worker-link.module';
+import { ClusterLinkModule } from './cluster-link/cluster-link.module';
 import { InferenceModule } from './inference/inference.module';
 import { ControlPlaneModule } from './control-plane/control-plane.module';
 import { HealthModule } from './health/health.module';
@@ -45,6 +46,7 @@ export class AppModule {
         ArtifactsModule,
         QueueModule,
         DispatchModule,
+        ClusterLinkModule,
         WorkerLinkModule,
         InferenceModule,
         TasksModule,

@@ -5,3 +5,5 @@ export * from './heartbeat-membership';
 export * from './redis-membership-store';
 export * from './advertise-url';
 export * from './internal-link';
+export * from './fleet-board';
+export * from './redis-options';

@@ -1,4 +1,5 @@
 import Redis, { RedisOptions } from 'ioredis';
+import { clusterRedisOptions } from './redis-options';
 import { MembershipStore, parseRecord, ReplicaAnnouncement } from './membership-store';
 import type { ReplicaRecord } from './membership.port';
 
@@ -63,17 +64,7 @@ export class RedisMembershipStore implements MembershipStore {
     const maxDelay = options.maxReconnectDelayMs ?? 2000;
     this.client = new Redis(options.url, {
       ...options.redisOptions,
-      // Fail fast, as the rate limiter does: nothing queues while disconnected, a silent server
-      // holds a heartbeat for commandTimeout at most, and reconnecting never stops.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-      commandTimeout: options.commandTimeoutMs,
-      connectTimeout: Math.max(1000, options.commandTimeoutMs),
-      disconnectTimeout: 200,
-      retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt - 1, 16), maxDelay),
-      lazyConnect: true,
-      connectionName: 'switchboard-cluster',
+      ...clusterRedisOptions(options.commandTimeoutMs, 'switchboard-cluster', maxDelay),
     }) as MembershipClient;
     this.client.defineCommand('switchboardMembership', { numberOfKeys: 2, lua: MEMBERSHIP_LUA });
     // Every failed reconnect emits 'error': kept for the next 'down' report, never thrown.

@@ -184,6 +184,7 @@ export class AdminController {
       id: w.id,
       name: w.name,
       provider: w.provider,
+      replica: w.replica,
       models: w.advertisedModels(),
       capabilities: Object.fromEntries([...w.models].map((m) => [m, effectiveCapabilities(m, providerCaps, w.capabilities)])),
       endpoints: w.endpoints ? [...w.endpoints] : null,

@@ -46,6 +46,7 @@ export const WORKER_EXAMPLE = {
   id: 'w-7c9e6679-7425-40de-944b-e07fc1f90ae7',
   name: 'gpu-node-1',
   provider: 'gpu-a',
+  replica: 'gateway-1',
   models: ['llama3:8b'],
   capabilities: { 'llama3:8b': { tools: true, context_length: 8192 } },
   endpoints: null,
@@ -139,6 +140,7 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
       'id',
       'name',
       'provider',
+      'replica',
       'models',
       'capabilities',
       'endpoints',
@@ -162,6 +164,11 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
       id: { type: 'string' },
       name: { type: 'string' },
       provider: { type: 'string' },
+      replica: {
+        type: 'string',
+        description:
+          'The gateway replica whose listener holds its connection (`CLUSTER_REPLICA_ID`; one gateway: its `INSTANCE_ID`). In cluster mode every replica lists every worker of the cluster; `in_flight` counts the requests this replica sent it.',
+      },
       models: { type: 'array', items: { type: 'string' } },
       capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Effective capabilities per model.' },
       endpoints: { type: 'array', items: { type: 'string' }, nullable: true },

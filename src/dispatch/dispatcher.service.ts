@@ -334,6 +334,18 @@ export class Dispatcher implements LeaseControl {
   }
 
   /**
+   * The worker's replica had no free slot after all (its load as published here lagged): the
+   * request is routed again as it stands (its wait, deadline and requeue count unchanged).
+   */
+  retry(req: RelayRequest): void {
+    this.end.clearTimer(req);
+    req.worker = undefined;
+    req.lease = undefined;
+    if (req.sink.clientGone) return this.end.settle(req, CLIENT_CLOSED);
+    this.dispatch(req, true);
+  }
+
+  /**
    * A worker left (or stopped advertising models): requests waiting for a model that now has no
    * worker at all, and that have a fallback chain, are routed again (a fallback's idle workers take
    * them, or its queue does); those no other candidate can take keep waiting for their model.

@@ -17,7 +17,12 @@ import { Watchdogs } from './watchdogs';
 export type FrameVerdict = 'ok' | 'unknown';
 
 /** Worker `error` code meaning the backend could not be reached: nothing was processed. */
-const BACKEND_UNAVAILABLE = 'backend_unavailable';
+export const BACKEND_UNAVAILABLE = 'backend_unavailable';
+/**
+ * Cluster mode only (never on a worker's wire): the replica holding the worker had no free slot
+ * for a forwarded request after all. Nothing was processed; the request is routed again.
+ */
+export const SLOT_TAKEN = 'slot_taken';
 
 /** What the frames need back from the Dispatcher: ending a lease, and routing a request again. */
 export interface LeaseControl {
@@ -25,6 +30,8 @@ export interface LeaseControl {
   cancelLease(req: RelayRequest, reason: CancelReason): void;
   /** The worker let go of the request before answering: requeue it, or fail it. */
   rescue(req: RelayRequest): void;
+  /** The worker turned out to have no free slot (another replica's worker): route it again, not counted as a requeue. */
+  retry(req: RelayRequest): void;
 }
 
 /**
@@ -136,6 +143,11 @@ export class ResponseFrames {
     this.log.warn({ msg: 'worker reported an error', worker_id: worker.id, request_id: requestId, code, correlation_id: req.correlationId });
     const lease = this.release(req);
     const beforeFirstByte = req.streamedBytes === 0;
+    if (code === SLOT_TAKEN && beforeFirstByte) {
+      this.leases.retry(req);
+      lease.announceFree();
+      return;
+    }
     if (beforeFirstByte) this.router.failed(worker, code);
     if (code === BACKEND_UNAVAILABLE && beforeFirstByte) {
       // Nothing reached the backend: another worker may serve it (counts toward the requeue limit).

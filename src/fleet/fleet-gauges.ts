@@ -26,6 +26,7 @@ export class FleetGauges implements OnApplicationBootstrap {
     const out: RunnerFigures[] = [];
     for (const p of this.providers.all()) {
       for (const w of this.fleet.sessions.ofProvider(p.name)) {
+        if (w.remote) continue; // counted by its own replica
         const f = w.runnerCapabilities ? runnerFigures(p.name, w.name, w.runnerCapabilities) : undefined;
         if (f) out.push(f);
       }
@@ -34,7 +35,7 @@ export class FleetGauges implements OnApplicationBootstrap {
   }
 
   onApplicationBootstrap(): void {
-    for (const p of this.providers.list()) this.metrics.setWorkersConnected(p.name, this.fleet.sessions.ofProvider(p.name).size);
+    for (const p of this.providers.list()) this.metrics.setWorkersConnected(p.name, this.fleet.localOf(p.name));
   }
 
   private collectSlots(): void {
@@ -43,6 +44,7 @@ export class FleetGauges implements OnApplicationBootstrap {
       let held = 0;
       let free = 0;
       for (const w of this.fleet.sessions.ofProvider(p.name)) {
+        if (w.remote) continue; // its slots are its own replica's figures
         busy += w.assigned.size;
         held += w.held.size;
         free += w.freeSlots;

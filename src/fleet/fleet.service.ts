@@ -40,6 +40,13 @@ export class Fleet implements LeaseHost {
   private readonly events = new FleetEvents();
   private readonly watchers = new ReleaseWatchers();
   private shutdownWaiters: Array<() => void> = [];
+  /** Workers connected to this process (the index also holds other replicas' workers in cluster mode). */
+  private localCount = 0;
+  /**
+   * Cluster mode: told when a local worker's snapshot changed (its load, models, drain), so its
+   * replica can publish it. Unset in one process: the hot path pays one undefined check.
+   */
+  onLocalChange: ((worker: WorkerSession) => void) | undefined;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -61,9 +68,10 @@ export class Fleet implements LeaseHost {
   // ---------------------------------------------------------------- workers arriving and leaving
 
   attach(worker: WorkerSession): void {
-    worker.replica = this.config.instanceId;
+    worker.replica = this.config.cluster.redisUrl ? this.config.cluster.replicaId : this.config.instanceId;
     this.events.emit('workerJoined', { worker });
     this.sessions.add(worker);
+    this.localCount++;
     this.records.recordConnected({
       id: worker.id,
       provider: worker.provider,
@@ -73,7 +81,7 @@ export class Fleet implements LeaseHost {
       remoteAddress: worker.remoteAddress,
       connectedAt: worker.connectedAt,
     });
-    this.metrics.setWorkersConnected(worker.provider, this.sessions.ofProvider(worker.provider).size);
+    this.metrics.setWorkersConnected(worker.provider, this.localOf(worker.provider));
     if (this.closing) {
       // Registered after shutdown began: it gets no work and leaves like everyone else.
       this.drain(worker, this.config.shutdownDrainTimeoutMs, 'server_shutdown', 'server_shutdown');
@@ -85,7 +93,10 @@ export class Fleet implements LeaseHost {
   /** The worker's connection is gone: its leases lapse and `workerGone` hands their requests back. */
   detach(worker: WorkerSession): void {
     if (!this.sessions.remove(worker)) return;
-    this.records.recordDisconnected(worker.id, this.clock.now());
+    if (!worker.remote) {
+      this.localCount--;
+      this.records.recordDisconnected(worker.id, this.clock.now());
+    }
     if (worker.drainTimer) this.clock.clearTimeout(worker.drainTimer);
     for (const slot of worker.held.values()) slot.stopTimer();
     worker.held.clear();
@@ -93,9 +104,22 @@ export class Fleet implements LeaseHost {
     for (const lease of orphans) lease.lapse();
     worker.assigned.clear();
     this.events.emit('workerGone', { worker, orphans });
-    this.metrics.setWorkersConnected(worker.provider, this.sessions.ofProvider(worker.provider).size);
     this.watchers.forget(worker.id);
-    if (this.closing && this.sessions.count() === 0) this.notifyShutdownWaiters();
+    if (worker.remote) return;
+    this.metrics.setWorkersConnected(worker.provider, this.localOf(worker.provider));
+    if (this.closing && this.localCount === 0) {
+      const waiters = this.shutdownWaiters;
+      this.shutdownWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  /** Workers of a provider connected to this process (gauges count only these: each replica counts its own). */
+  localOf(provider: string): number {
+    if (this.onLocalChange === undefined) return this.sessions.ofProvider(provider).size;
+    let n = 0;
+    for (const w of this.sessions.ofProvider(provider)) if (!w.remote) n++;
+    return n;
   }
 
   // ---------------------------------------------------------------- slots
@@ -106,6 +130,7 @@ export class Fleet implements LeaseHost {
     if (!worker || worker.freeSlots <= 0) return null;
     const lease = new SlotLease(worker, this, requestId, model, ++worker.sentSeq);
     worker.assigned.set(requestId, lease);
+    if (this.onLocalChange !== undefined) this.touched(worker);
     return lease;
   }
 
@@ -118,6 +143,7 @@ export class Fleet implements LeaseHost {
 
   released(worker: WorkerSession): void {
     this.watchers.notify(worker.id);
+    if (this.onLocalChange !== undefined) this.touched(worker);
   }
 
   hold(worker: WorkerSession, requestId: string, sentSeq: number): void {
@@ -164,7 +190,9 @@ export class Fleet implements LeaseHost {
   onPong(worker: WorkerSession, currentLoad: number, fromPing = true): void {
     this.records.recordHeartbeat(worker.id, this.clock.now());
     const mark = fromPing ? worker.takePingMark() : undefined;
+    const before = worker.load;
     reconcileLoad(worker, currentLoad, mark, (id) => this.forgetHeld(worker, id));
+    if (this.onLocalChange !== undefined && worker.load !== before) this.touched(worker);
     this.slotFreed(worker);
   }
 
@@ -177,6 +205,7 @@ export class Fleet implements LeaseHost {
     if (update.endpoints) worker.endpoints = new Set(update.endpoints);
     if (update.priority !== undefined) worker.declaredPriority = update.priority;
     this.records.recordModels(worker.id, worker.advertisedModels());
+    this.touched(worker);
     this.events.emit('modelsChanged', { worker, dropped });
     if (update.currentLoad !== undefined) this.onPong(worker, update.currentLoad, false);
     else this.offer(worker);
@@ -190,11 +219,13 @@ export class Fleet implements LeaseHost {
   /** Takes `model` out of routing on `worker` while an unload drains it. */
   holdOut(worker: WorkerSession, model: string): void {
     this.sessions.holdOut(worker, model);
+    this.touched(worker);
   }
 
   /** Puts held-out models back into routing; the worker may then take queued requests for them. */
   releaseHolds(worker: WorkerSession, models: readonly string[]): void {
     for (const model of models) this.sessions.releaseHold(worker, model);
+    this.touched(worker);
     this.offer(worker);
   }
 
@@ -202,8 +233,10 @@ export class Fleet implements LeaseHost {
 
   /** Asks a worker to finish its work and leave; at the deadline its remaining work fails (`drainExpired`). */
   drain(worker: WorkerSession, timeoutMs: number, reason: string, cancelReason: CancelReason = 'graceful_shutdown'): void {
-    if (worker.draining || this.sessions.get(worker.id) !== worker) return;
+    // Another replica's worker is drained by its own replica (cordons reach every replica).
+    if (worker.draining || worker.remote || this.sessions.get(worker.id) !== worker) return;
     worker.draining = true;
+    this.touched(worker);
     worker.channel.send({ type: 'graceful_shutdown', reason, drain_timeout_secs: Math.max(1, Math.ceil(timeoutMs / 1000)) });
     if (worker.assigned.size === 0) {
       worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_COMPLETE);
@@ -218,7 +251,9 @@ export class Fleet implements LeaseHost {
 
   /** Closes a worker at once (its provider was deleted): no new work, the link's close detaches it. */
   evict(worker: WorkerSession): void {
+    if (worker.remote) return;
     worker.draining = true;
+    this.touched(worker);
     worker.channel.close(CloseCodes.NORMAL, CloseReasons.DRAIN_COMPLETE);
   }
 
@@ -234,7 +269,7 @@ export class Fleet implements LeaseHost {
    */
   async drainAll(timeoutMs: number): Promise<void> {
     this.events.emit('closing', {});
-    if (this.sessions.count() === 0) return;
+    if (this.localCount === 0) return;
     const allGone = new Promise<void>((resolve) => this.shutdownWaiters.push(resolve));
     for (const w of [...this.sessions.all()]) this.drain(w, timeoutMs, 'server_shutdown', 'server_shutdown');
     // Workers that never acknowledge the close still must not hold the process.
@@ -255,12 +290,11 @@ export class Fleet implements LeaseHost {
     slot.stopTimer();
     worker.held.delete(requestId);
     worker.retireCancelled(requestId);
+    if (this.onLocalChange !== undefined) this.touched(worker);
     return true;
   }
 
-  private notifyShutdownWaiters(): void {
-    const waiters = this.shutdownWaiters;
-    this.shutdownWaiters = [];
-    for (const w of waiters) w();
+  private touched(worker: WorkerSession): void {
+    if (this.onLocalChange !== undefined && !worker.remote) this.onLocalChange(worker);
   }
 }

@@ -46,6 +46,12 @@ export class WorkerSession implements RoutableWorker {
   readonly connectedAt: number;
   /** The replica holding the connection (set by the Fleet that attaches it). */
   replica = '';
+  /**
+   * Cluster mode: a worker connected to another replica, seen through what that replica publishes.
+   * Its channel is the internal link (requests are forwarded there); its drains, records and gauges
+   * belong to that replica.
+   */
+  remote = false;
   models: Set<string> = new Set();
   wildcard = false;
   /** Accepted models in first-seen order, `*` included. */

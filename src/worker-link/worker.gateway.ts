@@ -7,13 +7,13 @@ import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
 import { FailedAuthLimiter } from '../auth/failed-auth-limiter';
 import { ProvidersService } from '../providers/providers.service';
-import { Dispatcher } from '../dispatch/dispatcher.service';
 import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { Fleet } from '../fleet/fleet.service';
 import { LifecycleService } from '../lifecycle/lifecycle.service';
 import { WorkerConnection, WorkerLinkDeps } from './worker-connection';
 import { WorkerAuthGate } from './worker-auth-gate';
+import { WorkerFrames } from '../cluster-link/cluster-link.module';
 
 /** `GET /v1/worker/connect?provider=<name>` upgraded to WebSocket, on the HTTP port. */
 @WebSocketGateway({ path: '/v1/worker/connect' })
@@ -25,14 +25,14 @@ export class WorkerGateway implements OnGatewayConnection, OnGatewayInit {
     @Inject(CLOCK) clock: Clock,
     providers: ProvidersService,
     limiter: FailedAuthLimiter,
-    dispatcher: Dispatcher,
+    frames: WorkerFrames,
     metrics: MetricsService,
     lifecycle: LifecycleState,
     fleet: Fleet,
     @Optional() lifecycleReports?: LifecycleService,
   ) {
     const authGate = new WorkerAuthGate(limiter, config.authLimiter.maxFailures);
-    this.deps = { config, clock, providers, limiter, authGate, fleet, frames: dispatcher.frames, metrics, lifecycle, lifecycleReports };
+    this.deps = { config, clock, providers, limiter, authGate, fleet, frames: frames.handlers, metrics, lifecycle, lifecycleReports };
   }
 
   /** The 101 Switching Protocols answer carries X-Correlation-Id like every other response. */

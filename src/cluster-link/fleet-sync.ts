@@ -1,0 +1,120 @@
+import { Logger } from '@nestjs/common';
+import type { Clock, TimerHandle } from '../common/clock';
+import type { FleetBoard, FleetBoardMessage } from '../cluster/fleet-board';
+import type { Membership } from '../cluster/membership.port';
+import type { Fleet } from '../fleet/fleet.service';
+import { publishWorker, PublishedWorker, readPublishedWorker } from '../fleet/published-worker';
+import type { RemoteWorkers } from '../fleet/remote-workers';
+import type { WorkerSession } from '../fleet/worker-session';
+
+const log = new Logger('ClusterLink');
+
+/** How long a replica that left is not taken back on its own word (messages in flight when it left). */
+const DEPARTED_MS = 2000;
+
+/**
+ * Keeps every replica's view of the cluster's workers: this replica publishes its own workers
+ * (changes batched per `flushMs`, everything every `fullEveryMs` and whenever a replica says
+ * hello) and applies what the others publish. Nothing here is on a request's path: a lease only
+ * marks its worker changed; the board is written from a timer.
+ */
+export class FleetSync {
+  private readonly changed = new Set<WorkerSession>();
+  private readonly gone = new Set<string>();
+  private flushTimer: TimerHandle | undefined;
+  private fullTimer: TimerHandle | undefined;
+  private stopped = false;
+  /** Replicas that left lately: a message of theirs still on its way must not bring their workers back. */
+  private readonly departed = new Map<string, number>();
+
+  constructor(
+    private readonly fleet: Fleet,
+    private readonly remote: RemoteWorkers,
+    private readonly board: FleetBoard,
+    private readonly membership: Membership,
+    private readonly clock: Clock,
+    private readonly options: { replicaId: string; flushMs: number; fullEveryMs: number },
+  ) {}
+
+  start(): void {
+    this.fleet.onLocalChange = (w) => this.mark(w);
+    this.fleet.on('workerJoined', ({ worker }) => !worker.remote && this.mark(worker));
+    this.fleet.on('workerGone', ({ worker }) => {
+      if (worker.remote) return;
+      this.changed.delete(worker);
+      this.gone.add(worker.id);
+      this.schedule();
+    });
+    this.board.onMessage((m) => this.receive(m));
+    this.board.onReady(() => {
+      this.board.publish({ from: this.options.replicaId, kind: 'hello' });
+      this.publishFull();
+    });
+    this.membership.onChange(({ joined, left }) => {
+      for (const replica of joined) this.departed.delete(replica);
+      // Alone (Redis lost): other replicas' workers cannot be reached through a board that is gone.
+      if (this.membership.degraded()) return this.remote.dropAll();
+      for (const replica of left) {
+        this.remote.dropReplica(replica);
+        this.departed.set(replica, this.clock.now());
+      }
+    });
+    this.board.start();
+    this.fullTimer = this.clock.setInterval(() => this.publishFull(), this.options.fullEveryMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.fullTimer) this.clock.clearInterval(this.fullTimer);
+    if (this.flushTimer) this.clock.clearTimeout(this.flushTimer);
+    // Leaving: the others drop this replica's workers now rather than at its membership timeout.
+    this.board.publish({ from: this.options.replicaId, kind: 'full', workers: [] });
+    await this.board.stop();
+  }
+
+  private mark(worker: WorkerSession): void {
+    this.changed.add(worker);
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.flushTimer !== undefined || this.stopped) return;
+    this.flushTimer = this.clock.setTimeout(() => this.flush(), this.options.flushMs);
+  }
+
+  private flush(): void {
+    this.flushTimer = undefined;
+    const now = this.clock.now();
+    const workers: PublishedWorker[] = [];
+    for (const w of this.changed) if (this.fleet.sessions.get(w.id) === w) workers.push(publishWorker(w, now));
+    const removed = [...this.gone];
+    this.changed.clear();
+    this.gone.clear();
+    if (workers.length === 0 && removed.length === 0) return;
+    this.board.publish({ from: this.options.replicaId, kind: 'delta', workers, removed });
+  }
+
+  private publishFull(): void {
+    if (this.stopped) return;
+    const now = this.clock.now();
+    const workers: PublishedWorker[] = [];
+    for (const w of this.fleet.sessions.all()) if (!w.remote) workers.push(publishWorker(w, now));
+    this.board.publish({ from: this.options.replicaId, kind: 'full', workers });
+  }
+
+  private receive(m: FleetBoardMessage): void {
+    if (m.kind === 'hello') return this.publishFull();
+    const left = this.departed.get(m.from);
+    if (left !== undefined) {
+      if (this.clock.now() - left < DEPARTED_MS) return;
+      this.departed.delete(m.from);
+    }
+    const workers: PublishedWorker[] = [];
+    for (const raw of m.workers ?? []) {
+      const w = readPublishedWorker(raw);
+      if (w) workers.push(w);
+      else log.warn(`replica ${m.from} published a malformed worker; ignored`);
+    }
+    this.remote.apply(m.from, workers, m.removed ?? [], m.kind === 'full');
+  }
+}

@@ -1,0 +1,114 @@
+import type { ServerResponse } from 'node:http';
+import type { ResponseCompleteMessage, ResponseStartMessage } from '../protocol';
+import type { FrameVerdict, ResponseFrames } from '../dispatch/response-frames';
+import { BACKEND_UNAVAILABLE } from '../dispatch/response-frames';
+import type { Fleet } from '../fleet/fleet.service';
+import type { SlotLease } from '../fleet/slot-lease';
+import type { WorkerSession } from '../fleet/worker-session';
+
+/** The frame handlers a worker link calls (the Dispatcher's, or these relays in front of them). */
+export type RequestFrames = Pick<ResponseFrames, 'onChunk' | 'onComplete' | 'onResponseStart' | 'onWorkerError'>;
+
+/** Error code a forwarded request ends with when its worker left after answering began. */
+export const WORKER_DISCONNECTED = 'worker_disconnected';
+
+interface Relay {
+  lease: SlotLease;
+  out: ServerResponse;
+}
+
+/**
+ * The owner's side of forwarded requests (cluster mode): a request another replica sent to a
+ * worker connected here runs on a SlotLease granted here (this replica is the authority on its
+ * worker's slots), and that worker's frames for it are written back to the calling replica as they
+ * come, one JSON frame per line. Everything about the request's life (timeouts, metrics, usage,
+ * retries, the client's dialect) stays at the calling replica; this side only relays.
+ */
+export class ForwardRelays implements RequestFrames {
+  private readonly relays = new Map<string, Relay>();
+
+  constructor(
+    private readonly fleet: Fleet,
+    private readonly inner: RequestFrames,
+  ) {
+    fleet.on('workerGone', ({ orphans }) => {
+      if (this.relays.size === 0) return;
+      for (const lease of orphans) {
+        const relay = this.relays.get(lease.requestId);
+        if (relay?.lease !== lease) continue;
+        // Before any byte the caller may serve it elsewhere; after, its client's stream ends with an error.
+        this.finish(relay, {
+          type: 'error',
+          request_id: lease.requestId,
+          code: lease.responding ? WORKER_DISCONNECTED : BACKEND_UNAVAILABLE,
+          message: 'worker disconnected',
+        });
+      }
+    });
+  }
+
+  /** Requests relayed right now. */
+  get size(): number {
+    return this.relays.size;
+  }
+
+  /** Starts relaying: the lease's request is sent to the worker; its frames go to `out`. */
+  open(lease: SlotLease, out: ServerResponse, send: () => void): void {
+    const relay: Relay = { lease, out };
+    this.relays.set(lease.requestId, relay);
+    // The calling replica gave up (its client left, a timeout, a watchdog): the worker is told to stop.
+    out.on('close', () => {
+      if (this.relays.get(lease.requestId) !== relay) return;
+      this.relays.delete(lease.requestId);
+      lease.cancel('client_disconnect');
+    });
+    send();
+  }
+
+  onChunk(worker: WorkerSession, requestId: string, chunk: string): FrameVerdict {
+    const relay = this.relayOf(worker, requestId);
+    if (!relay) return this.inner.onChunk(worker, requestId, chunk);
+    relay.lease.responding = true;
+    write(relay, { type: 'response_chunk', request_id: requestId, chunk });
+    return 'ok';
+  }
+
+  onResponseStart(worker: WorkerSession, msg: ResponseStartMessage): FrameVerdict {
+    const relay = this.relayOf(worker, msg.request_id);
+    if (!relay) return this.inner.onResponseStart(worker, msg);
+    relay.lease.responding = true;
+    write(relay, msg);
+    return 'ok';
+  }
+
+  onComplete(worker: WorkerSession, msg: ResponseCompleteMessage): FrameVerdict {
+    const relay = this.relayOf(worker, msg.request_id);
+    if (!relay) return this.inner.onComplete(worker, msg);
+    this.finish(relay, msg);
+    return 'ok';
+  }
+
+  onWorkerError(worker: WorkerSession, requestId: string, code: string): void {
+    const relay = this.relayOf(worker, requestId);
+    if (!relay) return this.inner.onWorkerError(worker, requestId, code);
+    this.finish(relay, { type: 'error', request_id: requestId, code, message: 'worker error' });
+  }
+
+  private relayOf(worker: WorkerSession, requestId: string): Relay | undefined {
+    if (this.relays.size === 0) return undefined;
+    const relay = this.relays.get(requestId);
+    return relay !== undefined && relay.lease.worker === worker ? relay : undefined;
+  }
+
+  /** The last frame: written, the relay ends, the slot is free (and offered to this replica's queue). */
+  private finish(relay: Relay, last: object): void {
+    this.relays.delete(relay.lease.requestId);
+    relay.out.end(`${JSON.stringify(last)}\n`);
+    relay.lease.release();
+    relay.lease.announceFree();
+  }
+}
+
+function write(relay: Relay, frame: object): void {
+  relay.out.write(`${JSON.stringify(frame)}\n`);
+}

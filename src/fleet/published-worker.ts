@@ -1,0 +1,104 @@
+import { ModelCapabilities, RunnerInfo } from '../protocol';
+import { clampInt, WorkerNumberBounds } from '../protocol/number-bounds';
+import { optCacheStats } from '../protocol/cache-stats-codec';
+import type { WorkerSession } from './worker-session';
+import { toSnapshotData, WorkerSnapshotData } from './worker-snapshot';
+
+/**
+ * What a replica publishes about each worker connected to it (cluster mode): the snapshot's plain
+ * form plus what another replica needs to send it requests (its negotiated features, its runner).
+ */
+export interface PublishedWorker extends WorkerSnapshotData {
+  features: string[];
+  runner?: RunnerInfo;
+  /** How long before publishing its replica last heard from it (an age, so replicas' clocks need not agree). */
+  seen_ago_ms: number;
+}
+
+/** Bounds on what is read back: another replica's data is input like any other. */
+const MAX_MODELS = 4096;
+const MAX_STRING = 512;
+const MAX_ENDPOINTS = 256;
+
+export function publishWorker(w: WorkerSession, now: number): PublishedWorker {
+  return { ...toSnapshotData(w), features: [...w.features], ...(w.runner ? { runner: w.runner } : {}), seen_ago_ms: Math.max(0, now - w.lastSeenAt) };
+}
+
+/** A published worker read back from the cluster's store, validated and clamped; undefined if malformed. */
+export function readPublishedWorker(raw: unknown): PublishedWorker | undefined {
+  if (!raw || typeof raw !== 'object') return undefined;
+  const o = raw as Record<string, unknown>;
+  const id = str(o.id);
+  const name = str(o.name);
+  const provider = str(o.provider);
+  const replica = str(o.replica);
+  const models = strings(o.models, MAX_MODELS);
+  const maxConcurrent = clampInt(o.max_concurrent, 1, WorkerNumberBounds.maxConcurrent);
+  if (!id || !name || !provider || !replica || !models || maxConcurrent === undefined) return undefined;
+  const endpoints = o.endpoints === null ? null : strings(o.endpoints, MAX_ENDPOINTS);
+  if (endpoints === undefined) return undefined;
+  const priority = o.priority === null || o.priority === undefined ? null : (clampInt(o.priority, 0, WorkerNumberBounds.priority) ?? null);
+  const runner = readRunner(o.runner);
+  const cacheStats = optCacheStats(o.cache_stats);
+  return {
+    id,
+    name,
+    provider,
+    replica,
+    models,
+    held_out: strings(o.held_out, MAX_MODELS) ?? [],
+    capabilities: readCapabilities(o.capabilities),
+    endpoints,
+    priority,
+    max_concurrent: maxConcurrent,
+    load: clampInt(o.load, 0, WorkerNumberBounds.load) ?? 0,
+    draining: o.draining === true,
+    connected_at: clampInt(o.connected_at, 0, WorkerNumberBounds.epochMs) ?? 0,
+    last_seen_at: clampInt(o.last_seen_at, 0, WorkerNumberBounds.epochMs) ?? 0,
+    health: null,
+    features: strings(o.features, 64) ?? [],
+    seen_ago_ms: clampInt(o.seen_ago_ms, 0, WorkerNumberBounds.epochMs) ?? 0,
+    ...(runner ? { runner } : {}),
+    ...(cacheStats ? { cache_stats: cacheStats } : {}),
+  };
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v.length > 0 && v.length <= MAX_STRING ? v : undefined;
+}
+
+function strings(v: unknown, max: number): string[] | undefined {
+  if (!Array.isArray(v) || v.length > max) return undefined;
+  const out: string[] = [];
+  for (const s of v) {
+    const ok = str(s);
+    if (ok === undefined) return undefined;
+    out.push(ok);
+  }
+  return out;
+}
+
+function readCapabilities(v: unknown): Record<string, ModelCapabilities> {
+  const out: Record<string, ModelCapabilities> = {};
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return out;
+  let n = 0;
+  for (const [model, caps] of Object.entries(v as Record<string, unknown>)) {
+    if (++n > MAX_MODELS || !str(model) || !caps || typeof caps !== 'object') continue;
+    const c = caps as Record<string, unknown>;
+    const one: ModelCapabilities = {};
+    if (typeof c.vision === 'boolean') one.vision = c.vision;
+    if (typeof c.tools === 'boolean') one.tools = c.tools;
+    if (typeof c.json_mode === 'boolean') one.json_mode = c.json_mode;
+    const ctx = clampInt(c.context_length, 1, WorkerNumberBounds.contextLength);
+    if (ctx !== undefined) one.context_length = ctx;
+    out[model] = one;
+  }
+  return out;
+}
+
+function readRunner(v: unknown): RunnerInfo | undefined {
+  if (!v || typeof v !== 'object') return undefined;
+  const type = str((v as Record<string, unknown>).type);
+  const version = str((v as Record<string, unknown>).version);
+  return type ? { type, ...(version ? { version } : {}) } : undefined;
+}

@@ -1,0 +1,204 @@
+import OpenAI from 'openai';
+import { TestRedisServer } from '../rate-limit/support';
+import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
+import { admin, chat, eventually, get, post } from '../support/http';
+import { ScriptedWorker } from '../support/scripted-worker';
+import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
+
+const SECRET = 'cluster-secret-0123456789abcdef0123';
+const WAIT = 15_000;
+
+/**
+ * Forwarding between replicas (issue 18, "One fleet" and "Any request, any replica"): three gateway
+ * replicas on one Redis and one PostgreSQL, scripted workers connected to some of them, clients
+ * calling every replica. A request routed to a worker connected elsewhere is forwarded to that
+ * worker's replica and its answer comes back byte for byte.
+ */
+describeWithPostgres('cluster mode: one fleet, any request on any replica', () => {
+  let redis: TestRedisServer;
+  let schema: FreshSchema;
+  const gw: Record<'a' | 'b' | 'c', TestGateway> = {} as never;
+  const workers: ScriptedWorker[] = [];
+
+  const start = (id: 'a' | 'b' | 'c') =>
+    startGateway({
+      DATABASE_URL: schema.url,
+      CLUSTER_REDIS_URL: redis.url,
+      CLUSTER_SECRET: SECRET,
+      CLUSTER_REPLICA_ID: `gw-${id}`,
+      CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
+    }).then((g) => (gw[id] = g));
+
+  const modelsOn = async (g: TestGateway): Promise<string[]> => ((await get(g.url, '/v1/models')).json?.data ?? []).map((m: { id: string }) => m.id);
+  const listWorkers = async (g: TestGateway): Promise<Array<{ name: string; models: string[]; replica: string }>> =>
+    (await admin(g.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json.data;
+  const workerNames = async (g: TestGateway) => (await listWorkers(g)).map((w) => w.name);
+  const workerName = async (g: TestGateway, model: string) => (await listWorkers(g)).filter((w) => w.models.includes(model)).at(-1)!.name;
+
+  async function worker(on: 'a' | 'b' | 'c', models: string[], maxConcurrent = 1, name?: string): Promise<ScriptedWorker> {
+    const { worker: w } = await ScriptedWorker.register(gw[on].workerUrl, {
+      models,
+      max_concurrent: maxConcurrent,
+      worker_name: name,
+      features: ['response_start'],
+    });
+    workers.push(w);
+    // Every replica sees it before the test goes on.
+    const named = name ?? (await workerName(gw[on], models[0]));
+    for (const g of Object.values(gw)) await eventually(async () => (await workerNames(g)).includes(named), WAIT, `${named} visible on ${g.url}`);
+    return w;
+  }
+
+  beforeAll(async () => {
+    redis = await TestRedisServer.start();
+    schema = await freshSchema('forwarding');
+    await start('a');
+    await Promise.all([start('b'), start('c')]);
+    for (const g of Object.values(gw)) {
+      await eventually(async () => (await admin(g.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json?.members?.length === 3, WAIT, 'three members');
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const w of workers) w.close();
+    for (const g of Object.values(gw)) await g?.close();
+    await redis?.stop();
+    await schema?.drop();
+  });
+
+  it('every replica lists every worker, with the replica it is connected to, and serves its models', async () => {
+    await worker('a', ['fleet-model'], 2, 'fleet-worker');
+    for (const g of Object.values(gw)) {
+      expect(await modelsOn(g)).toContain('fleet-model');
+      const res = await admin(g.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN);
+      const w = (res.json.data as Array<Record<string, unknown>>).find((x) => x.name === 'fleet-worker');
+      expect(w).toMatchObject({ replica: 'gw-a', models: ['fleet-model'] });
+    }
+  });
+
+  it('a whole answer comes back through another replica unchanged: status, headers, body', async () => {
+    const w = await worker('a', ['whole-model']);
+    const pending = post(gw.c.url, '/v1/chat/completions', chat('whole-model'));
+    const req = await w.next('request');
+    expect(req).toMatchObject({ model: 'whole-model', endpoint_path: '/v1/chat/completions', is_streaming: false });
+    const body = '{"id":"x","choices":[{"message":{"role":"assistant","content":"h\\u00e9llo \u2603"}}]}';
+    w.send({
+      type: 'response_complete',
+      request_id: req.request_id,
+      status_code: 201,
+      headers: { 'content-type': 'application/json', 'x-backend': 'yes' },
+      body,
+    });
+    const res = await pending;
+    expect(res.status).toBe(201);
+    expect(res.text).toBe(body);
+    expect(res.headers.get('x-backend')).toBe('yes');
+  });
+
+  it('a stream comes back chunk by chunk, byte for byte, to the official SDK', async () => {
+    const w = await worker('b', ['stream-model']);
+    const client = new OpenAI({ baseURL: `${gw.a.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    const chunks = ['data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n', 'data: {"choices":[{"delta":{"content":"lo ☃"}}]}\n\n', 'data: [DONE]\n\n'];
+    const streamed = (async () => {
+      const stream = await client.chat.completions.create({ model: 'stream-model', messages: [{ role: 'user', content: 'hi' }], stream: true });
+      let text = '';
+      for await (const part of stream) text += part.choices[0]?.delta?.content ?? '';
+      return text;
+    })();
+    const req = await w.next('request');
+    w.send({ type: 'response_start', request_id: req.request_id, status_code: 200, headers: { 'content-type': 'text/event-stream' } });
+    for (const c of chunks) w.chunk(req.request_id, c);
+    w.send({ type: 'response_complete', request_id: req.request_id, status_code: 200 });
+    expect(await streamed).toBe('Hello ☃');
+  });
+
+  it('the raw stream through another replica is the worker’s bytes exactly', async () => {
+    const w = await worker('a', ['raw-model']);
+    const res = fetch(`${gw.b.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chat('raw-model', { stream: true })),
+    });
+    const req = await w.next('request');
+    const chunks = ['data: {"a":1}\n\n', ': keep-alive\n\n', 'data: {"b":"\u00e9"}\n\n', 'data: [DONE]\n\n'];
+    w.send({ type: 'response_start', request_id: req.request_id, status_code: 200, headers: { 'content-type': 'text/event-stream' } });
+    for (const c of chunks) w.chunk(req.request_id, c);
+    w.send({ type: 'response_complete', request_id: req.request_id, status_code: 200 });
+    const r = await res;
+    expect(r.status).toBe(200);
+    expect(await r.text()).toBe(chunks.join(''));
+  });
+
+  it('a client leaving one replica cancels its request on the worker at another', async () => {
+    const w = await worker('a', ['cancel-model']);
+    const abort = new AbortController();
+    const pending = post(gw.c.url, '/v1/chat/completions', chat('cancel-model'), {}, abort.signal).catch((e: Error) => e);
+    const req = await w.next('request');
+    abort.abort();
+    await pending;
+    const cancel = await w.next('cancel', (f) => f.request_id === req.request_id);
+    expect(cancel.reason).toBe('client_disconnect');
+  });
+
+  it('no worker ever holds more than max_concurrent requests, whichever replicas send them', async () => {
+    const w = await worker('b', ['slots-model'], 2);
+    let inFlight = 0;
+    let most = 0;
+    const answered = new Set<string>();
+    w.ws.on('message', (data) => {
+      const f = JSON.parse(String(data)) as { type: string; request_id: string };
+      if (f.type !== 'request') return;
+      most = Math.max(most, ++inFlight);
+      // Answered a little later, so requests from all three replicas overlap.
+      setTimeout(() => {
+        inFlight--;
+        answered.add(f.request_id);
+        w.complete(f.request_id, { ok: f.request_id });
+      }, 30);
+    });
+    const all = await Promise.all(Array.from({ length: 18 }, (_, i) => post([gw.a, gw.b, gw.c][i % 3].url, '/v1/chat/completions', chat('slots-model'))));
+    expect(all.map((r) => r.status)).toEqual(all.map(() => 200));
+    expect(answered.size).toBe(18);
+    expect(most).toBeLessThanOrEqual(2);
+    expect(most).toBe(2);
+  });
+
+  it('a worker lost before answering: the request is served by a worker at another replica', async () => {
+    const first = await worker('a', ['lost-model'], 1, 'lost-1');
+    const pending = post(gw.c.url, '/v1/chat/completions', chat('lost-model'));
+    const req = await first.next('request');
+    const second = await worker('b', ['lost-model'], 1, 'lost-2');
+    first.kill();
+    const again = await second.next('request');
+    expect(again.request_id).toBe(req.request_id);
+    second.complete(again.request_id, { served: 'second' });
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ served: 'second' });
+  });
+
+  it('a worker lost mid-stream: the stream ends with the dialect’s error event, never a clean end', async () => {
+    const w = await worker('a', ['midstream-model']);
+    const res = fetch(`${gw.c.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chat('midstream-model', { stream: true })),
+    });
+    const req = await w.next('request');
+    w.send({ type: 'response_start', request_id: req.request_id, status_code: 200, headers: { 'content-type': 'text/event-stream' } });
+    w.chunk(req.request_id, 'data: {"part":1}\n\n');
+    const r = await res;
+    const reader = r.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first).toContain('"part":1');
+    w.kill();
+    let rest = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      rest += new TextDecoder().decode(value);
+    }
+    expect(rest).toContain('"error"');
+    expect(rest).not.toContain('[DONE]');
+  });
+});
