@@ -8,6 +8,9 @@ import { RedisFleetBoard } from '../cluster/fleet-board';
 import { Dispatcher } from '../dispatch/dispatcher.service';
 import { DispatchModule } from '../dispatch/dispatch.module';
 import { FleetModule } from '../fleet/fleet.module';
+import { QueueModule } from '../queue/queue.module';
+import { AdmissionQueue } from '../queue/admission-queue';
+import type { RelayRequest } from '../dispatch/relay-request';
 import { Fleet } from '../fleet/fleet.service';
 import { RemoteWorkers } from '../fleet/remote-workers';
 import { ForwardRelays, RequestFrames } from './forward-relays';
@@ -35,7 +38,7 @@ const FLUSH_MS = 20;
  */
 @Global()
 @Module({
-  imports: [FleetModule, DispatchModule],
+  imports: [FleetModule, DispatchModule, QueueModule],
   providers: [
     {
       provide: WorkerFrames,
@@ -58,6 +61,7 @@ export class ClusterLinkModule implements OnModuleInit, OnApplicationBootstrap, 
     private readonly membership: Membership,
     private readonly frames: WorkerFrames,
     private readonly http: HttpAdapterHost,
+    private readonly queue: AdmissionQueue<RelayRequest>,
   ) {}
 
   onModuleInit(): void {
@@ -85,7 +89,7 @@ export class ClusterLinkModule implements OnModuleInit, OnApplicationBootstrap, 
       () => this.clock.now(),
     );
     const board = new RedisFleetBoard(cluster.redisUrl, cluster.replicaId, cluster.redisTimeoutMs);
-    this.sync = new FleetSync(this.fleet, remote, board, this.membership, this.clock, {
+    this.sync = new FleetSync(this.fleet, remote, board, this.queue, this.membership, this.clock, {
       replicaId: cluster.replicaId,
       flushMs: FLUSH_MS,
       fullEveryMs: Math.max(1000, Math.floor(cluster.replicaTimeoutMs / 3)),

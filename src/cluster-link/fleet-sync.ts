@@ -6,6 +6,8 @@ import type { Fleet } from '../fleet/fleet.service';
 import { publishWorker, PublishedWorker, readPublishedWorker } from '../fleet/published-worker';
 import type { RemoteWorkers } from '../fleet/remote-workers';
 import type { WorkerSession } from '../fleet/worker-session';
+import type { AdmissionQueue } from '../queue/admission-queue';
+import { readQueueDepths } from '../queue/remote-depths';
 
 const log = new Logger('ClusterLink');
 
@@ -21,6 +23,7 @@ const DEPARTED_MS = 2000;
 export class FleetSync {
   private readonly changed = new Set<WorkerSession>();
   private readonly gone = new Set<string>();
+  private queueChanged = false;
   private flushTimer: TimerHandle | undefined;
   private fullTimer: TimerHandle | undefined;
   private stopped = false;
@@ -31,6 +34,7 @@ export class FleetSync {
     private readonly fleet: Fleet,
     private readonly remote: RemoteWorkers,
     private readonly board: FleetBoard,
+    private readonly queue: AdmissionQueue,
     private readonly membership: Membership,
     private readonly clock: Clock,
     private readonly options: { replicaId: string; flushMs: number; fullEveryMs: number },
@@ -38,6 +42,10 @@ export class FleetSync {
 
   start(): void {
     this.fleet.onLocalChange = (w) => this.mark(w);
+    this.queue.onDepthChange = () => {
+      this.queueChanged = true;
+      this.schedule();
+    };
     this.fleet.on('workerJoined', ({ worker }) => !worker.remote && this.mark(worker));
     this.fleet.on('workerGone', ({ worker }) => {
       if (worker.remote) return;
@@ -53,9 +61,13 @@ export class FleetSync {
     this.membership.onChange(({ joined, left }) => {
       for (const replica of joined) this.departed.delete(replica);
       // Alone (Redis lost): other replicas' workers cannot be reached through a board that is gone.
-      if (this.membership.degraded()) return this.remote.dropAll();
+      if (this.membership.degraded()) {
+        this.queue.elsewhere.clear();
+        return this.remote.dropAll();
+      }
       for (const replica of left) {
         this.remote.dropReplica(replica);
+        this.queue.elsewhere.set(replica, undefined);
         this.departed.set(replica, this.clock.now());
       }
     });
@@ -68,7 +80,7 @@ export class FleetSync {
     if (this.fullTimer) this.clock.clearInterval(this.fullTimer);
     if (this.flushTimer) this.clock.clearTimeout(this.flushTimer);
     // Leaving: the others drop this replica's workers now rather than at its membership timeout.
-    this.board.publish({ from: this.options.replicaId, kind: 'full', workers: [] });
+    this.board.publish({ from: this.options.replicaId, kind: 'full', workers: [], queue: { providers: {}, tenants: {} } });
     await this.board.stop();
   }
 
@@ -88,10 +100,12 @@ export class FleetSync {
     const workers: PublishedWorker[] = [];
     for (const w of this.changed) if (this.fleet.sessions.get(w.id) === w) workers.push(publishWorker(w, now));
     const removed = [...this.gone];
+    const queue = this.queueChanged ? this.queue.depths() : undefined;
     this.changed.clear();
     this.gone.clear();
-    if (workers.length === 0 && removed.length === 0) return;
-    this.board.publish({ from: this.options.replicaId, kind: 'delta', workers, removed });
+    this.queueChanged = false;
+    if (workers.length === 0 && removed.length === 0 && !queue) return;
+    this.board.publish({ from: this.options.replicaId, kind: 'delta', workers, removed, ...(queue ? { queue } : {}) });
   }
 
   private publishFull(): void {
@@ -99,7 +113,7 @@ export class FleetSync {
     const now = this.clock.now();
     const workers: PublishedWorker[] = [];
     for (const w of this.fleet.sessions.all()) if (!w.remote) workers.push(publishWorker(w, now));
-    this.board.publish({ from: this.options.replicaId, kind: 'full', workers });
+    this.board.publish({ from: this.options.replicaId, kind: 'full', workers, queue: this.queue.depths() });
   }
 
   private receive(m: FleetBoardMessage): void {
@@ -116,5 +130,6 @@ export class FleetSync {
       else log.warn(`replica ${m.from} published a malformed worker; ignored`);
     }
     this.remote.apply(m.from, workers, m.removed ?? [], m.kind === 'full');
+    if (m.queue !== undefined) this.queue.elsewhere.set(m.from, readQueueDepths(m.queue));
   }
 }

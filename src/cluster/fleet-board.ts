@@ -6,13 +6,15 @@ import { clusterRedisOptions } from './redis-options';
  * What replicas tell each other about the workers connected to them (cluster mode), over Redis
  * pub/sub: `delta` (some workers changed or left), `full` (every worker of the sender: anything
  * else it once published is gone), `hello` (a replica joined or came back: everyone answers with a
- * `full`). Plain data; the fleet reads and validates `workers` itself.
+ * `full`). Plain data; the fleet and the queue read and validate `workers` and `queue` themselves.
  */
 export interface FleetBoardMessage {
   from: string;
   kind: 'delta' | 'full' | 'hello';
   workers?: unknown[];
   removed?: string[];
+  /** The sender's queue depths per provider and tenant, and drain rates (with every `full`, and when they changed). */
+  queue?: unknown;
 }
 
 export const FLEET_CHANNEL = `${CLUSTER_KEY_PREFIX}fleet`;

@@ -116,7 +116,6 @@ export class Fleet implements LeaseHost {
 
   /** Workers of a provider connected to this process (gauges count only these: each replica counts its own). */
   localOf(provider: string): number {
-    if (this.onLocalChange === undefined) return this.sessions.ofProvider(provider).size;
     let n = 0;
     for (const w of this.sessions.ofProvider(provider)) if (!w.remote) n++;
     return n;

@@ -59,7 +59,7 @@ export class RemoteWorkers {
 
   /** The worker's replica had no free slot: count it full until that replica publishes it again. */
   markFull(session: WorkerSession): void {
-    session.externalLoad = Math.max(0, session.maxConcurrent - session.assigned.size - session.held.size);
+    session.externalLoad = session.maxConcurrent;
   }
 
   private add(data: PublishedWorker): WorkerSession {
@@ -116,10 +116,22 @@ export class RemoteWorkers {
     session.externalLoad = Math.max(0, data.load - session.assigned.size - session.held.size);
   }
 
+  /**
+   * Gone from its replica's list (or its replica gone from here). Requests this replica forwarded to
+   * it are not over: each runs on its own link to the worker's replica, which may still be finishing
+   * them (a graceful stop) or whose loss ends each of them on that link (requeued before the first
+   * byte). So the worker takes no new work and leaves the index once the last of them has ended.
+   */
   private remove(known: Map<string, WorkerSession>, id: string): void {
     const session = known.get(id);
     if (!session) return;
     known.delete(id);
-    this.fleet.detach(session);
+    if (session.assigned.size === 0) return this.fleet.detach(session);
+    session.draining = true;
+    const stop = this.fleet.watchReleases(session, () => {
+      if (session.assigned.size > 0) return;
+      stop();
+      this.fleet.detach(session);
+    });
   }
 }

@@ -123,6 +123,8 @@ export class TargetSelector {
   private named(req: TargetScope): WorkerSession {
     const w = this.registry.get(req.workerId!);
     if (!w) throw Errors.notFound('Worker', req.workerId!);
+    // Lifecycle commands travel on the worker's own link, which another replica holds (cluster mode).
+    if (w.remote) throw Errors.conflict(`Worker '${w.id}' is connected to gateway replica '${w.replica}': send the request there`);
     if (req.pool !== undefined) {
       if (!this.providers.get(req.pool)) throw Errors.notFound('Pool', req.pool);
       if (w.provider !== req.pool) throw Errors.invalidRequest(`Worker '${w.id}' belongs to pool '${w.provider}', not '${req.pool}'`, 'workerId');
@@ -131,9 +133,10 @@ export class TargetSelector {
   }
 
   private inScope(req: TargetScope): WorkerSession[] {
-    if (req.pool === undefined) return [...this.registry.all()];
+    // Only workers connected to this replica: lifecycle commands travel on the worker's own link.
+    if (req.pool === undefined) return [...this.registry.all()].filter((w) => !w.remote);
     if (!this.providers.get(req.pool)) throw Errors.notFound('Pool', req.pool);
-    return [...this.registry.ofProvider(req.pool)];
+    return [...this.registry.ofProvider(req.pool)].filter((w) => !w.remote);
   }
 
   /** Connected, not draining, of an enabled provider; a load also needs a provider that is not cordoned. */

@@ -4,8 +4,9 @@ import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
  * One registry per application instance instead of prom-client's global one, so several gateways
  * in one process (integration tests) never collide with "metric already registered".
  */
-export function createMetricsRegistry(): Registry {
+export function createMetricsRegistry(defaultLabels?: Record<string, string>): Registry {
   const registry = new Registry();
+  if (defaultLabels) registry.setDefaultLabels(defaultLabels);
   collectDefaultMetrics({ register: registry });
   return registry;
 }

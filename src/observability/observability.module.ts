@@ -13,7 +13,12 @@ import { MetricsService } from './metrics.service';
 @Global()
 @Module({
   providers: [
-    { provide: Registry, useFactory: createMetricsRegistry },
+    {
+      provide: Registry,
+      inject: [{ token: APP_CONFIG, optional: true }],
+      // Cluster mode: every series says which replica counted it, so sum() over replicas is right.
+      useFactory: (config?: AppConfig) => createMetricsRegistry(config?.cluster.redisUrl ? { replica: config.cluster.replicaId } : undefined),
+    },
     MetricsService,
     LifecycleState,
     {

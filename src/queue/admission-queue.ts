@@ -6,6 +6,7 @@ import { MetricsService } from '../observability/metrics.service';
 import { AdmitResult, Queueable, QueueOrder, ServingWorker } from './queue-order';
 import { QueueStats } from './queue-stats';
 import { ConcurrencyCaps } from './concurrency-caps';
+import { QueueDepths, RemoteDepths } from './remote-depths';
 
 export type { AdmitResult, Queueable, ServingWorker } from './queue-order';
 
@@ -22,18 +23,31 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
   readonly stats = new QueueStats();
   /** `max_concurrent` of keys and tenants: requests over it wait here (see ConcurrencyGate in dispatch/). */
   readonly caps = new ConcurrencyCaps<T>();
+  /** Cluster mode: what the other replicas' queues hold; the bounds count them too. */
+  readonly elsewhere = new RemoteDepths();
+  /** Cluster mode: told when a depth changed, so the replica publishes its depths. */
+  onDepthChange: (() => void) | undefined;
 
   constructor(
     @Inject(APP_CONFIG) config: Pick<AppConfig, 'queue'>,
     @Inject(CLOCK) private readonly clock: Clock,
     metrics: MetricsService,
   ) {
-    this.order = new QueueOrder<T>(config.queue.agingMs, (provider, depth) => metrics.setQueueDepth(provider, depth));
+    this.order = new QueueOrder<T>(config.queue.agingMs, (provider, depth) => {
+      metrics.setQueueDepth(provider, depth);
+      this.onDepthChange?.();
+    });
   }
 
   /** Queues a new request unless its provider's or its tenant's share of the queue is full. */
   admit(item: T, providerBound: number, tenantBound = Infinity): AdmitResult {
-    return this.order.admit(item, providerBound, tenantBound);
+    // In a cluster the bounds hold for every replica's queue together (as last published).
+    return this.order.admit(item, providerBound - this.elsewhere.provider(item.queueProvider), tenantBound - this.elsewhere.tenant(item.tenant));
+  }
+
+  /** Every non-zero depth of this replica's queue, per provider and tenant. */
+  depths(): QueueDepths {
+    return { ...this.order.depths(), rates: this.stats.rates(this.clock.now()) };
   }
 
   /** Puts an already admitted request back where its arrival time places it (no bound). */
@@ -108,14 +122,16 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
 
   /** How long a new arrival at `provider` should wait before retrying, from the observed drain rate. */
   retryAfterMs(provider: string): number {
-    return this.stats.retryAfterMs(provider, this.depth(provider) + 1, this.clock.now());
+    return this.stats.retryAfterMs(provider, this.depth(provider) + this.elsewhere.provider(provider) + 1, this.clock.now(), this.elsewhere.rate(provider));
   }
 
   /** 429 for a request its provider's (or its tenant's) share of the queue cannot take, with a retry hint. */
   fullError(item: T, tenantShare: boolean): GatewayError {
     const provider = item.queueProvider;
-    const ahead = tenantShare ? this.tenantDepth(item.tenant) : this.depth(provider);
-    return Errors.queueFull(this.stats.retryAfterMs(provider, ahead + 1, this.clock.now()), this.depth(provider), this.stats.avgWaitMs(provider), tenantShare);
+    const depth = this.depth(provider) + this.elsewhere.provider(provider);
+    const ahead = tenantShare ? this.tenantDepth(item.tenant) + this.elsewhere.tenant(item.tenant) : depth;
+    const retryMs = this.stats.retryAfterMs(provider, ahead + 1, this.clock.now(), this.elsewhere.rate(provider));
+    return Errors.queueFull(retryMs, depth, this.stats.avgWaitMs(provider), tenantShare);
   }
 
   private stopTimer(item: T): void {

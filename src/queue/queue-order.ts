@@ -193,6 +193,11 @@ export class QueueOrder<T extends Queueable = Queueable> {
     return [...this.depthByProvider.keys()];
   }
 
+  /** Every non-zero depth, per provider and per tenant (what a replica publishes in cluster mode). */
+  depths(): { providers: Record<string, number>; tenants: Record<string, number> } {
+    return { providers: Object.fromEntries(this.depthByProvider), tenants: Object.fromEntries(this.depthByTenant) };
+  }
+
   depth(provider: string): number {
     return this.depthByProvider.get(provider) ?? 0;
   }

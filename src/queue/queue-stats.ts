@@ -87,10 +87,21 @@ export class QueueStats {
    * How long a request arriving behind `position` others should wait before retrying: the time the
    * queue needs to drain that many at its observed rate, between 1 s and 60 s (1 s without data).
    */
-  retryAfterMs(provider: string, position: number, now: number): number {
-    const rate = this.byProvider.get(provider)?.ratePerMs(now);
+  retryAfterMs(provider: string, position: number, now: number, elsewhereRate = 0): number {
+    // In a cluster, the other replicas' queues drain too (their rates as last published).
+    const rate = (this.byProvider.get(provider)?.ratePerMs(now) ?? 0) + elsewhereRate;
     if (!rate) return MIN_RETRY_MS;
     return Math.round(Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, position / rate)));
+  }
+
+  /** Each provider's observed drain rate (requests per ms), where it has one. */
+  rates(now: number): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [provider, d] of this.byProvider) {
+      const rate = d.ratePerMs(now);
+      if (rate) out[provider] = rate;
+    }
+    return out;
   }
 
   avgWaitMs(provider: string): number {

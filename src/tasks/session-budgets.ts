@@ -8,8 +8,9 @@ export interface SessionUsage {
 }
 
 /**
- * Budget state of task sessions, by session key. Synchronous, in memory here; replicas that must
- * share it get an implementation over Redis (INCRBY on two counters with the TTL as expiry).
+ * Budget state of task sessions, by session key. Synchronous, in memory here; replicas share it
+ * through Redis (RedisSessionBudgets: the same reads and writes over a local view that Redis keeps
+ * up to date).
  */
 export abstract class SessionBudgetStore {
   abstract usage(key: string): SessionUsage;
@@ -18,6 +19,10 @@ export abstract class SessionBudgetStore {
   abstract addTime(key: string, ms: number, now: number): void;
   /** Forgets sessions idle for longer than their time to live. */
   abstract prune(now: number): void;
+  /** Brings `usage(key)` up to date with what other replicas spent (nothing to do in one process). */
+  refresh(_key: string, _now: number): Promise<void> | void {
+    return undefined;
+  }
 }
 
 const NOTHING: SessionUsage = Object.freeze({ tokens: 0, timeMs: 0 });

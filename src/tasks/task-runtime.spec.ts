@@ -13,6 +13,8 @@ import { InMemorySessionBudgets } from './session-budgets';
 import { TaskReader } from './task';
 import { TaskEventLog } from './task-events';
 import { TaskRuntime } from './task-runtime';
+import { SingleProcessMembership } from '../cluster/single-process-membership';
+import { LocalTaskLocator } from './task-locator';
 import { TasksService } from './tasks.service';
 
 /** The artifact port's test double: remembers every call and answers a content-like id. */
@@ -65,9 +67,20 @@ describe('tasks over the dispatcher (fake clock)', () => {
     const tenants = new TenantsService(config);
     limiter = new MemoryRateLimiter(clock);
     artifacts = new RecordedArtifacts();
-    runtime = new TaskRuntime(config, clock, dispatcher, queue, fleet, new InMemorySessionBudgets(config.tasks.sessionTtlMs), artifacts);
+    const budgets = new InMemorySessionBudgets(config.tasks.sessionTtlMs);
+    runtime = new TaskRuntime(config, clock, dispatcher, queue, fleet, budgets, artifacts);
     runtime.onModuleInit();
-    tasks = new TasksService(config, clock, dispatcher, tenants, new TenantLimits(limiter, tenants, metrics, clock), runtime);
+    tasks = new TasksService(
+      config,
+      clock,
+      dispatcher,
+      tenants,
+      new TenantLimits(limiter, tenants, metrics, clock),
+      runtime,
+      new LocalTaskLocator(),
+      budgets,
+      new SingleProcessMembership('gw', '1', 0, () => clock.now()),
+    );
   });
   afterEach(() => {
     runtime.onModuleDestroy();

@@ -14,6 +14,7 @@ import { Fleet } from '../fleet/fleet.service';
 import { FinalStatus, Task, TaskError } from './task';
 import { jobArtifactOf } from './task-artifact';
 import { TaskHandlers } from './task-sink';
+import { LocalTaskLocator, TaskLocator } from './task-locator';
 import { TasksConfig } from '../config/sections/tasks';
 import type { StreamUsage } from './worker-chunk-parser';
 
@@ -50,6 +51,7 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
     private readonly fleet: Fleet,
     private readonly budgets: SessionBudgetStore,
     @Optional() @Inject(JOB_ARTIFACTS) private readonly artifacts: JobArtifacts = NO_JOB_ARTIFACTS,
+    @Optional() private readonly locator: TaskLocator = new LocalTaskLocator(),
   ) {
     this.config = config.tasks;
   }
@@ -135,6 +137,7 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
     task.footprint = footprintOf(task);
     this.retainedBytes += task.footprint;
     this.ended.push(task);
+    this.locator.ended(task.tenant, task.id, this.config.retentionMs);
     this.prune(now);
     this.log.log({
       msg: 'task ended',
@@ -272,7 +275,9 @@ export class TaskRuntime implements TaskHandlers, OnModuleInit, OnModuleDestroy 
       const task = this.ended[this.endedHead++];
       this.retainedBytes -= task.footprint;
       const key = keyOf(task.tenant, task.id);
-      if (this.tasks.get(key) === task) this.tasks.delete(key);
+      if (this.tasks.get(key) !== task) continue;
+      this.tasks.delete(key);
+      void this.locator.release(task.tenant, task.id);
     }
     if (this.endedHead > 1024 && this.endedHead * 2 > this.ended.length) {
       this.ended = this.ended.slice(this.endedHead);

@@ -13,10 +13,13 @@ import { extractRequirements } from '../routing/requirements';
 import { ClientIdentity, resolvePriority, TENANT_HEADER } from '../tenancy/client-identity';
 import { LimitVerdict, TenantLimits } from '../tenancy/tenant-limits.service';
 import { TenantsService } from '../tenancy/tenants.service';
-import { budgetLimits, BudgetLimits, sessionKey } from './session-budgets';
+import { budgetLimits, BudgetLimits, SessionBudgetStore, sessionKey } from './session-budgets';
 import { Task, TaskReader } from './task';
 import { admissionError } from './task-admission';
-import { parseTaskRequest } from './task-request';
+import { Membership } from '../cluster/membership.port';
+import { liveHolder } from './task-holder';
+import { TaskLocator } from './task-locator';
+import { parseTaskRequest, TaskRequest } from './task-request';
 import { TaskRuntime } from './task-runtime';
 import { TaskSink } from './task-sink';
 import { taskUrls, taskView, TaskView } from './task-view';
@@ -58,6 +61,9 @@ export class TasksService {
     private readonly tenants: TenantsService,
     private readonly limits: TenantLimits,
     private readonly runtime: TaskRuntime,
+    private readonly locator: TaskLocator,
+    private readonly budgets: SessionBudgetStore,
+    private readonly membership: Membership,
   ) {}
 
   submit(caller: TaskCaller, rawBody: unknown): SubmitAnswer | Promise<SubmitAnswer> {
@@ -66,9 +72,27 @@ export class TasksService {
     const { identity } = caller;
     const id = req.taskId ?? `t-${randomUUID()}`;
     const reservation = `${identity.tenant}\u0000${id}`;
-    if (this.runtime.find(identity.tenant, id) || this.admitting.has(reservation)) {
-      return refusal(Errors.conflict(`Task '${id}' already exists`).with({ fields: { check: 'task_id' } }));
-    }
+    if (this.runtime.find(identity.tenant, id) || this.admitting.has(reservation)) return conflict(id);
+    if (!this.locator.enabled) return this.submitParsed(caller, req, id, reservation);
+    // Cluster mode: the id is claimed in Redis (another replica may hold a task with it) and the
+    // session's totals are brought up to date, both bounded by CLUSTER_REDIS_TIMEOUT_MS.
+    this.admitting.add(reservation);
+    const c = this.config.tasks;
+    // A record naming a replica that is gone is taken over (never while this replica's own view of the members is degraded).
+    const isLive = (holder: string) => this.membership.degraded() || liveHolder(this.membership, holder) !== undefined;
+    const claimed = this.locator.claim(identity.tenant, id, c.queueTimeoutMs + c.maxRunMs + c.retentionMs, isLive);
+    const fresh = this.budgets.refresh(sessionKey(identity.tenant, req.sessionId, id), this.clock.now());
+    return Promise.all([claimed, fresh]).then(async ([claim]) => {
+      this.admitting.delete(reservation);
+      if (claim === 'taken') return conflict(id);
+      const answer = await this.submitParsed(caller, req, id, reservation);
+      if (answer.status !== 202 && claim === 'claimed') await this.locator.release(identity.tenant, id);
+      return answer;
+    });
+  }
+
+  private submitParsed(caller: TaskCaller, req: TaskRequest, id: string, reservation: string): SubmitAnswer | Promise<SubmitAnswer> {
+    const { identity } = caller;
     const settings = this.tenants.settingsOf(identity.tenant);
     const endpointRequirements = extractRequirements(req.endpoint, req.workerJson);
     const promptTokens = endpointRequirements.estimatedTokens;
@@ -218,6 +242,10 @@ export class TasksService {
   attach(task: Task, reader: TaskReader, afterId: number): void {
     task.attach(reader, afterId);
   }
+}
+
+function conflict(id: string): SubmitAnswer {
+  return refusal(Errors.conflict(`Task '${id}' already exists`).with({ fields: { check: 'task_id' } }));
 }
 
 function refusal(error: GatewayError, headers: Record<string, string> = {}): SubmitAnswer {

@@ -3,6 +3,7 @@ import { TestRedisServer } from '../rate-limit/support';
 import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, chat, eventually, get, post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
+import { parsePrometheusText } from '../observability/prometheus-text';
 import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
 
 const SECRET = 'cluster-secret-0123456789abcdef0123';
@@ -27,6 +28,7 @@ describeWithPostgres('cluster mode: one fleet, any request on any replica', () =
       CLUSTER_SECRET: SECRET,
       CLUSTER_REPLICA_ID: `gw-${id}`,
       CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
+      MAX_QUEUE_LEN: '8',
     }).then((g) => (gw[id] = g));
 
   const modelsOn = async (g: TestGateway): Promise<string[]> => ((await get(g.url, '/v1/models')).json?.data ?? []).map((m: { id: string }) => m.id);
@@ -95,6 +97,26 @@ describeWithPostgres('cluster mode: one fleet, any request on any replica', () =
     expect(res.headers.get('x-backend')).toBe('yes');
   });
 
+  it('metrics stay per replica, labelled with it: a forwarded request is counted once, where its client was', async () => {
+    const w = await worker('a', ['metrics-model']);
+    const count = async (g: TestGateway, replica: string) => {
+      const f = parsePrometheusText((await get(g.url, '/metrics')).text).get('switchboard_requests_total');
+      const samples = (f?.samples ?? []).filter((x) => x.labels.model === 'metrics-model');
+      for (const x of f?.samples ?? []) expect(x.labels.replica).toBe(replica);
+      return samples.reduce((n, x) => n + x.value, 0);
+    };
+    const pending = post(gw.b.url, '/v1/chat/completions', chat('metrics-model'));
+    w.complete((await w.next('request')).request_id, { ok: true });
+    expect((await pending).status).toBe(200);
+    await eventually(async () => (await count(gw.b, 'gw-b')) === 1, WAIT, 'counted at the replica of the client');
+    expect(await count(gw.a, 'gw-a')).toBe(0);
+    expect(await count(gw.c, 'gw-c')).toBe(0);
+    // Workers connected: each replica counts its own.
+    const connected = async (g: TestGateway) =>
+      (parsePrometheusText((await get(g.url, '/metrics')).text).get('switchboard_workers_connected')?.samples ?? []).reduce((n, x) => n + x.value, 0);
+    expect(await connected(gw.b)).toBe(workers.filter((x) => x.ws.url.startsWith(gw.b.workerUrl)).length);
+  });
+
   it('a stream comes back chunk by chunk, byte for byte, to the official SDK', async () => {
     const w = await worker('b', ['stream-model']);
     const client = new OpenAI({ baseURL: `${gw.a.url}/v1`, apiKey: 'none', maxRetries: 0 });
@@ -156,11 +178,30 @@ describeWithPostgres('cluster mode: one fleet, any request on any replica', () =
         w.complete(f.request_id, { ok: f.request_id });
       }, 30);
     });
-    const all = await Promise.all(Array.from({ length: 18 }, (_, i) => post([gw.a, gw.b, gw.c][i % 3].url, '/v1/chat/completions', chat('slots-model'))));
+    const all = await Promise.all(Array.from({ length: 9 }, (_, i) => post([gw.a, gw.b, gw.c][i % 3].url, '/v1/chat/completions', chat('slots-model'))));
     expect(all.map((r) => r.status)).toEqual(all.map(() => 200));
-    expect(answered.size).toBe(18);
+    expect(answered.size).toBe(9);
     expect(most).toBeLessThanOrEqual(2);
     expect(most).toBe(2);
+  });
+
+  it('the queue bound holds for the whole cluster; a waiting request is served when a worker anywhere frees a slot', async () => {
+    const w = await worker('a', ['queued-model']);
+    const first = post(gw.a.url, '/v1/chat/completions', chat('queued-model'));
+    const busy = await w.next('request');
+    // Eight wait, at the two other replicas: the pool's bound (MAX_QUEUE_LEN=8) is reached cluster-wide.
+    const waiting = Array.from({ length: 8 }, (_, i) => post([gw.b, gw.c][i % 2].url, '/v1/chat/completions', chat('queued-model')));
+    // Replicas publish their queue depths within 20 ms; give them ample time (not a timing assertion).
+    await new Promise((r) => setTimeout(r, 300));
+    const refused = await post(gw.a.url, '/v1/chat/completions', chat('queued-model'));
+    expect(refused.status).toBe(429);
+    expect(refused.json.error.code).toBe('queue_full');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    w.complete(busy.request_id, { n: 1 });
+    for (let n = 2; n <= 9; n++) w.complete((await w.next('request')).request_id, { n });
+    const answers = await Promise.all([first, ...waiting]);
+    expect(answers.map((r) => r.status)).toEqual(answers.map(() => 200));
+    expect(answers.map((r) => r.json.n).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
 
   it('a worker lost before answering: the request is served by a worker at another replica', async () => {
