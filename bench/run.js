@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/* Gateway benchmarks, all on loopback, bounded in count and time. Two parts:
+/* Gateway benchmarks, all on loopback, bounded in count and time. Three parts:
  *
  * relay — a fake OpenAI-compatible backend (instant answers, so the gateway's own cost dominates),
  *   the built gateway (dist/main.js) and the built worker daemon (dist/worker/main.js); drives the
@@ -7,18 +7,23 @@
  * fleet — for each N in --fleet (default 1,1000): a fresh gateway and a fake worker fleet
  *   (bench/fleet.js, its own process) of N WebSocket workers, worker i serving only `fleet-<i>`;
  *   requests go round-robin over the N models, so the gateway routes over N connected workers.
+ * cluster — two replicas in cluster mode (own redis-server, a fresh PostgreSQL schema), a worker
+ *   daemon on each: a request served locally against one forwarded between the replicas, at
+ *   concurrency 1 (bench/cluster.js). In the default run only when redis-server and PostgreSQL are
+ *   there (else one line says why it is skipped).
  *
  * Every row reports the gateway process's CPU time (user + system, /proc/<pid>/stat) spent in the
  * measured phase divided by its requests. Figures are from one run: compare ratios within a run.
  *
- * Usage: npm run bench [-- --only relay|fleet --requests 2000 --stream-requests 400 --concurrency 16
+ * Usage: npm run bench [-- --only relay|fleet|cluster --requests 2000 --stream-requests 400 --concurrency 16
  *   --chunks 50 --fleet 1,1000 --fleet-requests 4000 --fleet-warmup 1000 --fleet-concurrency 16
- *   --fleet-max-concurrent 32 --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1 --trace off|on|both --threads]
+ *   --fleet-max-concurrent 32 --cluster-requests 2000 --cluster-stream-requests 1000 --cluster-rounds 50
+ *   --cluster-warmup 200 --cluster-paths local,forwarded --max-seconds 240 --dist dist,/tmp/old/dist --repeat 1 --trace off|on|both --threads]
  *
  * --dist compares builds in one run: a comma-separated list of build directories (default `dist`);
  * the relay part runs once per build and repetition, interleaved (A B A B …, --repeat times), each
  * with that build's gateway and daemon, and ends with each build's median CPU per request and the
- * ratio to the first build. The fleet part uses the first build.
+ * ratio to the first build. The fleet and cluster parts use the first build.
  *
  * --trace on runs the relay part's gateway with OpenTelemetry tracing at full sampling
  * (OTEL_EXPORTER_OTLP_ENDPOINT at a local sink that answers 200, bench/lib/otlp-sink.js); --trace both
@@ -27,7 +32,6 @@
  * the other threads (V8's garbage-collector helpers, libuv's pool).
  */
 'use strict';
-const http = require('node:http');
 const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
@@ -35,11 +39,13 @@ const { CLK_TCK, cpuMs, threadCpuMs, fdLimits, children, spawnNode, stop, freePo
 const { drive: driveLoad, fmt, fmtCpu } = require('./lib/load');
 const { startOtlpSink } = require('./lib/otlp-sink');
 const { fleetMessage } = require('./lib/fleet-ipc');
+const { startBackend, chatBody, responsesBody } = require('./lib/backend');
+const { clusterPart, clusterUnavailable } = require('./cluster');
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 const ONLY = args.only;
-if (ONLY !== undefined && ONLY !== 'relay' && ONLY !== 'fleet') {
-  console.error(`--only must be relay or fleet, got "${ONLY}"`);
+if (ONLY !== undefined && !['relay', 'fleet', 'cluster'].includes(ONLY)) {
+  console.error(`--only must be relay, fleet or cluster, got "${ONLY}"`);
   process.exit(2);
 }
 const REQUESTS = Number(args.requests ?? 2000);
@@ -61,6 +67,17 @@ const MAX_SECONDS = Number(args['max-seconds'] ?? 240);
 const DISTS = String(args.dist ?? 'dist')
   .split(',')
   .filter(Boolean);
+const CLUSTER = {
+  requests: Number(args['cluster-requests'] ?? 2000),
+  streamRequests: Number(args['cluster-stream-requests'] ?? 1000),
+  rounds: Number(args['cluster-rounds'] ?? 50),
+  warmup: Number(args['cluster-warmup'] ?? 200),
+  only: String(args['cluster-paths'] ?? 'local,forwarded').split(','),
+};
+if (!CLUSTER.only.every((p) => p === 'local' || p === 'forwarded')) {
+  console.error(`--cluster-paths must be local, forwarded or both (comma-separated), got "${args['cluster-paths']}"`);
+  process.exit(2);
+}
 const REPEAT = Number(args.repeat ?? 1);
 if (!Number.isInteger(REPEAT) || REPEAT < 1) {
   console.error(`--repeat must be a positive integer, got "${args.repeat}"`);
@@ -79,26 +96,12 @@ const SECRET = 'bench-secret';
 const THREADS = process.argv.includes('--threads');
 const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean) : [];
 
-const COMPLETION = JSON.stringify({
-  id: 'chatcmpl-bench',
-  object: 'chat.completion',
-  created: 1,
-  model: 'bench',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'hello from the bench backend' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11 },
-});
-const chunk = (i) =>
-  `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'bench', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
-const chatBody = (model, stream) => JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] });
-// The same prompt in the Responses API: the bench backend serves only chat completions, so the gateway translates it.
-const responsesBody = (model, stream) => JSON.stringify({ model, stream, input: 'hi' });
-
 /** `total` requests over `concurrency` connections (default --concurrency) to `path` (default chat completions); see bench/lib/load.js. */
 const drive = (baseUrl, total, payloads, { concurrency = CONCURRENCY, path } = {}) => driveLoad(baseUrl, total, payloads, { concurrency, path });
 
 // ---------------------------------------------------------------- open-file limit
 
-const FD_NEED = (ONLY === 'relay' ? 0 : Math.max(...FLEET_SIZES)) + FLEET_CONCURRENCY + 512;
+const FD_NEED = (ONLY === 'relay' || ONLY === 'cluster' ? 0 : Math.max(...FLEET_SIZES)) + FLEET_CONCURRENCY + 512;
 const FD = fdLimits();
 if (FD.soft < FD_NEED) {
   console.error(
@@ -157,46 +160,8 @@ async function withCpu(label, pids, total, phase) {
 
 // ---------------------------------------------------------------- relay: direct vs gateway + daemon
 
-function startBackend() {
-  const server = http.createServer((req, res) => {
-    if (req.method === 'GET' && req.url === '/v1/models') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end(JSON.stringify({ object: 'list', data: [{ id: 'bench', object: 'model' }] }));
-    }
-    // The worker daemon probes its backend at start (GET /props, /version, POST {} to each
-    // endpoint): answer like an OpenAI-compatible server that has no such extras.
-    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
-      res.writeHead(404, { 'content-type': 'application/json' });
-      return res.end('{"error":"not found"}');
-    }
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', () => {
-      let parsed;
-      try {
-        parsed = JSON.parse(body);
-      } catch {
-        res.writeHead(400, { 'content-type': 'application/json' });
-        return res.end('{"error":"bad json"}');
-      }
-      if (!parsed.model) {
-        res.writeHead(400, { 'content-type': 'application/json' });
-        return res.end('{"error":"model is required"}');
-      }
-      if (parsed.stream) {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        for (let i = 0; i < CHUNKS; i++) res.write(chunk(i));
-        return res.end('data: [DONE]\n\n');
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(COMPLETION);
-    });
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
-}
-
 async function relayPart(dir, { dist, trace, name } = VARIANTS[0], tag = '') {
-  const backend = await startBackend();
+  const backend = await startBackend({ chunks: CHUNKS });
   const backendUrl = `http://127.0.0.1:${backend.address().port}`;
   let gw;
   let daemon;
@@ -376,12 +341,20 @@ async function main() {
   }, MAX_SECONDS * 1000);
   watchdog.unref();
   try {
-    if (ONLY !== 'fleet') {
+    if (ONLY === undefined || ONLY === 'relay') {
       if (VARIANTS.some((v) => v.trace)) sink = await startOtlpSink();
       if (VARIANTS.length === 1 && REPEAT === 1) await relayPart(dir);
       else await relayCompare(dir);
     }
-    if (ONLY !== 'relay') await fleetPart(dir);
+    if (ONLY === undefined || ONLY === 'fleet') await fleetPart(dir);
+    if (ONLY === undefined || ONLY === 'cluster') {
+      const why = await clusterUnavailable();
+      if (why === undefined) await clusterPart({ ...CLUSTER, dist: DISTS[0], chunks: CHUNKS, nodeFlags: NODE_FLAGS });
+      else if (ONLY === 'cluster') {
+        console.error(`the cluster part cannot run: ${why}`);
+        process.exitCode = 2;
+      } else console.log(`Cluster part skipped: ${why}.`);
+    }
   } finally {
     for (const c of children) await stop(c, 5000);
     rmSync(dir, { recursive: true, force: true });
