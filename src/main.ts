@@ -93,8 +93,16 @@ export async function serve(args: readonly string[], prog = 'switchboard serve',
   const log = new Logger('Process');
   let closing = false;
   let flushing = false;
-  const close = () => {
+  const close = async () => {
     closing = true;
+    // SHUTDOWN_DELAY_SECS: unready at once, but everything keeps serving (no module is closed yet)
+    // while the load balancer notices; then the drain.
+    if (config.shutdownDelayMs > 0) {
+      const { LifecycleState } = await import('./observability/lifecycle-state');
+      running.get(LifecycleState).beginUnready();
+      log.log(`unready: still serving for ${config.shutdownDelayMs} ms (SHUTDOWN_DELAY_SECS), then draining`);
+      await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+    }
     running
       .close()
       .then(() => process.exit(0))
@@ -104,7 +112,7 @@ export async function serve(args: readonly string[], prog = 'switchboard serve',
       });
   };
   const shutdown = (signal: NodeJS.Signals) => {
-    if (!closing) return close();
+    if (!closing) return void close();
     // A second signal cuts the drain short, but data clients were already told about (usage rows,
     // job artifact ids, audit rows) is still written first, within SHUTDOWN_FLUSH_TIMEOUT_SECS.
     if (flushing) {

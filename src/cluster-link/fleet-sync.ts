@@ -60,13 +60,15 @@ export class FleetSync {
     });
     this.membership.onChange(({ joined, left }) => {
       for (const replica of joined) this.departed.delete(replica);
+      // Its messages count only from now on: ask everyone for their lists (its own included).
+      if (joined.length > 0 && !this.membership.degraded()) this.board.publish({ from: this.options.replicaId, kind: 'hello' });
       // Alone (Redis lost): other replicas' workers cannot be reached through a board that is gone.
       if (this.membership.degraded()) {
         this.queue.elsewhere.clear();
         return this.remote.dropAll();
       }
       for (const replica of left) {
-        this.remote.dropReplica(replica);
+        this.remote.dropReplica(replica, true);
         this.queue.elsewhere.set(replica, undefined);
         this.departed.set(replica, this.clock.now());
       }
@@ -119,6 +121,9 @@ export class FleetSync {
   }
 
   private receive(m: FleetBoardMessage): void {
+    // Alone (Redis lost for membership) or from a replica not known to be alive: its workers could
+    // not be reached, or would never be removed. A replica's hello is answered once it is a member.
+    if (this.membership.degraded() || !this.membership.members().some((r) => r.id === m.from)) return;
     if (m.kind === 'hello') return this.publishFull();
     const left = this.departed.get(m.from);
     if (left !== undefined) {
@@ -126,11 +131,13 @@ export class FleetSync {
       this.departed.delete(m.from);
     }
     const workers: PublishedWorker[] = [];
+    let malformed = 0;
     for (const raw of m.workers ?? []) {
       const w = readPublishedWorker(raw);
       if (w) workers.push(w);
-      else log.warn(`replica ${m.from} published a malformed worker; ignored`);
+      else malformed++;
     }
+    if (malformed > 0) log.warn(`replica ${m.from} published ${malformed} malformed worker(s); ignored`);
     this.remote.apply(m.from, workers, m.removed ?? [], m.kind === 'full');
     if (m.queue !== undefined) this.queue.elsewhere.set(m.from, readQueueDepths(m.queue), this.clock.now());
   }

@@ -52,17 +52,25 @@ export class ForwardRelays implements RequestFrames {
     return this.relays.size;
   }
 
+  /** Whether a request id is being relayed (a retry of it must not start a second relay). */
+  has(requestId: string): boolean {
+    return this.relays.has(requestId);
+  }
+
   /** Starts relaying: the lease's request is sent to the worker; its frames go to `out`. */
   open(lease: SlotLease, out: ServerResponse, send: () => void): void {
     const relay: Relay = { lease, out };
     this.relays.set(lease.requestId, relay);
     // The calling replica gave up (its client left, a timeout, a watchdog): the worker is told to stop.
-    out.on('close', () => {
+    const gone = () => {
       if (this.relays.get(lease.requestId) !== relay) return;
       this.relays.delete(lease.requestId);
       lease.cancel('client_disconnect');
-    });
+    };
+    out.on('close', gone);
     send();
+    // The caller may have gone before this handler ran: its 'close' then never comes again.
+    if (out.destroyed || out.socket?.destroyed) gone();
   }
 
   onChunk(worker: WorkerSession, requestId: string, chunk: string): FrameVerdict {

@@ -39,12 +39,17 @@ export function registerForwardRoute(fastify: FastifyInstance, config: AppConfig
     if (!head) return reply.code(400).send({ error: 'malformed forwarded request' });
     const worker = fleet.sessions.get((req.params as { id: string }).id);
     if (!worker || worker.remote) return reply.code(410).send({ error: 'worker not connected to this replica' });
-    if (worker.assigned.has(head.request_id)) return reply.code(400).send({ error: 'request id already in flight' });
+    // A retry of a request whose cancelled run still holds its slot here waits for another slot.
+    if (worker.assigned.has(head.request_id) || worker.held.has(head.request_id) || relays.has(head.request_id)) {
+      return reply.code(409).send({ error: 'request id still in flight here', load: worker.load });
+    }
     const lease = fleet.reserve(worker, head.request_id, head.model);
     if (!lease) return reply.code(409).send({ error: 'no free slot', load: worker.load });
     reply.hijack();
     const out = reply.raw;
     out.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+    // The caller learns at once that the slot is granted (its connect timeout ends there).
+    out.flushHeaders();
     // Frames follow one by one: no delay on the small writes of a stream.
     out.socket?.setNoDelay(true);
     const body = text.slice(nl + 1);

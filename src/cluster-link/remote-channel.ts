@@ -26,6 +26,9 @@ export interface ForwardContext {
   maxLineBytes: number;
 }
 
+/** How long the owner replica has to answer whether it granted the slot. */
+const CONNECT_TIMEOUT_MS = 5000;
+
 const agents = {
   http: new http.Agent({ keepAlive: true, scheduling: 'lifo' }),
   https: new https.Agent({ keepAlive: true, scheduling: 'lifo' }),
@@ -66,6 +69,11 @@ export class RemoteChannel implements WorkerChannel {
     // The worker's connection is its own replica's; nothing to close here.
   }
 
+  /** Its replica is gone: every call in flight ends now (each reports its request as lost). */
+  abandon(): void {
+    for (const call of [...this.inFlight.values()]) call.destroy();
+  }
+
   private forward(message: Extract<ServerToWorkerMessage, { type: 'request' }>): void {
     const id = message.request_id;
     const base = this.ctx.urlOf(this.replica);
@@ -97,8 +105,14 @@ export class RemoteChannel implements WorkerChannel {
       if (code) this.fail(id, delivered ? WORKER_DISCONNECTED : code);
     };
     call.setNoDelay(true);
+    // Until the owner says whether it granted the slot (it answers at once): a host that is gone
+    // sends no reset, and the request must not wait for the kernel's connect timeout.
+    call.setTimeout(CONNECT_TIMEOUT_MS, () => call.destroy());
     call.on('error', () => end(REPLICA_UNREACHABLE));
+    // Whatever ended the call (an abandon, a timeout) and was not reported yet is reported now.
+    call.on('close', () => end(REPLICA_UNREACHABLE));
     call.on('response', (res) => {
+      call.setTimeout(0);
       if (res.statusCode !== 200) {
         res.resume();
         if (res.statusCode === 409) {

@@ -1,6 +1,10 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { Fleet } from '../fleet/fleet.service';
+import { Errors } from '../common/gateway-error';
+import { Dispatcher } from '../dispatch/dispatcher.service';
+import type { RelayRequest } from '../dispatch/relay-request';
+import { AdmissionQueue } from '../queue/admission-queue';
 import { LifecycleState } from '../observability/lifecycle-state';
 
 /**
@@ -15,20 +19,15 @@ export class ShutdownCoordinator implements OnModuleDestroy, BeforeApplicationSh
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly lifecycle: LifecycleState,
     private readonly fleet: Fleet,
+    private readonly dispatcher: Dispatcher,
+    private readonly queue: AdmissionQueue<RelayRequest>,
   ) {}
 
   onModuleDestroy(): void {
-    // With a delay, only unready at first: requests the load balancer still sends are served.
-    if (this.config.shutdownDelayMs > 0) this.lifecycle.beginUnready();
-    else this.lifecycle.beginShutdown();
+    this.lifecycle.beginShutdown();
   }
 
   async beforeApplicationShutdown(signal?: string): Promise<void> {
-    const delay = this.config.shutdownDelayMs;
-    if (delay > 0 && !this.lifecycle.isShuttingDown) {
-      this.log.log(`unready${signal ? ` on ${signal}` : ''}: still serving for ${delay} ms (SHUTDOWN_DELAY_SECS) before the drain`);
-      await new Promise((resolve) => setTimeout(resolve, delay));
-    }
     this.log.log(`shutting down${signal ? ` on ${signal}` : ''}: draining workers (deadline ${this.config.shutdownDrainTimeoutMs} ms)`);
     await this.shutdown(this.config.shutdownDrainTimeoutMs);
     this.log.log('drain finished');
@@ -40,6 +39,9 @@ export class ShutdownCoordinator implements OnModuleDestroy, BeforeApplicationSh
    */
   async shutdown(timeoutMs: number): Promise<void> {
     this.lifecycle.beginShutdown();
-    await this.fleet.drainAll(timeoutMs);
+    // Cluster mode: waiting requests still go to other replicas' workers until the deadline.
+    const clustered = this.config.cluster.redisUrl !== undefined;
+    await this.fleet.drainAll(timeoutMs, clustered ? () => this.queue.totalDepth() > 0 : undefined);
+    for (const provider of this.queue.waitingProviders()) this.dispatcher.failWaiting(provider, Errors.serverShutdown);
   }
 }

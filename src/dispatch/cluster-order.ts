@@ -44,6 +44,14 @@ export class ClusterOrder {
     };
   }
 
+  /** Whether a freed slot of this worker is being held for another replica's older request (a new arrival waits). */
+  holds(worker: object): boolean {
+    if (!this.elsewhere.waiting) return false;
+    // A local worker is its session (routing reads sessions through the snapshot type).
+    const w = worker as Partial<WorkerSession>;
+    return !w.remote && w.deferUntil !== undefined && w.deferUntil > this.clock.now();
+  }
+
   /** Looks again once the deferral ends (one timer per worker). */
   private recheck(worker: WorkerSession): void {
     if (worker.deferTimer !== undefined) return;

@@ -66,10 +66,8 @@ export class Dispatcher implements LeaseControl {
     fleet.on('modelsChanged', ({ dropped }) => dropped.length > 0 && this.replanWaitingFor(dropped));
     fleet.on('drainExpired', ({ worker, reason }) => this.failLeases(worker.id, reason, Errors.drainTimeout));
     fleet.on('poolDrained', ({ provider }) => this.rerouteWaiting(provider));
-    // Shutting down: waiting requests end (in cluster mode they may still go to other replicas' workers).
-    fleet.on('closing', () =>
-      this.queue.waitingProviders().forEach((p) => (this.order.clustered ? this.rerouteWaiting(p) : this.failWaiting(p, Errors.serverShutdown))),
-    );
+    // Shutting down: waiting requests end (in cluster mode they keep waiting for other replicas' workers).
+    fleet.on('closing', () => !this.order.clustered && this.queue.waitingProviders().forEach((p) => this.failWaiting(p, Errors.serverShutdown)));
     router.onWorkerReady((w) => this.pullWork(w));
   }
 
@@ -162,8 +160,8 @@ export class Dispatcher implements LeaseControl {
   /** Routes a new or requeued request: to a free worker, into the queue, or to its error. */
   private dispatch(req: RelayRequest, requeued: boolean): void {
     let decision = this.router.route(req.plan);
-    // Shutting down (cluster mode): nothing waits any more; only a free worker elsewhere takes it.
-    if (decision.kind !== 'assign' && this.fleet.closing) decision = { kind: 'reject', error: Errors.serverShutdown() };
+    // Shutting down: nothing waits any more (cluster mode: it waits for other replicas' workers).
+    if (decision.kind !== 'assign' && this.fleet.closing && !this.order.clustered) decision = { kind: 'reject', error: Errors.serverShutdown() };
     if (decision.kind === 'reject') {
       if (requeued) return this.end.fail(req, decision.error);
       // count_tokens without a tokenizer anywhere: the gateway's own estimate answers it.
@@ -180,7 +178,8 @@ export class Dispatcher implements LeaseControl {
       else if (!req.assignedAt) req.deadline = Infinity;
     }
     // A key or tenant at its max_concurrent waits in the queue even when a worker is free.
-    if (decision.kind === 'assign' && !this.gate.blocked(req)) this.assign(req, decision.worker, decision.model);
+    // Nor does it take a slot held for an older request of another replica (cluster mode).
+    if (decision.kind === 'assign' && !this.gate.blocked(req) && !this.order.holds(decision.worker)) this.assign(req, decision.worker, decision.model);
     else this.enqueue(req, decision.model, requeued);
   }
 

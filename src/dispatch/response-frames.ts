@@ -30,6 +30,11 @@ export const SLOT_TAKEN = 'slot_taken';
  */
 export const REPLICA_UNREACHABLE = 'replica_unreachable';
 
+/** A code a worker sent: the gateway's own cluster codes are not a worker's to use (they would steer rescue). */
+export function workerCode(code: string): string {
+  return code === SLOT_TAKEN || code === REPLICA_UNREACHABLE ? 'worker_error' : code;
+}
+
 /** What the frames need back from the Dispatcher: ending a lease, and routing a request again. */
 export interface LeaseControl {
   /** Cancels the request on its worker (its slot stays held until the worker confirms). */

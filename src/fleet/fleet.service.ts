@@ -267,7 +267,7 @@ export class Fleet implements LeaseHost {
    * Gateway shutdown: waiting requests are answered (`closing`), then every worker is drained;
    * resolves once all are gone or the deadline (plus a second) passed.
    */
-  async drainAll(timeoutMs: number): Promise<void> {
+  async drainAll(timeoutMs: number, pending?: () => boolean): Promise<void> {
     const deadline = this.clock.now() + timeoutMs;
     this.events.emit('closing', {});
     if (this.localCount > 0) {
@@ -277,9 +277,10 @@ export class Fleet implements LeaseHost {
       const grace = new Promise<void>((resolve) => this.clock.setTimeout(resolve, timeoutMs + 1000));
       await Promise.race([allGone, grace]);
     }
-    // Cluster mode: requests this replica's clients sent to other replicas' workers finish too.
-    const forwarded = () => [...this.sessions.all()].some((w) => w.remote && w.assigned.size > 0);
-    while (forwarded() && this.clock.now() < deadline) await new Promise<void>((resolve) => this.clock.setTimeout(resolve, 50));
+    // Cluster mode: requests this replica's clients sent to other replicas' workers finish too, and
+    // `pending` (requests still waiting for one) empties.
+    const busy = () => pending?.() || [...this.sessions.all()].some((w) => w.remote && w.assigned.size > 0);
+    while (busy() && this.clock.now() < deadline) await new Promise<void>((resolve) => this.clock.setTimeout(resolve, 50));
   }
 
   // ---------------------------------------------------------------- internals

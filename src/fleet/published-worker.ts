@@ -89,7 +89,7 @@ function readCapabilities(v: unknown): Record<string, ModelCapabilities> {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return out;
   let n = 0;
   for (const [model, caps] of Object.entries(v as Record<string, unknown>)) {
-    if (++n > MAX_MODELS || !str(model) || !caps || typeof caps !== 'object') continue;
+    if (++n > MAX_MODELS || !str(model) || model === '__proto__' || !caps || typeof caps !== 'object') continue;
     const c = caps as Record<string, unknown>;
     const one: ModelCapabilities = {};
     if (typeof c.vision === 'boolean') one.vision = c.vision;

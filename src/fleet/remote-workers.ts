@@ -40,10 +40,15 @@ export class RemoteWorkers {
     if (known.size === 0) this.byReplica.delete(replica);
   }
 
-  /** The replica left the cluster (or this one lost Redis): its workers are gone from here. */
-  dropReplica(replica: string): void {
+  /**
+   * The replica left the cluster (or this one lost Redis): its workers are gone from here. With
+   * `abandon` (it left: it is dead or unreachable) the requests forwarded to it end now, rather than
+   * wait on a link that may never answer (a host down sends no reset).
+   */
+  dropReplica(replica: string, abandon = false): void {
     const known = this.byReplica.get(replica);
     if (!known) return;
+    if (abandon) for (const session of known.values()) session.channel.abandon?.();
     for (const id of [...known.keys()]) this.remove(known, id);
     this.byReplica.delete(replica);
   }

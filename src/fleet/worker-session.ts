@@ -12,6 +12,8 @@ const CANCELLED_IDS_KEPT = 16384;
 export interface WorkerChannel {
   send(message: ServerToWorkerMessage): void;
   close(code: number, reason: string): void;
+  /** Cluster mode, a remote worker's channel: its replica is gone, so every request in flight on it ends now. */
+  abandon?(): void;
 }
 
 /** A cancelled request's slot, kept until the worker completes it or reports a lower load. */

@@ -114,7 +114,7 @@ function readHeads(v: unknown): Record<string, Array<number | null>> | undefined
   if (entries.length > MAX_ENTRIES) return undefined;
   const out: Record<string, Array<number | null>> = {};
   for (const [model, levels] of entries) {
-    if (model.length > 512 || !Array.isArray(levels) || levels.length > 3) continue;
+    if (model.length > 512 || model === '__proto__' || !Array.isArray(levels) || levels.length > 3) continue;
     out[model] = levels.map((w) => (typeof w === 'number' && Number.isFinite(w) && w >= 0 ? Math.min(w, 86_400_000) : null));
   }
   return out;
@@ -127,7 +127,7 @@ function counts(v: unknown, whole: boolean): Record<string, number> | undefined 
   if (entries.length > MAX_ENTRIES) return undefined;
   const out: Record<string, number> = {};
   for (const [k, n] of entries) {
-    if (k.length > 512 || typeof n !== 'number' || !Number.isFinite(n) || n <= 0) continue;
+    if (k.length > 512 || k === '__proto__' || typeof n !== 'number' || !Number.isFinite(n) || n <= 0) continue;
     out[k] = whole ? Math.min(MAX_DEPTH, Math.floor(n)) : Math.min(1000, n);
   }
   return out;

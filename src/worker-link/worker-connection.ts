@@ -28,6 +28,7 @@ import { MetricsService } from '../observability/metrics.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { restrictToProvider, sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName, WorkerLimits } from './sanitize-models';
 import { WorkerAuthGate } from './worker-auth-gate';
+import { workerCode } from '../dispatch/response-frames';
 import { setMaxPayload } from './worker-ws.adapter';
 import { registerFrameCap } from './register-frame-cap';
 
@@ -311,7 +312,7 @@ export class WorkerConnection implements WorkerChannel {
         return;
       }
       case 'error':
-        if (message.request_id) frames.onWorkerError(worker, message.request_id, message.code);
+        if (message.request_id) frames.onWorkerError(worker, message.request_id, workerCode(message.code));
         else log.warn(`worker ${worker.id} reported error ${message.code}: ${message.message}`);
         return;
       case 'lifecycle_status':
