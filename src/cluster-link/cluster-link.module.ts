@@ -1,4 +1,4 @@
-import { Global, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Global, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import { APP_CONFIG, AppConfig } from '../config';
@@ -13,21 +13,14 @@ import { AdmissionQueue } from '../queue/admission-queue';
 import type { RelayRequest } from '../dispatch/relay-request';
 import { Fleet } from '../fleet/fleet.service';
 import { RemoteWorkers } from '../fleet/remote-workers';
-import { ForwardRelays, RequestFrames } from './forward-relays';
-import { registerForwardRoute } from './forward-route';
+import { ForwardRelays } from './forward-relays';
 import { listenInternally } from './internal-listener';
+import { LinkServer } from './link-server';
+import { PeerLinks } from './peer-link';
+import { WorkerFrames } from './worker-frames';
 import type { Server } from 'node:http';
 import { FleetSync } from './fleet-sync';
 import { ForwardContext, RemoteChannel } from './remote-channel';
-
-/**
- * The frame handlers worker links use: the Dispatcher's own in one process; in cluster mode the
- * relays of forwarded requests in front of them (a frame about a request another replica sent
- * here goes back to that replica, every other frame to the Dispatcher).
- */
-export abstract class WorkerFrames {
-  abstract readonly handlers: RequestFrames;
-}
 
 /** Changes published at most this often (a busy worker's load changes with every request). */
 const FLUSH_MS = 20;
@@ -49,12 +42,14 @@ const FLUSH_MS = 20;
         handlers: config.cluster.redisUrl ? new ForwardRelays(fleet, dispatcher.frames) : dispatcher.frames,
       }),
     },
+    LinkServer,
   ],
   exports: [WorkerFrames],
 })
-export class ClusterLinkModule implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
+export class ClusterLinkModule implements OnApplicationBootstrap, OnApplicationShutdown {
   private sync: FleetSync | undefined;
   private internal: Server | undefined;
+  private links: PeerLinks | undefined;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -67,27 +62,27 @@ export class ClusterLinkModule implements OnModuleInit, OnApplicationBootstrap, 
     private readonly queue: AdmissionQueue<RelayRequest>,
   ) {}
 
-  onModuleInit(): void {
-    const relays = this.frames.handlers;
-    if (!(relays instanceof ForwardRelays)) return;
-    const fastify = this.http.httpAdapter?.getInstance() as FastifyInstance | undefined;
-    if (fastify) registerForwardRoute(fastify, this.config, this.fleet, relays);
-  }
-
   async onApplicationBootstrap(): Promise<void> {
     const { cluster } = this.config;
     if (!cluster.redisUrl || !cluster.secret) return;
     const fastify = this.http.httpAdapter?.getInstance() as FastifyInstance | undefined;
     // Listening before the replica announces itself (at the public listener's start), so the advertised address answers.
     if (cluster.listenAddr && fastify) this.internal = await listenInternally(cluster.listenAddr, fastify);
+    this.links = new PeerLinks(
+      {
+        secret: cluster.secret,
+        replicaId: cluster.replicaId,
+        urlOf: (replica) => this.membership.members().find((m) => m.id === replica)?.advertise_url,
+        // A worker's frame is capped at its own link; the owner re-serialises it (a chunk's escapes may grow it).
+        maxPayload: 2 * this.config.connections.maxWorkerFrameBytes,
+      },
+      this.clock,
+    );
     const ctx: ForwardContext = {
-      secret: cluster.secret,
-      replicaId: cluster.replicaId,
-      urlOf: (replica) => this.membership.members().find((m) => m.id === replica)?.advertise_url,
+      links: this.links,
       frames: this.dispatcher.frames,
       markFull: (session) => remote.markFull(session),
       confirmCancelled: (session, requestId) => this.fleet.confirmCancelled(session, requestId),
-      maxLineBytes: 2 * this.config.connections.maxWorkerFrameBytes,
     };
     const remote = new RemoteWorkers(
       this.fleet,
@@ -106,6 +101,7 @@ export class ClusterLinkModule implements OnModuleInit, OnApplicationBootstrap, 
   /** After the drain: until then the others see this replica's workers (draining) and its relays run. */
   async onApplicationShutdown(): Promise<void> {
     await this.sync?.stop();
+    this.links?.closeAll();
     const internal = this.internal;
     if (internal) await new Promise<void>((resolve) => internal.close(() => resolve()));
   }

@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import type { ResponseCompleteMessage, ResponseStartMessage } from '../protocol';
 import type { FrameVerdict, ResponseFrames } from '../dispatch/response-frames';
 import { BACKEND_UNAVAILABLE } from '../dispatch/response-frames';
@@ -12,9 +11,15 @@ export type RequestFrames = Pick<ResponseFrames, 'onChunk' | 'onComplete' | 'onR
 /** Error code a forwarded request ends with when its worker left after answering began. */
 export const WORKER_DISCONNECTED = 'worker_disconnected';
 
+/** Where a relayed request's frames go: the link to the calling replica. */
+export interface RelaySink {
+  /** One frame (serialised) of a request; `last` when it is the request's last. */
+  frame(requestId: string, text: string, last: boolean): void;
+}
+
 interface Relay {
   lease: SlotLease;
-  out: ServerResponse;
+  out: RelaySink;
 }
 
 /**
@@ -58,26 +63,28 @@ export class ForwardRelays implements RequestFrames {
   }
 
   /** Starts relaying: the lease's request is sent to the worker; its frames go to `out`. */
-  open(lease: SlotLease, out: ServerResponse, send: () => void): void {
-    const relay: Relay = { lease, out };
-    this.relays.set(lease.requestId, relay);
-    // The calling replica gave up (its client left, a timeout, a watchdog): the worker is told to stop.
-    const gone = () => {
-      if (this.relays.get(lease.requestId) !== relay) return;
-      this.relays.delete(lease.requestId);
-      lease.cancel('client_disconnect');
-    };
-    out.on('close', gone);
+  open(lease: SlotLease, out: RelaySink, send: () => void): void {
+    this.relays.set(lease.requestId, { lease, out });
     send();
-    // The caller may have gone before this handler ran: its 'close' then never comes again.
-    if (out.destroyed || out.socket?.destroyed) gone();
+  }
+
+  /**
+   * The calling replica gave up on a request (its client left, a timeout, a watchdog; or the link to
+   * that replica is gone): the worker is told to stop. Only the relay of that sink (a request id is
+   * the caller's, and another link must not end it).
+   */
+  drop(requestId: string, out: RelaySink): void {
+    const relay = this.relays.get(requestId);
+    if (relay?.out !== out) return;
+    this.relays.delete(requestId);
+    relay.lease.cancel('client_disconnect');
   }
 
   onChunk(worker: WorkerSession, requestId: string, chunk: string): FrameVerdict {
     const relay = this.relayOf(worker, requestId);
     if (!relay) return this.inner.onChunk(worker, requestId, chunk);
     relay.lease.responding = true;
-    write(relay, { type: 'response_chunk', request_id: requestId, chunk });
+    relay.out.frame(requestId, JSON.stringify({ type: 'response_chunk', request_id: requestId, chunk }), false);
     return 'ok';
   }
 
@@ -85,7 +92,7 @@ export class ForwardRelays implements RequestFrames {
     const relay = this.relayOf(worker, msg.request_id);
     if (!relay) return this.inner.onResponseStart(worker, msg);
     relay.lease.responding = true;
-    write(relay, msg);
+    relay.out.frame(msg.request_id, JSON.stringify(msg), false);
     return 'ok';
   }
 
@@ -111,12 +118,8 @@ export class ForwardRelays implements RequestFrames {
   /** The last frame: written, the relay ends, the slot is free (and offered to this replica's queue). */
   private finish(relay: Relay, last: object): void {
     this.relays.delete(relay.lease.requestId);
-    relay.out.end(`${JSON.stringify(last)}\n`);
+    relay.out.frame(relay.lease.requestId, JSON.stringify(last), true);
     relay.lease.release();
     relay.lease.announceFree();
   }
-}
-
-function write(relay: Relay, frame: object): void {
-  relay.out.write(`${JSON.stringify(frame)}\n`);
 }

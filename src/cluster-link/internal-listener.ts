@@ -4,7 +4,7 @@ import { INTERNAL_PREFIX, markInternal } from '../cluster/internal-link';
 
 /**
  * `CLUSTER_LISTEN_ADDR`: a plain HTTP listener of its own for the internal routes between replicas
- * (forwarding, tasks), so a network policy can keep replica-to-replica traffic off the public port.
+ * (the forwarding link, tasks), so a network policy can keep replica-to-replica traffic off the public port.
  * It hands those requests to the gateway's own router (the same route handlers, which then refuse
  * them on the public listener) and answers anything else 404.
  */
@@ -18,6 +18,11 @@ export async function listenInternally(listenAddr: string, fastify: FastifyInsta
       return;
     }
     fastify.server.emit('request', req, res);
+  });
+  // The link between replicas (a WebSocket) is upgraded by the same WebSocket server as on the public listener.
+  server.on('upgrade', (req, socket, head) => {
+    if (req.url?.startsWith(`${INTERNAL_PREFIX}/`)) fastify.server.emit('upgrade', req, socket, head);
+    else socket.destroy();
   });
   server.on('connection', (socket) => {
     markInternal(socket);

@@ -13,7 +13,7 @@ import { Fleet } from '../fleet/fleet.service';
 import { LifecycleService } from '../lifecycle/lifecycle.service';
 import { WorkerConnection, WorkerLinkDeps } from './worker-connection';
 import { WorkerAuthGate } from './worker-auth-gate';
-import { WorkerFrames } from '../cluster-link/cluster-link.module';
+import { WorkerFrames } from '../cluster-link/worker-frames';
 
 /** `GET /v1/worker/connect?provider=<name>` upgraded to WebSocket, on the HTTP port. */
 @WebSocketGateway({ path: '/v1/worker/connect' })

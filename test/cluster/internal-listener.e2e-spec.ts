@@ -1,4 +1,5 @@
 import { createServer } from 'node:net';
+import WebSocket from 'ws';
 import { TestRedisServer } from '../rate-limit/support';
 import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, chat, eventually, get, post } from '../support/http';
@@ -16,6 +17,23 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** Opens the link between replicas at `base`: its HTTP status (101 when it opened) and, when open, the socket. */
+async function openLink(base: string, headers: Record<string, string> = {}): Promise<{ status: number; socket?: WebSocket }> {
+  const socket = new WebSocket(`${base.replace(/^http/, 'ws')}/internal/cluster/v1/link`, { headers });
+  return new Promise((resolve) => {
+    socket.once('open', () => resolve({ status: 101, socket }));
+    socket.once('unexpected-response', (_req, res) => {
+      resolve({ status: res.statusCode ?? 0 });
+      socket.terminate();
+    });
+    socket.once('error', () => resolve({ status: 0 }));
+  });
+}
+
+function nextMessage(socket: WebSocket): Promise<string> {
+  return new Promise((resolve) => socket.once('message', (data) => resolve(data.toString())));
+}
+
 /** CLUSTER_LISTEN_ADDR: the internal routes move to a listener of their own, off the public port. */
 describeWithPostgres('cluster mode: the internal listener (CLUSTER_LISTEN_ADDR)', () => {
   let redis: TestRedisServer;
@@ -23,6 +41,7 @@ describeWithPostgres('cluster mode: the internal listener (CLUSTER_LISTEN_ADDR)'
   const gw: TestGateway[] = [];
   const ports: number[] = [];
   let worker: ScriptedWorker;
+  let workerId: string;
 
   beforeAll(async () => {
     redis = await TestRedisServer.start();
@@ -41,7 +60,9 @@ describeWithPostgres('cluster mode: the internal listener (CLUSTER_LISTEN_ADDR)'
         }),
       );
     }
-    worker = (await ScriptedWorker.register(gw[0].workerUrl, { models: ['inner-model'], worker_name: 'inner' })).worker;
+    const registered = await ScriptedWorker.register(gw[0].workerUrl, { models: ['inner-model'], worker_name: 'inner' });
+    worker = registered.worker;
+    workerId = String(registered.ack.worker_id);
     await eventually(
       async () => ((await get(gw[1].url, '/v1/models')).json?.data ?? []).some((m: { id: string }) => m.id === 'inner-model'),
       15_000,
@@ -68,13 +89,33 @@ describeWithPostgres('cluster mode: the internal listener (CLUSTER_LISTEN_ADDR)'
   });
 
   it('the public listener no longer answers the internal routes, and the internal one answers nothing else', async () => {
-    const onPublic = await post(gw[0].url, '/internal/cluster/v1/workers/x/requests', '{}\n', { [CLUSTER_AUTH_HEADER]: SECRET });
-    expect(onPublic.status).toBe(404);
+    expect((await openLink(gw[0].url, { [CLUSTER_AUTH_HEADER]: SECRET })).status).toBe(404);
     const internalUrl = `http://127.0.0.1:${ports[0]}`;
     expect((await get(internalUrl, '/v1/models')).status).toBe(404);
     expect((await get(internalUrl, '/health')).status).toBe(404);
-    // On the internal listener the route is there: without the secret it says so.
-    expect((await post(internalUrl, '/internal/cluster/v1/workers/x/requests', '{}\n')).status).toBe(401);
-    expect((await post(internalUrl, '/internal/cluster/v1/workers/x/requests', '{}\n', { [CLUSTER_AUTH_HEADER]: SECRET })).status).toBe(400);
+    // On the internal listener the link is there: without the secret it says so.
+    expect((await openLink(internalUrl)).status).toBe(401);
+    expect((await openLink(internalUrl, { [CLUSTER_AUTH_HEADER]: 'wrong-secret-0123456789abcdef0123' })).status).toBe(401);
+    const { status, socket } = await openLink(internalUrl, { [CLUSTER_AUTH_HEADER]: SECRET });
+    expect(status).toBe(101);
+    // A peer's messages are checked like any input: a malformed request and one for a worker not here are refused by id.
+    socket!.send('{"t":"req","id":"bad-1"}\n{}');
+    expect(JSON.parse((await nextMessage(socket!)).slice(1))).toEqual({ t: 'refused', id: 'bad-1', code: 'malformed' });
+    const head = { t: 'req', id: 'gone-1', worker: 'no-such-worker', model: 'inner-model', endpoint_path: '/v1/chat/completions', is_streaming: false };
+    socket!.send(`${JSON.stringify(head)}\n{}`);
+    expect(JSON.parse((await nextMessage(socket!)).slice(1))).toEqual({ t: 'refused', id: 'gone-1', code: 'worker_gone' });
+    socket!.terminate();
+  });
+
+  it('a calling replica whose link breaks leaves nothing running: its requests are cancelled on the worker', async () => {
+    const { socket } = await openLink(`http://127.0.0.1:${ports[0]}`, { [CLUSTER_AUTH_HEADER]: SECRET });
+    const head = { t: 'req', id: 'orphan-1', worker: workerId, model: 'inner-model', endpoint_path: '/v1/chat/completions', is_streaming: true };
+    socket!.send(`${JSON.stringify(head)}\n${JSON.stringify(chat('inner-model'))}`);
+    const req = await worker.next('request', (f) => f.request_id === 'orphan-1');
+    worker.chunk(String(req.request_id), 'data: {}\n\n');
+    expect(JSON.parse(await nextMessage(socket!))).toMatchObject({ type: 'response_chunk', request_id: 'orphan-1' });
+    socket!.terminate();
+    const cancel = await worker.next('cancel', (f) => f.request_id === 'orphan-1');
+    expect(cancel.request_id).toBe('orphan-1');
   });
 });

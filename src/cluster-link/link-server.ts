@@ -1,0 +1,127 @@
+import { Inject, Logger } from '@nestjs/common';
+import { OnGatewayConnection, OnGatewayInit, WebSocketGateway } from '@nestjs/websockets';
+import type { IncomingMessage } from 'node:http';
+import type { WebSocket, WebSocketServer } from 'ws';
+import { APP_CONFIG, AppConfig } from '../config';
+import { CLOCK, Clock } from '../common/clock';
+import { CLUSTER_AUTH_HEADER, CLUSTER_FROM_HEADER, clusterAuthMatches, internalRouteServed } from '../cluster/internal-link';
+import { Fleet } from '../fleet/fleet.service';
+import { ForwardRelays, RelaySink } from './forward-relays';
+import { encodeRefusal, LINK_PATH, readCallerMessage, RefusalCode } from './link-protocol';
+import { WorkerFrames } from './worker-frames';
+import { LINK_DEAD_MS, LINK_PING_MS } from './peer-link';
+
+const log = new Logger('ClusterLink');
+
+/**
+ * The owner's end of the links (cluster mode): other replicas open one WebSocket each to
+ * `LINK_PATH` and send the requests they forward to workers connected here. A request runs on a
+ * SlotLease granted here (this replica is the authority on its workers' slots); the worker's frames
+ * go back on the same link (ForwardRelays). The upgrade is refused (404) outside cluster mode and
+ * on the public listener when `CLUSTER_LISTEN_ADDR` is set, and 401 without the cluster secret.
+ */
+@WebSocketGateway({ path: LINK_PATH, perMessageDeflate: false })
+export class LinkServer implements OnGatewayInit, OnGatewayConnection {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly fleet: Fleet,
+    private readonly frames: WorkerFrames,
+  ) {}
+
+  afterInit(server: WebSocketServer): void {
+    const { cluster, maxBodyBytes } = this.config;
+    // A forwarded request carries the client's body (up to MAX_BODY_BYTES) and a line of head.
+    server.options.maxPayload = maxBodyBytes + 1024 * 1024;
+    server.options.verifyClient = (info: { req: IncomingMessage }, done: (ok: boolean, code?: number, message?: string) => void) => {
+      if (!cluster.redisUrl || !internalRouteServed(cluster.listenAddr, info.req.socket)) return done(false, 404, 'Not Found');
+      if (!clusterAuthMatches(info.req.headers[CLUSTER_AUTH_HEADER], cluster.secret)) return done(false, 401, 'Unauthorized');
+      done(true);
+    };
+  }
+
+  handleConnection(socket: WebSocket, request: IncomingMessage): void {
+    const relays = this.frames.handlers;
+    if (!(relays instanceof ForwardRelays)) return socket.close(1008, 'not in cluster mode');
+    const from = String(request.headers[CLUSTER_FROM_HEADER] ?? '?').slice(0, 128);
+    new LinkSession(socket, from, this.fleet, relays, this.clock).start();
+  }
+}
+
+/** One calling replica's link: its requests, relayed until their last frame, cancelled if it goes. */
+class LinkSession implements RelaySink {
+  /** Requests of this link being relayed. */
+  private readonly open = new Set<string>();
+  private lastHeard: number;
+
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly from: string,
+    private readonly fleet: Fleet,
+    private readonly relays: ForwardRelays,
+    private readonly clock: Clock,
+  ) {
+    this.lastHeard = clock.now();
+  }
+
+  start(): void {
+    const { socket } = this;
+    socket.on('message', (data, isBinary) => {
+      this.lastHeard = this.clock.now();
+      if (!isBinary) this.onMessage(data.toString());
+    });
+    socket.on('ping', () => (this.lastHeard = this.clock.now()));
+    // A caller host that vanished sends nothing (its pings stop): its requests are cancelled on the workers.
+    const watch = this.clock.setInterval(() => {
+      if (this.clock.now() - this.lastHeard > LINK_DEAD_MS) socket.terminate();
+    }, LINK_PING_MS);
+    socket.on('close', () => {
+      this.clock.clearInterval(watch);
+      for (const id of [...this.open]) this.relays.drop(id, this);
+      this.open.clear();
+    });
+    socket.on('error', () => socket.terminate());
+  }
+
+  frame(requestId: string, text: string, last: boolean): void {
+    if (last) this.open.delete(requestId);
+    this.socket.send(text);
+  }
+
+  private onMessage(text: string): void {
+    const msg = readCallerMessage(text);
+    if (!msg) {
+      log.warn(`replica ${this.from} sent an unreadable link message`);
+      const id = /"id":"([^"]{1,256})"/.exec(text.slice(0, 1024))?.[1];
+      if (id) this.refuse(id, 'malformed');
+      return;
+    }
+    if ('cancel' in msg) {
+      this.open.delete(msg.cancel);
+      return this.relays.drop(msg.cancel, this);
+    }
+    const { head, body } = msg;
+    const worker = this.fleet.sessions.get(head.worker);
+    if (!worker || worker.remote) return this.refuse(head.id, 'worker_gone');
+    // A retry of a request whose cancelled run still holds its slot here waits for another slot.
+    if (worker.assigned.has(head.id) || worker.held.has(head.id) || this.relays.has(head.id)) return this.refuse(head.id, 'slot_taken');
+    const lease = this.fleet.reserve(worker, head.id, head.model);
+    if (!lease) return this.refuse(head.id, 'slot_taken');
+    this.open.add(head.id);
+    this.relays.open(lease, this, () =>
+      lease.send({
+        type: 'request',
+        request_id: head.id,
+        model: head.model,
+        endpoint_path: head.endpoint_path,
+        is_streaming: head.is_streaming,
+        body,
+        ...(head.headers ? { headers: head.headers } : {}),
+      }),
+    );
+  }
+
+  private refuse(id: string, code: RefusalCode): void {
+    this.socket.send(encodeRefusal(id, code));
+  }
+}
