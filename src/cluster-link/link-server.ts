@@ -31,8 +31,9 @@ export class LinkServer implements OnGatewayInit, OnGatewayConnection {
 
   afterInit(server: WebSocketServer): void {
     const { cluster, maxBodyBytes } = this.config;
-    // A forwarded request carries the client's body (up to MAX_BODY_BYTES) and a line of head.
-    server.options.maxPayload = maxBodyBytes + 1024 * 1024;
+    // A forwarded request carries the client's body (up to MAX_BODY_BYTES; a translated one may be
+    // longer) and a line of head.
+    server.options.maxPayload = 2 * maxBodyBytes + 1024 * 1024;
     server.options.verifyClient = (info: { req: IncomingMessage }, done: (ok: boolean, code?: number, message?: string) => void) => {
       if (!cluster.redisUrl || !internalRouteServed(cluster.listenAddr, info.req.socket)) return done(false, 404, 'Not Found');
       if (!clusterAuthMatches(info.req.headers[CLUSTER_AUTH_HEADER], cluster.secret)) return done(false, 401, 'Unauthorized');
@@ -53,6 +54,7 @@ class LinkSession implements RelaySink {
   /** Requests of this link being relayed. */
   private readonly open = new Set<string>();
   private lastHeard: number;
+  private corked = false;
 
   constructor(
     private readonly socket: WebSocket,
@@ -85,7 +87,24 @@ class LinkSession implements RelaySink {
 
   frame(requestId: string, text: string, last: boolean): void {
     if (last) this.open.delete(requestId);
+    this.cork();
     this.socket.send(text);
+  }
+
+  /**
+   * Frames relayed in one turn of the event loop (a worker's frames arrive in bursts: one read often
+   * holds many chunks) leave in one write: the link's TCP socket is corked until the turn's end.
+   */
+  private cork(): void {
+    if (this.corked) return;
+    const tcp = (this.socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
+    if (!tcp) return;
+    this.corked = true;
+    tcp.cork();
+    queueMicrotask(() => {
+      this.corked = false;
+      tcp.uncork();
+    });
   }
 
   private onMessage(text: string): void {
