@@ -15,6 +15,8 @@ export const WORKER_DISCONNECTED = 'worker_disconnected';
 export interface RelaySink {
   /** One frame (serialised) of a request; `last` when it is the request's last. */
   frame(requestId: string, text: string, last: boolean): void;
+  /** A `response_chunk` of a request (the sink may join a burst of them into one frame). */
+  chunk(requestId: string, chunk: string): void;
 }
 
 interface Relay {
@@ -84,7 +86,7 @@ export class ForwardRelays implements RequestFrames {
     const relay = this.relayOf(worker, requestId);
     if (!relay) return this.inner.onChunk(worker, requestId, chunk);
     relay.lease.responding = true;
-    relay.out.frame(requestId, JSON.stringify({ type: 'response_chunk', request_id: requestId, chunk }), false);
+    relay.out.chunk(requestId, chunk);
     return 'ok';
   }
 

@@ -13,6 +13,9 @@ import { LINK_DEAD_MS, LINK_PING_MS } from './peer-link';
 
 const log = new Logger('ClusterLink');
 
+/** Chunks are joined up to about this many characters (far below a link message's cap). */
+const MAX_BATCH_CHARS = 1024 * 1024;
+
 /**
  * The owner's end of the links (cluster mode): other replicas open one WebSocket each to
  * `LINK_PATH` and send the requests they forward to workers connected here. A request runs on a
@@ -54,7 +57,9 @@ class LinkSession implements RelaySink {
   /** Requests of this link being relayed. */
   private readonly open = new Set<string>();
   private lastHeard: number;
-  private corked = false;
+  private turnPending = false;
+  /** Chunks of one request relayed in this turn, not yet sent. */
+  private batch: { id: string; parts: string[]; bytes: number } | undefined;
 
   constructor(
     private readonly socket: WebSocket,
@@ -86,24 +91,50 @@ class LinkSession implements RelaySink {
   }
 
   frame(requestId: string, text: string, last: boolean): void {
+    this.flush();
     if (last) this.open.delete(requestId);
-    this.cork();
+    this.endOfTurn();
     this.socket.send(text);
   }
 
   /**
-   * Frames relayed in one turn of the event loop (a worker's frames arrive in bursts: one read often
-   * holds many chunks) leave in one write: the link's TCP socket is corked until the turn's end.
+   * A chunk of a relayed request: the chunks of one request that arrive in the same turn of the event
+   * loop (a worker's frames come in bursts: one read often holds many) go on as one, joined: the same
+   * bytes, none of them later, and one frame to write here and to read and write at the caller.
    */
-  private cork(): void {
-    if (this.corked) return;
+  chunk(requestId: string, chunk: string): void {
+    const b = this.batch;
+    if (b?.id === requestId && b.bytes < MAX_BATCH_CHARS) {
+      b.parts.push(chunk);
+      b.bytes += chunk.length;
+      return;
+    }
+    this.flush();
+    this.batch = { id: requestId, parts: [chunk], bytes: chunk.length };
+    this.endOfTurn();
+  }
+
+  private flush(): void {
+    const b = this.batch;
+    if (!b) return;
+    this.batch = undefined;
+    const chunk = b.parts.length === 1 ? b.parts[0] : b.parts.join('');
+    this.socket.send(JSON.stringify({ type: 'response_chunk', request_id: b.id, chunk }));
+  }
+
+  /**
+   * What is relayed in this turn leaves at its end, in one write: the batched chunks are sent and
+   * the link's TCP socket, corked until then, is written once.
+   */
+  private endOfTurn(): void {
+    if (this.turnPending) return;
+    this.turnPending = true;
     const tcp = (this.socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
-    if (!tcp) return;
-    this.corked = true;
-    tcp.cork();
+    tcp?.cork();
     queueMicrotask(() => {
-      this.corked = false;
-      tcp.uncork();
+      this.turnPending = false;
+      this.flush();
+      tcp?.uncork();
     });
   }
 
