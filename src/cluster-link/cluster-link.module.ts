@@ -16,6 +16,7 @@ import { RemoteWorkers } from '../fleet/remote-workers';
 import { ForwardRelays } from './forward-relays';
 import { listenInternally } from './internal-listener';
 import { LinkServer } from './link-server';
+import { linkRequestCap } from './link-protocol';
 import { PeerLinks } from './peer-link';
 import { WorkerFrames } from './worker-frames';
 import type { Server } from 'node:http';
@@ -50,6 +51,7 @@ export class ClusterLinkModule implements OnApplicationBootstrap, OnApplicationS
   private sync: FleetSync | undefined;
   private internal: Server | undefined;
   private links: PeerLinks | undefined;
+  private stopWatching: (() => void) | undefined;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -78,11 +80,18 @@ export class ClusterLinkModule implements OnApplicationBootstrap, OnApplicationS
       },
       this.clock,
     );
+    const links = this.links;
+    // A replica that left is not called again. Not while degraded: the membership list is gone then,
+    // not the replicas, and what was forwarded to them before finishes over the links.
+    this.stopWatching = this.membership.onChange(({ left }) => {
+      if (!this.membership.degraded()) left.forEach((replica) => links.forget(replica));
+    });
     const ctx: ForwardContext = {
       links: this.links,
       frames: this.dispatcher.frames,
       markFull: (session) => remote.markFull(session),
       confirmCancelled: (session, requestId) => this.fleet.confirmCancelled(session, requestId),
+      maxRequestBytes: linkRequestCap(this.config.maxBodyBytes),
     };
     const remote = new RemoteWorkers(
       this.fleet,
@@ -101,6 +110,7 @@ export class ClusterLinkModule implements OnApplicationBootstrap, OnApplicationS
   /** After the drain: until then the others see this replica's workers (draining) and its relays run. */
   async onApplicationShutdown(): Promise<void> {
     await this.sync?.stop();
+    this.stopWatching?.();
     this.links?.closeAll();
     const internal = this.internal;
     if (internal) await new Promise<void>((resolve) => internal.close(() => resolve()));

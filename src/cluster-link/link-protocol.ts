@@ -44,6 +44,16 @@ export function isLinkControl(text: string): boolean {
   return text.charCodeAt(0) === 33; // '!'
 }
 
+/**
+ * The largest request message a replica accepts on its links: the client's body (up to
+ * MAX_BODY_BYTES; a translated one may be longer) and a line of head. Both ends compute it from
+ * their own setting; a message above the receiver's cap would close the whole link (ws closes 1009),
+ * so the caller checks it first and fails only that request.
+ */
+export function linkRequestCap(maxBodyBytes: number): number {
+  return 2 * maxBodyBytes + 1024 * 1024;
+}
+
 export function encodeRequest(head: LinkRequestHead, body: string): string {
   return `${JSON.stringify(head)}\n${body}`;
 }

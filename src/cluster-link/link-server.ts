@@ -7,13 +7,17 @@ import { CLOCK, Clock } from '../common/clock';
 import { CLUSTER_AUTH_HEADER, CLUSTER_FROM_HEADER, clusterAuthMatches, internalRouteServed } from '../cluster/internal-link';
 import { Fleet } from '../fleet/fleet.service';
 import { ForwardRelays, RelaySink } from './forward-relays';
-import { encodeRefusal, LINK_PATH, readCallerMessage, RefusalCode } from './link-protocol';
+import { encodeRefusal, LINK_PATH, linkRequestCap, readCallerMessage, RefusalCode } from './link-protocol';
 import { WorkerFrames } from './worker-frames';
-import { LINK_DEAD_MS, LINK_PING_MS } from './peer-link';
+import { rawSocketOf, watchLink } from './link-socket';
 
 const log = new Logger('ClusterLink');
 
-/** Chunks are joined up to about this many characters (far below a link message's cap). */
+/**
+ * Chunks are joined up to this many characters at most, and to a sixth of a worker frame's cap: a
+ * character of a chunk is at most 6 bytes in JSON (`\u0000`), and the caller accepts a message of
+ * twice that cap, so a joined frame always fits where each of its parts did.
+ */
 const MAX_BATCH_CHARS = 1024 * 1024;
 
 /**
@@ -34,9 +38,7 @@ export class LinkServer implements OnGatewayInit, OnGatewayConnection {
 
   afterInit(server: WebSocketServer): void {
     const { cluster, maxBodyBytes } = this.config;
-    // A forwarded request carries the client's body (up to MAX_BODY_BYTES; a translated one may be
-    // longer) and a line of head.
-    server.options.maxPayload = 2 * maxBodyBytes + 1024 * 1024;
+    server.options.maxPayload = linkRequestCap(maxBodyBytes);
     server.options.verifyClient = (info: { req: IncomingMessage }, done: (ok: boolean, code?: number, message?: string) => void) => {
       if (!cluster.redisUrl || !internalRouteServed(cluster.listenAddr, info.req.socket)) return done(false, 404, 'Not Found');
       if (!clusterAuthMatches(info.req.headers[CLUSTER_AUTH_HEADER], cluster.secret)) return done(false, 401, 'Unauthorized');
@@ -48,7 +50,7 @@ export class LinkServer implements OnGatewayInit, OnGatewayConnection {
     const relays = this.frames.handlers;
     if (!(relays instanceof ForwardRelays)) return socket.close(1008, 'not in cluster mode');
     const from = String(request.headers[CLUSTER_FROM_HEADER] ?? '?').slice(0, 128);
-    new LinkSession(socket, from, this.fleet, relays, this.clock).start();
+    new LinkSession(socket, from, this.fleet, relays, this.clock, this.config.connections.maxWorkerFrameBytes).start();
   }
 }
 
@@ -56,7 +58,7 @@ export class LinkServer implements OnGatewayInit, OnGatewayConnection {
 class LinkSession implements RelaySink {
   /** Requests of this link being relayed. */
   private readonly open = new Set<string>();
-  private lastHeard: number;
+  private readonly maxBatchChars: number;
   private turnPending = false;
   /** Chunks of one request relayed in this turn, not yet sent. */
   private batch: { id: string; parts: string[]; bytes: number } | undefined;
@@ -67,23 +69,20 @@ class LinkSession implements RelaySink {
     private readonly fleet: Fleet,
     private readonly relays: ForwardRelays,
     private readonly clock: Clock,
+    maxWorkerFrameBytes: number,
   ) {
-    this.lastHeard = clock.now();
+    this.maxBatchChars = Math.min(MAX_BATCH_CHARS, Math.floor(maxWorkerFrameBytes / 6));
   }
 
   start(): void {
     const { socket } = this;
     socket.on('message', (data, isBinary) => {
-      this.lastHeard = this.clock.now();
       if (!isBinary) this.onMessage(data.toString());
     });
-    socket.on('ping', () => (this.lastHeard = this.clock.now()));
     // A caller host that vanished sends nothing (its pings stop): its requests are cancelled on the workers.
-    const watch = this.clock.setInterval(() => {
-      if (this.clock.now() - this.lastHeard > LINK_DEAD_MS) socket.terminate();
-    }, LINK_PING_MS);
+    const unwatch = watchLink(socket, this.clock, false);
     socket.on('close', () => {
-      this.clock.clearInterval(watch);
+      unwatch();
       for (const id of [...this.open]) this.relays.drop(id, this);
       this.open.clear();
     });
@@ -104,7 +103,7 @@ class LinkSession implements RelaySink {
    */
   chunk(requestId: string, chunk: string): void {
     const b = this.batch;
-    if (b?.id === requestId && b.bytes < MAX_BATCH_CHARS) {
+    if (b?.id === requestId && b.bytes + chunk.length <= this.maxBatchChars) {
       b.parts.push(chunk);
       b.bytes += chunk.length;
       return;
@@ -129,7 +128,7 @@ class LinkSession implements RelaySink {
   private endOfTurn(): void {
     if (this.turnPending) return;
     this.turnPending = true;
-    const tcp = (this.socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
+    const tcp = rawSocketOf(this.socket);
     tcp?.cork();
     queueMicrotask(() => {
       this.turnPending = false;
@@ -142,7 +141,9 @@ class LinkSession implements RelaySink {
     const msg = readCallerMessage(text);
     if (!msg) {
       log.warn(`replica ${this.from} sent an unreadable link message`);
-      const id = /"id":"([^"]{1,256})"/.exec(text.slice(0, 1024))?.[1];
+      // Its id, if one can be read from its head (never from the client's body after it).
+      const nl = text.indexOf('\n');
+      const id = /"id":"([^"\\]{1,256})"/.exec(nl < 0 ? text.slice(0, 1024) : text.slice(0, Math.min(nl, 1024)))?.[1];
       if (id) this.refuse(id, 'malformed');
       return;
     }

@@ -3,7 +3,8 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { FakeClock } from '../../test/support/fake-clock';
 import { CLUSTER_AUTH_HEADER } from '../cluster/internal-link';
 import { encodeRefusal, LINK_PATH } from './link-protocol';
-import { LINK_DEAD_MS, LINK_PING_MS, LinkCall, PeerLinks } from './peer-link';
+import { LinkCall, PeerLinks } from './peer-link';
+import { LINK_DEAD_MS, LINK_PING_MS, rawSocketOf } from './link-socket';
 
 /** A stand-in owner replica: a real WebSocket server on loopback that records what it is sent. */
 async function owner(autoPong = true) {
@@ -78,19 +79,50 @@ describe('PeerLink: the calling end of the link to another replica', () => {
     links.closeAll();
   });
 
-  it('a cancel is sent on the link and nothing more of that request is read', async () => {
+  it('a cancel is sent on the link and nothing more of that request is read; one cancelled before the link opened is never sent', async () => {
     const o = await owner();
     servers.push(o.server);
     const links = new PeerLinks({ secret: 's', replicaId: 'r2', maxPayload: 1 << 20, urlOf: () => o.url }, new FakeClock());
     const link = links.to('r1')!;
+    const early = call();
+    link.send('early', 'early-req', early.c);
+    link.cancel('early');
     const a = call();
     link.send('a', 'req', a.c);
+    await until(() => o.received.length === 1);
     link.cancel('a');
     await until(() => o.received.length === 2);
+    expect(o.received[0]).toBe('req');
     expect(JSON.parse(o.received[1])).toEqual({ t: 'cancel', id: 'a' });
     o.sockets[0].send(JSON.stringify({ type: 'response_chunk', request_id: 'a', chunk: 'x' }));
     await new Promise((r) => setTimeout(r, 50));
     expect(a.seen).toEqual([]);
+    expect(early.seen).toEqual([]);
+    links.closeAll();
+  });
+
+  it('a request sent again under the same id while its last frame is handled (another worker of that replica) gets its own frames', async () => {
+    const o = await owner();
+    servers.push(o.server);
+    const links = new PeerLinks({ secret: 's', replicaId: 'r2', maxPayload: 1 << 20, urlOf: () => o.url }, new FakeClock());
+    const link = links.to('r1')!;
+    const retry = call();
+    const first: LinkCall = {
+      // The worker failed before answering: the Dispatcher routes the request again at once, on this link.
+      frame: () => {
+        link.send('x', 'retry', retry.c);
+        return 'last';
+      },
+      refused: () => undefined,
+      lost: () => undefined,
+    };
+    link.send('x', 'first', first);
+    await until(() => o.received.length === 1);
+    o.sockets[0].send(JSON.stringify({ type: 'error', request_id: 'x', code: 'backend_unavailable', message: 'down' }));
+    await until(() => o.received.length === 2);
+    o.sockets[0].send(JSON.stringify({ type: 'response_complete', request_id: 'x', status_code: 200 }));
+    await until(() => retry.seen.length === 1);
+    expect(retry.seen).toEqual(['response_complete']);
     links.closeAll();
   });
 
@@ -136,5 +168,15 @@ describe('PeerLink: the calling end of the link to another replica', () => {
     url = `${o.url}/`;
     expect(links.to('r1')).not.toBe(first);
     links.closeAll();
+  });
+
+  it('finds the TCP socket under a WebSocket of this ws version (corking and byte-level liveness rely on it)', async () => {
+    const o = await owner();
+    servers.push(o.server);
+    const ws = new WebSocket(o.url.replace('http', 'ws'));
+    await new Promise((resolve) => ws.once('open', resolve));
+    expect(rawSocketOf(ws)).toBe((ws as unknown as { _socket: unknown })._socket);
+    expect(typeof rawSocketOf(ws)?.cork).toBe('function');
+    ws.terminate();
   });
 });

@@ -1,16 +1,13 @@
 import { Logger } from '@nestjs/common';
 import WebSocket from 'ws';
-import type { Clock, TimerHandle } from '../common/clock';
+import type { Clock } from '../common/clock';
 import { internalHeaders } from '../cluster/internal-link';
 import { parseWorkerMessage, WorkerToServerMessage } from '../protocol';
 import { encodeCancel, isLinkControl, LINK_PATH, readRefusal, RefusalCode } from './link-protocol';
+import { watchLink } from './link-socket';
 
 const log = new Logger('ClusterLink');
 
-/** A link pings this often; each end also checks then whether it heard from the other. */
-export const LINK_PING_MS = 2000;
-/** A link that heard nothing for this long (no message, no pong) is dead: its requests are lost. */
-export const LINK_DEAD_MS = 6000;
 /** How long opening a link may take: a host that is gone sends no reset, and nobody waits for the kernel's timeout. */
 const CONNECT_TIMEOUT_MS = 5000;
 
@@ -33,9 +30,9 @@ export interface LinkCall {
 export class PeerLink {
   private readonly calls = new Map<string, LinkCall>();
   private readonly socket: WebSocket;
-  private pending: string[] | undefined = [];
-  private lastHeard: number;
-  private watch: TimerHandle | undefined;
+  /** Messages written while the link opens, each with the request id it belongs to. */
+  private pending: Array<{ id: string; text: string }> | undefined = [];
+  private unwatch: (() => void) | undefined;
   private closed = false;
 
   constructor(
@@ -45,7 +42,6 @@ export class PeerLink {
     private readonly clock: Clock,
     private readonly onClosed: (link: PeerLink) => void,
   ) {
-    this.lastHeard = clock.now();
     const url = `${base.replace(/^http/, 'ws').replace(/\/+$/, '')}${LINK_PATH}`;
     this.socket = new WebSocket(url, {
       headers: internalHeaders(opts.secret, opts.replicaId),
@@ -55,10 +51,8 @@ export class PeerLink {
     });
     this.socket.on('open', () => this.opened());
     this.socket.on('message', (data, isBinary) => {
-      this.lastHeard = this.clock.now();
       if (!isBinary) this.onMessage(data.toString());
     });
-    this.socket.on('pong', () => (this.lastHeard = this.clock.now()));
     this.socket.on('unexpected-response', (_req, res) => {
       log.warn(`replica at ${base} refused the cluster link: HTTP ${res.statusCode}`);
       this.socket.terminate();
@@ -72,12 +66,16 @@ export class PeerLink {
   /** Sends a request; its frames go to `call` until its last. */
   send(id: string, text: string, call: LinkCall): void {
     this.calls.set(id, call);
-    this.write(text);
+    this.write(id, text);
   }
 
   /** The request is over here: the owner stops it on the worker, nothing more of it is read. */
   cancel(id: string): void {
-    if (this.calls.delete(id)) this.write(encodeCancel(id));
+    if (!this.calls.delete(id)) return;
+    // Not sent yet (the link is still opening): it never will be, and there is nothing to cancel.
+    const waiting = this.pending?.findIndex((m) => m.id === id) ?? -1;
+    if (waiting >= 0) this.pending!.splice(waiting, 1);
+    else this.write(id, encodeCancel(id));
   }
 
   /** Its replica is gone: the request is lost now, without waiting for the link to notice. */
@@ -92,20 +90,17 @@ export class PeerLink {
     this.socket.terminate();
   }
 
-  private write(text: string): void {
+  private write(id: string, text: string): void {
     if (this.closed) return;
-    if (this.pending) this.pending.push(text);
+    if (this.pending) this.pending.push({ id, text });
     else this.socket.send(text);
   }
 
   private opened(): void {
     const waiting = this.pending ?? [];
     this.pending = undefined;
-    for (const text of waiting) this.socket.send(text);
-    this.watch = this.clock.setInterval(() => {
-      if (this.clock.now() - this.lastHeard > LINK_DEAD_MS) return this.socket.terminate();
-      this.socket.ping();
-    }, LINK_PING_MS);
+    for (const m of waiting) this.socket.send(m.text);
+    this.unwatch = watchLink(this.socket, this.clock, true);
   }
 
   private onMessage(text: string): void {
@@ -125,17 +120,19 @@ export class PeerLink {
     const id = 'request_id' in msg ? msg.request_id : undefined;
     const call = id ? this.calls.get(id) : undefined;
     if (!call || !id) return;
+    // A request's last frame ends its call before it is handed on: handling it may send the same
+    // request again (to another worker of that replica, on this link) under the same id.
+    if (msg.type === 'response_complete' || msg.type === 'error') this.calls.delete(id);
     const next = call.frame(msg);
-    if (next === 'last') this.calls.delete(id);
     // The request is gone here (or its frame was of no use): the owner stops relaying it.
-    else if (next === 'abandon') this.cancel(id);
+    if (next === 'abandon' && this.calls.get(id) === call) this.cancel(id);
   }
 
   private onClose(): void {
     if (this.closed) return;
     this.closed = true;
     this.pending = undefined;
-    if (this.watch !== undefined) this.clock.clearInterval(this.watch);
+    this.unwatch?.();
     this.onClosed(this);
     const lost = [...this.calls.values()];
     this.calls.clear();
@@ -146,6 +143,7 @@ export class PeerLink {
 /** This replica's links to the others, one per replica, opened when a request is first forwarded there. */
 export class PeerLinks {
   private readonly links = new Map<string, PeerLink>();
+  private closed = false;
 
   constructor(
     private readonly opts: { secret: string; replicaId: string; maxPayload: number; urlOf(replica: string): string | undefined },
@@ -154,9 +152,13 @@ export class PeerLinks {
 
   /** The link to a replica; undefined when it is not (or no longer) a member. */
   to(replica: string): PeerLink | undefined {
-    const base = this.opts.urlOf(replica);
-    if (!base) return undefined;
+    const base = this.closed ? undefined : this.opts.urlOf(replica);
     const known = this.links.get(replica);
+    if (!base) {
+      // It left the cluster (or this replica is stopping): its link goes too.
+      known?.close();
+      return undefined;
+    }
     if (known?.base === base) return known;
     // It restarted at another address: the old link's requests are lost with it.
     known?.close();
@@ -167,7 +169,14 @@ export class PeerLinks {
     return link;
   }
 
+  /** A replica left the cluster: its link closes (the requests on it are lost, if any were left). */
+  forget(replica: string): void {
+    this.links.get(replica)?.close();
+  }
+
+  /** This replica stops: every link closes, and no new one opens. */
   closeAll(): void {
+    this.closed = true;
     for (const link of [...this.links.values()]) link.close();
   }
 }

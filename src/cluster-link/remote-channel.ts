@@ -18,6 +18,8 @@ export interface ForwardContext {
   markFull(session: WorkerSession): void;
   /** A cancelled request's slot is given back at once: its replica holds the real one. */
   confirmCancelled(session: WorkerSession, requestId: string): void;
+  /** The largest request message the link carries (`linkRequestCap`). */
+  maxRequestBytes: number;
 }
 
 /**
@@ -28,8 +30,8 @@ export interface ForwardContext {
  * owner's business and are not sent.
  */
 export class RemoteChannel implements WorkerChannel {
-  /** Requests in flight, by id: the link each went on. */
-  private readonly inFlight = new Map<string, PeerLink>();
+  /** Requests in flight, by id: the link each went on, and its call there. */
+  private readonly inFlight = new Map<string, { link: PeerLink; call: LinkCall }>();
 
   constructor(
     private readonly ctx: ForwardContext,
@@ -41,10 +43,10 @@ export class RemoteChannel implements WorkerChannel {
   send(message: ServerToWorkerMessage): void {
     if (message.type === 'request') return this.forward(message);
     if (message.type === 'cancel') {
-      const link = this.inFlight.get(message.request_id);
-      if (link) {
+      const sent = this.inFlight.get(message.request_id);
+      if (sent) {
         this.inFlight.delete(message.request_id);
-        link.cancel(message.request_id);
+        sent.link.cancel(message.request_id);
       }
       const session = this.session();
       if (session) queueMicrotask(() => this.ctx.confirmCancelled(session, message.request_id));
@@ -57,7 +59,7 @@ export class RemoteChannel implements WorkerChannel {
 
   /** Its replica is gone: every request in flight ends now (each reports itself lost). */
   abandon(): void {
-    for (const [id, link] of [...this.inFlight]) link.lose(id);
+    for (const [id, { link }] of [...this.inFlight]) link.lose(id);
   }
 
   private forward(message: Extract<ServerToWorkerMessage, { type: 'request' }>): void {
@@ -65,8 +67,26 @@ export class RemoteChannel implements WorkerChannel {
     const link = this.ctx.links.to(this.replica);
     // Not from inside the Dispatcher's own send: the failure is taken up once that call returned.
     if (!link) return queueMicrotask(() => this.fail(id, REPLICA_UNREACHABLE));
+    const head = {
+      t: 'req' as const,
+      id,
+      worker: this.workerId,
+      model: message.model,
+      endpoint_path: message.endpoint_path,
+      is_streaming: message.is_streaming,
+      ...(message.headers ? { headers: message.headers } : {}),
+    };
+    const text = encodeRequest(head, message.body);
+    const max = this.ctx.maxRequestBytes;
+    if (text.length > max / 3 && Buffer.byteLength(text) > max) {
+      // Too large for the link (it would close it, and every request on it): only this request fails
+      // over to another worker; this one is not counted full for it.
+      log.warn(`request ${id} is too large for the link to replica ${this.replica} (${Buffer.byteLength(text)} bytes)`);
+      return queueMicrotask(() => this.unsent(id));
+    }
     let delivered = false;
-    const ended = () => this.inFlight.get(id) === link && this.inFlight.delete(id);
+    // This call's end (a retry of the request, under the same id, is another call).
+    const ended = () => this.inFlight.get(id)?.call === call && this.inFlight.delete(id);
     const call: LinkCall = {
       frame: (msg) => {
         delivered = true;
@@ -84,17 +104,8 @@ export class RemoteChannel implements WorkerChannel {
         if (ended()) this.fail(id, delivered ? WORKER_DISCONNECTED : REPLICA_UNREACHABLE);
       },
     };
-    this.inFlight.set(id, link);
-    const head = {
-      t: 'req' as const,
-      id,
-      worker: this.workerId,
-      model: message.model,
-      endpoint_path: message.endpoint_path,
-      is_streaming: message.is_streaming,
-      ...(message.headers ? { headers: message.headers } : {}),
-    };
-    link.send(id, encodeRequest(head, message.body), call);
+    this.inFlight.set(id, { link, call });
+    link.send(id, text, call);
   }
 
   /** One frame from the owner, handed to the Dispatcher (see LinkCall.frame). */
@@ -124,6 +135,12 @@ export class RemoteChannel implements WorkerChannel {
     const session = this.session();
     if (session) this.ctx.markFull(session);
     this.fail(id, SLOT_TAKEN);
+  }
+
+  /** The request did not leave: routed again without counting the worker full. */
+  private unsent(requestId: string): void {
+    const session = this.session();
+    if (session) this.ctx.frames.onWorkerError(session, requestId, REPLICA_UNREACHABLE);
   }
 
   private fail(requestId: string, code: string): void {

@@ -18,9 +18,9 @@ export const OVERFLOW_CONNECTIONS = 64;
  * upgrades, so connected workers never use up client capacity, and a connection arriving while
  * the cap is full is still accepted (up to OVERFLOW_CONNECTIONS of them) so that a worker can
  * upgrade on it; a plain request on such a connection is answered `503 too_many_connections`
- * with `connection: close`. Upgrades that are not worker WebSockets are refused by the WebSocket
- * server, and a worker socket without a valid secret is closed after its handshake, so upgrading
- * does not let clients dodge the cap for long.
+ * with `connection: close`. Upgrades other than a worker's WebSocket (or, with the cluster secret,
+ * the link between replicas) are refused by the WebSocket server, and a worker socket without a
+ * valid secret is closed after its handshake, so upgrading does not let clients dodge the cap for long.
  */
 export class ClientConnectionCap {
   private readonly clients = new Set<Socket>();
