@@ -118,4 +118,32 @@ describeWithPostgres('cluster mode: the internal listener (CLUSTER_LISTEN_ADDR)'
     const cancel = await worker.next('cancel', (f) => f.request_id === 'orphan-1');
     expect(cancel.request_id).toBe('orphan-1');
   });
+
+  it('a request that one worker of a replica could not take is served by another worker of that replica, over the same link', async () => {
+    const w1 = (await ScriptedWorker.register(gw[0].workerUrl, { models: ['pair-model'], worker_name: 'pair-1' })).worker;
+    const w2 = (await ScriptedWorker.register(gw[0].workerUrl, { models: ['pair-model'], worker_name: 'pair-2' })).worker;
+    try {
+      await eventually(
+        async () =>
+          ((await admin(gw[1].url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json?.data ?? []).filter((x: { models: string[] }) =>
+            x.models.includes('pair-model'),
+          ).length === 2,
+        15_000,
+        'b sees both workers',
+      );
+      const pending = post(gw[1].url, '/v1/chat/completions', chat('pair-model'));
+      const { worker: first, frame: req } = await ScriptedWorker.firstOf([w1, w2], 'request');
+      const second = first === w1 ? w2 : w1;
+      first.send({ type: 'error', request_id: req.request_id, code: 'backend_unavailable', message: 'backend down' });
+      const again = await second.next('request');
+      expect(again.request_id).toBe(req.request_id);
+      second.complete(String(again.request_id), { served: 'second' });
+      const res = await pending;
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({ served: 'second' });
+    } finally {
+      w1.close();
+      w2.close();
+    }
+  });
 });
