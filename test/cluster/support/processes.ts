@@ -33,7 +33,7 @@ function mtime(path: string): number {
 export function ensureBuilt(): void {
   const built = Math.min(mtime(join(ROOT, 'dist/main.js')), mtime(join(ROOT, 'dist/worker/main.js')));
   if (built > newestMtime(join(ROOT, 'src'))) return;
-  process.stderr.write('cluster failover: dist/ is missing or older than src/, running npm run build\n');
+  process.stderr.write('cluster tier: dist/ is missing or older than src/, running npm run build\n');
   const run = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   if (run.status !== 0) throw new Error(`npm run build failed (${run.status}):\n${run.stdout}\n${run.stderr}`);
 }
@@ -126,6 +126,19 @@ export const WORKER_SECRET = 'failover-worker-secret';
 export const ADMIN_TOKEN = 'failover-admin-token-0123456789';
 export const CLUSTER_SECRET = 'failover-cluster-secret-0123456789abcdef';
 
+/** What the failover suite's replicas run with, under what it gives each. */
+const FAILOVER_DEFAULTS: Record<string, string> = {
+  CLUSTER_SECRET,
+  CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
+  WORKER_SECRET,
+  ADMIN_TOKEN,
+  LOG_LEVEL: 'warn',
+  LOG_FORMAT: 'json',
+  SHUTDOWN_DRAIN_TIMEOUT_SECS: '10',
+  // Unready but serving for a moment after SIGTERM: the test balancer checks every 200 ms.
+  SHUTDOWN_DELAY_SECS: '1',
+};
+
 /** A gateway replica (`node dist/main.js`) with a fixed id and port: restarted, it is the same replica at the same address. */
 export class GatewayProcess extends NodeProcess {
   private constructor(
@@ -141,22 +154,13 @@ export class GatewayProcess extends NodeProcess {
     );
   }
 
-  static async create(id: string, env: Record<string, string>): Promise<GatewayProcess> {
+  /**
+   * A replica on a free port: LISTEN_ADDR and CLUSTER_REPLICA_ID set, then `defaults` (the failover
+   * suite's settings unless others are given), then `env`.
+   */
+  static async create(id: string, env: Record<string, string>, defaults: Record<string, string> = FAILOVER_DEFAULTS): Promise<GatewayProcess> {
     const port = await freePort();
-    return new GatewayProcess(id, port, {
-      LISTEN_ADDR: `127.0.0.1:${port}`,
-      CLUSTER_REPLICA_ID: id,
-      CLUSTER_SECRET,
-      CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
-      WORKER_SECRET,
-      ADMIN_TOKEN,
-      LOG_LEVEL: 'warn',
-      LOG_FORMAT: 'json',
-      SHUTDOWN_DRAIN_TIMEOUT_SECS: '10',
-      // Unready but serving for a moment after SIGTERM: the test balancer checks every 200 ms.
-      SHUTDOWN_DELAY_SECS: '1',
-      ...env,
-    });
+    return new GatewayProcess(id, port, { LISTEN_ADDR: `127.0.0.1:${port}`, CLUSTER_REPLICA_ID: id, ...defaults, ...env });
   }
 
   get url(): string {
