@@ -126,19 +126,6 @@ export const WORKER_SECRET = 'failover-worker-secret';
 export const ADMIN_TOKEN = 'failover-admin-token-0123456789';
 export const CLUSTER_SECRET = 'failover-cluster-secret-0123456789abcdef';
 
-/** What the failover suite's replicas run with, under what it gives each. */
-const FAILOVER_DEFAULTS: Record<string, string> = {
-  CLUSTER_SECRET,
-  CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
-  WORKER_SECRET,
-  ADMIN_TOKEN,
-  LOG_LEVEL: 'warn',
-  LOG_FORMAT: 'json',
-  SHUTDOWN_DRAIN_TIMEOUT_SECS: '10',
-  // Unready but serving for a moment after SIGTERM: the test balancer checks every 200 ms.
-  SHUTDOWN_DELAY_SECS: '1',
-};
-
 /** A gateway replica (`node dist/main.js`) with a fixed id and port: restarted, it is the same replica at the same address. */
 export class GatewayProcess extends NodeProcess {
   private constructor(
@@ -154,13 +141,22 @@ export class GatewayProcess extends NodeProcess {
     );
   }
 
-  /**
-   * A replica on a free port: LISTEN_ADDR and CLUSTER_REPLICA_ID set, then `defaults` (the failover
-   * suite's settings unless others are given), then `env`.
-   */
-  static async create(id: string, env: Record<string, string>, defaults: Record<string, string> = FAILOVER_DEFAULTS): Promise<GatewayProcess> {
+  static async create(id: string, env: Record<string, string>): Promise<GatewayProcess> {
     const port = await freePort();
-    return new GatewayProcess(id, port, { LISTEN_ADDR: `127.0.0.1:${port}`, CLUSTER_REPLICA_ID: id, ...defaults, ...env });
+    return new GatewayProcess(id, port, {
+      LISTEN_ADDR: `127.0.0.1:${port}`,
+      CLUSTER_REPLICA_ID: id,
+      CLUSTER_SECRET,
+      CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
+      WORKER_SECRET,
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
+      SHUTDOWN_DRAIN_TIMEOUT_SECS: '10',
+      // Unready but serving for a moment after SIGTERM: the test balancer checks every 200 ms.
+      SHUTDOWN_DELAY_SECS: '1',
+      ...env,
+    });
   }
 
   get url(): string {
