@@ -5,9 +5,10 @@ import { Client } from 'pg';
 import { generateKey, hashKey } from '../../src/api-keys/api-key-material';
 import { parsePrometheusText } from '../observability/prometheus-text';
 import { TestRedisServer } from '../rate-limit/support';
-import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
+import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, eventually, get } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
+import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
 import { describeWithPostgres, freshSchema, FreshSchema, POSTGRES_URL } from './support/postgres';
 
 const SECRET = 'cluster-secret-0123456789abcdef0123';
@@ -32,6 +33,7 @@ async function modelIds(gw: TestGateway): Promise<string[]> {
   return ((await get(gw.url, '/v1/models')).json.data as Array<{ id: string }>).map((m) => m.id);
 }
 
+/** Three replicas, each a real `node dist/main.js` process, on one Redis and one PostgreSQL schema. */
 describeWithPostgres('cluster mode: configuration made on one replica holds on all (cluster bus)', () => {
   let redis: TestRedisServer;
   let schema: FreshSchema;
@@ -79,25 +81,32 @@ describeWithPostgres('cluster mode: configuration made on one replica holds on a
     return w;
   };
 
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    schema = await freshSchema('broadcast');
-    dir = mkdtempSync(join(tmpdir(), 'switchboard-broadcast-'));
-    configFile = join(dir, 'switchboard.yaml');
-    writeConfig({ 'alias-one': 'model-r' });
-    [a, b, c] = await Promise.all(['gw-a', 'gw-b', 'gw-c'].map(start));
-    provider = (await call(a, 'GET', '/admin/providers')).json.data[0].name;
-  }, 120_000);
+  beforeAll(
+    () =>
+      withGatewayLogs(async () => {
+        redis = await TestRedisServer.start();
+        schema = await freshSchema('broadcast');
+        dir = mkdtempSync(join(tmpdir(), 'switchboard-broadcast-'));
+        configFile = join(dir, 'switchboard.yaml');
+        writeConfig({ 'alias-one': 'model-r' });
+        [a, b, c] = await Promise.all(['gw-a', 'gw-b', 'gw-c'].map(start));
+        provider = (await call(a, 'GET', '/admin/providers')).json.data[0].name;
+      }),
+    120_000,
+  );
 
   afterEach(() => {
     for (const w of workers.splice(0)) w.close();
   });
 
   afterAll(async () => {
-    for (const gw of [a, b, c]) await gw?.close();
-    await redis?.stop();
-    await schema?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    try {
+      await closeGateways([a, b, c]);
+    } finally {
+      await redis?.stop();
+      await schema?.drop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a key created on A works on B and C; revoked, restored and deleted on A, the others follow', async () => {

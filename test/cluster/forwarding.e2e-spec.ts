@@ -1,9 +1,10 @@
 import OpenAI from 'openai';
 import { TestRedisServer } from '../rate-limit/support';
-import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
+import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, chat, eventually, get, post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { parsePrometheusText } from '../observability/prometheus-text';
+import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
 import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
 
 const SECRET = 'cluster-secret-0123456789abcdef0123';
@@ -11,7 +12,8 @@ const WAIT = 15_000;
 
 /**
  * Forwarding between replicas (issue 18, "One fleet" and "Any request, any replica"): three gateway
- * replicas on one Redis and one PostgreSQL, scripted workers connected to some of them, clients
+ * replicas (each a real `node dist/main.js` process) on one Redis and one PostgreSQL, scripted
+ * workers connected to some of them, clients
  * calling every replica. A request routed to a worker connected elsewhere is forwarded to that
  * worker's replica and its answer comes back byte for byte.
  */
@@ -51,21 +53,28 @@ describeWithPostgres('cluster mode: one fleet, any request on any replica', () =
     return w;
   }
 
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    schema = await freshSchema('forwarding');
-    await start('a');
-    await Promise.all([start('b'), start('c')]);
-    for (const g of Object.values(gw)) {
-      await eventually(async () => (await admin(g.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json?.members?.length === 3, WAIT, 'three members');
-    }
-  }, 120_000);
+  beforeAll(
+    () =>
+      withGatewayLogs(async () => {
+        redis = await TestRedisServer.start();
+        schema = await freshSchema('forwarding');
+        await start('a');
+        await Promise.all([start('b'), start('c')]);
+        for (const g of Object.values(gw)) {
+          await eventually(async () => (await admin(g.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json?.members?.length === 3, WAIT, 'three members');
+        }
+      }),
+    120_000,
+  );
 
   afterAll(async () => {
     for (const w of workers) w.close();
-    for (const g of Object.values(gw)) await g?.close();
-    await redis?.stop();
-    await schema?.drop();
+    try {
+      await closeGateways(Object.values(gw));
+    } finally {
+      await redis?.stop();
+      await schema?.drop();
+    }
   });
 
   it('every replica lists every worker, with the replica it is connected to, and serves its models', async () => {

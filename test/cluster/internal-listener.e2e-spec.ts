@@ -1,10 +1,11 @@
 import { createServer } from 'node:net';
 import WebSocket from 'ws';
 import { TestRedisServer } from '../rate-limit/support';
-import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
+import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, chat, eventually, get, post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { CLUSTER_AUTH_HEADER } from '../../src/cluster/internal-link';
+import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
 import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
 
 const SECRET = 'cluster-secret-0123456789abcdef0123';
@@ -34,7 +35,7 @@ function nextMessage(socket: WebSocket): Promise<string> {
   return new Promise((resolve) => socket.once('message', (data) => resolve(data.toString())));
 }
 
-/** CLUSTER_LISTEN_ADDR: the internal routes move to a listener of their own, off the public port. */
+/** CLUSTER_LISTEN_ADDR: the internal routes move to a listener of their own, off the public port (two real `node dist/main.js` replicas). */
 describeWithPostgres('cluster mode: the internal listener (CLUSTER_LISTEN_ADDR)', () => {
   let redis: TestRedisServer;
   let schema: FreshSchema;
@@ -43,38 +44,45 @@ describeWithPostgres('cluster mode: the internal listener (CLUSTER_LISTEN_ADDR)'
   let worker: ScriptedWorker;
   let workerId: string;
 
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    schema = await freshSchema('internal_listener');
-    for (const id of ['a', 'b']) {
-      const port = await freePort();
-      ports.push(port);
-      gw.push(
-        await startGateway({
-          DATABASE_URL: schema.url,
-          CLUSTER_REDIS_URL: redis.url,
-          CLUSTER_SECRET: SECRET,
-          CLUSTER_REPLICA_ID: `gw-${id}`,
-          CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
-          CLUSTER_LISTEN_ADDR: `127.0.0.1:${port}`,
-        }),
-      );
-    }
-    const registered = await ScriptedWorker.register(gw[0].workerUrl, { models: ['inner-model'], worker_name: 'inner' });
-    worker = registered.worker;
-    workerId = String(registered.ack.worker_id);
-    await eventually(
-      async () => ((await get(gw[1].url, '/v1/models')).json?.data ?? []).some((m: { id: string }) => m.id === 'inner-model'),
-      15_000,
-      'b sees the worker',
-    );
-  }, 120_000);
+  beforeAll(
+    () =>
+      withGatewayLogs(async () => {
+        redis = await TestRedisServer.start();
+        schema = await freshSchema('internal_listener');
+        for (const id of ['a', 'b']) {
+          const port = await freePort();
+          ports.push(port);
+          gw.push(
+            await startGateway({
+              DATABASE_URL: schema.url,
+              CLUSTER_REDIS_URL: redis.url,
+              CLUSTER_SECRET: SECRET,
+              CLUSTER_REPLICA_ID: `gw-${id}`,
+              CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
+              CLUSTER_LISTEN_ADDR: `127.0.0.1:${port}`,
+            }),
+          );
+        }
+        const registered = await ScriptedWorker.register(gw[0].workerUrl, { models: ['inner-model'], worker_name: 'inner' });
+        worker = registered.worker;
+        workerId = String(registered.ack.worker_id);
+        await eventually(
+          async () => ((await get(gw[1].url, '/v1/models')).json?.data ?? []).some((m: { id: string }) => m.id === 'inner-model'),
+          15_000,
+          'b sees the worker',
+        );
+      }),
+    120_000,
+  );
 
   afterAll(async () => {
     worker?.close();
-    for (const g of gw) await g.close();
-    await redis?.stop();
-    await schema?.drop();
+    try {
+      await closeGateways(gw);
+    } finally {
+      await redis?.stop();
+      await schema?.drop();
+    }
   });
 
   it('replicas advertise the internal address and forward through it', async () => {

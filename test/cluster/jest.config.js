@@ -14,5 +14,7 @@ module.exports = {
   testMatch: ['<rootDir>/test/cluster/**/*.e2e-spec.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   setupFiles: ['<rootDir>/test/setup/quiet-logs.ts'],
+  // Replicas and workers run `node dist/main.js` / `dist/worker/main.js`: built first when stale.
+  globalSetup: '<rootDir>/test/cluster/support/global-setup.ts',
   testTimeout: 60000,
 };

@@ -2,9 +2,10 @@ import Redis from 'ioredis';
 import { CLUSTER_KEY_PREFIX } from '../../src/cluster';
 import { parsePrometheusText } from '../observability/prometheus-text';
 import { TestRedisServer } from '../rate-limit/support';
-import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
+import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, chat, eventually, get, post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
+import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
 import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
 
 const SECRET = 'cluster-secret-0123456789abcdef0123';
@@ -22,6 +23,7 @@ async function gauge(gw: TestGateway, name: string): Promise<number | undefined>
   return parsePrometheusText((await get(gw.url, '/metrics')).text).get(name)?.samples[0]?.value;
 }
 
+/** Each replica a real `node dist/main.js` process. */
 describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreSQL', () => {
   let redis: TestRedisServer;
   let schema: FreshSchema;
@@ -39,17 +41,24 @@ describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreS
       return gw;
     });
 
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    schema = await freshSchema('cluster');
-    // Together, on an empty schema: the migration lock lets all three boot.
-    await Promise.all(['gw-a', 'gw-b', 'gw-c'].map(start));
-  }, 120_000);
+  beforeAll(
+    () =>
+      withGatewayLogs(async () => {
+        redis = await TestRedisServer.start();
+        schema = await freshSchema('cluster');
+        // Together, on an empty schema: the migration lock lets all three boot.
+        await Promise.all(['gw-a', 'gw-b', 'gw-c'].map(start));
+      }),
+    120_000,
+  );
 
   afterAll(async () => {
-    for (const gw of gateways.values()) await gw.close();
-    await redis?.stop();
-    await schema?.drop();
+    try {
+      await closeGateways(gateways.values());
+    } finally {
+      await redis?.stop();
+      await schema?.drop();
+    }
   });
 
   it('each replica lists all three on /admin/cluster, itself marked, and counts them on /health', async () => {

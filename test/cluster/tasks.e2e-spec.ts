@@ -1,10 +1,11 @@
 import Redis from 'ioredis';
 import { TASK_KEY_PREFIX } from '../../src/tasks/task-cluster-redis';
 import { TestRedisServer } from '../rate-limit/support';
-import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
+import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, eventually } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { cancel, chatDelta, chatTask, finish, getJson, readStream, submit, TaskEvent, TaskStream } from '../tasks/support';
+import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
 import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
 
 const SECRET = 'cluster-secret-0123456789abcdef0123';
@@ -13,6 +14,7 @@ const WAIT = 15_000;
 
 const tokens = (events: TaskEvent[]) => events.filter((e) => e.event === 'token').map((e) => e.data.t as string);
 
+/** Three replicas, each a real `node dist/main.js` process (gw-c is stopped and started again), on one Redis and one PostgreSQL schema. */
 describeWithPostgres('cluster mode: tasks across replicas', () => {
   let redis: TestRedisServer;
   let schema: FreshSchema;
@@ -41,20 +43,27 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
     return worker;
   };
 
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    schema = await freshSchema('cluster_tasks');
-    [a, b, c] = await Promise.all(['gw-a', 'gw-b', 'gw-c'].map(start));
-    for (const gw of [a, b, c]) {
-      await eventually(async () => (await admin(gw.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json.members.length === 3, WAIT, 'all 3 replicas');
-    }
-  }, 120_000);
+  beforeAll(
+    () =>
+      withGatewayLogs(async () => {
+        redis = await TestRedisServer.start();
+        schema = await freshSchema('cluster_tasks');
+        [a, b, c] = await Promise.all(['gw-a', 'gw-b', 'gw-c'].map(start));
+        for (const gw of [a, b, c]) {
+          await eventually(async () => (await admin(gw.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json.members.length === 3, WAIT, 'all 3 replicas');
+        }
+      }),
+    120_000,
+  );
 
   afterAll(async () => {
     for (const w of workers) w.close();
-    for (const gw of started) await gw.close();
-    await redis?.stop();
-    await schema?.drop();
+    try {
+      await closeGateways(started);
+    } finally {
+      await redis?.stop();
+      await schema?.drop();
+    }
   });
 
   it('a task submitted through A is read through B and C, streamed through B, resumed through C and cancelled through C', async () => {

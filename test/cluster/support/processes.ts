@@ -33,7 +33,7 @@ function mtime(path: string): number {
 export function ensureBuilt(): void {
   const built = Math.min(mtime(join(ROOT, 'dist/main.js')), mtime(join(ROOT, 'dist/worker/main.js')));
   if (built > newestMtime(join(ROOT, 'src'))) return;
-  process.stderr.write('cluster failover: dist/ is missing or older than src/, running npm run build\n');
+  process.stderr.write('cluster tier: dist/ is missing or older than src/, running npm run build\n');
   const run = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   if (run.status !== 0) throw new Error(`npm run build failed (${run.status}):\n${run.stdout}\n${run.stderr}`);
 }
