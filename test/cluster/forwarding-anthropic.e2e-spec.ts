@@ -1,14 +1,15 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { TestRedisServer } from '../rate-limit/support';
-import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
+import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, eventually } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
+import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
 import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
 
 const SECRET = 'cluster-secret-0123456789abcdef0123';
 const WAIT = 15_000;
 
-/** The Anthropic dialect through another replica (issue 18, "Any request, any replica"): the official SDK on one replica, the worker on the other. */
+/** The Anthropic dialect through another replica (issue 18, "Any request, any replica"): the official SDK on one replica process, the worker on the other. */
 describeWithPostgres('cluster mode: Anthropic clients on any replica', () => {
   let redis: TestRedisServer;
   let schema: FreshSchema;
@@ -30,30 +31,37 @@ describeWithPostgres('cluster mode: Anthropic clients on any replica', () => {
 
   const client = () => new Anthropic({ baseURL: gw[1].url, apiKey: 'none', maxRetries: 0 });
 
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    schema = await freshSchema('forwarding_anthropic');
-    for (const id of ['a', 'b']) {
-      gw.push(
-        await startGateway({
-          DATABASE_URL: schema.url,
-          CLUSTER_REDIS_URL: redis.url,
-          CLUSTER_SECRET: SECRET,
-          CLUSTER_REPLICA_ID: `gw-${id}`,
-          CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
-        }),
-      );
-    }
-    for (const g of gw) {
-      await eventually(async () => (await admin(g.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json?.members?.length === 2, WAIT, 'two members');
-    }
-  }, 120_000);
+  beforeAll(
+    () =>
+      withGatewayLogs(async () => {
+        redis = await TestRedisServer.start();
+        schema = await freshSchema('forwarding_anthropic');
+        for (const id of ['a', 'b']) {
+          gw.push(
+            await startGateway({
+              DATABASE_URL: schema.url,
+              CLUSTER_REDIS_URL: redis.url,
+              CLUSTER_SECRET: SECRET,
+              CLUSTER_REPLICA_ID: `gw-${id}`,
+              CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
+            }),
+          );
+        }
+        for (const g of gw) {
+          await eventually(async () => (await admin(g.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json?.members?.length === 2, WAIT, 'two members');
+        }
+      }),
+    120_000,
+  );
 
   afterAll(async () => {
     for (const w of workers) w.close();
-    for (const g of gw) await g.close();
-    await redis?.stop();
-    await schema?.drop();
+    try {
+      await closeGateways(gw);
+    } finally {
+      await redis?.stop();
+      await schema?.drop();
+    }
   });
 
   const message = {
