@@ -1,7 +1,7 @@
 import type { Clock } from '../common/clock';
 import type { WorkerSession } from '../fleet/worker-session';
 import type { Queueable } from '../queue/admission-queue';
-import { CLUSTER_ORDER_SLACK_MS, RemoteDepths } from '../queue/remote-depths';
+import type { RemoteDepths } from '../queue/remote-depths';
 
 /**
  * How long a worker's freed slot may wait for an older request of another replica: the other
@@ -12,10 +12,12 @@ export const DEFER_MS = 100;
 
 /**
  * Cluster mode: the order across replicas. A worker connected here offers a freed slot to this
- * replica's queue first; a request that would pass an older one (same or higher priority, arrived
- * more than CLUSTER_ORDER_SLACK_MS earlier) waiting at another replica is held back for up to
- * DEFER_MS, so that replica can forward its request to the slot. One process: never consulted
- * (no other replica publishes anything waiting).
+ * replica's queue first; a request of its own that another replica's waiting request (for a model
+ * the worker serves) is clearly ahead of in the cluster's order — a higher priority after aging;
+ * else, another tenant, served least recently; else an earlier arrival, each by more than
+ * CLUSTER_ORDER_SLACK_MS (RemoteDepths.behind) — is held back for up to DEFER_MS, so that replica
+ * can forward its request to the slot. One process: never consulted (no other replica publishes
+ * anything waiting).
  */
 export class ClusterOrder {
   constructor(
@@ -35,8 +37,11 @@ export class ClusterOrder {
   /** The extra filter of one pull for a local worker; undefined when there is nothing to keep in order. */
   filterFor(worker: WorkerSession | undefined, now: number): ((r: Queueable) => boolean) | undefined {
     if (!this.elsewhere.waiting || !worker || worker.remote) return undefined;
+    // Ranked once per pull: the other replicas' requests this worker could serve, whatever their model.
+    const rivals = this.elsewhere.rivalsFor(worker, now);
+    if (rivals.length === 0) return undefined;
     return (r) => {
-      if (!this.elsewhere.waitingSince(r.targetModel, r.priority, r.receivedAt - CLUSTER_ORDER_SLACK_MS)) return true;
+      if (!this.elsewhere.behind(r, rivals, now)) return true;
       if (worker.deferUntil === 0) worker.deferUntil = now + DEFER_MS;
       if (now >= worker.deferUntil) return true;
       this.recheck(worker);
