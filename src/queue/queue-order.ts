@@ -50,11 +50,16 @@ interface Place {
   receivedAt: number;
 }
 
+/** Whether a request at (level, at, seq, receivedAt) goes before `b` (scalars: no allocation per list looked at). */
+function aheadOf(level: number, at: number, seq: number, receivedAt: number, b: Place): boolean {
+  if (level !== b.level) return level < b.level;
+  if (at !== b.at) return at < b.at;
+  if (seq !== b.seq) return seq < b.seq;
+  return receivedAt < b.receivedAt;
+}
+
 function ahead(a: Place, b: Place): boolean {
-  if (a.level !== b.level) return a.level < b.level;
-  if (a.at !== b.at) return a.at < b.at;
-  if (a.seq !== b.seq) return a.seq < b.seq;
-  return a.receivedAt < b.receivedAt;
+  return aheadOf(a.level, a.at, a.seq, a.receivedAt, b);
 }
 
 /** Requests waiting for one model: per priority level, per tenant, oldest first. */
@@ -134,8 +139,10 @@ export class QueueOrder<T extends Queueable = Queueable> {
           while (index < list.length && !accept(list[index])) index++;
           if (index === list.length) continue;
           const receivedAt = list[index].receivedAt;
-          const place = { level: this.effectiveLevel(base, now - receivedAt), at: this.turns.at(tenant), seq: this.turns.seq(tenant), receivedAt };
-          if (!best || ahead(place, best)) best = { ...place, mq, list, index };
+          const level = this.effectiveLevel(base, now - receivedAt);
+          const at = this.turns.at(tenant);
+          const seq = this.turns.seq(tenant);
+          if (!best || aheadOf(level, at, seq, receivedAt, best)) best = { mq, list, index, level, at, seq, receivedAt };
         }
       }
     };
