@@ -44,6 +44,20 @@ describe('ClusterOrder', () => {
     expect(order.filterFor(worker, clock.now())!(mine)).toBe(true); // held long enough: served here
   });
 
+  it('looks at a held slot again as soon as the other replica publishes anew (its request was served meanwhile)', () => {
+    const { order, worker, clock, offered, elsewhere, publish } = setup();
+    publish(500, 1, 'x');
+    expect(order.filterFor(worker, clock.now())!(req(clock.now(), 1, 'y'))).toBe(false);
+    clock.advance(20);
+    elsewhere.set('b', readQueueDepths({ providers: {}, tenants: {}, turns: { x: 20 } }), clock.now());
+    expect(offered).toEqual([worker]);
+    expect(order.active).toBe(false); // nothing waits there any more: the next pull takes no filter
+    clock.advance(DEFER_MS);
+    expect(offered).toEqual([worker, worker]); // the recheck timer still fires once, harmlessly
+    elsewhere.set('b', undefined, clock.now());
+    expect(offered).toHaveLength(2); // no longer held: nothing offered
+  });
+
   it('does not hold for a low request that has not aged yet, nor for a worker connected elsewhere', () => {
     const { order, worker, clock, publish } = setup();
     publish(900, 2);

@@ -20,6 +20,9 @@ export const DEFER_MS = 100;
  * anything waiting).
  */
 export class ClusterOrder {
+  /** Local workers whose freed slot is held now (each has its recheck timer). */
+  private readonly holding = new Set<WorkerSession>();
+
   constructor(
     /** Cluster mode (`CLUSTER_REDIS_URL`): a stopping replica still serves through other replicas' workers. */
     readonly clustered: boolean,
@@ -27,7 +30,11 @@ export class ClusterOrder {
     private readonly clock: Clock,
     /** Offers the worker's free slots again (the pull path). */
     private readonly offer: (worker: WorkerSession) => void,
-  ) {}
+  ) {
+    // A slot held on what another replica last published is looked at again when it publishes anew:
+    // the request it was held for may have been served meanwhile (its publication is at most 20 ms old).
+    elsewhere.onChange = () => this.reconsider();
+  }
 
   /** Whether another replica has requests waiting (one size check: the pull path asks first). */
   get active(): boolean {
@@ -44,6 +51,7 @@ export class ClusterOrder {
       if (!this.elsewhere.behind(r, rivals, now)) return true;
       if (worker.deferUntil === 0) worker.deferUntil = now + DEFER_MS;
       if (now >= worker.deferUntil) return true;
+      this.holding.add(worker);
       this.recheck(worker);
       return false;
     };
@@ -57,12 +65,24 @@ export class ClusterOrder {
     return !w.remote && w.deferUntil !== undefined && w.deferUntil > this.clock.now();
   }
 
+  /** Offers every held slot again, on fresh figures (nothing to do unless a slot is held). */
+  private reconsider(): void {
+    if (this.holding.size === 0) return;
+    const now = this.clock.now();
+    for (const worker of [...this.holding]) {
+      // Taken meanwhile (a forwarded request reserved it), or no longer held: its timer offers it.
+      if (worker.deferUntil === 0 || worker.deferUntil <= now) this.holding.delete(worker);
+      else this.offer(worker);
+    }
+  }
+
   /** Looks again once the deferral ends (one timer per worker). */
   private recheck(worker: WorkerSession): void {
     if (worker.deferTimer !== undefined) return;
     worker.deferTimer = this.clock.setTimeout(
       () => {
         worker.deferTimer = undefined;
+        this.holding.delete(worker);
         this.offer(worker);
       },
       Math.max(0, worker.deferUntil - this.clock.now()),

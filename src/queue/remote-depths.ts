@@ -74,6 +74,9 @@ export class RemoteDepths {
   /** Per replica, per tenant: when (this replica's clock) it last served the tenant. */
   private readonly turnsByReplica = new Map<string, Map<string, number>>();
 
+  /** Told after another replica's queue changed here (a held slot may be free to go now). */
+  onChange: (() => void) | undefined;
+
   constructor(
     private readonly agingMs = 0,
     /** This replica's tenant turns; told the other replicas' latest ones. */
@@ -84,6 +87,7 @@ export class RemoteDepths {
   set(replica: string, depths: QueueDepths | undefined, now = 0): void {
     this.setHeads(replica, depths?.heads, now);
     this.setTurns(replica, depths?.turns, now);
+    this.onChange?.();
     if (depths) this.byReplica.set(replica, depths);
     else if (!this.byReplica.delete(replica)) return;
     this.providers = new Map();
