@@ -30,8 +30,12 @@ export class TenantTurns {
     // a time must not come back as "never served" and jump every backlog. A clock stepping back
     // cannot put a later turn before an earlier one.
     this.lastAt = Math.max(now, this.lastAt);
+    // Moved to the end (most recent); a tenant served again reuses its record (nothing allocated).
+    const turn = this.local.get(tenant) ?? { at: 0, seq: 0 };
     this.local.delete(tenant);
-    this.local.set(tenant, { at: this.lastAt, seq: ++this.seqNo });
+    turn.at = this.lastAt;
+    turn.seq = ++this.seqNo;
+    this.local.set(tenant, turn);
     if (this.local.size > TENANT_TURNS_KEPT) this.forgetIdle(idle);
   }
 
