@@ -87,7 +87,11 @@ export class RemoteDepths {
   set(replica: string, depths: QueueDepths | undefined, now = 0): void {
     this.setHeads(replica, depths?.heads, now);
     this.setTurns(replica, depths?.turns, now);
+    this.setCounts(replica, depths);
     this.onChange?.();
+  }
+
+  private setCounts(replica: string, depths: QueueDepths | undefined): void {
     if (depths) this.byReplica.set(replica, depths);
     else if (!this.byReplica.delete(replica)) return;
     this.providers = new Map();
