@@ -13,7 +13,11 @@ export interface FleetBoardMessage {
   kind: 'delta' | 'full' | 'hello';
   workers?: unknown[];
   removed?: string[];
-  /** The sender's queue depths per provider and tenant, and drain rates (with every `full`, and when they changed). */
+  /**
+   * The sender's queue (with every `full`, and when it changed): depths per provider and tenant, drain
+   * rates, each waiting tenant's oldest request per model and level, its latest tenant turns; waits and
+   * turns as durations. Read back by queue/remote-depths.ts (readQueueDepths).
+   */
   queue?: unknown;
 }
 

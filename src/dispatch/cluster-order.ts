@@ -1,7 +1,7 @@
 import type { Clock } from '../common/clock';
 import type { WorkerSession } from '../fleet/worker-session';
 import type { Queueable } from '../queue/admission-queue';
-import { CLUSTER_ORDER_SLACK_MS, RemoteDepths } from '../queue/remote-depths';
+import type { RemoteDepths } from '../queue/remote-depths';
 
 /**
  * How long a worker's freed slot may wait for an older request of another replica: the other
@@ -12,12 +12,17 @@ export const DEFER_MS = 100;
 
 /**
  * Cluster mode: the order across replicas. A worker connected here offers a freed slot to this
- * replica's queue first; a request that would pass an older one (same or higher priority, arrived
- * more than CLUSTER_ORDER_SLACK_MS earlier) waiting at another replica is held back for up to
- * DEFER_MS, so that replica can forward its request to the slot. One process: never consulted
- * (no other replica publishes anything waiting).
+ * replica's queue first; a request of its own that another replica's waiting request (for a model
+ * the worker serves) is clearly ahead of in the cluster's order — a higher priority after aging;
+ * else, another tenant, served least recently; else an earlier arrival, each by more than
+ * CLUSTER_ORDER_SLACK_MS (RemoteDepths.behind) — is held back for up to DEFER_MS, so that replica
+ * can forward its request to the slot. One process: never consulted (no other replica publishes
+ * anything waiting).
  */
 export class ClusterOrder {
+  /** Local workers whose freed slot is held now (each has its recheck timer). */
+  private readonly holding = new Set<WorkerSession>();
+
   constructor(
     /** Cluster mode (`CLUSTER_REDIS_URL`): a stopping replica still serves through other replicas' workers. */
     readonly clustered: boolean,
@@ -25,7 +30,11 @@ export class ClusterOrder {
     private readonly clock: Clock,
     /** Offers the worker's free slots again (the pull path). */
     private readonly offer: (worker: WorkerSession) => void,
-  ) {}
+  ) {
+    // A slot held on what another replica last published is looked at again when it publishes anew:
+    // the request it was held for may have been served meanwhile (its publication is at most 20 ms old).
+    elsewhere.onChange = () => this.reconsider();
+  }
 
   /** Whether another replica has requests waiting (one size check: the pull path asks first). */
   get active(): boolean {
@@ -35,10 +44,14 @@ export class ClusterOrder {
   /** The extra filter of one pull for a local worker; undefined when there is nothing to keep in order. */
   filterFor(worker: WorkerSession | undefined, now: number): ((r: Queueable) => boolean) | undefined {
     if (!this.elsewhere.waiting || !worker || worker.remote) return undefined;
+    // Ranked once per pull: the other replicas' requests this worker could serve, whatever their model.
+    const rivals = this.elsewhere.rivalsFor(worker, now);
+    if (rivals.length === 0) return undefined;
     return (r) => {
-      if (!this.elsewhere.waitingSince(r.targetModel, r.priority, r.receivedAt - CLUSTER_ORDER_SLACK_MS)) return true;
+      if (!this.elsewhere.behind(r, rivals, now)) return true;
       if (worker.deferUntil === 0) worker.deferUntil = now + DEFER_MS;
       if (now >= worker.deferUntil) return true;
+      this.holding.add(worker);
       this.recheck(worker);
       return false;
     };
@@ -52,12 +65,24 @@ export class ClusterOrder {
     return !w.remote && w.deferUntil !== undefined && w.deferUntil > this.clock.now();
   }
 
+  /** Offers every held slot again, on fresh figures (nothing to do unless a slot is held). */
+  private reconsider(): void {
+    if (this.holding.size === 0) return;
+    const now = this.clock.now();
+    for (const worker of [...this.holding]) {
+      // Taken meanwhile (a forwarded request reserved it), or no longer held: its timer offers it.
+      if (worker.deferUntil === 0 || worker.deferUntil <= now) this.holding.delete(worker);
+      else this.offer(worker);
+    }
+  }
+
   /** Looks again once the deferral ends (one timer per worker). */
   private recheck(worker: WorkerSession): void {
     if (worker.deferTimer !== undefined) return;
     worker.deferTimer = this.clock.setTimeout(
       () => {
         worker.deferTimer = undefined;
+        this.holding.delete(worker);
         this.offer(worker);
       },
       Math.max(0, worker.deferUntil - this.clock.now()),

@@ -6,7 +6,8 @@ import { MetricsService } from '../observability/metrics.service';
 import { AdmitResult, Queueable, QueueOrder, ServingWorker } from './queue-order';
 import { QueueStats } from './queue-stats';
 import { ConcurrencyCaps } from './concurrency-caps';
-import { QueueDepths, RemoteDepths } from './remote-depths';
+import { QueueDepths, RemoteDepths, TURNS_PUBLISHED } from './remote-depths';
+import { TenantTurns } from './tenant-turns';
 
 export type { AdmitResult, Queueable, ServingWorker } from './queue-order';
 
@@ -23,8 +24,10 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
   readonly stats = new QueueStats();
   /** `max_concurrent` of keys and tenants: requests over it wait here (see ConcurrencyGate in dispatch/). */
   readonly caps = new ConcurrencyCaps<T>();
-  /** Cluster mode: what the other replicas' queues hold; the bounds count them too. */
-  readonly elsewhere = new RemoteDepths();
+  /** When each tenant was last served: here, and (cluster mode) at the other replicas. */
+  private readonly turns = new TenantTurns();
+  /** Cluster mode: what the other replicas' queues hold; the bounds count them too, the order ranks them. */
+  readonly elsewhere: RemoteDepths;
   /** Cluster mode: told when a depth changed, so the replica publishes its depths. */
   onDepthChange: (() => void) | undefined;
 
@@ -33,10 +36,15 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
     @Inject(CLOCK) private readonly clock: Clock,
     metrics: MetricsService,
   ) {
-    this.order = new QueueOrder<T>(config.queue.agingMs, (provider, depth) => {
-      metrics.setQueueDepth(provider, depth);
-      this.onDepthChange?.();
-    });
+    this.order = new QueueOrder<T>(
+      config.queue.agingMs,
+      (provider, depth) => {
+        metrics.setQueueDepth(provider, depth);
+        this.onDepthChange?.();
+      },
+      this.turns,
+    );
+    this.elsewhere = new RemoteDepths(config.queue.agingMs, this.turns);
   }
 
   /** Queues a new request unless its provider's or its tenant's share of the queue is full. */
@@ -45,10 +53,14 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
     return this.order.admit(item, providerBound - this.elsewhere.provider(item.queueProvider), tenantBound - this.elsewhere.tenant(item.tenant));
   }
 
-  /** Every non-zero depth of this replica's queue, per provider and tenant. */
+  /**
+   * What this replica publishes of its queue (cluster mode only): every non-zero depth per provider
+   * and tenant, drain rates, the waiting tenants' oldest requests per model and level, its latest
+   * tenant turns. Waits and turns as durations: the replicas' clocks need not agree.
+   */
   depths(): QueueDepths {
     const now = this.clock.now();
-    return { ...this.order.depths(), rates: this.stats.rates(now), heads: this.order.heads(now) };
+    return { ...this.order.depths(), rates: this.stats.rates(now), heads: this.order.heads(now), turns: this.turns.recent(now, TURNS_PUBLISHED) };
   }
 
   /** Puts an already admitted request back where its arrival time places it (no bound). */

@@ -1,4 +1,5 @@
-import { QueueOrder, Queueable } from './queue-order';
+import { agedLevel, HEADS_PER_LEVEL, QueueOrder, Queueable } from './queue-order';
+import { TenantTurns } from './tenant-turns';
 
 interface Item extends Queueable {
   id: string;
@@ -156,5 +157,48 @@ describe('QueueOrder tenant turns', () => {
       expect(q.positions(10_000).get(normal)).toBe(1);
       expect(q.positions(10_000).has(low)).toBe(false);
     });
+  });
+});
+
+describe('QueueOrder in a cluster', () => {
+  it('one aging rule: a level per period waited, never above high', () => {
+    expect([agedLevel(2, 999, 1_000), agedLevel(2, 1_000, 1_000), agedLevel(2, 5_000, 1_000), agedLevel(0, 5_000, 1_000), agedLevel(2, 5_000, 0)]).toEqual([
+      2, 1, 0, 0, 2,
+    ]);
+  });
+
+  it("a tenant served lately at another replica waits for the others' turns here too", () => {
+    const turns = new TenantTurns();
+    const q = new QueueOrder<Item>(0, () => undefined, turns);
+    const [x, y] = [item('m', 1, { tenant: 'x' }), item('m', 2, { tenant: 'y' })];
+    [x, y].forEach((i) => q.admit(i, 10));
+    turns.setRemote(new Map([['x', 50]]));
+    expect(q.takeFor(anyModel, all, 100)).toBe(y);
+    expect(q.takeFor(anyModel, all, 100)).toBe(x);
+  });
+
+  it("publishes each waiting tenant's oldest request per model and level, as ms waited, the first in its order", () => {
+    const q = new QueueOrder<Item>();
+    [
+      item('m', 10, { tenant: 'a' }),
+      item('m', 5, { tenant: 'a' }),
+      item('m', 20, { tenant: 'b' }),
+      item('m', 30, { tenant: 'c', priority: 2 }),
+      item('n', 0),
+    ].forEach((i) => q.admit(i, 100));
+    expect(q.heads(100)).toEqual({
+      m: [
+        [],
+        [
+          [95, 'a'],
+          [80, 'b'],
+        ],
+        [[70, 'c']],
+      ],
+      n: [[], [[100, 't']], []],
+    });
+    const many = new QueueOrder<Item>();
+    for (let i = 0; i < 20; i++) many.admit(item('m', i, { tenant: `t${i}` }), 100);
+    expect(many.heads(100).m[1].map(([, tenant]) => tenant)).toEqual(Array.from({ length: HEADS_PER_LEVEL }, (_, i) => `t${i}`));
   });
 });

@@ -1,3 +1,5 @@
+import { TenantTurns } from './tenant-turns';
+
 /** What the queue needs to know about a waiting request. */
 export interface Queueable {
   /** When the request first arrived; it keeps its place by it (also when requeued) and ages from it. */
@@ -19,9 +21,46 @@ export interface ServingWorker {
 
 export type AdmitResult = 'admitted' | 'provider_full' | 'tenant_full';
 
+/**
+ * One waiting tenant's oldest request for a model at one level, as a replica publishes it: how long
+ * it has waited (ms; a duration, so the replicas' clocks need not agree) and its tenant ('' = not
+ * said: a replica of an earlier version).
+ */
+export type PublishedHead = [waitedMs: number, tenant: string];
+
 const LEVELS = 3;
-/** Tenants whose last turn is remembered; beyond it, the oldest idle ones are forgotten. */
-const TENANT_TURNS_KEPT = 4096;
+/** Tenants published per model and level (the first in this replica's order): bounds the message. */
+export const HEADS_PER_LEVEL = 8;
+
+/**
+ * The level a request of base level `base` competes at after waiting `waitedMs`: one level higher
+ * per aging period, never above high (0 = no aging). The one aging rule: this replica's queue and
+ * the comparison with other replicas' requests (dispatch/cluster-order.ts) both use it.
+ */
+export function agedLevel(base: number, waitedMs: number, agingMs: number): number {
+  if (agingMs <= 0 || base === 0) return base;
+  return Math.max(0, base - Math.floor(waitedMs / agingMs));
+}
+
+/** Where a request stands: aged level, its tenant's last turn (and this replica's turn order), arrival. */
+interface Place {
+  level: number;
+  at: number;
+  seq: number;
+  receivedAt: number;
+}
+
+/** Whether a request at (level, at, seq, receivedAt) goes before `b` (scalars: no allocation per list looked at). */
+function aheadOf(level: number, at: number, seq: number, receivedAt: number, b: Place): boolean {
+  if (level !== b.level) return level < b.level;
+  if (at !== b.at) return at < b.at;
+  if (seq !== b.seq) return seq < b.seq;
+  return receivedAt < b.receivedAt;
+}
+
+function ahead(a: Place, b: Place): boolean {
+  return aheadOf(a.level, a.at, a.seq, a.receivedAt, b);
+}
 
 /** Requests waiting for one model: per priority level, per tenant, oldest first. */
 class ModelQueue<T extends Queueable> {
@@ -45,7 +84,7 @@ class ModelQueue<T extends Queueable> {
  *   the highest priority first; within a priority, tenants take turns (the tenant served least
  *   recently goes first), so one tenant's burst cannot starve another; within a tenant, oldest
  *   first. A request waiting longer than the aging period rises one level per period, so `low`
- *   never starves.
+ *   never starves. In cluster mode a tenant's last turn is its latest at any replica (TenantTurns).
  * - Indexed by model, then level, then tenant: a decision looks only at the heads of the lists
  *   for the worker's models.
  */
@@ -53,14 +92,13 @@ export class QueueOrder<T extends Queueable = Queueable> {
   private readonly byModel = new Map<string, ModelQueue<T>>();
   private readonly depthByProvider = new Map<string, number>();
   private readonly depthByTenant = new Map<string, number>();
-  /** When each tenant with waiting requests was last served (rotation among tenants). */
-  private readonly tenantTurn = new Map<string, number>();
-  private turn = 0;
   private total = 0;
   constructor(
     private readonly agingMs = 0,
     /** Told a provider's new depth whenever it changes (the queue-depth gauge). */
     private readonly depthChanged: (provider: string, depth: number) => void = () => undefined,
+    /** When each tenant was last served (rotation among tenants); shared with RemoteDepths in cluster mode. */
+    private readonly turns = new TenantTurns(),
   ) {}
 
   /** Queues a new request unless its provider's or its tenant's share of the queue is full. */
@@ -91,7 +129,7 @@ export class QueueOrder<T extends Queueable = Queueable> {
    */
   takeFor(worker: ServingWorker, accept: (item: T) => boolean, now: number): T | undefined {
     if (this.total === 0) return undefined;
-    let best: { mq: ModelQueue<T>; list: T[]; index: number; level: number; turn: number } | undefined;
+    let best: (Place & { mq: ModelQueue<T>; list: T[]; index: number }) | undefined;
     const consider = (mq: ModelQueue<T> | undefined) => {
       if (!mq) return;
       for (let base = 0; base < LEVELS; base++) {
@@ -100,16 +138,11 @@ export class QueueOrder<T extends Queueable = Queueable> {
           let index = 0;
           while (index < list.length && !accept(list[index])) index++;
           if (index === list.length) continue;
-          const item = list[index];
-          const level = this.effectiveLevel(base, now - item.receivedAt);
-          const turn = this.tenantTurn.get(tenant) ?? 0;
-          if (
-            !best ||
-            level < best.level ||
-            (level === best.level && (turn < best.turn || (turn === best.turn && item.receivedAt < best.list[best.index].receivedAt)))
-          ) {
-            best = { mq, list, index, level, turn };
-          }
+          const receivedAt = list[index].receivedAt;
+          const level = this.effectiveLevel(base, now - receivedAt);
+          const at = this.turns.at(tenant);
+          const seq = this.turns.seq(tenant);
+          if (!best || aheadOf(level, at, seq, receivedAt, best)) best = { mq, list, index, level, at, seq, receivedAt };
         }
       }
     };
@@ -121,11 +154,7 @@ export class QueueOrder<T extends Queueable = Queueable> {
     if (!best) return undefined;
     const item = best.list[best.index];
     this.removeAt(best.mq, best.list, best.index);
-    // Remembered even when the tenant has nothing left waiting: a tenant that keeps one request
-    // queued at a time must not come back as "never served" and jump every backlog.
-    this.tenantTurn.delete(item.tenant);
-    this.tenantTurn.set(item.tenant, ++this.turn);
-    if (this.tenantTurn.size > TENANT_TURNS_KEPT) this.forgetIdleTurns();
+    this.turns.served(item.tenant, now, (tenant) => this.tenantDepth(tenant) === 0);
     return item;
   }
 
@@ -160,16 +189,16 @@ export class QueueOrder<T extends Queueable = Queueable> {
    * O(n log n) over the whole queue: meant for a periodic report, never for a single request.
    */
   positions(now: number): Map<T, number> {
-    type Entry = { item: T; level: number; round: number; turn: number };
+    type Entry = { item: T; level: number; round: number; at: number; seq: number };
     const lines = new Map<string, Entry[]>();
     for (const mq of this.byModel.values()) {
       mq.levels.forEach((level, base) => {
         for (const [tenant, list] of level) {
-          const turn = this.tenantTurn.get(tenant) ?? 0;
+          const [at, seq] = [this.turns.at(tenant), this.turns.seq(tenant)];
           for (const item of list) {
             let line = lines.get(item.queueProvider);
             if (!line) lines.set(item.queueProvider, (line = []));
-            line.push({ item, level: this.effectiveLevel(base, now - item.receivedAt), round: 0, turn });
+            line.push({ item, level: this.effectiveLevel(base, now - item.receivedAt), round: 0, at, seq });
           }
         }
       });
@@ -182,7 +211,7 @@ export class QueueOrder<T extends Queueable = Queueable> {
         const [prev, cur] = [line[i - 1], line[i]];
         if (prev.level === cur.level && prev.item.tenant === cur.item.tenant) cur.round = prev.round + 1;
       }
-      line.sort((a, b) => a.level - b.level || a.round - b.round || a.turn - b.turn || a.item.receivedAt - b.item.receivedAt);
+      line.sort((a, b) => a.level - b.level || a.round - b.round || turnOrder(a, b) || a.item.receivedAt - b.item.receivedAt);
       line.forEach((entry, i) => out.set(entry.item, i + 1));
     }
     return out;
@@ -199,16 +228,22 @@ export class QueueOrder<T extends Queueable = Queueable> {
   }
 
   /**
-   * Per model with requests waiting, how long the oldest request of each priority level has waited
-   * (null: none at that level); what a replica publishes so the others keep the cluster's order.
+   * Per model with requests waiting, per base priority level, each tenant's oldest request (how long
+   * it has waited, its tenant), at most HEADS_PER_LEVEL of them, the first in this replica's order:
+   * what a replica publishes so the others keep the cluster's order. The readers age them and look
+   * their tenants' turns up themselves, so what is published stays true while nothing changes.
    */
-  heads(now: number): Record<string, Array<number | null>> {
-    const out: Record<string, Array<number | null>> = {};
+  heads(now: number): Record<string, PublishedHead[][]> {
+    const out: Record<string, PublishedHead[][]> = {};
     for (const [model, mq] of this.byModel) {
-      out[model] = mq.levels.map((lists) => {
-        let oldest = Infinity;
-        for (const list of lists.values()) if (list.length > 0 && list[0].receivedAt < oldest) oldest = list[0].receivedAt;
-        return oldest === Infinity ? null : Math.max(0, now - oldest);
+      out[model] = mq.levels.map((lists, base) => {
+        const places: Array<Place & { tenant: string }> = [];
+        for (const [tenant, list] of lists) {
+          const receivedAt = list[0].receivedAt;
+          places.push({ tenant, level: this.effectiveLevel(base, now - receivedAt), at: this.turns.at(tenant), seq: this.turns.seq(tenant), receivedAt });
+        }
+        if (places.length > HEADS_PER_LEVEL) places.sort((a, b) => (ahead(a, b) ? -1 : ahead(b, a) ? 1 : 0)).length = HEADS_PER_LEVEL;
+        return places.map((p): PublishedHead => [Math.max(0, now - p.receivedAt), p.tenant]);
       });
     }
     return out;
@@ -226,18 +261,9 @@ export class QueueOrder<T extends Queueable = Queueable> {
     return this.total;
   }
 
-  /** Turns of tenants with nothing waiting, oldest first, until the map is back to half its bound. */
-  private forgetIdleTurns(): void {
-    for (const tenant of this.tenantTurn.keys()) {
-      if (this.tenantTurn.size <= TENANT_TURNS_KEPT / 2) return;
-      if (this.tenantDepth(tenant) === 0) this.tenantTurn.delete(tenant);
-    }
-  }
-
   /** Base level minus one per aging period waited, never above high. */
   private effectiveLevel(base: number, waitedMs: number): number {
-    if (this.agingMs <= 0 || base === 0) return base;
-    return Math.max(0, base - Math.floor(waitedMs / this.agingMs));
+    return agedLevel(base, waitedMs, this.agingMs);
   }
 
   private insert(item: T): void {
@@ -263,6 +289,11 @@ export class QueueOrder<T extends Queueable = Queueable> {
     bump(this.depthByTenant, item.tenant, delta);
     this.total += delta;
   }
+}
+
+/** Least recently served tenant first; equal times in this replica's turn order. */
+function turnOrder(a: { at: number; seq: number }, b: { at: number; seq: number }): number {
+  return a.at !== b.at ? (a.at < b.at ? -1 : 1) : a.seq - b.seq;
 }
 
 function bump(map: Map<string, number>, key: string, delta: number): number {
