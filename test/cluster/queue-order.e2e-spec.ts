@@ -1,7 +1,8 @@
 import { TestRedisServer } from '../rate-limit/support';
-import { startGateway, TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
+import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, chat, eventually, post, RawResponse, sleep } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
+import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
 import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
 
 const SECRET = 'cluster-secret-0123456789abcdef0123';
@@ -76,21 +77,28 @@ describeWithPostgres('cluster mode: one queue order across replicas (aging, tena
     return names;
   }
 
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    schema = await freshSchema('queue_order');
-    await start('a');
-    await start('b');
-    for (const g of Object.values(gw)) {
-      await eventually(async () => (await admin(g.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json?.members?.length === 2, WAIT, 'two members');
-    }
-  }, 120_000);
+  beforeAll(
+    () =>
+      withGatewayLogs(async () => {
+        redis = await TestRedisServer.start();
+        schema = await freshSchema('queue_order');
+        await start('a');
+        await start('b');
+        for (const g of Object.values(gw)) {
+          await eventually(async () => (await admin(g.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json?.members?.length === 2, WAIT, 'two members');
+        }
+      }),
+    120_000,
+  );
 
   afterAll(async () => {
     for (const w of workers) w.close();
-    for (const g of Object.values(gw)) await g?.close();
-    await redis?.stop();
-    await schema?.drop();
+    try {
+      await closeGateways(Object.values(gw));
+    } finally {
+      await redis?.stop();
+      await schema?.drop();
+    }
   });
 
   it('aging counts across replicas: a low request that waited past the aging period at B beats a newer normal one at A', async () => {
