@@ -88,12 +88,13 @@ export class HttpResponseSink implements ResponseSink {
   private workerName: (() => string | undefined) | undefined;
 
   routed(servedModel: string, fallbackFor: string | undefined): void {
-    const headers: Record<string, string> = { [SERVED_MODEL_HEADER]: servedModel };
-    if (fallbackFor !== undefined) headers[FALLBACK_HEADER] = fallbackFor;
+    // Model names are client or worker text: only values HTTP can carry are sent (set one by one,
+    // in this order, without a copy per request; an unsendable one leaves the earlier value).
+    const out = this.gatewayHeaders;
+    if (sendable(SERVED_MODEL_HEADER, servedModel)) out[SERVED_MODEL_HEADER] = servedModel;
+    if (fallbackFor !== undefined && sendable(FALLBACK_HEADER, fallbackFor)) out[FALLBACK_HEADER] = fallbackFor;
     const worker = this.workerName?.();
-    if (worker !== undefined) headers[WORKER_HEADER] = worker;
-    // Model names are client or worker text: only values HTTP can carry are sent.
-    Object.assign(this.gatewayHeaders, sendableHeaders(headers));
+    if (worker !== undefined && sendable(WORKER_HEADER, worker)) out[WORKER_HEADER] = worker;
   }
 
   queueWaited(ms: number): void {
@@ -247,21 +248,11 @@ const HEADER_TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
 const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
 /**
- * Headers without any name or value Node could not send (control or non-Latin-1 characters would
- * make writeHead throw). A worker's headers are first narrowed by `clientResponseHeaders`
- * (response-headers.ts: no hop-by-hop, cookie, CORS or security headers, backend rate limits
- * renamed).
+ * Whether Node would send this header (a name and value `writeHead` does not throw for: control or
+ * non-Latin-1 characters would make it throw). A worker's headers are first narrowed by
+ * `clientResponseHeaders` (response-headers.ts: no hop-by-hop, cookie, CORS or security headers,
+ * backend rate limits renamed).
  */
-function sendableHeaders(headers: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of Object.keys(headers)) {
-    const value = headers[name];
-    if (sendable(name, value)) out[name] = value;
-  }
-  return out;
-}
-
-/** Whether Node would send this header (a name and value `writeHead` does not throw for). */
 function sendable(name: string, value: string): boolean {
   // Node's own tests (a token name; a defined value without control characters), without the
   // cost of a throw-and-catch per header; anything they do not pass gets Node's checks below.

@@ -99,6 +99,7 @@ export class InferenceService {
     const affinityKey = routing.affinity.enabled
       ? affinityKeyOf(req.headers, endpointPath, envelope.json, routing.affinity, requirements.estimatedTokens * 4)
       : undefined;
+    const tenantSettings = this.tenants.settingsOf(identity.tenant);
     const request = new RelayRequest({
       id: `r-${randomUUID()}`,
       model: envelope.model,
@@ -110,8 +111,8 @@ export class InferenceService {
       tenant: identity.tenant,
       keyId: identity.keyId,
       priority: identity.priority,
-      maxQueued: this.tenants.settingsOf(identity.tenant).maxQueued,
-      caps: this.dispatcher.caps.capsFor(identity.tenant, this.tenants.settingsOf(identity.tenant).maxConcurrent, identity.keyId, identity.keyMaxConcurrent),
+      maxQueued: tenantSettings.maxQueued,
+      caps: this.dispatcher.caps.capsFor(identity.tenant, tenantSettings.maxConcurrent, identity.keyId, identity.keyMaxConcurrent),
       sink,
       route: {
         model: envelope.model,
@@ -143,21 +144,24 @@ export class InferenceService {
     if (!sink.watchClient(() => this.dispatcher.clientGone(request))) return;
     // Limits are checked before the request may queue: synchronously in memory, over the network with Redis.
     const verdict = this.limits.admit(identity);
-    const proceed = (v: LimitVerdict) => {
-      sink.addHeaders(v.headers);
-      if (v.error) return this.dispatcher.reject(request, v.error);
-      if (!sink.clientGone) this.dispatcher.submit(request);
-    };
     // The reply is taken over: whatever fails from here on is answered here, or nobody answers.
-    const failed = (e: unknown) => this.admissionFailed(request, sink, e);
-    if (verdict instanceof Promise) verdict.then(proceed).catch(failed);
-    else {
+    // (Closures only for the asynchronous verdict; the in-memory one is handled in place.)
+    if (verdict instanceof Promise) {
+      verdict.then((v) => this.admitted(request, sink, v)).catch((e: unknown) => this.admissionFailed(request, sink, e));
+    } else {
       try {
-        proceed(verdict);
+        this.admitted(request, sink, verdict);
       } catch (e) {
-        failed(e);
+        this.admissionFailed(request, sink, e);
       }
     }
+  }
+
+  /** The limits' verdict: their headers on the answer, then the request refused or submitted. */
+  private admitted(request: RelayRequest, sink: HttpResponseSink, v: LimitVerdict): void {
+    sink.addHeaders(v.headers);
+    if (v.error) return this.dispatcher.reject(request, v.error);
+    if (!sink.clientGone) this.dispatcher.submit(request);
   }
 
   /** Logs the failure and answers the client a dialect error (500, or 503 for a dependency down). */

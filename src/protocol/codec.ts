@@ -14,6 +14,7 @@ import {
   WorkerToServerMessage,
 } from './messages';
 import { optCacheStats } from './cache-stats-codec';
+import { readChunkFrame } from './chunk-frame';
 import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, optGpuTime, optTokenCounts, WorkerNumberBounds as B } from './number-bounds';
 
 /**
@@ -186,6 +187,8 @@ function parseObject(text: string): Json {
 
 /** Parses and validates one worker → server frame. Unknown extra fields are ignored. */
 export function parseWorkerMessage(text: string): WorkerToServerMessage {
+  const chunk = readChunkFrame(text); // the common frame of a stream, without building the whole object
+  if (chunk !== undefined) return chunk;
   const o = parseObject(text);
   const type = o.type as string;
   switch (type) {

@@ -168,14 +168,7 @@ export class TypeOrmUsageRecorder extends UsageRecorder implements OnModuleInit,
   protected async insert(rows: UsageRecord[]): Promise<void> {
     if (rows.length === 0) return;
     const shape = (this.shape ??= this.insertShape());
-    const params: unknown[] = new Array(rows.length * shape.values.length);
-    let i = 0;
-    for (const row of rows) {
-      for (const value of shape.values) {
-        const v = value(row as unknown as UsageRecordEntity);
-        params[i++] = v === undefined ? null : v;
-      }
-    }
+    const params = insertParams(shape, rows);
     let sql = shape.statements.get(rows.length);
     if (sql === undefined) {
       sql = shape.statement(rows.length);
@@ -236,4 +229,20 @@ export class TypeOrmUsageRecorder extends UsageRecorder implements OnModuleInit,
     }
     this.droppedSinceWarning += count;
   }
+}
+
+/**
+ * The INSERT's parameters, row by row. Kept out of the async `insert`: V8 optimised that function
+ * on-stack in this loop and threw the code away again at its `await`, on every flush.
+ */
+function insertParams(shape: InsertShape, rows: UsageRecord[]): unknown[] {
+  const params: unknown[] = new Array(rows.length * shape.values.length);
+  let i = 0;
+  for (const row of rows) {
+    for (const value of shape.values) {
+      const v = value(row as unknown as UsageRecordEntity);
+      params[i++] = v === undefined ? null : v;
+    }
+  }
+  return params;
 }
