@@ -72,4 +72,21 @@ describe('ClusterOrder', () => {
     expect(order.filterFor(worker, clock.now())!(req(clock.now(), 1, 'y'))).toBe(true);
     expect(order.filterFor(worker, clock.now())!(req(clock.now(), 1, 'x'))).toBe(false); // same tenant: the older first
   });
+
+  it('a request a slot was held for in vain (its replica never sent it) holds no later slot of that worker', () => {
+    const { order, worker, clock, publish } = setup();
+    publish(1_000, 1, 'blocked'); // e.g. its tenant is at its concurrency limit at b: b cannot forward it
+    const fair = order.filterFor(worker, clock.now())!;
+    expect(fair(req(clock.now(), 1, 'y'))).toBe(false);
+    clock.advance(DEFER_MS);
+    expect(order.filterFor(worker, clock.now())!(req(clock.now() - 10, 1, 'y'))).toBe(true); // held long enough
+    // The next freed slot: b publishes the same request again (it still waits, older by now); no hold.
+    worker.deferUntil = 0;
+    clock.advance(20);
+    publish(1_120, 1, 'blocked');
+    expect(order.filterFor(worker, clock.now())).toBeUndefined();
+    // A request b has not been seen to fail to send is still held for.
+    publish(300, 1, 'other');
+    expect(order.filterFor(worker, clock.now())!(req(clock.now(), 1, 'y'))).toBe(false);
+  });
 });

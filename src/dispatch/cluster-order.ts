@@ -1,7 +1,7 @@
 import type { Clock } from '../common/clock';
 import type { WorkerSession } from '../fleet/worker-session';
 import type { Queueable } from '../queue/admission-queue';
-import type { RemoteDepths } from '../queue/remote-depths';
+import type { Rank, RemoteDepths } from '../queue/remote-depths';
 
 /**
  * How long a worker's freed slot may wait for an older request of another replica: the other
@@ -9,6 +9,9 @@ import type { RemoteDepths } from '../queue/remote-depths';
  * goes to this replica's own queue anyway (the older request may be one this worker cannot serve).
  */
 export const DEFER_MS = 100;
+
+/** Requests a worker's slot was held for in vain, remembered per worker at most. */
+const IN_VAIN_KEPT = 256;
 
 /**
  * Cluster mode: the order across replicas. A worker connected here offers a freed slot to this
@@ -45,16 +48,29 @@ export class ClusterOrder {
   filterFor(worker: WorkerSession | undefined, now: number): ((r: Queueable) => boolean) | undefined {
     if (!this.elsewhere.waiting || !worker || worker.remote) return undefined;
     // Ranked once per pull: the other replicas' requests this worker could serve, whatever their model.
-    const rivals = this.elsewhere.rivalsFor(worker, now);
+    const rivals = this.elsewhere.rivalsFor(worker, now, worker.heldInVain);
     if (rivals.length === 0) return undefined;
     return (r) => {
-      if (!this.elsewhere.behind(r, rivals, now)) return true;
+      const ahead = this.elsewhere.aheadOf(r, rivals, now);
+      if (ahead === undefined) return true;
       if (worker.deferUntil === 0) worker.deferUntil = now + DEFER_MS;
-      if (now >= worker.deferUntil) return true;
+      if (now >= worker.deferUntil) {
+        // Held for it in vain: its replica could not send it here (its tenant at a limit, a pool or a
+        // capability this worker lacks). The next slots are not held for it again.
+        this.inVain(worker, ahead);
+        return true;
+      }
       this.holding.add(worker);
       this.recheck(worker);
       return false;
     };
+  }
+
+  private inVain(worker: WorkerSession, rival: Rank): void {
+    const seen = (worker.heldInVain ??= new Map());
+    // Bounded: past this many, what is remembered starts over (those requests are likely served by now).
+    if (seen.size >= IN_VAIN_KEPT) seen.clear();
+    seen.set(rival.key, rival.arrivedAt);
   }
 
   /** Whether a freed slot of this worker is being held for another replica's older request (a new arrival waits). */

@@ -286,11 +286,7 @@ export class Dispatcher implements LeaseControl {
     const now = this.clock.now();
     const fair = this.order.active ? this.order.filterFor(this.fleet.sessions.get(worker.id), now) : undefined;
     while (worker.freeSlots > 0) {
-      const req = this.queue.takeFor(
-        worker,
-        (r) => !this.gate.blocked(r) && this.router.canServe(worker, r.plan, r.targetModel) && (fair === undefined || fair(r)),
-        now,
-      );
+      const req = this.queue.takeFor(worker, (r) => !this.gate.blocked(r) && this.router.canServe(worker, r.plan, r.targetModel), now, fair);
       if (!req) return;
       this.assign(req, this.router.pick(req.plan, req.targetModel) ?? worker, req.targetModel);
     }

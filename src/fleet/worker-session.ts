@@ -60,6 +60,11 @@ export class WorkerSession implements RoutableWorker {
    */
   deferUntil = 0;
   deferTimer: TimerHandle | undefined;
+  /**
+   * Cluster mode: other replicas' waiting requests a slot of this worker was held for in vain (their
+   * replica did not send them: this worker cannot serve them), by key, with their arrival: not held for again.
+   */
+  heldInVain: Map<string, number> | undefined;
   models: Set<string> = new Set();
   wildcard = false;
   /** Accepted models in first-seen order, `*` included. */

@@ -89,8 +89,8 @@ export class AdmissionQueue<T extends Queueable = Queueable> {
   }
 
   /** The next request a worker with a free slot may take (see QueueOrder.takeFor for the order). */
-  takeFor(worker: ServingWorker, accept: (item: T) => boolean, now: number): T | undefined {
-    const item = this.order.takeFor(worker, accept, now);
+  takeFor(worker: ServingWorker, accept: (item: T) => boolean, now: number, inOrder?: (item: T) => boolean): T | undefined {
+    const item = this.order.takeFor(worker, accept, now, inOrder);
     if (item) this.stopTimer(item);
     return item;
   }

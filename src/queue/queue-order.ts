@@ -89,6 +89,9 @@ class ModelQueue<T extends Queueable> {
  *   for the worker's models.
  */
 export class QueueOrder<T extends Queueable = Queueable> {
+  /** Whether a tenant has nothing waiting (made once: `takeFor` passes it on every request it serves). */
+  private readonly idle = (tenant: string): boolean => this.tenantDepth(tenant) === 0;
+
   private readonly byModel = new Map<string, ModelQueue<T>>();
   private readonly depthByProvider = new Map<string, number>();
   private readonly depthByTenant = new Map<string, number>();
@@ -127,7 +130,7 @@ export class QueueOrder<T extends Queueable = Queueable> {
    * Removes and returns the next request, among those waiting for a model the worker serves, that
    * `accept` takes (the worker's capabilities, a pin): see the class comment for the order.
    */
-  takeFor(worker: ServingWorker, accept: (item: T) => boolean, now: number): T | undefined {
+  takeFor(worker: ServingWorker, accept: (item: T) => boolean, now: number, inOrder?: (item: T) => boolean): T | undefined {
     if (this.total === 0) return undefined;
     let best: (Place & { mq: ModelQueue<T>; list: T[]; index: number }) | undefined;
     const consider = (mq: ModelQueue<T> | undefined) => {
@@ -138,6 +141,9 @@ export class QueueOrder<T extends Queueable = Queueable> {
           let index = 0;
           while (index < list.length && !accept(list[index])) index++;
           if (index === list.length) continue;
+          // Held back for another replica's request (cluster mode): so is the rest of the list (the
+          // same tenant, arrived later, aged no more), which is not looked at.
+          if (inOrder !== undefined && !inOrder(list[index])) continue;
           const receivedAt = list[index].receivedAt;
           const level = this.effectiveLevel(base, now - receivedAt);
           const at = this.turns.at(tenant);
@@ -154,7 +160,7 @@ export class QueueOrder<T extends Queueable = Queueable> {
     if (!best) return undefined;
     const item = best.list[best.index];
     this.removeAt(best.mq, best.list, best.index);
-    this.turns.served(item.tenant, now, (tenant) => this.tenantDepth(tenant) === 0);
+    this.turns.served(item.tenant, now, this.idle);
     return item;
   }
 

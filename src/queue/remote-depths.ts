@@ -24,6 +24,8 @@ export const CLUSTER_ORDER_SLACK_MS = 50;
 export const TURNS_PUBLISHED = 256;
 
 const MAX_ENTRIES = 4096;
+/** Waiting requests read from one replica's publication at most (all models and levels together). */
+const MAX_HEADS = 1024;
 const MAX_DEPTH = 1_000_000;
 /** Longest wait or turn age read back (a day): a larger figure is that, not a clock from another era. */
 const MAX_AGE_MS = 86_400_000;
@@ -38,6 +40,8 @@ interface RemoteHead {
 
 /** A request's place in the cluster's order at one moment (this replica's clock). */
 export interface Rank {
+  /** Which published request it is (replica, model, level, tenant), to tell it again in the next publication. */
+  key: string;
   level: number;
   /** Its tenant's last turn anywhere (NEVER: not served lately). */
   at: number;
@@ -123,13 +127,18 @@ export class RemoteDepths {
    * The other replicas' waiting requests for the models `worker` serves, ranked at `now`: gathered
    * once per pull of a worker with a free slot (published figures only, never a Redis call).
    */
-  rivalsFor(worker: ServingWorker, now: number): Rank[] {
+  rivalsFor(worker: ServingWorker, now: number, ignored?: ReadonlyMap<string, number>): Rank[] {
     const out: Rank[] = [];
-    for (const byModel of this.heads.values()) {
+    for (const [replica, byModel] of this.heads) {
       for (const [model, heads] of byModel) {
         if (!worker.wildcard && !worker.models.has(model)) continue;
         for (const h of heads) {
+          const key = `${replica}\u0000${model}\u0000${h.base}\u0000${h.tenant}`;
+          // A request this worker's slot was held for in vain (its replica did not send it): not again.
+          const was = ignored?.get(key);
+          if (was !== undefined && Math.abs(was - h.arrivedAt) <= CLUSTER_ORDER_SLACK_MS) continue;
           out.push({
+            key,
             level: agedLevel(h.base, now - h.arrivedAt, this.agingMs),
             at: h.tenant === '' ? NEVER : this.turns.at(h.tenant),
             arrivedAt: h.arrivedAt,
@@ -143,13 +152,19 @@ export class RemoteDepths {
 
   /** Whether a request of this replica is clearly behind one of `rivals` (then it must not take the slot first). */
   behind(item: Queueable, rivals: readonly Rank[], now: number): boolean {
+    return this.aheadOf(item, rivals, now) !== undefined;
+  }
+
+  /** The first of `rivals` clearly ahead of a request of this replica, if any. */
+  aheadOf(item: Queueable, rivals: readonly Rank[], now: number): Rank | undefined {
     const mine: Rank = {
+      key: '',
       level: agedLevel(item.priority, now - item.receivedAt, this.agingMs),
       at: this.turns.at(item.tenant),
       arrivedAt: item.receivedAt,
       tenant: item.tenant,
     };
-    return rivals.some((r) => clearlyAhead(r, mine));
+    return rivals.find((r) => clearlyAhead(r, mine));
   }
 
   private setHeads(replica: string, heads: QueueDepths['heads'], now: number): void {
@@ -213,15 +228,19 @@ function readHeads(v: unknown): Record<string, PublishedHead[][]> | undefined {
   const entries = Object.entries(v as Record<string, unknown>);
   if (entries.length > MAX_ENTRIES) return undefined;
   const out: Record<string, PublishedHead[][]> = {};
+  let room = MAX_HEADS;
   for (const [model, levels] of entries) {
+    if (room <= 0) break;
     if (model.length > 512 || model === '__proto__' || !Array.isArray(levels) || levels.length > 3) continue;
     out[model] = levels.map((level: unknown): PublishedHead[] => {
-      if (!Array.isArray(level)) return age(level) === undefined ? [] : [[age(level)!, '']];
+      if (room <= 0) return [];
+      if (!Array.isArray(level)) return age(level) === undefined ? [] : (room--, [[age(level)!, '']]);
       const heads: PublishedHead[] = [];
-      for (const e of level.slice(0, HEADS_PER_LEVEL)) {
+      for (const e of level.slice(0, Math.min(HEADS_PER_LEVEL, room))) {
         const waited = Array.isArray(e) && e.length === 2 ? age(e[0]) : undefined;
         if (waited !== undefined && typeof e[1] === 'string' && e[1].length > 0 && e[1].length <= 512) heads.push([waited, e[1]]);
       }
+      room -= heads.length;
       return heads;
     });
   }
@@ -232,7 +251,8 @@ function readHeads(v: unknown): Record<string, PublishedHead[][]> | undefined {
 function readTurns(v: unknown): Record<string, number> | undefined {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
   const entries = Object.entries(v as Record<string, unknown>);
-  if (entries.length > MAX_ENTRIES) return undefined;
+  // A replica publishes its TURNS_PUBLISHED latest turns: more is not a replica of ours.
+  if (entries.length > TURNS_PUBLISHED) return undefined;
   const out: Record<string, number> = {};
   for (const [tenant, ago] of entries) {
     const ms = age(ago);
