@@ -62,7 +62,18 @@ describe('ClusterOrder', () => {
     const { order, worker, clock, publish } = setup();
     publish(900, 2);
     expect(order.filterFor(worker, clock.now())!(req(clock.now()))).toBe(true);
-    expect(order.filterFor({ ...worker, remote: true } as WorkerSession, clock.now())).toBeUndefined();
+    // A worker of replica c: nothing waits at c, so nothing keeps this replica from sending to it.
+    expect(order.filterFor({ ...worker, remote: true, replica: 'c' } as WorkerSession, clock.now())).toBeUndefined();
+  });
+
+  it('does not send to another replica’s worker a request that one waiting at that replica is clearly ahead of (and holds nothing)', () => {
+    const { order, worker, clock, publish } = setup();
+    publish(500, 0, 'x'); // a high request waits at b
+    const atB = { ...worker, remote: true, replica: 'b' } as WorkerSession;
+    const fair = order.filterFor(atB, clock.now())!;
+    expect(fair(req(clock.now(), 1, 'y'))).toBe(false); // b's own queue takes b's worker's slot
+    expect(fair(req(clock.now() - 1_000, 0, 'x'))).toBe(true); // x's older request here goes first
+    expect(order.holds(atB)).toBe(false);
   });
 
   it('does not hold for an older request of a tenant served more recently than the local one’s', () => {

@@ -44,9 +44,10 @@ export class ClusterOrder {
     return this.elsewhere.waiting;
   }
 
-  /** The extra filter of one pull for a local worker; undefined when there is nothing to keep in order. */
+  /** The extra filter of one pull for a worker; undefined when there is nothing to keep in order. */
   filterFor(worker: WorkerSession | undefined, now: number): ((r: Queueable) => boolean) | undefined {
-    if (!this.elsewhere.waiting || !worker || worker.remote) return undefined;
+    if (!this.elsewhere.waiting || !worker) return undefined;
+    if (worker.remote) return this.filterForRemote(worker, now);
     // Ranked once per pull: the other replicas' requests this worker could serve, whatever their model.
     const rivals = this.elsewhere.rivalsFor(worker, now, worker.heldInVain);
     if (rivals.length === 0) return undefined;
@@ -64,6 +65,17 @@ export class ClusterOrder {
       this.recheck(worker);
       return false;
     };
+  }
+
+  /**
+   * Another replica's worker: a request of this replica is not sent to its free slot while a request
+   * waiting at that replica is clearly ahead of it (that replica's own queue takes the slot). No
+   * hold here: the slot is that replica's to give.
+   */
+  private filterForRemote(worker: WorkerSession, now: number): ((r: Queueable) => boolean) | undefined {
+    const rivals = this.elsewhere.rivalsFor(worker, now, undefined, worker.replica);
+    if (rivals.length === 0) return undefined;
+    return (r) => this.elsewhere.aheadOf(r, rivals, now) === undefined;
   }
 
   private inVain(worker: WorkerSession, rival: Rank): void {

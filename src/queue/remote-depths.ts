@@ -124,12 +124,14 @@ export class RemoteDepths {
   }
 
   /**
-   * The other replicas' waiting requests for the models `worker` serves, ranked at `now`: gathered
-   * once per pull of a worker with a free slot (published figures only, never a Redis call).
+   * The other replicas' waiting requests for the models `worker` serves (`only`: those of one
+   * replica), ranked at `now`: gathered once per pull of a worker with a free slot (published figures
+   * only, never a Redis call).
    */
-  rivalsFor(worker: ServingWorker, now: number, ignored?: ReadonlyMap<string, number>): Rank[] {
+  rivalsFor(worker: ServingWorker, now: number, ignored?: ReadonlyMap<string, number>, only?: string): Rank[] {
     const out: Rank[] = [];
     for (const [replica, byModel] of this.heads) {
+      if (only !== undefined && replica !== only) continue;
       for (const [model, heads] of byModel) {
         if (!worker.wildcard && !worker.models.has(model)) continue;
         for (const h of heads) {
