@@ -1,6 +1,7 @@
 import { Inject, Logger } from '@nestjs/common';
 import { OnGatewayConnection, OnGatewayInit, WebSocketGateway } from '@nestjs/websockets';
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { WebSocket, WebSocketServer } from 'ws';
 import { APP_CONFIG, AppConfig } from '../config';
 import { CLOCK, Clock } from '../common/clock';
@@ -55,11 +56,14 @@ export class LinkServer implements OnGatewayInit, OnGatewayConnection {
 }
 
 /** One calling replica's link: its requests, relayed until their last frame, cancelled if it goes. */
-class LinkSession implements RelaySink {
+export class LinkSession implements RelaySink {
   /** Requests of this link being relayed. */
   private readonly open = new Set<string>();
   private readonly maxBatchChars: number;
-  private turnPending = false;
+  /** Writes of this turn are being held to leave together at its end. */
+  private turnOpen = false;
+  /** The link's TCP socket, corked while the turn is open. */
+  private corked: Socket | undefined;
   /** Chunks of one request relayed in this turn, not yet sent. */
   private batch: { id: string; parts: string[]; bytes: number } | undefined;
 
@@ -91,9 +95,13 @@ class LinkSession implements RelaySink {
 
   frame(requestId: string, text: string, last: boolean): void {
     this.flush();
-    if (last) this.open.delete(requestId);
     this.endOfTurn();
     this.socket.send(text);
+    if (!last) return;
+    this.open.delete(requestId);
+    // A request's last frame leaves now: what follows it in this turn (its slot's release, the next
+    // request placed on that slot, the worker's load published) is not its client's to wait for.
+    this.leaveTurn();
   }
 
   /**
@@ -126,15 +134,20 @@ class LinkSession implements RelaySink {
    * the link's TCP socket, corked until then, is written once.
    */
   private endOfTurn(): void {
-    if (this.turnPending) return;
-    this.turnPending = true;
-    const tcp = rawSocketOf(this.socket);
-    tcp?.cork();
-    queueMicrotask(() => {
-      this.turnPending = false;
-      this.flush();
-      tcp?.uncork();
-    });
+    if (this.turnOpen) return;
+    this.turnOpen = true;
+    this.corked = rawSocketOf(this.socket);
+    this.corked?.cork();
+    queueMicrotask(() => this.turnOpen && this.leaveTurn());
+  }
+
+  /** Sends the batched chunks and writes what the turn corked (early when a request's last frame was sent). */
+  private leaveTurn(): void {
+    this.turnOpen = false;
+    this.flush();
+    const tcp = this.corked;
+    this.corked = undefined;
+    tcp?.uncork();
   }
 
   private onMessage(text: string): void {

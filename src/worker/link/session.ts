@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import { WorkerToServerMessage, encodeMessage } from '../../protocol';
 import { Clock, TimerHandle } from '../clock';
@@ -22,6 +23,8 @@ export class LinkSession {
   /** Aborted when the link closes: the lifecycle operations it asked for have nobody to report to. */
   readonly operations = new AbortController();
   private readonly timers = new Map<SessionTimer, TimerHandle>();
+  /** Frames of this turn are being held to leave in one write (holdWrites). */
+  private corked = false;
 
   constructor(
     readonly ws: WebSocket,
@@ -38,8 +41,30 @@ export class LinkSession {
 
   send(message: WorkerToServerMessage, onWritten?: () => void): boolean {
     if (!this.open) return false;
+    this.holdWrites();
     this.ws.send(encodeMessage(message), onWritten ? () => onWritten() : undefined);
     return true;
+  }
+
+  /**
+   * Frames sent in one turn of the event loop leave in one write. A backend's answer often arrives
+   * in one read (headers, body and end: response_start, response_chunk, response_complete); written
+   * one by one, each would be a system call here and a wake-up of the gateway (and, for a request
+   * forwarded between replicas, of the replica that holds the client). The TCP socket is corked at
+   * the first frame and written once this turn's input is handled (setImmediate runs right after the
+   * I/O callbacks of the current loop iteration), so no frame waits for anything but its siblings.
+   * ws keeps the socket in a private field; without it (another ws version) frames go one by one.
+   */
+  private holdWrites(): void {
+    if (this.corked) return;
+    const tcp = (this.ws as unknown as { _socket?: Socket })._socket;
+    if (!tcp || typeof tcp.cork !== 'function') return;
+    this.corked = true;
+    tcp.cork();
+    setImmediate(() => {
+      this.corked = false;
+      tcp.uncork();
+    });
   }
 
   /** (Re)arms the named timer: an earlier one of that name is cancelled. */
