@@ -1,7 +1,8 @@
 'use strict';
 // What the cluster part of the benchmark (bench/cluster.js) runs on besides the gateways: its own
 // redis-server, a fresh PostgreSQL schema, and the Redis command counts of `INFO commandstats`.
-// The same approach as the cluster tests (test/rate-limit/support.ts, test/cluster/support/postgres.ts).
+// The same approach as the cluster tests (test/rate-limit/support.ts); their schemas are made here
+// too (test/cluster/support/postgres.ts requires this file; its types: cluster-infra.d.ts).
 const { spawn, spawnSync } = require('node:child_process');
 const net = require('node:net');
 const { Client } = require('pg');
@@ -35,8 +36,8 @@ function withoutPassword(url) {
   }
 }
 
-async function withClient(fn) {
-  const client = new Client({ connectionString: POSTGRES_URL });
+async function withClient(url, fn) {
+  const client = new Client({ connectionString: url });
   await client.connect();
   try {
     return await fn(client);
@@ -45,17 +46,21 @@ async function withClient(fn) {
   }
 }
 
-/** A fresh schema `bench_cluster_<pid>`; `url` selects it (the gateway reads `?schema=`), `drop()` removes it. */
-async function freshSchema() {
-  const schema = `bench_cluster_${process.pid}`;
-  await withClient(async (c) => {
-    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+/**
+ * A fresh schema `schema` (default `bench_cluster_<pid>`, dropped first if a run left it) of the
+ * PostgreSQL at `baseUrl` (default POSTGRES_URL): `url` selects it (the gateway reads `?schema=`),
+ * `drop()` removes it.
+ */
+async function freshSchema(schema = `bench_cluster_${process.pid}`, baseUrl = POSTGRES_URL) {
+  const dropSql = `DROP SCHEMA IF EXISTS "${schema}" CASCADE`;
+  await withClient(baseUrl, async (c) => {
+    await c.query(dropSql);
     await c.query(`CREATE SCHEMA "${schema}"`);
   });
   return {
     schema,
-    url: `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}schema=${schema}`,
-    drop: () => withClient((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)),
+    url: `${baseUrl}${baseUrl.includes('?') ? '&' : '?'}schema=${schema}`,
+    drop: () => withClient(baseUrl, (c) => c.query(dropSql)).then(() => undefined),
   };
 }
 

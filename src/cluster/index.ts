@@ -10,3 +10,4 @@ export * from './redis-options';
 export * from './cluster-bus.port';
 export * from './local-cluster-bus';
 export * from './redis-cluster-bus';
+export * from './bus-sync';

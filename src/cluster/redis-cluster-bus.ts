@@ -2,6 +2,7 @@ import Redis, { RedisOptions } from 'ioredis';
 import { ClusterBus, ClusterBusHandler, parseBusMessage } from './cluster-bus.port';
 import type { ClusterLogger } from './membership.port';
 import { CLUSTER_KEY_PREFIX } from './redis-membership-store';
+import { clusterRedisOptions } from './redis-options';
 
 export interface RedisClusterBusOptions {
   url: string;
@@ -100,19 +101,13 @@ export class RedisClusterBus extends ClusterBus {
   }
 
   private connection(name: string): Redis {
-    const maxDelay = this.options.maxReconnectDelayMs ?? 2000;
-    const client = new Redis(this.options.url, {
-      ...this.options.redisOptions,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
+    const { url, redisOptions, commandTimeoutMs, maxReconnectDelayMs } = this.options;
+    const client = new Redis(url, {
+      ...redisOptions,
+      ...clusterRedisOptions(commandTimeoutMs, name, maxReconnectDelayMs),
+      // The subscriber subscribes itself on each 'ready' (subscribeChannel), after which it sends
+      // what it kept and resyncs: ioredis must not resubscribe on its own before that.
       autoResubscribe: false,
-      commandTimeout: this.options.commandTimeoutMs,
-      connectTimeout: Math.max(1000, this.options.commandTimeoutMs),
-      disconnectTimeout: 200,
-      retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt - 1, 16), maxDelay),
-      lazyConnect: true,
-      connectionName: name,
     });
     // Failed reconnects emit 'error': the membership reports the outage; never thrown here.
     client.on('error', () => undefined);

@@ -4,14 +4,13 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { generateKey, hashKey } from '../../src/api-keys/api-key-material';
 import { parsePrometheusText } from '../observability/prometheus-text';
-import { TestRedisServer } from '../rate-limit/support';
 import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, eventually, get } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
-import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
-import { describeWithPostgres, freshSchema, FreshSchema, POSTGRES_URL } from './support/postgres';
+import { itWithLogs as it, withGatewayLogs } from './support/gateway-process';
+import { describeWithPostgres, POSTGRES_URL } from './support/postgres';
+import { Replicas, startReplicas } from './support/replicas';
 
-const SECRET = 'cluster-secret-0123456789abcdef0123';
 /** A change on one replica is polled for on the others every 20 ms for up to this long (never timed). */
 const PROPAGATE = 5_000;
 /** Waiting for state that takes reconnections (Redis restarted). */
@@ -35,8 +34,7 @@ async function modelIds(gw: TestGateway): Promise<string[]> {
 
 /** Three replicas, each a real `node dist/main.js` process, on one Redis and one PostgreSQL schema. */
 describeWithPostgres('cluster mode: configuration made on one replica holds on all (cluster bus)', () => {
-  let redis: TestRedisServer;
-  let schema: FreshSchema;
+  let replicas: Replicas;
   let dir: string;
   let configFile: string;
   let a: TestGateway;
@@ -50,8 +48,7 @@ describeWithPostgres('cluster mode: configuration made on one replica holds on a
     const client = new Client({ connectionString: POSTGRES_URL });
     await client.connect();
     try {
-      const name = new URL(schema.url).searchParams.get('schema')!;
-      await client.query(`SET search_path TO "${name}"`);
+      await client.query(`SET search_path TO "${replicas.schema.schema}"`);
       return await client.query(text, params);
     } finally {
       await client.end();
@@ -66,15 +63,6 @@ describeWithPostgres('cluster mode: configuration made on one replica holds on a
         .join('')}`,
     );
 
-  const start = (id: string) =>
-    startGateway({
-      DATABASE_URL: schema.url,
-      CLUSTER_REDIS_URL: redis.url,
-      CLUSTER_SECRET: SECRET,
-      CLUSTER_REPLICA_ID: id,
-      CONFIG_FILE: configFile,
-    });
-
   const worker = async (gw: TestGateway, register: Parameters<typeof ScriptedWorker.register>[1], options?: Parameters<typeof ScriptedWorker.register>[2]) => {
     const w = await ScriptedWorker.register(gw.workerUrl, register, options);
     workers.push(w.worker);
@@ -84,12 +72,13 @@ describeWithPostgres('cluster mode: configuration made on one replica holds on a
   beforeAll(
     () =>
       withGatewayLogs(async () => {
-        redis = await TestRedisServer.start();
-        schema = await freshSchema('broadcast');
         dir = mkdtempSync(join(tmpdir(), 'switchboard-broadcast-'));
         configFile = join(dir, 'switchboard.yaml');
         writeConfig({ 'alias-one': 'model-r' });
-        [a, b, c] = await Promise.all(['gw-a', 'gw-b', 'gw-c'].map(start));
+        // The gateway's own replica timeout (10 s), not the short one of the other suites.
+        const env = { CONFIG_FILE: configFile, CLUSTER_REPLICA_TIMEOUT_SECS: '10' };
+        replicas = await startReplicas('broadcast', ['gw-a', 'gw-b', 'gw-c'], { env, awaitMembers: false });
+        [a, b, c] = replicas.gateways;
         provider = (await call(a, 'GET', '/admin/providers')).json.data[0].name;
       }),
     120_000,
@@ -101,10 +90,8 @@ describeWithPostgres('cluster mode: configuration made on one replica holds on a
 
   afterAll(async () => {
     try {
-      await closeGateways([a, b, c]);
+      await replicas?.close();
     } finally {
-      await redis?.stop();
-      await schema?.drop();
       if (dir) rmSync(dir, { recursive: true, force: true });
     }
   });
@@ -226,13 +213,13 @@ describeWithPostgres('cluster mode: configuration made on one replica holds on a
     await eventually(async () => (await call(b, 'GET', '/admin/tenants/team-r')).json.source === 'admin', PROPAGATE, 'tenant reaches B');
     expect(await modelsWith(b, key)).toBe(200);
 
-    await redis.stop();
+    await replicas.redis.stop();
     // Through A while the bus is down: A keeps the message and sends it once Redis is back (the resync would also find it).
     expect((await call(a, 'DELETE', '/admin/tenants/team-r')).status).toBe(200);
     // Behind every replica's back (no message at all): only the resync finds it.
     await sql('UPDATE api_keys SET enabled = false, revoked_at = $2 WHERE id = $1', [id, Date.now()]);
     expect(await modelsWith(b, key)).toBe(200); // B still holds the key as it was
-    await redis.start();
+    await replicas.redis.start();
 
     for (const gw of [b, c]) {
       await eventually(async () => (await modelsWith(gw, key)) === 401, WAIT, 'the replica re-read the keys');

@@ -1,19 +1,17 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { TestRedisServer } from '../rate-limit/support';
 import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, eventually } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
-import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
-import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
+import { itWithLogs as it, withGatewayLogs } from './support/gateway-process';
+import { describeWithPostgres } from './support/postgres';
+import { Replicas, startReplicas } from './support/replicas';
 
-const SECRET = 'cluster-secret-0123456789abcdef0123';
 const WAIT = 15_000;
 
 /** The Anthropic dialect through another replica (issue 18, "Any request, any replica"): the official SDK on one replica process, the worker on the other. */
 describeWithPostgres('cluster mode: Anthropic clients on any replica', () => {
-  let redis: TestRedisServer;
-  let schema: FreshSchema;
-  const gw: TestGateway[] = [];
+  let replicas: Replicas;
+  let gw: TestGateway[] = [];
   const workers: ScriptedWorker[] = [];
 
   /** A worker at the first replica, seen by the second before the test goes on. */
@@ -34,34 +32,15 @@ describeWithPostgres('cluster mode: Anthropic clients on any replica', () => {
   beforeAll(
     () =>
       withGatewayLogs(async () => {
-        redis = await TestRedisServer.start();
-        schema = await freshSchema('forwarding_anthropic');
-        for (const id of ['a', 'b']) {
-          gw.push(
-            await startGateway({
-              DATABASE_URL: schema.url,
-              CLUSTER_REDIS_URL: redis.url,
-              CLUSTER_SECRET: SECRET,
-              CLUSTER_REPLICA_ID: `gw-${id}`,
-              CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
-            }),
-          );
-        }
-        for (const g of gw) {
-          await eventually(async () => (await admin(g.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json?.members?.length === 2, WAIT, 'two members');
-        }
+        replicas = await startReplicas('forwarding_anthropic', ['gw-a', 'gw-b'], { boot: 'first-alone' });
+        gw = replicas.gateways;
       }),
     120_000,
   );
 
   afterAll(async () => {
     for (const w of workers) w.close();
-    try {
-      await closeGateways(gw);
-    } finally {
-      await redis?.stop();
-      await schema?.drop();
-    }
+    await replicas?.close();
   });
 
   const message = {

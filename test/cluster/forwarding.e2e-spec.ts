@@ -1,13 +1,12 @@
 import OpenAI from 'openai';
-import { TestRedisServer } from '../rate-limit/support';
 import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, chat, eventually, get, post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { parsePrometheusText } from '../observability/prometheus-text';
-import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
-import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
+import { itWithLogs as it, withGatewayLogs } from './support/gateway-process';
+import { describeWithPostgres } from './support/postgres';
+import { Replicas, startReplicas } from './support/replicas';
 
-const SECRET = 'cluster-secret-0123456789abcdef0123';
 const WAIT = 15_000;
 
 /**
@@ -18,20 +17,9 @@ const WAIT = 15_000;
  * worker's replica and its answer comes back byte for byte.
  */
 describeWithPostgres('cluster mode: one fleet, any request on any replica', () => {
-  let redis: TestRedisServer;
-  let schema: FreshSchema;
+  let replicas: Replicas;
   const gw: Record<'a' | 'b' | 'c', TestGateway> = {} as never;
   const workers: ScriptedWorker[] = [];
-
-  const start = (id: 'a' | 'b' | 'c') =>
-    startGateway({
-      DATABASE_URL: schema.url,
-      CLUSTER_REDIS_URL: redis.url,
-      CLUSTER_SECRET: SECRET,
-      CLUSTER_REPLICA_ID: `gw-${id}`,
-      CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
-      MAX_QUEUE_LEN: '8',
-    }).then((g) => (gw[id] = g));
 
   const modelsOn = async (g: TestGateway): Promise<string[]> => ((await get(g.url, '/v1/models')).json?.data ?? []).map((m: { id: string }) => m.id);
   const listWorkers = async (g: TestGateway): Promise<Array<{ name: string; models: string[]; replica: string }>> =>
@@ -56,25 +44,15 @@ describeWithPostgres('cluster mode: one fleet, any request on any replica', () =
   beforeAll(
     () =>
       withGatewayLogs(async () => {
-        redis = await TestRedisServer.start();
-        schema = await freshSchema('forwarding');
-        await start('a');
-        await Promise.all([start('b'), start('c')]);
-        for (const g of Object.values(gw)) {
-          await eventually(async () => (await admin(g.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json?.members?.length === 3, WAIT, 'three members');
-        }
+        replicas = await startReplicas('forwarding', ['gw-a', 'gw-b', 'gw-c'], { env: { MAX_QUEUE_LEN: '8' }, boot: 'first-alone' });
+        [gw.a, gw.b, gw.c] = replicas.gateways;
       }),
     120_000,
   );
 
   afterAll(async () => {
     for (const w of workers) w.close();
-    try {
-      await closeGateways(Object.values(gw));
-    } finally {
-      await redis?.stop();
-      await schema?.drop();
-    }
+    await replicas?.close();
   });
 
   it('every replica lists every worker, with the replica it is connected to, and serves its models', async () => {

@@ -1,22 +1,12 @@
-import { createServer } from 'node:net';
 import WebSocket from 'ws';
-import { TestRedisServer } from '../rate-limit/support';
+import { freePort } from '../rate-limit/support';
 import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, chat, eventually, get, post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { CLUSTER_AUTH_HEADER } from '../../src/cluster/internal-link';
-import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
-import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
-
-const SECRET = 'cluster-secret-0123456789abcdef0123';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+import { itWithLogs as it, withGatewayLogs } from './support/gateway-process';
+import { describeWithPostgres } from './support/postgres';
+import { REPLICA_SECRET as SECRET, Replicas, startReplicas } from './support/replicas';
 
 /** Opens the link between replicas at `base`: its HTTP status (101 when it opened) and, when open, the socket. */
 async function openLink(base: string, headers: Record<string, string> = {}): Promise<{ status: number; socket?: WebSocket }> {
@@ -37,9 +27,8 @@ function nextMessage(socket: WebSocket): Promise<string> {
 
 /** CLUSTER_LISTEN_ADDR: the internal routes move to a listener of their own, off the public port (two real `node dist/main.js` replicas). */
 describeWithPostgres('cluster mode: the internal listener (CLUSTER_LISTEN_ADDR)', () => {
-  let redis: TestRedisServer;
-  let schema: FreshSchema;
-  const gw: TestGateway[] = [];
+  let replicas: Replicas;
+  let gw: TestGateway[] = [];
   const ports: number[] = [];
   let worker: ScriptedWorker;
   let workerId: string;
@@ -47,22 +36,13 @@ describeWithPostgres('cluster mode: the internal listener (CLUSTER_LISTEN_ADDR)'
   beforeAll(
     () =>
       withGatewayLogs(async () => {
-        redis = await TestRedisServer.start();
-        schema = await freshSchema('internal_listener');
-        for (const id of ['a', 'b']) {
-          const port = await freePort();
-          ports.push(port);
-          gw.push(
-            await startGateway({
-              DATABASE_URL: schema.url,
-              CLUSTER_REDIS_URL: redis.url,
-              CLUSTER_SECRET: SECRET,
-              CLUSTER_REPLICA_ID: `gw-${id}`,
-              CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
-              CLUSTER_LISTEN_ADDR: `127.0.0.1:${port}`,
-            }),
-          );
-        }
+        // Each replica's internal listener on a port of its own (the replicas boot one after the other).
+        const envOf = async () => {
+          ports.push(await freePort());
+          return { CLUSTER_LISTEN_ADDR: `127.0.0.1:${ports.at(-1)}` };
+        };
+        replicas = await startReplicas('internal_listener', ['gw-a', 'gw-b'], { envOf, boot: 'first-alone', awaitMembers: false });
+        gw = replicas.gateways;
         const registered = await ScriptedWorker.register(gw[0].workerUrl, { models: ['inner-model'], worker_name: 'inner' });
         worker = registered.worker;
         workerId = String(registered.ack.worker_id);
@@ -77,12 +57,7 @@ describeWithPostgres('cluster mode: the internal listener (CLUSTER_LISTEN_ADDR)'
 
   afterAll(async () => {
     worker?.close();
-    try {
-      await closeGateways(gw);
-    } finally {
-      await redis?.stop();
-      await schema?.drop();
-    }
+    await replicas?.close();
   });
 
   it('replicas advertise the internal address and forward through it', async () => {

@@ -1,14 +1,13 @@
 import Redis from 'ioredis';
 import { CLUSTER_KEY_PREFIX } from '../../src/cluster';
 import { parsePrometheusText } from '../observability/prometheus-text';
-import { TestRedisServer } from '../rate-limit/support';
 import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, chat, eventually, get, post } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
-import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
-import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
+import { itWithLogs as it, withGatewayLogs } from './support/gateway-process';
+import { describeWithPostgres } from './support/postgres';
+import { REPLICA_SECRET as SECRET, Replicas, startReplicas } from './support/replicas';
 
-const SECRET = 'cluster-secret-0123456789abcdef0123';
 const TIMEOUT_SECS = 1.5;
 /** Generous bounds: the tests wait for state, they never time it. */
 const WAIT = 15_000;
@@ -25,41 +24,21 @@ async function gauge(gw: TestGateway, name: string): Promise<number | undefined>
 
 /** Each replica a real `node dist/main.js` process. */
 describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreSQL', () => {
-  let redis: TestRedisServer;
-  let schema: FreshSchema;
+  let replicas: Replicas;
   const gateways = new Map<string, TestGateway>();
-
-  const start = (id: string) =>
-    startGateway({
-      DATABASE_URL: schema.url,
-      CLUSTER_REDIS_URL: redis.url,
-      CLUSTER_SECRET: SECRET,
-      CLUSTER_REPLICA_ID: id,
-      CLUSTER_REPLICA_TIMEOUT_SECS: String(TIMEOUT_SECS),
-    }).then((gw) => {
-      gateways.set(id, gw);
-      return gw;
-    });
 
   beforeAll(
     () =>
       withGatewayLogs(async () => {
-        redis = await TestRedisServer.start();
-        schema = await freshSchema('cluster');
         // Together, on an empty schema: the migration lock lets all three boot.
-        await Promise.all(['gw-a', 'gw-b', 'gw-c'].map(start));
+        const ids = ['gw-a', 'gw-b', 'gw-c'];
+        replicas = await startReplicas('cluster', ids, { env: { CLUSTER_REPLICA_TIMEOUT_SECS: String(TIMEOUT_SECS) }, awaitMembers: false });
+        for (const id of ids) gateways.set(id, replicas.get(id));
       }),
     120_000,
   );
 
-  afterAll(async () => {
-    try {
-      await closeGateways(gateways.values());
-    } finally {
-      await redis?.stop();
-      await schema?.drop();
-    }
-  });
+  afterAll(() => replicas?.close());
 
   it('each replica lists all three on /admin/cluster, itself marked, and counts them on /health', async () => {
     for (const [id, gw] of gateways) {
@@ -77,7 +56,7 @@ describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreS
   });
 
   it('a stopped replica leaves at once and is gone for the others', async () => {
-    const client = new Redis(redis.url);
+    const client = new Redis(replicas.redis.url);
     try {
       expect(await client.zscore(`${CLUSTER_KEY_PREFIX}members`, 'gw-c')).not.toBeNull();
       await gateways.get('gw-c')!.close();
@@ -95,7 +74,7 @@ describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreS
 
   it('a replica that stops heartbeating without leaving (a crash) is dropped within the replica timeout', async () => {
     // A replica that announced itself once and died: its record is never refreshed again.
-    const client = new Redis(redis.url);
+    const client = new Redis(replicas.redis.url);
     try {
       const [secs, micros] = await client.time();
       const now = Number(secs) * 1000 + Math.floor(Number(micros) / 1000);
@@ -116,7 +95,7 @@ describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreS
   it('Redis lost: degraded on /health and the gauge, still ready and serving its own worker; Redis back: re-joined', async () => {
     const gw = gateways.get('gw-a')!;
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: ['local-model'] });
-    await redis.stop();
+    await replicas.redis.stop();
 
     const health = (await eventually(
       async () => {
@@ -140,7 +119,7 @@ describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreS
     expect(res.status).toBe(200);
     expect(res.json.choices[0].message.content).toBe('served alone');
 
-    await redis.start();
+    await replicas.redis.start();
     for (const [id, replica] of gateways) {
       await eventually(async () => (await get(replica.url, '/health')).json.cluster?.degraded === false, WAIT, `${id} re-joins`);
       await eventually(async () => (await members(replica)).length === 2, WAIT, `${id} sees both again`);
@@ -150,7 +129,7 @@ describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreS
   });
   it('Redis frozen (connections open, nothing answered): /admin/cluster still answers, degraded; thawed: re-joined', async () => {
     const gw = gateways.get('gw-b')!;
-    redis.pause();
+    replicas.redis.pause();
     try {
       // The admin read waits CLUSTER_REDIS_TIMEOUT_MS at most, then answers what this replica knows.
       const res = await admin(gw.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN);
@@ -158,7 +137,7 @@ describeWithPostgres('cluster mode: three replicas on one Redis and one PostgreS
       expect(res.json).toMatchObject({ replica_id: 'gw-b', degraded: true, members: [{ id: 'gw-b', self: true }] });
       expect((await get(gw.url, '/health/ready')).status).toBe(200);
     } finally {
-      redis.resume();
+      replicas.redis.resume();
     }
     await eventually(async () => (await get(gw.url, '/health')).json.cluster?.degraded === false, WAIT, 'gw-b re-joins');
     await eventually(async () => (await members(gw)).length === 2, WAIT, 'gw-b sees both again');

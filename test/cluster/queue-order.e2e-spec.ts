@@ -1,11 +1,10 @@
-import { TestRedisServer } from '../rate-limit/support';
 import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, chat, eventually, post, RawResponse, sleep } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
-import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
-import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
+import { itWithLogs as it, withGatewayLogs } from './support/gateway-process';
+import { describeWithPostgres } from './support/postgres';
+import { Replicas, startReplicas } from './support/replicas';
 
-const SECRET = 'cluster-secret-0123456789abcdef0123';
 const WAIT = 15_000;
 /** QUEUE_AGING_SECS of every replica: long enough that nothing else ages during a test. */
 const AGING_MS = 2_000;
@@ -16,20 +15,9 @@ const AGING_MS = 2_000;
  * — priority after aging, then tenant turns, then arrival — wherever it waits.
  */
 describeWithPostgres('cluster mode: one queue order across replicas (aging, tenant turns)', () => {
-  let redis: TestRedisServer;
-  let schema: FreshSchema;
+  let replicas: Replicas;
   const gw: Record<'a' | 'b', TestGateway> = {} as never;
   const workers: ScriptedWorker[] = [];
-
-  const start = (id: 'a' | 'b') =>
-    startGateway({
-      DATABASE_URL: schema.url,
-      CLUSTER_REDIS_URL: redis.url,
-      CLUSTER_SECRET: SECRET,
-      CLUSTER_REPLICA_ID: `gw-${id}`,
-      CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
-      QUEUE_AGING_SECS: String(AGING_MS / 1000),
-    }).then((g) => (gw[id] = g));
 
   /** A worker with one slot on replica A, seen by both replicas. */
   async function worker(model: string): Promise<ScriptedWorker> {
@@ -80,25 +68,15 @@ describeWithPostgres('cluster mode: one queue order across replicas (aging, tena
   beforeAll(
     () =>
       withGatewayLogs(async () => {
-        redis = await TestRedisServer.start();
-        schema = await freshSchema('queue_order');
-        await start('a');
-        await start('b');
-        for (const g of Object.values(gw)) {
-          await eventually(async () => (await admin(g.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json?.members?.length === 2, WAIT, 'two members');
-        }
+        replicas = await startReplicas('queue_order', ['gw-a', 'gw-b'], { env: { QUEUE_AGING_SECS: String(AGING_MS / 1000) }, boot: 'first-alone' });
+        [gw.a, gw.b] = replicas.gateways;
       }),
     120_000,
   );
 
   afterAll(async () => {
     for (const w of workers) w.close();
-    try {
-      await closeGateways(Object.values(gw));
-    } finally {
-      await redis?.stop();
-      await schema?.drop();
-    }
+    await replicas?.close();
   });
 
   it('aging counts across replicas: a low request that waited past the aging period at B beats a newer normal one at A', async () => {

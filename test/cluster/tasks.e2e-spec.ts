@@ -1,14 +1,13 @@
 import Redis from 'ioredis';
 import { TASK_KEY_PREFIX } from '../../src/tasks/task-cluster-redis';
-import { TestRedisServer } from '../rate-limit/support';
 import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
 import { admin, eventually } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { cancel, chatDelta, chatTask, finish, getJson, readStream, submit, TaskEvent, TaskStream } from '../tasks/support';
-import { closeGateways, itWithLogs as it, startGatewayProcess as startGateway, withGatewayLogs } from './support/gateway-process';
-import { describeWithPostgres, freshSchema, FreshSchema } from './support/postgres';
+import { itWithLogs as it, withGatewayLogs } from './support/gateway-process';
+import { describeWithPostgres } from './support/postgres';
+import { REPLICA_SECRET as SECRET, Replicas, startReplicas } from './support/replicas';
 
-const SECRET = 'cluster-secret-0123456789abcdef0123';
 /** Generous bounds: the tests wait for state, they never time it. */
 const WAIT = 15_000;
 
@@ -16,26 +15,11 @@ const tokens = (events: TaskEvent[]) => events.filter((e) => e.event === 'token'
 
 /** Three replicas, each a real `node dist/main.js` process (gw-c is stopped and started again), on one Redis and one PostgreSQL schema. */
 describeWithPostgres('cluster mode: tasks across replicas', () => {
-  let redis: TestRedisServer;
-  let schema: FreshSchema;
+  let replicas: Replicas;
   let a: TestGateway;
   let b: TestGateway;
   let c: TestGateway;
-  const started: TestGateway[] = [];
   const workers: ScriptedWorker[] = [];
-
-  const start = (id: string) =>
-    startGateway({
-      DATABASE_URL: schema.url,
-      CLUSTER_REDIS_URL: redis.url,
-      CLUSTER_SECRET: SECRET,
-      CLUSTER_REPLICA_ID: id,
-      CLUSTER_REPLICA_TIMEOUT_SECS: '1.5',
-      TASKS_MAX_READERS: '2',
-    }).then((gw) => {
-      started.push(gw);
-      return gw;
-    });
 
   const worker = async (gw: TestGateway, model: string) => {
     const { worker } = await ScriptedWorker.register(gw.workerUrl, { models: [model] });
@@ -46,24 +30,15 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
   beforeAll(
     () =>
       withGatewayLogs(async () => {
-        redis = await TestRedisServer.start();
-        schema = await freshSchema('cluster_tasks');
-        [a, b, c] = await Promise.all(['gw-a', 'gw-b', 'gw-c'].map(start));
-        for (const gw of [a, b, c]) {
-          await eventually(async () => (await admin(gw.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json.members.length === 3, WAIT, 'all 3 replicas');
-        }
+        replicas = await startReplicas('cluster_tasks', ['gw-a', 'gw-b', 'gw-c'], { env: { TASKS_MAX_READERS: '2' } });
+        [a, b, c] = replicas.gateways;
       }),
     120_000,
   );
 
   afterAll(async () => {
     for (const w of workers) w.close();
-    try {
-      await closeGateways(started);
-    } finally {
-      await redis?.stop();
-      await schema?.drop();
-    }
+    await replicas?.close();
   });
 
   it('a task submitted through A is read through B and C, streamed through B, resumed through C and cancelled through C', async () => {
@@ -200,7 +175,7 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
       await eventually(async () => (await getJson(gw, `/v1/tasks/${accepted.json.task_id}`)).json.status === 'completed', WAIT);
       return accepted;
     };
-    const client = new Redis(redis.url);
+    const client = new Redis(replicas.redis.url);
     const spent = async () => Number(await client.hget(`${TASK_KEY_PREFIX}session:default\u0000s\u0000shared-session`, 'tokens'));
     try {
       const first = await run(a, onA, 'budget-a');
@@ -223,7 +198,7 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
 
   it('Redis frozen: a task is still admitted and read where it runs; another replica answers 503, not 404', async () => {
     const onA = await worker(a, 'frozen-model');
-    redis.pause();
+    replicas.redis.pause();
     try {
       const accepted = await submit(a, chatTask('frozen-model', { task_id: 'frozen-1' }));
       expect(accepted.status).toBe(202);
@@ -233,7 +208,7 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
       expect(elsewhere.status).toBe(503);
       expect(elsewhere.json.error).toMatchObject({ code: 'dependency_unavailable' });
     } finally {
-      redis.resume();
+      replicas.redis.resume();
     }
     for (const gw of [a, b, c]) {
       await eventually(async () => (await admin(gw.url, 'GET', '/admin/cluster', TEST_ADMIN_TOKEN)).json.members.length === 3, WAIT, 're-joined');
@@ -256,7 +231,7 @@ describeWithPostgres('cluster mode: tasks across replicas', () => {
       expect((await cancel(gw, 'lost-1')).status).toBe(404);
     }
     // A new process under the same replica id does not hold the tasks of the one before.
-    c = await start('gw-c');
+    c = await replicas.start('gw-c');
     expect((await getJson(c, '/v1/tasks/lost-1')).status).toBe(404);
     // Its id is free again: the record naming the lost replica is taken over by the next submit.
     const onA = await worker(a, 'lost-model');

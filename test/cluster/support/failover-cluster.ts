@@ -1,8 +1,9 @@
-import { TestRedisServer } from '../../rate-limit/support';
+import type { TestRedisServer } from '../../rate-limit/support';
 import { eventually } from '../../support/http';
 import { MockBackend } from './mock-backend';
 import { ADMIN_TOKEN, ensureBuilt, GatewayProcess, logsOf, NodeProcess, WorkerProcess } from './processes';
-import { freshSchema, FreshSchema } from './postgres';
+import type { FreshSchema } from './postgres';
+import { ClusterStore, startClusterStore } from './replicas';
 
 export type ReplicaName = 'a' | 'b' | 'c';
 export const REPLICAS: ReplicaName[] = ['a', 'b', 'c'];
@@ -26,6 +27,7 @@ export interface WorkerView {
  * a,b,c` rotated), each in front of its own mock backend, serving the shared model and one of its own.
  */
 export class FailoverCluster {
+  private store: ClusterStore | undefined;
   redis!: TestRedisServer;
   schema!: FreshSchema;
   readonly gw = {} as Record<ReplicaName, GatewayProcess>;
@@ -34,8 +36,8 @@ export class FailoverCluster {
 
   async start(): Promise<void> {
     ensureBuilt();
-    this.redis = await TestRedisServer.start();
-    this.schema = await freshSchema('failover');
+    this.store = await startClusterStore('failover');
+    ({ redis: this.redis, schema: this.schema } = this.store);
     for (const x of REPLICAS) {
       this.gw[x] = await GatewayProcess.create(`gw-${x}`, {
         DATABASE_URL: this.schema.url,
@@ -60,8 +62,7 @@ export class FailoverCluster {
     for (const w of Object.values(this.workers)) await w.stop();
     for (const g of Object.values(this.gw)) await g.stop();
     for (const b of Object.values(this.backends)) await b.close();
-    await this.redis?.stop();
-    await this.schema?.drop();
+    await this.store?.close();
   }
 
   get processes(): NodeProcess[] {

@@ -1,4 +1,4 @@
-import { Client } from 'pg';
+import infra = require('../../../bench/lib/cluster-infra.js');
 
 /**
  * The PostgreSQL the cluster suites run on: TEST_DATABASE_URL, which `npm run test:cluster` sets
@@ -19,27 +19,11 @@ export function describeWithPostgres(name: string, fn: () => void): void {
   process.stderr.write(`${name}: skipped, no TEST_DATABASE_URL (npm run test:cluster sets one)\n`);
 }
 
-export interface FreshSchema {
-  /** DATABASE_URL selecting the schema. */
-  url: string;
-  drop(): Promise<void>;
-}
+/** `schema` its name; `url` (DATABASE_URL) selects it. */
+export type FreshSchema = infra.Schema;
 
-export async function freshSchema(label: string): Promise<FreshSchema> {
+/** A schema of its own for a suite (the benchmark's helper, bench/lib/cluster-infra.js, with a name unique to this run). */
+export function freshSchema(label: string): Promise<FreshSchema> {
   const schema = `sb_${label.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${process.pid}_${Date.now().toString(36)}`;
-  await withClient((c) => c.query(`CREATE SCHEMA "${schema}"`));
-  return {
-    url: `${POSTGRES_URL}${POSTGRES_URL.includes('?') ? '&' : '?'}schema=${schema}`,
-    drop: () => withClient((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).then(() => undefined),
-  };
-}
-
-async function withClient<T>(fn: (c: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
+  return infra.freshSchema(schema, POSTGRES_URL);
 }
