@@ -231,7 +231,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     this.link.cancelReconnect();
     const session = this.link.current;
     if (!session || !session.open) {
-      if (session && !session.closed) session.ws.terminate();
+      if (session && !session.closed) session.terminate();
       else this.finish(0);
       return this.exited;
     }
@@ -373,7 +373,7 @@ export class WorkerDaemon extends EventEmitter<DaemonEvents> {
     if (session.ws.readyState === WebSocket.OPEN) {
       session.close(1000, 'worker shutting down');
     } else {
-      session.ws.terminate();
+      session.terminate();
     }
   }
 

@@ -119,7 +119,7 @@ export class GatewayLink {
       'idle',
       () => {
         this.log.warn('nothing heard from the gateway; reconnecting', { silent_for_ms: limitMs });
-        session.ws.terminate();
+        session.terminate();
       },
       limitMs,
     );

@@ -82,4 +82,16 @@ describe('LinkSession (worker daemon)', () => {
       await close();
     }
   });
+
+  it('writes the held frames before terminate() cuts the connection (a stop right after its last frames loses none)', async () => {
+    const { session, frames, close } = await pair();
+    try {
+      session.send({ type: 'error', request_id: 'r1', code: 'worker_shutting_down', message: 'stopping' });
+      session.terminate();
+      await waitFor(() => frames.length === 1);
+      expect(frames).toEqual([expect.objectContaining({ type: 'error', request_id: 'r1' })]);
+    } finally {
+      await close();
+    }
+  });
 });

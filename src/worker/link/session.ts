@@ -23,8 +23,8 @@ export class LinkSession {
   /** Aborted when the link closes: the lifecycle operations it asked for have nobody to report to. */
   readonly operations = new AbortController();
   private readonly timers = new Map<SessionTimer, TimerHandle>();
-  /** Frames of this turn are being held to leave in one write (holdWrites). */
-  private corked = false;
+  /** The TCP socket while this turn's frames are held on it to leave in one write (holdWrites). */
+  private held: Socket | undefined;
 
   constructor(
     readonly ws: WebSocket,
@@ -56,15 +56,25 @@ export class LinkSession {
    * ws keeps the socket in a private field; without it (another ws version) frames go one by one.
    */
   private holdWrites(): void {
-    if (this.corked) return;
+    if (this.held) return;
     const tcp = (this.ws as unknown as { _socket?: Socket })._socket;
     if (!tcp || typeof tcp.cork !== 'function') return;
-    this.corked = true;
+    this.held = tcp;
     tcp.cork();
-    setImmediate(() => {
-      this.corked = false;
-      tcp.uncork();
-    });
+    setImmediate(() => this.writeHeld());
+  }
+
+  /** Writes the frames held for this turn now. */
+  private writeHeld(): void {
+    const tcp = this.held;
+    this.held = undefined;
+    tcp?.uncork();
+  }
+
+  /** Ends the connection at once (no close handshake); frames held for this turn are written first, not dropped. */
+  terminate(): void {
+    this.writeHeld();
+    this.ws.terminate();
   }
 
   /** (Re)arms the named timer: an earlier one of that name is cancelled. */
@@ -90,6 +100,6 @@ export class LinkSession {
 
   closeWatchdog(): void {
     if (this.hasTimer('close')) return;
-    this.setTimer('close', () => this.ws.terminate(), 3_000);
+    this.setTimer('close', () => this.terminate(), 3_000);
   }
 }
