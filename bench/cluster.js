@@ -12,7 +12,9 @@
  * on both alike. It measures: latency p50/p99 and TTFB p50 (all blocks pooled); the CPU time (utime + stime of
  * /proc/<pid>/stat) of BOTH gateway processes per request; the Redis commands per request (the sum of
  * `INFO commandstats` calls around each phase, the INFO readings themselves left out). It prints a table,
- * the forwarded/local comparison and issue 18's three targets with pass/fail words (nothing asserts).
+ * the forwarded/local comparison, the machine's floor for the two crossings forwarding adds (a bare
+ * WebSocket round trip between two processes, bench/lib/hop-floor.js) and issue 18's three targets
+ * with pass/fail words (nothing asserts).
  *
  * Before measuring it waits for both replicas to list each other (GET /admin/cluster) and for r2 to
  * list m-a (GET /v1/models) and answer one request for it (a build that serves m-a without listing it
@@ -27,6 +29,7 @@ const { cpuMs, spawnNode, stop, freePort, waitFor } = require('./lib/proc');
 const { drive, pct, fmt, fmtCpu } = require('./lib/load');
 const { startBackend, chatBody } = require('./lib/backend');
 const { clusterUnavailable, freshSchema, startRedis, commandStats, commandDelta } = require('./lib/cluster-infra');
+const { hopFloor } = require('./lib/hop-floor');
 
 const WORKER_SECRET = 'bench-secret';
 const ADMIN_TOKEN = 'bench-admin-token';
@@ -199,6 +202,12 @@ function report(rows, forwarding, o) {
         `${(forwarded.cpuBoth / local.cpuBoth).toFixed(2)}× | ${signed(forwarded.cpuBoth - local.cpuBoth, fmtCpu)} |`,
     );
   }
+  if (o.floor !== undefined) {
+    console.log(
+      `floor: a bare WebSocket round trip between two processes on this machine (loopback, paced like these requests, no gateway code), ` +
+        `p50 ${fmt(o.floor)} ms — the two socket crossings a forwarded request adds cost at least this here`,
+    );
+  }
   const forwardedRows = pairs.map((p) => p.forwarded);
   const redisPerRequest = forwardedRows.reduce((s, r) => s + r.redis, 0) / forwardedRows.reduce((s, r) => s + r.requests, 0);
   console.log('targets (issue 18):');
@@ -299,7 +308,8 @@ async function clusterPart({
         `bench: cluster ${targets.map(([p]) => p).join(' + ')} measured: --from ${from} --to ${to} (r1 pid ${r1.child.pid}, r2 pid ${r2.child.pid})`,
       );
     const summary = [...rows.values()].map(summarize);
-    report(summary, forwarding, { rounds, requests: workloads[0][1] * rounds, streamRequests: workloads[1][1] * rounds, chunks });
+    const floor = forwarding ? await hopFloor() : undefined;
+    report(summary, forwarding, { rounds, requests: workloads[0][1] * rounds, streamRequests: workloads[1][1] * rounds, chunks, floor });
     return { forwarding, rows: summary };
   } finally {
     for (const agent of agents) await agent.close();
