@@ -114,7 +114,7 @@ export class WorkerConnection implements WorkerChannel {
 
   send(message: ServerToWorkerMessage): void {
     if (this.state === 'closed') return;
-    sendInTurn(this.socket, encodeMessage(message));
+    sendInTurn(this.socket, encodeMessage(message), message.type === 'request');
   }
 
   close(code: number, reason: string): void {

@@ -36,7 +36,7 @@ describe('setMaxPayload', () => {
 });
 
 describe('sendInTurn', () => {
-  it("holds one turn's frames in the worker's TCP socket and sends them, in order, when the turn ends", async () => {
+  it("holds one turn's request frames in the worker's TCP socket until the turn ends; other frames go at once, in order", async () => {
     const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
     await new Promise((r) => server.once('listening', r));
     const serverSide = new Promise<WebSocket>((r) => server.once('connection', r));
@@ -46,21 +46,24 @@ describe('sendInTurn', () => {
     await new Promise((r) => client.once('open', r));
     const socket = await serverSide;
     const tcp = (socket as unknown as { _socket: { writableCorked: number } })._socket;
-    sendInTurn(socket, 'one');
-    sendInTurn(socket, 'two');
-    sendInTurn(socket, 'three');
+    sendInTurn(socket, 'one', true);
+    sendInTurn(socket, 'two', true);
     expect(tcp.writableCorked).toBe(1); // ws's own cork and uncork around each frame are nested in it
+    sendInTurn(socket, 'cancel', false); // goes at once, with the held ones before it
+    expect(tcp.writableCorked).toBe(0);
+    sendInTurn(socket, 'three', true);
+    expect(tcp.writableCorked).toBe(1);
     await new Promise((r) => setImmediate(r));
     expect(tcp.writableCorked).toBe(0);
     await new Promise((r) => setTimeout(r, 50));
-    expect(got).toEqual(['one', 'two', 'three']);
+    expect(got).toEqual(['one', 'two', 'cancel', 'three']);
     client.close();
     server.close();
   });
 
   it('sends at once through a socket whose TCP socket it cannot find', () => {
     const sent: string[] = [];
-    sendInTurn({ send: (text: string) => sent.push(text) }, 'frame');
+    sendInTurn({ send: (text: string) => sent.push(text) }, 'frame', true);
     expect(sent).toEqual(['frame']);
   });
 });
