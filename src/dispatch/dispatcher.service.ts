@@ -19,13 +19,15 @@ import { leaveQueue, recordWait } from './queue-waits';
 import { ConcurrencyGate } from './concurrency-gate';
 import { ConcurrencyCaps } from '../queue/concurrency-caps';
 import { ClusterOrder } from './cluster-order';
+import { Replanner } from './replanner';
 
 export type { FrameVerdict } from './response-frames';
 
 /**
  * A request's life: place it on a worker (a SlotLease from the Fleet) or in the queue → send →
  * collect (ResponseFrames) → complete, cancel, requeue or fail (RequestEnd). All state is in
- * memory; nothing here awaits. Workers' comings and goings arrive as Fleet events.
+ * memory; nothing here awaits. Workers' comings and goings arrive as Fleet events; requests
+ * already waiting are routed again by the Replanner when what they wait for changes.
  */
 @Injectable()
 export class Dispatcher implements LeaseControl {
@@ -44,6 +46,8 @@ export class Dispatcher implements LeaseControl {
   private readonly onWorkers = new Map<string, RelayRequest>();
   /** Cluster mode: freed slots wait briefly for older requests of other replicas; a stopping replica still forwards. */
   private readonly order: ClusterOrder;
+  /** Waiting requests routed again when what they wait for changes (pools, models, workers, caps). */
+  private readonly replanner: Replanner;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -56,14 +60,19 @@ export class Dispatcher implements LeaseControl {
     this.log = new DispatchLog(config.logLevel === 'debug' || config.logLevel === 'trace');
     this.buffers = new ClientBuffers(config, clock, (req) => this.frames.tooSlow(req));
     this.caps = queue.caps;
-    this.gate = new ConcurrencyGate((req) => this.placeWaiting(req));
+    this.gate = new ConcurrencyGate((req) => this.replanner.placeWaiting(req));
     this.end = new RequestEnd(clock, queue, this.buffers, observers, this.gate);
     this.watchdogs = new Watchdogs(config.routing, clock, router, this.end, observers, this);
     this.order = new ClusterOrder(config.cluster.redisUrl !== undefined, queue.elsewhere, clock, (w) => fleet.offer(w));
     this.frames = new ResponseFrames(config, clock, router, fleet, this.buffers, this.end, observers, this, this.onWorkers, this.watchdogs);
+    this.replanner = new Replanner(clock, router, queue, fleet, observers, this.log, this.gate, {
+      dispatch: (req, requeued) => this.dispatch(req, requeued),
+      assign: (req, worker, model) => this.assign(req, worker, model),
+      enqueue: (req, model, requeued) => this.enqueue(req, model, requeued),
+    });
     fleet.on('slotFreed', ({ worker }) => this.pullWork(worker));
     fleet.on('workerGone', ({ worker, orphans }) => this.onWorkerGone(worker, orphans));
-    fleet.on('modelsChanged', ({ dropped }) => dropped.length > 0 && this.replanWaitingFor(dropped));
+    fleet.on('modelsChanged', ({ dropped }) => dropped.length > 0 && this.replanner.replanWaitingFor(dropped));
     fleet.on('drainExpired', ({ worker, reason }) => this.failLeases(worker.id, reason, Errors.drainTimeout));
     fleet.on('poolDrained', ({ provider }) => this.rerouteWaiting(provider));
     // Shutting down: waiting requests end (in cluster mode they keep waiting for other replicas' workers).
@@ -131,16 +140,9 @@ export class Dispatcher implements LeaseControl {
     for (const req of this.queue.discard(provider)) this.end.fail(req, error());
   }
 
-  /**
-   * A pool was cordoned: its queued requests are routed again as if they had just arrived — to
-   * another pool's worker or queue, or to the router's verdict (`pool_unavailable`).
-   */
+  /** A pool was cordoned: its queued requests are routed again as if they had just arrived (see Replanner). */
   rerouteWaiting(provider: string): void {
-    const now = this.clock.now();
-    for (const req of this.queue.discard(provider)) {
-      leaveQueue(this.observers, req, now, false);
-      this.dispatch(req, false);
-    }
+    this.replanner.rerouteWaiting(provider);
   }
 
   /** Cancels everything a worker runs (its slots stay held) and fails each request with `error()`. */
@@ -303,25 +305,7 @@ export class Dispatcher implements LeaseControl {
     }
     // Oldest first, so the earliest arrival gets the first free slot elsewhere.
     for (const req of reqs.sort((a, b) => a.receivedAt - b.receivedAt)) this.rescue(req);
-    const models = worker.wildcard ? [...this.queue.waitingModels()] : [...worker.models];
-    this.replanWaitingFor(models);
-    this.retranslateWaitingFor(models);
-  }
-
-  /**
-   * Requests waiting for a native worker that translation could serve: the worker that left may have been
-   * the last native one, and a free translating worker would never take them on the pull path (they wait
-   * natively). Routed again: to a free worker now, or left waiting the way the router now says.
-   */
-  private retranslateWaitingFor(models: readonly string[]): void {
-    if (this.queue.totalDepth() === 0) return;
-    for (const model of models) {
-      for (const req of this.queue.waitingFor(model)) {
-        if (!req.plan.translation || req.plan.translated !== undefined || req.phase !== 'queued') continue;
-        const decision = this.router.route(req.plan);
-        if (decision.kind === 'assign') this.takeFromQueue(req, decision.worker, decision.model);
-      }
-    }
+    this.replanner.workerGone(worker);
   }
 
   /**
@@ -343,52 +327,5 @@ export class Dispatcher implements LeaseControl {
     this.observers.requeued(req);
     if (this.fleet.closing && !this.order.clustered) return this.end.fail(req, Errors.serverShutdown());
     this.dispatch(req, true);
-  }
-
-  /**
-   * A worker left (or stopped advertising models): requests waiting for a model that now has no
-   * worker at all, and that have a fallback chain, are routed again (a fallback's idle workers take
-   * them, or its queue does); those no other candidate can take keep waiting for their model.
-   */
-  private replanWaitingFor(models: readonly string[]): void {
-    if (this.queue.totalDepth() === 0) return;
-    for (const model of models) {
-      if (this.fleet.directory.servingExactly(model).size > 0) continue;
-      for (const req of this.queue.waitingFor(model)) {
-        if (req.plan.candidates.length < 2) continue;
-        const decision = this.router.route(req.plan);
-        if (decision.kind === 'reject' || decision.model === model) continue;
-        this.queue.remove(req);
-        this.log.replanned(req, model, decision.model);
-        // The wait is carried on (recorded once, on assignment) and the request now belongs to the
-        // fallback's provider (metrics, usage, provider deletion); it was admitted already, so a
-        // fallback's queue takes it without its bound.
-        leaveQueue(this.observers, req, this.clock.now(), false);
-        if (decision.kind === 'assign') {
-          req.provider = this.router.provider(decision.worker.provider) ?? req.provider;
-          this.assign(req, decision.worker, decision.model);
-        } else {
-          req.provider = decision.provider;
-          this.enqueue(req, decision.model, true);
-        }
-      }
-    }
-  }
-
-  /** A waiting request whose key or tenant has room again goes to a worker, if one can take it now. */
-  private placeWaiting(req: RelayRequest): boolean {
-    if (req.phase !== 'queued' || !req.queuedAt) return true; // no longer waiting: nothing to do
-    const decision = this.gate.blocked(req) ? undefined : this.router.route(req.plan);
-    if (decision?.kind !== 'assign') return false;
-    this.takeFromQueue(req, decision.worker, decision.model);
-    return true;
-  }
-
-  /** A waiting request goes to a worker now: out of the queue (its wait carried on), to the worker's provider. */
-  private takeFromQueue(req: RelayRequest, worker: WorkerSnapshot, model: string): void {
-    this.queue.remove(req);
-    leaveQueue(this.observers, req, this.clock.now(), false);
-    req.provider = this.router.provider(worker.provider) ?? req.provider;
-    this.assign(req, worker, model);
   }
 }

@@ -29,7 +29,7 @@ import { LifecycleState } from '../observability/lifecycle-state';
 import { restrictToProvider, sanitizeMaxConcurrent, sanitizeModels, sanitizeWorkerName, WorkerLimits } from './sanitize-models';
 import { WorkerAuthGate } from './worker-auth-gate';
 import { workerCode } from '../dispatch/response-frames';
-import { setMaxPayload } from './worker-ws.adapter';
+import { sendInTurn, setMaxPayload } from './worker-ws.adapter';
 import { registerFrameCap } from './register-frame-cap';
 
 export interface WorkerLinkDeps {
@@ -114,7 +114,7 @@ export class WorkerConnection implements WorkerChannel {
 
   send(message: ServerToWorkerMessage): void {
     if (this.state === 'closed') return;
-    this.socket.send(encodeMessage(message));
+    sendInTurn(this.socket, encodeMessage(message), message.type === 'request');
   }
 
   close(code: number, reason: string): void {

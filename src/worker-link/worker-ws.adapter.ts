@@ -28,3 +28,32 @@ export function setMaxPayload(socket: unknown, bytes: number): boolean {
   receiver._maxPayload = bytes;
   return true;
 }
+
+/**
+ * Sends one text frame to a worker. Request frames (`hold`) sent to the same worker in one turn of
+ * the event loop (every client request read in that turn, a pull path's batch) leave in one socket
+ * write when the turn's I/O callbacks are done (`setImmediate`), instead of one write each: on this
+ * path a socket write costs far more than the frame (it wakes the worker's reader; `writev` was
+ * 14 % of the gateway's busy time for a non-streaming request, docs/benchmarks.md, session 4).
+ * Any other frame (cancel, lifecycle, drain) goes out at once, as before, and takes the held ones
+ * with it: same bytes in the same order, a cancel never waits behind the turn. A worker's socket
+ * is corked by nothing else between frames (ws corks and uncorks within each send), so being corked
+ * means holding this turn's requests. The TCP socket is ws's own field (no public accessor): without
+ * it (another ws version, a socket not yet open) frames go out one by one as before —
+ * worker-ws.adapter.spec.ts checks that it is found.
+ */
+export function sendInTurn(socket: { send(data: string): void }, text: string, hold: boolean): void {
+  const tcp = (socket as { _socket?: { writableCorked?: number; cork(): void; uncork(): void } })._socket;
+  if (tcp === undefined || typeof tcp.writableCorked !== 'number') return socket.send(text);
+  if (hold && tcp.writableCorked === 0) {
+    tcp.cork();
+    setImmediate(uncorkTurn, tcp);
+  }
+  socket.send(text);
+  // Not held: out now, after what this turn held (a later uncork of the turn finds nothing to do).
+  if (!hold && tcp.writableCorked > 0) tcp.uncork();
+}
+
+function uncorkTurn(tcp: { uncork(): void }): void {
+  tcp.uncork();
+}
