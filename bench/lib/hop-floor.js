@@ -16,31 +16,40 @@ wss.on('listening', () => process.stdout.write(String(wss.address().port) + '\\n
 wss.on('connection', (ws) => ws.on('message', (d) => ws.send(d)));
 `;
 
-/** p50 of `count` round trips, one every `gapMs` (ms); resolves with milliseconds. */
+/** p50 of `count` round trips, one every `gapMs` (ms); resolves with milliseconds, rejects if the echo process or the socket fails. */
 async function hopFloor({ count = 400, gapMs = 1 } = {}) {
   const child = spawn(process.execPath, ['-e', ECHO], { stdio: ['ignore', 'pipe', 'inherit'], cwd: __dirname });
+  let ws;
   try {
-    const port = await new Promise((resolve, reject) => {
-      child.stdout.once('data', (d) => resolve(Number(String(d).trim())));
+    const failed = new Promise((_, reject) => {
       child.once('exit', (code) => reject(new Error(`echo process exited (${code})`)));
+      child.once('error', reject);
     });
-    const ws = new WebSocket(`ws://127.0.0.1:${port}`, { perMessageDeflate: false });
-    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    failed.catch(() => undefined);
+    const port = await Promise.race([failed, new Promise((resolve) => child.stdout.once('data', (d) => resolve(Number(String(d).trim()))))]);
+    ws = new WebSocket(`ws://127.0.0.1:${port}`, { perMessageDeflate: false });
+    const broken = new Promise((_, reject) => ws.on('error', reject).once('close', () => reject(new Error('echo socket closed'))));
+    broken.catch(() => undefined);
+    await Promise.race([failed, broken, new Promise((resolve) => ws.once('open', resolve))]);
     const payload = 'x'.repeat(400);
     const times = [];
     for (let i = 0; i < count + 50; i++) {
       const t0 = process.hrtime.bigint();
-      await new Promise((resolve) => {
-        ws.once('message', resolve);
-        ws.send(payload);
-      });
+      await Promise.race([
+        failed,
+        broken,
+        new Promise((resolve) => {
+          ws.once('message', resolve);
+          ws.send(payload);
+        }),
+      ]);
       if (i >= 50) times.push(Number(process.hrtime.bigint() - t0) / 1e6);
       await new Promise((resolve) => setTimeout(resolve, gapMs));
     }
-    ws.terminate();
     times.sort((a, b) => a - b);
     return times[Math.floor(times.length / 2)];
   } finally {
+    ws?.terminate();
     child.kill();
   }
 }

@@ -1,25 +1,6 @@
 import { BusSync } from './bus-sync';
-import { BUS_TOPICS, ClusterBus, ClusterBusHandler } from './cluster-bus.port';
-
-/** A bus whose messages and resyncs the test delivers by hand. */
-class HandBus extends ClusterBus {
-  readonly enabled = true;
-  readonly handlers = new Map<string, ClusterBusHandler>();
-  readonly resyncs: Array<() => void | Promise<void>> = [];
-  publish(): void {}
-  subscribe(topic: string, handler: ClusterBusHandler): () => void {
-    this.handlers.set(topic, handler);
-    return () => this.handlers.delete(topic);
-  }
-  onResync(handler: () => void | Promise<void>): () => void {
-    this.resyncs.push(handler);
-    return () => undefined;
-  }
-  async close(): Promise<void> {}
-  deliver(topic: string, data: unknown): void {
-    void this.handlers.get(topic)?.(data, 'other');
-  }
-}
+import { HandBus } from '../../test/support/hand-bus';
+import { BUS_TOPICS } from './cluster-bus.port';
 
 interface Row {
   name: string;

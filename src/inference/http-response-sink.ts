@@ -47,7 +47,8 @@ export class HttpResponseSink implements ResponseSink {
   private ended = false;
   /**
    * Gateway headers every response carries: served model, queue wait, rate-limit state. (A plain
-   * literal: a computed name, even a constant one, makes V8 build the object on its slow path.)
+   * literal: a computed name, even a constant one, makes V8 build the object on its slow path. The
+   * name must stay QUEUE_WAIT_HEADER's, or a response would carry the header twice.)
    */
   private readonly gatewayHeaders: Record<string, string> = { 'x-queue-wait-ms': '0' };
 

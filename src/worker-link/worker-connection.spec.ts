@@ -132,6 +132,36 @@ describe('WorkerConnection (fake socket, fake clock)', () => {
 
   const protocolError: [number, string] = [CloseCodes.PROTOCOL_ERROR, CloseReasons.PROTOCOL_ERROR];
 
+  describe('sending', () => {
+    it('holds request frames to the end of the turn; a cancel goes at once and takes them with it', async () => {
+      const { socket, worker } = await registered();
+      // The TCP socket under ws (sendInTurn corks it): a cork count, as Node keeps it.
+      const tcp = {
+        writableCorked: 0,
+        cork() {
+          this.writableCorked++;
+        },
+        uncork() {
+          if (this.writableCorked > 0) this.writableCorked--;
+        },
+      };
+      Object.assign(socket, { _socket: tcp });
+      const request = { type: 'request', request_id: 'r-1', model: 'm', endpoint_path: '/v1/chat/completions', is_streaming: false, body: '{}' } as const;
+      worker.channel.send(request);
+      worker.channel.send({ ...request, request_id: 'r-2' });
+      expect(tcp.writableCorked).toBe(1);
+      worker.channel.send({ type: 'cancel', request_id: 'r-1', reason: 'client_disconnect' });
+      expect(tcp.writableCorked).toBe(0);
+      expect(socket.sent.slice(-3).map((m) => [m.type, m.request_id])).toEqual([
+        ['request', 'r-1'],
+        ['request', 'r-2'],
+        ['cancel', 'r-1'],
+      ]);
+      await settle();
+      expect(tcp.writableCorked).toBe(0);
+    });
+  });
+
   describe('registration', () => {
     it('acknowledges with the worker id, its models and the protocol version, and joins the fleet', async () => {
       const { socket, worker } = await registered();

@@ -40,7 +40,9 @@ export function setMaxPayload(socket: unknown, bytes: number): boolean {
  * is corked by nothing else between frames (ws corks and uncorks within each send), so being corked
  * means holding this turn's requests. The TCP socket is ws's own field (no public accessor): without
  * it (another ws version, a socket not yet open) frames go out one by one as before —
- * worker-ws.adapter.spec.ts checks that it is found.
+ * worker-ws.adapter.spec.ts checks that it is found. A socket terminated in the turn (the gateway
+ * stopping: the adapter terminates every client) drops what it held; that worker's link is cut then
+ * anyway, and it never answers those requests either way.
  */
 export function sendInTurn(socket: { send(data: string): void }, text: string, hold: boolean): void {
   const tcp = (socket as { _socket?: { writableCorked?: number; cork(): void; uncork(): void } })._socket;
