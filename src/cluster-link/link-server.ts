@@ -10,7 +10,8 @@ import { Fleet } from '../fleet/fleet.service';
 import { ForwardRelays, RelaySink } from './forward-relays';
 import { encodeRefusal, LINK_PATH, linkRequestCap, readCallerMessage, RefusalCode } from './link-protocol';
 import { WorkerFrames } from './worker-frames';
-import { rawSocketOf, watchLink } from './link-socket';
+import { rawSocketOf } from '../common/ws-tcp-socket';
+import { watchLink } from './link-socket';
 
 const log = new Logger('ClusterLink');
 

@@ -1,21 +1,11 @@
-import type { Socket } from 'node:net';
 import type WebSocket from 'ws';
 import type { Clock } from '../common/clock';
+import { rawSocketOf } from '../common/ws-tcp-socket';
 
 /** A link's calling end pings this often; both ends check then whether they heard from the other. */
 export const LINK_PING_MS = 2000;
 /** A link that heard nothing for this long (not a byte) is dead: its requests are lost. */
 export const LINK_DEAD_MS = 6000;
-
-/**
- * The TCP socket under a link's WebSocket (ws keeps it in a field of its own; there is no public
- * accessor). Undefined before the link opened, or if a later ws keeps it elsewhere — then corking
- * and byte-level liveness are skipped, nothing else changes (peer-link.spec.ts checks it is found).
- */
-export function rawSocketOf(ws: WebSocket): Socket | undefined {
-  const socket = (ws as unknown as { _socket?: Socket })._socket;
-  return socket && typeof socket.cork === 'function' ? socket : undefined;
-}
 
 /**
  * Watches an open link and closes it (`terminate`) when the other end has sent nothing for

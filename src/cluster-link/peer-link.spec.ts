@@ -4,7 +4,8 @@ import { FakeClock } from '../../test/support/fake-clock';
 import { CLUSTER_AUTH_HEADER } from '../cluster/internal-link';
 import { encodeRefusal, LINK_PATH } from './link-protocol';
 import { LinkCall, PeerLinks } from './peer-link';
-import { LINK_DEAD_MS, LINK_PING_MS, rawSocketOf } from './link-socket';
+import { rawSocketOf } from '../common/ws-tcp-socket';
+import { LINK_DEAD_MS, LINK_PING_MS } from './link-socket';
 
 /** A stand-in owner replica: a real WebSocket server on loopback that records what it is sent. */
 async function owner(autoPong = true) {

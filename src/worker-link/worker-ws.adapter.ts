@@ -1,4 +1,6 @@
 import { WsAdapter } from '@nestjs/platform-ws';
+import type { Socket } from 'node:net';
+import { rawSocketOf } from '../common/ws-tcp-socket';
 
 /**
  * The worker gateway reads frames itself (one JSON.parse, typed validation). The stock adapter
@@ -38,15 +40,14 @@ export function setMaxPayload(socket: unknown, bytes: number): boolean {
  * Any other frame (cancel, lifecycle, drain) goes out at once, as before, and takes the held ones
  * with it: same bytes in the same order, a cancel never waits behind the turn. A worker's socket
  * is corked by nothing else between frames (ws corks and uncorks within each send), so being corked
- * means holding this turn's requests. The TCP socket is ws's own field (no public accessor): without
- * it (another ws version, a socket not yet open) frames go out one by one as before —
- * worker-ws.adapter.spec.ts checks that it is found. A socket terminated in the turn (the gateway
+ * means holding this turn's requests. Without the TCP socket (rawSocketOf: another ws version, a socket
+ * not yet open) frames go out one by one as before — worker-ws.adapter.spec.ts checks that it is found. A socket terminated in the turn (the gateway
  * stopping: the adapter terminates every client) drops what it held; that worker's link is cut then
  * anyway, and it never answers those requests either way.
  */
 export function sendInTurn(socket: { send(data: string): void }, text: string, hold: boolean): void {
-  const tcp = (socket as { _socket?: { writableCorked?: number; cork(): void; uncork(): void } })._socket;
-  if (tcp === undefined || typeof tcp.writableCorked !== 'number') return socket.send(text);
+  const tcp = rawSocketOf(socket);
+  if (tcp === undefined) return socket.send(text);
   if (hold && tcp.writableCorked === 0) {
     tcp.cork();
     setImmediate(uncorkTurn, tcp);
@@ -56,6 +57,6 @@ export function sendInTurn(socket: { send(data: string): void }, text: string, h
   if (!hold && tcp.writableCorked > 0) tcp.uncork();
 }
 
-function uncorkTurn(tcp: { uncork(): void }): void {
+function uncorkTurn(tcp: Socket): void {
   tcp.uncork();
 }
