@@ -1,6 +1,5 @@
 import type { Socket } from 'node:net';
 import WebSocket from 'ws';
-import { rawSocketOf } from '../../common/ws-tcp-socket';
 import { WorkerToServerMessage, encodeMessage } from '../../protocol';
 import { Clock, TimerHandle } from '../clock';
 
@@ -54,12 +53,14 @@ export class LinkSession {
    * forwarded between replicas, of the replica that holds the client). The TCP socket is corked at
    * the first frame and written once this turn's input is handled (setImmediate runs right after the
    * I/O callbacks of the current loop iteration), so no frame waits for anything but its siblings.
-   * Without the TCP socket (rawSocketOf: another ws version) frames go one by one.
+   * ws keeps the socket in a private field; without it (another ws version) frames go one by one.
+   * (The gateway reads it with common/ws-tcp-socket.ts; the daemon ships with src/worker and
+   * src/protocol only, test/worker/cli.e2e-spec.ts, so it reads the field itself.)
    */
   private holdWrites(): void {
     if (this.held) return;
-    const tcp = rawSocketOf(this.ws);
-    if (!tcp) return;
+    const tcp = (this.ws as unknown as { _socket?: Socket })._socket;
+    if (!tcp || typeof tcp.cork !== 'function') return;
     this.held = tcp;
     tcp.cork();
     setImmediate(() => this.writeHeld());
