@@ -37,7 +37,9 @@ export class RedisClusterBus extends ClusterBus {
   private readonly sub: Redis;
   private readonly handlers = new Map<string, Set<ClusterBusHandler>>();
   private readonly resyncHandlers = new Set<() => void | Promise<void>>();
-  private pending: string[] = [];
+  /** Unsent messages, in publish order (`seq`). */
+  private pending: Array<{ seq: number; raw: string }> = [];
+  private seq = 0;
   private readonly maxPending: number;
   private flushing = false;
   /** The subscriber has been subscribed once; a later subscription follows a lost connection. */
@@ -72,9 +74,10 @@ export class RedisClusterBus extends ClusterBus {
       this.options.logger?.warn(`message on "${topic}" not sent: ${(e as Error).message}`, CONTEXT);
       return;
     }
+    const message = { seq: ++this.seq, raw };
     // Behind earlier unsent messages, so receivers see them in order.
-    if (this.pub.status !== 'ready' || this.pending.length > 0) return this.keep(raw);
-    this.pub.publish(this.channel, raw).catch(() => this.keep(raw));
+    if (this.pub.status !== 'ready' || this.pending.length > 0) return this.keep(message);
+    this.pub.publish(this.channel, raw).catch(() => this.keep(message));
   }
 
   subscribe(topic: string, handler: ClusterBusHandler): () => void {
@@ -114,9 +117,16 @@ export class RedisClusterBus extends ClusterBus {
     return client;
   }
 
-  private keep(raw: string): void {
+  /**
+   * Keeps a message in publish order. A send that was already under way when the connection went
+   * fails after later messages were kept at once (the loss is noticed in between), so a failed
+   * message goes back to its place, not to the end.
+   */
+  private keep(message: { seq: number; raw: string }): void {
     if (this.closed) return;
-    this.pending.push(raw);
+    let at = this.pending.length;
+    while (at > 0 && this.pending[at - 1].seq > message.seq) at--;
+    this.pending.splice(at, 0, message);
     if (this.pending.length > this.maxPending) this.pending.shift();
   }
 
@@ -128,17 +138,18 @@ export class RedisClusterBus extends ClusterBus {
   private async flushPending(again = true): Promise<void> {
     if (this.flushing || this.closed) return;
     this.flushing = true;
-    const sent: string[] = [];
+    const sent: Array<{ seq: number; raw: string }> = [];
     try {
       while (this.pending.length > 0 && !this.closed) {
-        const raw = this.pending[0];
+        const message = this.pending[0];
         try {
-          await this.pub.publish(this.channel, raw);
+          await this.pub.publish(this.channel, message.raw);
         } catch {
           return; // still down: the next 'ready' tries again
         }
-        if (this.pending[0] === raw) this.pending.shift();
-        sent.push(raw);
+        const at = this.pending.indexOf(message);
+        if (at >= 0) this.pending.splice(at, 1);
+        sent.push(message);
       }
     } finally {
       this.flushing = false;
@@ -146,7 +157,7 @@ export class RedisClusterBus extends ClusterBus {
     if (!again || sent.length === 0) return;
     const timer = setTimeout(() => {
       if (this.closed) return;
-      this.pending.unshift(...sent);
+      for (const message of sent) this.keep(message);
       void this.flushPending(false);
     }, this.options.maxReconnectDelayMs ?? 2000);
     timer.unref();
