@@ -8,6 +8,7 @@ import type { RemoteWorkers } from '../fleet/remote-workers';
 import type { WorkerSession } from '../fleet/worker-session';
 import type { AdmissionQueue } from '../queue/admission-queue';
 import { readQueueDepths } from '../queue/remote-depths';
+import { LINK_VERSION, speaksLink } from './link-protocol';
 
 const log = new Logger('ClusterLink');
 
@@ -29,6 +30,8 @@ export class FleetSync {
   private stopped = false;
   /** Replicas that left lately: a message of theirs still on its way must not bring their workers back. */
   private readonly departed = new Map<string, number>();
+  /** Replicas whose link this one does not speak (another release), with the version they published. */
+  private readonly foreign = new Map<string, string>();
 
   constructor(
     private readonly fleet: Fleet,
@@ -60,6 +63,7 @@ export class FleetSync {
     });
     this.membership.onChange(({ joined, left }) => {
       for (const replica of joined) this.departed.delete(replica);
+      for (const replica of left) this.foreign.delete(replica);
       // Its messages count only from now on: ask everyone for their lists (its own included).
       if (joined.length > 0 && !this.membership.degraded()) this.board.publish({ from: this.options.replicaId, kind: 'hello' });
       // Alone (Redis lost): other replicas' workers cannot be reached through a board that is gone.
@@ -82,7 +86,7 @@ export class FleetSync {
     if (this.fullTimer) this.clock.clearInterval(this.fullTimer);
     if (this.flushTimer) this.clock.clearTimeout(this.flushTimer);
     // Leaving: the others drop this replica's workers now rather than at its membership timeout.
-    this.board.publish({ from: this.options.replicaId, kind: 'full', workers: [], queue: { providers: {}, tenants: {} } });
+    this.board.publish({ from: this.options.replicaId, kind: 'full', workers: [], queue: { providers: {}, tenants: {} }, link: LINK_VERSION });
     await this.board.stop();
   }
 
@@ -108,7 +112,7 @@ export class FleetSync {
     this.gone.clear();
     this.queueChanged = false;
     if (workers.length === 0 && removed.length === 0 && !queue) return;
-    this.board.publish({ from: this.options.replicaId, kind: 'delta', workers, removed, ...(queue ? { queue } : {}) });
+    this.board.publish({ from: this.options.replicaId, kind: 'delta', workers, removed, ...(queue ? { queue } : {}), link: LINK_VERSION });
   }
 
   private publishFull(): void {
@@ -117,7 +121,7 @@ export class FleetSync {
     const workers: PublishedWorker[] = [];
     const leaving = this.fleet.closing;
     for (const w of this.fleet.sessions.all()) if (!w.remote) workers.push(publishWorker(w, now, leaving));
-    this.board.publish({ from: this.options.replicaId, kind: 'full', workers, queue: this.queue.depths() });
+    this.board.publish({ from: this.options.replicaId, kind: 'full', workers, queue: this.queue.depths(), link: LINK_VERSION });
   }
 
   private receive(m: FleetBoardMessage): void {
@@ -130,6 +134,13 @@ export class FleetSync {
       if (this.clock.now() - left < DEPARTED_MS) return;
       this.departed.delete(m.from);
     }
+    // Another release's link (a rolling upgrade across a change of it): its workers could not be
+    // sent a request from here, so they are not this replica's to route to; its queue still counts.
+    if (!speaksLink(m.link)) {
+      this.foreignLink(m.from, m.link);
+      return this.readQueue(m);
+    }
+    if (this.foreign.delete(m.from)) log.log(`replica ${m.from} now speaks link version ${LINK_VERSION}: its workers are used from here again`);
     const workers: PublishedWorker[] = [];
     let malformed = 0;
     for (const raw of m.workers ?? []) {
@@ -139,6 +150,20 @@ export class FleetSync {
     }
     if (malformed > 0) log.warn(`replica ${m.from} published ${malformed} malformed worker(s); ignored`);
     this.remote.apply(m.from, workers, m.removed ?? [], m.kind === 'full');
+    this.readQueue(m);
+  }
+
+  private readQueue(m: FleetBoardMessage): void {
     if (m.queue !== undefined) this.queue.elsewhere.set(m.from, readQueueDepths(m.queue), this.clock.now());
+  }
+
+  private foreignLink(replica: string, version: unknown): void {
+    const shown = typeof version === 'number' ? String(version) : typeof version === 'string' ? JSON.stringify(version.slice(0, 32)) : typeof version;
+    if (this.foreign.get(replica) === shown) return;
+    this.foreign.set(replica, shown);
+    this.remote.dropReplica(replica, true);
+    log.warn(
+      `replica ${replica} speaks link version ${shown}, this one ${LINK_VERSION} (another release): its workers are not used from here until both run the same link`,
+    );
   }
 }

@@ -12,10 +12,27 @@ import { INTERNAL_PREFIX } from '../cluster/internal-link';
  *   when the request never reached the worker. The `!` sets the link's own messages apart from
  *   any JSON a worker's frame serialises to, whatever keys the worker put in it.
  *
- * Both ends are the same build (a rolling upgrade replaces replicas one by one; see docs/cluster.md),
- * and each still checks every message: a peer is authenticated, not trusted to be well-formed.
+ * Each replica publishes the version of this protocol it speaks with its workers on the fleet board
+ * (`LINK_VERSION`), and none forwards to a replica whose version it does not speak: during a rolling
+ * upgrade across a change of this protocol, each side serves its requests with its own side's workers
+ * (see docs/cluster.md). Each end still checks every message: a peer is authenticated, not trusted
+ * to be well-formed.
  */
 export const LINK_PATH = `${INTERNAL_PREFIX}/link`;
+
+/**
+ * This link protocol's version. A release that changes the messages below gives it a new number, and
+ * `speaksLink` accepts the versions a release can serve on both ends.
+ */
+export const LINK_VERSION = 1;
+
+/**
+ * Whether this replica can forward to a replica that published `version`. Absent means 1: the
+ * release that introduced this link did not publish it yet.
+ */
+export function speaksLink(version: unknown): boolean {
+  return (version ?? 1) === LINK_VERSION;
+}
 
 /** A forwarded request's first line: the `request` frame without its body (which follows, raw). */
 export interface LinkRequestHead {

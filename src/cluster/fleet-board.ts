@@ -19,6 +19,11 @@ export interface FleetBoardMessage {
    * turns as durations. Read back by queue/remote-depths.ts (readQueueDepths).
    */
   queue?: unknown;
+  /**
+   * The version of the forwarding link the sender speaks (cluster-link/link-protocol.ts
+   * `LINK_VERSION`; absent: 1). Its workers are used only by replicas that speak it too.
+   */
+  link?: unknown;
 }
 
 export const FLEET_CHANNEL = `${CLUSTER_KEY_PREFIX}fleet`;
