@@ -8,7 +8,7 @@ describeWithPostgres('migrations under the lock: replicas booting together on an
   const opened: DataSource[] = [];
 
   beforeEach(async () => {
-    schema = await freshSchema('miglock');
+    schema = await freshSchema(`miglock_${process.pid}`);
   });
   afterEach(async () => {
     for (const ds of opened.splice(0)) if (ds.isInitialized) await ds.destroy();

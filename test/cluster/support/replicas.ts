@@ -18,12 +18,16 @@ export interface ClusterStore {
   close(): Promise<void>;
 }
 
-/** Starts a redis-server and makes a fresh schema named after `label`; on failure, what was made is undone. */
+/**
+ * Starts a redis-server and makes a fresh schema named after `label` and this process (two runs of
+ * one suite at once, say a CI clone and a working tree, must not drop each other's schema); on
+ * failure, what was made is undone.
+ */
 export async function startClusterStore(label: string): Promise<ClusterStore> {
   const redis = await TestRedisServer.start();
   let schema: FreshSchema;
   try {
-    schema = await freshSchema(label);
+    schema = await freshSchema(`${label}_${process.pid}`);
   } catch (e) {
     await redis.stop();
     throw e;
