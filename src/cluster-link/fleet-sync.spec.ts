@@ -126,9 +126,12 @@ describe('FleetSync: the link version on the fleet board', () => {
     board.deliver({ from: 'gw-c', kind: 'delta', workers: [published('w-c2', 'gw-c')], removed: [], link: 'v9' });
     expect(fleet.directory.get('w-c2')).toBeUndefined();
 
-    // Once it runs this link again, its workers are used again.
-    board.deliver({ from: 'gw-c', kind: 'full', workers: [published('w-c', 'gw-c')], link: LINK_VERSION });
-    expect([...fleet.directory.servingExactly('m1')].map((w) => w.id).sort()).toEqual(['w-b', 'w-c']);
+    // Once it runs this link again, its workers are used again; a delta first asks for everyone's full list.
+    const before = board.sent.length;
+    board.deliver({ from: 'gw-c', kind: 'delta', workers: [published('w-c2', 'gw-c')], removed: [], link: LINK_VERSION });
+    expect(board.sent.slice(before)).toEqual([{ from: 'gw-a', kind: 'hello' }]);
+    board.deliver({ from: 'gw-c', kind: 'full', workers: [published('w-c', 'gw-c'), published('w-c2', 'gw-c')], link: LINK_VERSION });
+    expect([...fleet.directory.servingExactly('m1')].map((w) => w.id).sort()).toEqual(['w-b', 'w-c', 'w-c2']);
   });
 
   it('changes of its own workers go out with its link version', () => {

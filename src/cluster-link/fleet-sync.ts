@@ -140,7 +140,11 @@ export class FleetSync {
       this.foreignLink(m.from, m.link);
       return this.readQueue(m);
     }
-    if (this.foreign.delete(m.from)) log.log(`replica ${m.from} now speaks link version ${LINK_VERSION}: its workers are used from here again`);
+    if (this.foreign.delete(m.from)) {
+      log.log(`replica ${m.from} now speaks link version ${LINK_VERSION}: its workers are used from here again`);
+      // A delta names only what changed: its whole list comes with the full a hello asks for.
+      if (m.kind !== 'full') this.board.publish({ from: this.options.replicaId, kind: 'hello' });
+    }
     const workers: PublishedWorker[] = [];
     let malformed = 0;
     for (const raw of m.workers ?? []) {

@@ -26,6 +26,19 @@ async function batchDelivered(seen: unknown[], batch: unknown[]): Promise<void> 
   expect(seen.every((m) => batch.includes(m))).toBe(true);
 }
 
+/** The bus's publishing connection (private: the tests watch its state). */
+const pubOf = (bus: RedisClusterBus) => (bus as unknown as { pub: Redis }).pub;
+
+/** The `data` of each bus message among publish calls. */
+function dataOf(calls: unknown[][]): unknown[] {
+  return calls.map(([, raw]) => (JSON.parse(String(raw)) as { data: unknown }).data);
+}
+
+/** The topics the bus published, in call order (the spy sees every publish of every Redis client). */
+function sentBy(publish: jest.SpyInstance): string[] {
+  return publish.mock.calls.map(([, raw]) => (JSON.parse(String(raw)) as { topic: string }).topic);
+}
+
 describe('parseBusMessage', () => {
   it('reads a well-formed message and drops anything else', () => {
     expect(parseBusMessage('{"from":"a","topic":"t","data":{"id":1}}')).toEqual({ from: 'a', topic: 't', data: { id: 1 } });
@@ -51,8 +64,8 @@ describe('LocalClusterBus', () => {
 describe('RedisClusterBus (real redis-server)', () => {
   let redis: TestRedisServer;
   const buses: RedisClusterBus[] = [];
-  const bus = (replicaId: string) => {
-    const b = new RedisClusterBus({ url: redis.url, replicaId, commandTimeoutMs: 200, maxReconnectDelayMs: 100 });
+  const bus = (replicaId: string, maxReconnectDelayMs = 100) => {
+    const b = new RedisClusterBus({ url: redis.url, replicaId, commandTimeoutMs: 200, maxReconnectDelayMs });
     buses.push(b);
     return b;
   };
@@ -162,10 +175,11 @@ describe('RedisClusterBus (real redis-server)', () => {
     let failFirst!: (e: Error) => void;
     const publish = jest.spyOn(Redis.prototype, 'publish');
     publish.mockImplementationOnce(() => new Promise<number>((_, reject) => (failFirst = reject)) as never);
+    await until(() => pubOf(a).status === 'ready', 5000, 'publisher ready');
     try {
       a.publish('t', 'first');
       await redis.stop();
-      await until(() => (a as unknown as { pub: Redis }).pub.status !== 'ready', 5000, 'loss noticed');
+      await until(() => pubOf(a).status !== 'ready', 5000, 'loss noticed');
       a.publish('t', 'second');
       expect(a.pendingCount()).toBe(1);
       failFirst(new Error('Connection is closed.'));
@@ -173,10 +187,61 @@ describe('RedisClusterBus (real redis-server)', () => {
       await redis.start();
       await batchDelivered(seen, ['first', 'second']);
       // What `a` put on the wire once Redis was back: the kept messages in publish order.
-      const sent = publish.mock.calls.slice(1).map(([, raw]) => (JSON.parse(String(raw)) as { data: unknown }).data);
-      expect(sent.slice(0, 2)).toEqual(['first', 'second']);
+      expect(dataOf(publish.mock.calls.slice(1)).slice(0, 2)).toEqual(['first', 'second']);
     } finally {
       publish.mockRestore();
     }
+  });
+
+  it('the second sending repeats what was sent since the first, in order: an uncordon published after the outage stays last', async () => {
+    // A second sending a second after the first, so the uncordon surely falls between the two.
+    const a = bus('a', 1000);
+    const b = bus('b');
+    await Promise.all([a, b].map(subscribed));
+    const publish = jest.spyOn(Redis.prototype, 'publish');
+    try {
+      await redis.stop();
+      a.publish('cordon', 'w1');
+      await until(() => a.pendingCount() === 1, 5000, 'cordon kept');
+      await redis.start();
+      await until(() => a.pendingCount() === 0, 10_000, 'kept cordon sent');
+      a.publish('uncordon', 'w1');
+      const replayed = () => sentBy(publish).lastIndexOf('cordon') > sentBy(publish).indexOf('uncordon');
+      await until(replayed, 10_000, 'second sending');
+      await new Promise((r) => setTimeout(r, 300));
+      // Without the uncordon in the second sending, the others would end with the cordon again.
+      expect(sentBy(publish).slice(-2)).toEqual(['cordon', 'uncordon']);
+    } finally {
+      publish.mockRestore();
+    }
+  });
+
+  it('a send that times out on a connection that stays up is sent again, and what follows it too', async () => {
+    const a = bus('a');
+    const b = bus('b');
+    await Promise.all([a, b].map(subscribed));
+    const seen: unknown[] = [];
+    b.subscribe('t', (d) => void seen.push(d));
+    await until(() => pubOf(a).status === 'ready', 5000, 'publisher ready');
+    // Redis busy for 600 ms (a script that loops): a's publish times out after 200 ms, the connection stays up.
+    const busy = new Redis(redis.url);
+    try {
+      const stalled = busy.eval(
+        "local s = redis.call('TIME') while true do local n = redis.call('TIME') if (n[1] - s[1]) * 1000000 + (n[2] - s[2]) > 600000 then break end end return 1",
+        0,
+      );
+      await new Promise((r) => setTimeout(r, 50));
+      a.publish('t', 'one');
+      await until(() => a.pendingCount() === 1, 5000, 'timed-out send kept');
+      expect(pubOf(a).status).toBe('ready');
+      a.publish('t', 'two');
+      await stalled;
+    } finally {
+      busy.disconnect();
+    }
+    await until(() => a.pendingCount() === 0, 5000, 'kept messages sent again');
+    await until(() => seen.includes('two'), 5000, 'delivered');
+    // 'one' may arrive twice (Redis ran the timed-out publish once it was free), never after 'two'.
+    expect(seen.lastIndexOf('one')).toBeLessThan(seen.indexOf('two'));
   });
 });

@@ -23,6 +23,12 @@ export interface RedisClusterBusOptions {
 
 const CONTEXT = 'ClusterBus';
 
+/** A message as published: its place in this replica's publish order, and its text. */
+interface Kept {
+  seq: number;
+  raw: string;
+}
+
 /**
  * Redis pub/sub between replicas: one connection subscribed to the channel, one to publish on.
  * Both fail fast (nothing queues inside ioredis, every command bounded) and reconnect forever with
@@ -38,10 +44,15 @@ export class RedisClusterBus extends ClusterBus {
   private readonly handlers = new Map<string, Set<ClusterBusHandler>>();
   private readonly resyncHandlers = new Set<() => void | Promise<void>>();
   /** Unsent messages, in publish order (`seq`). */
-  private pending: Array<{ seq: number; raw: string }> = [];
+  private pending: Kept[] = [];
   private seq = 0;
   private readonly maxPending: number;
   private flushing = false;
+  /** From a flush of kept messages until the second sending: every message sent meanwhile. */
+  private replay: Kept[] | undefined;
+  private replayTimerSet = false;
+  /** A send failed on a connection still up (a command timeout): no 'ready' will follow to retry. */
+  private retryTimer: NodeJS.Timeout | undefined;
   /** The subscriber has been subscribed once; a later subscription follows a lost connection. */
   private subscribedOnce = false;
   private missed = false;
@@ -77,7 +88,13 @@ export class RedisClusterBus extends ClusterBus {
     const message = { seq: ++this.seq, raw };
     // Behind earlier unsent messages, so receivers see them in order.
     if (this.pub.status !== 'ready' || this.pending.length > 0) return this.keep(message);
-    this.pub.publish(this.channel, raw).catch(() => this.keep(message));
+    this.pub.publish(this.channel, raw).then(
+      () => this.sent(message),
+      () => {
+        this.keep(message);
+        this.retrySoon();
+      },
+    );
   }
 
   subscribe(topic: string, handler: ClusterBusHandler): () => void {
@@ -100,6 +117,7 @@ export class RedisClusterBus extends ClusterBus {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.retryTimer);
     await Promise.all([this.pub, this.sub].map((c) => (c.status === 'ready' ? c.quit().catch(() => c.disconnect()) : c.disconnect())));
   }
 
@@ -122,7 +140,7 @@ export class RedisClusterBus extends ClusterBus {
    * fails after later messages were kept at once (the loss is noticed in between), so a failed
    * message goes back to its place, not to the end.
    */
-  private keep(message: { seq: number; raw: string }): void {
+  private keep(message: Kept): void {
     if (this.closed) return;
     let at = this.pending.length;
     while (at > 0 && this.pending[at - 1].seq > message.seq) at--;
@@ -130,34 +148,62 @@ export class RedisClusterBus extends ClusterBus {
     if (this.pending.length > this.maxPending) this.pending.shift();
   }
 
+  /** A message reached Redis: while a second sending is due, it is part of it. */
+  private sent(message: Kept): void {
+    const replay = this.replay;
+    if (!replay) return;
+    replay.push(message);
+    if (replay.length > this.maxPending) replay.shift();
+  }
+
+  /** A send timed out on a connection that stayed up: nothing else would send what is kept now. */
+  private retrySoon(): void {
+    if (this.closed || this.retryTimer || this.pub.status !== 'ready') return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.flushPending();
+    }, this.options.maxReconnectDelayMs ?? 2000);
+    this.retryTimer.unref();
+  }
+
   /**
    * Sends the kept messages, in order. Pub/sub keeps nothing for a replica not subscribed yet, and
-   * the others reconnect on their own backoff: the batch is sent once more after the longest
-   * reconnect delay (receivers apply a message twice harmlessly: they re-read, or repeat a cordon).
+   * the others reconnect on their own backoff: after the longest reconnect delay the batch is sent
+   * once more, together with every message sent since, in publish order, so a replica that was
+   * subscribed again in between ends with the latest of each (a cordon kept during the outage and
+   * the uncordon published after it arrive in that order the second time too). Receivers apply a
+   * message twice harmlessly: they re-read, or repeat a cordon.
    */
   private async flushPending(again = true): Promise<void> {
     if (this.flushing || this.closed) return;
     this.flushing = true;
-    const sent: Array<{ seq: number; raw: string }> = [];
+    let sentNow = 0;
     try {
       while (this.pending.length > 0 && !this.closed) {
         const message = this.pending[0];
         try {
           await this.pub.publish(this.channel, message.raw);
         } catch {
-          return; // still down: the next 'ready' tries again
+          this.retrySoon(); // still down: the next 'ready' (or, on a live connection, a timer) tries again
+          break;
         }
         const at = this.pending.indexOf(message);
         if (at >= 0) this.pending.splice(at, 1);
-        sent.push(message);
+        if (!this.replay && again) this.replay = [];
+        this.sent(message);
+        sentNow++;
       }
     } finally {
       this.flushing = false;
     }
-    if (!again || sent.length === 0) return;
+    if (sentNow === 0 || !again || this.replayTimerSet) return;
+    this.replayTimerSet = true;
     const timer = setTimeout(() => {
+      this.replayTimerSet = false;
+      const span = this.replay ?? [];
+      this.replay = undefined;
       if (this.closed) return;
-      for (const message of sent) this.keep(message);
+      for (const message of span.sort((x, y) => x.seq - y.seq)) this.keep(message);
       void this.flushPending(false);
     }, this.options.maxReconnectDelayMs ?? 2000);
     timer.unref();
