@@ -1,8 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config';
 import { Fleet } from '../fleet/fleet.service';
-import { Errors } from '../common/gateway-error';
-import { Dispatcher } from '../dispatch/dispatcher.service';
 import type { RelayRequest } from '../dispatch/relay-request';
 import { AdmissionQueue } from '../queue/admission-queue';
 import { LifecycleState } from '../observability/lifecycle-state';
@@ -19,7 +17,6 @@ export class ShutdownCoordinator implements OnModuleDestroy, BeforeApplicationSh
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly lifecycle: LifecycleState,
     private readonly fleet: Fleet,
-    private readonly dispatcher: Dispatcher,
     private readonly queue: AdmissionQueue<RelayRequest>,
   ) {}
 
@@ -34,14 +31,14 @@ export class ShutdownCoordinator implements OnModuleDestroy, BeforeApplicationSh
   }
 
   /**
-   * Refuse new work, answer queued requests, drain every worker, and resolve once all workers are
-   * gone (or the drain deadline has passed).
+   * Refuse new work, drain every worker, and resolve once all workers are gone (or the drain deadline
+   * has passed); requests still waiting then end with `server_shutdown` (the Fleet's `drained` event,
+   * which the Dispatcher answers).
    */
   async shutdown(timeoutMs: number): Promise<void> {
     this.lifecycle.beginShutdown();
     // Cluster mode: waiting requests still go to other replicas' workers until the deadline.
     const clustered = this.config.cluster.redisUrl !== undefined;
     await this.fleet.drainAll(timeoutMs, clustered ? () => this.queue.totalDepth() > 0 : undefined);
-    for (const provider of this.queue.waitingProviders()) this.dispatcher.failWaiting(provider, Errors.serverShutdown);
   }
 }

@@ -195,6 +195,36 @@ describe('Dispatcher (fake clock)', () => {
     await done;
   });
 
+  it('cluster mode: a request waiting at shutdown waits through the drain (for other replicas’ workers), then ends with server_shutdown', async () => {
+    const config = loadConfig({
+      QUEUE_TIMEOUT_SECS: '60',
+      PROVIDER_NAME: 'local',
+      CLUSTER_REDIS_URL: 'redis://127.0.0.1:1',
+      DATABASE_URL: 'postgres://127.0.0.1:1/x',
+      CLUSTER_SECRET: 's'.repeat(32),
+    });
+    config.providers[0].models = ['m'];
+    h = await dispatchHarness(config, clock);
+    ({ providers, fleet, lifecycle, dispatcher } = h);
+    addWorker();
+    submit();
+    const { sink } = submit();
+    let done = false;
+    void h.shutdown(2_000).then(() => (done = true));
+    // The drain polls every 50 ms on the clock: step it, letting each poll's promise run.
+    const step = async (ms: number) => {
+      for (let t = 0; t < ms; t += 50) {
+        clock.advance(50);
+        await new Promise((r) => setImmediate(r));
+      }
+    };
+    await step(1_000);
+    expect(sink.outcome.error).toBeUndefined();
+    await step(2_000);
+    expect(done).toBe(true);
+    expect(sink.outcome.error?.code).toBe('server_shutdown');
+  });
+
   it('drains a worker that registers after shutdown began instead of giving it work', () => {
     lifecycle.beginShutdown();
     const { channel } = addWorker();

@@ -76,7 +76,9 @@ export class Dispatcher implements LeaseControl {
     fleet.on('drainExpired', ({ worker, reason }) => this.failLeases(worker.id, reason, Errors.drainTimeout));
     fleet.on('poolDrained', ({ provider }) => this.rerouteWaiting(provider));
     // Shutting down: waiting requests end (in cluster mode they keep waiting for other replicas' workers).
-    fleet.on('closing', () => !this.order.clustered && this.queue.waitingProviders().forEach((p) => this.failWaiting(p, Errors.serverShutdown)));
+    fleet.on('closing', () => !this.order.clustered && this.failAllWaiting());
+    // The drain is over: what still waits (cluster mode: for other replicas' workers) ends now.
+    fleet.on('drained', () => this.failAllWaiting());
     router.onWorkerReady((w) => this.pullWork(w));
   }
 
@@ -138,6 +140,10 @@ export class Dispatcher implements LeaseControl {
   /** Ends every request waiting in a provider's queue with a fresh `error()`. */
   failWaiting(provider: string, error: () => GatewayError): void {
     for (const req of this.queue.discard(provider)) this.end.fail(req, error());
+  }
+
+  private failAllWaiting(): void {
+    for (const provider of this.queue.waitingProviders()) this.failWaiting(provider, Errors.serverShutdown);
   }
 
   /** A pool was cordoned: its queued requests are routed again as if they had just arrived (see Replanner). */

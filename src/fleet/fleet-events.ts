@@ -21,6 +21,8 @@ export interface FleetEventMap {
   poolDrained: { provider: string };
   /** The gateway is shutting down: no request may wait any more (workers are drained next). */
   closing: Record<string, never>;
+  /** The shutdown drain is over (its workers gone, or its deadline passed): requests still waiting end now. */
+  drained: Record<string, never>;
 }
 
 export type FleetEvent = keyof FleetEventMap;
@@ -35,6 +37,7 @@ export class FleetEvents {
     drainExpired: [],
     poolDrained: [],
     closing: [],
+    drained: [],
   };
 
   on<E extends FleetEvent>(event: E, listener: (e: FleetEventMap[E]) => void): void {

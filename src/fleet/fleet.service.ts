@@ -281,6 +281,7 @@ export class Fleet implements LeaseHost {
     // `pending` (requests still waiting for one) empties.
     const busy = () => pending?.() || [...this.sessions.all()].some((w) => w.remote && w.assigned.size > 0);
     while (busy() && this.clock.now() < deadline) await new Promise<void>((resolve) => this.clock.setTimeout(resolve, 50));
+    this.events.emit('drained', {});
   }
 
   // ---------------------------------------------------------------- internals

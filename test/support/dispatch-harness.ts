@@ -103,6 +103,6 @@ export async function dispatchHarness(config: AppConfig, clock: Clock, usage?: U
   );
   const dispatcher = new Dispatcher(config, clock, router, queue, fleet, observers);
   new ProviderChanges(providers, fleet, dispatcher, queue, metrics);
-  const coordinator = new ShutdownCoordinator(config, lifecycle, fleet, dispatcher, queue);
+  const coordinator = new ShutdownCoordinator(config, lifecycle, fleet, queue);
   return { providers, fleet, router, queue, dispatcher, lifecycle, metrics, poolStats, shutdown: (ms) => coordinator.shutdown(ms) };
 }
