@@ -108,6 +108,40 @@ describeWithBrowser('dashboard in a real browser', (executablePath) => {
     await screenshot(page, 'live-1366x768');
   });
 
+  it('workers of several replicas (cluster mode) show a Replica column naming each one’s; one gateway’s table has none', async () => {
+    await signIn(page, gw);
+    const rowOf = (name: string) => page.locator('#workers-table tbody tr', { has: page.locator('.worker-name', { hasText: name }) });
+    await rowOf('gpu-b').waitFor({ timeout: WAIT_MS });
+    // One gateway: every worker names the same replica (its INSTANCE_ID), so no column repeats it.
+    const own = ((await call(gw, 'GET', '/admin/workers')).json.data as Array<{ replica: string }>)[0].replica;
+    expect(own).toMatch(/\S/);
+    expect(await page.isVisible('#workers-replica-col')).toBe(false);
+    expect(await rowOf('gpu-a').locator('td.replica').isVisible()).toBe(false);
+    expect(await page.locator('#workers-table').innerText()).not.toContain(own);
+
+    // What /admin/workers of a cluster answers: gpu-b connected to another replica.
+    await page.route('**/admin/workers', async (route) => {
+      const response = await route.fetch();
+      const body = (await response.json()) as { data: Array<{ name: string; replica: string }> };
+      for (const w of body.data) if (w.name === 'gpu-b') w.replica = 'gateway-2';
+      await route.fulfill({ response, json: body });
+    });
+    await page.locator('#workers-replica-col').waitFor({ state: 'visible', timeout: WAIT_MS });
+    expect(await page.textContent('#workers-replica-col')).toBe('Replica');
+    await rowOf('gpu-b').locator('td.replica', { hasText: 'gateway-2' }).waitFor({ timeout: WAIT_MS });
+    expect(await rowOf('gpu-a').locator('td.replica').innerText()).toBe(own);
+    // The cell sits under its header.
+    const headers = await page.locator('#workers-table thead th').allInnerTexts();
+    const cells = await rowOf('gpu-b').locator('th, td').allInnerTexts();
+    expect(cells[headers.indexOf('Replica')]).toBe('gateway-2');
+    await screenshot(page, 'workers-replicas-1366x768');
+
+    // Back to one replica: the column goes again.
+    await page.unroute('**/admin/workers');
+    await page.locator('#workers-replica-col').waitFor({ state: 'hidden', timeout: WAIT_MS });
+    await rowOf('gpu-b').locator('td.replica').waitFor({ state: 'hidden', timeout: WAIT_MS });
+  });
+
   it('drain a worker: confirmation (Escape cancels), graceful_shutdown with the chosen deadline, draining and cordoned on the page, undrain', async () => {
     const { worker: hold, ack } = await ScriptedWorker.register(gw.workerUrl, { models: ['hold-m'], worker_name: 'hold-1' });
     workers.push(hold);

@@ -73,7 +73,7 @@ export const SERVER_SETTINGS = group('', '', {
     yaml: 'redis_url',
     reload: 'restart',
     fields: ['redisUrl'],
-    doc: "Redis shared by the gateway replicas' rate limiters: `redis://[user:pass@]host[:port][/db]` or `rediss://…` (TLS). Unset = each replica limits in memory. A Redis that is down never stops the gateway: limits are then enforced per replica until it answers again (see [rate-limits.md](rate-limits.md)). `/health` shows only its `host:port`",
+    doc: "Redis shared by the gateway replicas' rate limiters: `redis://[user:pass@]host[:port][/db]` or `rediss://…` (TLS). Unset = each replica limits in memory; in cluster mode (`CLUSTER_REDIS_URL` set) unset = the cluster's Redis. A Redis that is down never stops the gateway: limits are then enforced per replica until it answers again (see [rate-limits.md](rate-limits.md)). `/health` shows only its `host:port`",
   }),
   configFile: custom({
     env: 'CONFIG_FILE',

@@ -28,7 +28,7 @@
  *     workers: number, requests_per_min: number, error_rate: number }
  * }} PoolHealth
  * @typedef {{
- *   id: string, name: string, provider: string, models: string[], runner: { type: string, version?: string } | null,
+ *   id: string, name: string, provider: string, replica: string, models: string[], runner: { type: string, version?: string } | null,
  *   max_concurrent: number, in_flight: number, held_slots: number, load: number, draining: boolean,
  *   cordoned: boolean, cordon: 'pool' | 'worker' | null, latency_ms: number | null, consecutive_failures: number,
  *   ejected: boolean, ejected_until: string | null, connected_at: string, last_seen_at: string,

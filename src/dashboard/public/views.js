@@ -157,12 +157,16 @@ function updatePoolRow(tr, r) {
 /** @param {Snapshot} s @param {RenderContext} ctx */
 function renderWorkers(s, ctx) {
   const workers = [...s.workers].sort((a, b) => a.provider.localeCompare(b.provider) || a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+  // Every worker names its replica, but one gateway's (its INSTANCE_ID) is the same on every row:
+  // the column shows only when the listed workers are connected to more than one replica (cluster mode).
+  const showReplica = new Set(workers.map((w) => w.replica)).size > 1;
+  $('#workers-replica-col').hidden = !showReplica;
   syncRows(
     $('#workers-table tbody'),
     workers,
     (w) => w.id,
     (w) => createWorkerRow(w, ctx.actions),
-    (tr, w) => updateWorkerRow(tr, w, ctx.now),
+    (tr, w) => updateWorkerRow(tr, w, ctx.now, showReplica),
     $('#workers-title'),
   );
   $('#workers-empty').hidden = workers.length > 0;
@@ -177,6 +181,7 @@ function createWorkerRow(w, actions) {
     { 'data-worker-id': w.id },
     h('th', { scope: 'row', class: 'name' }, h('strong', { class: 'worker-name' }), h('span', { class: 'sub mono worker-id' })),
     h('td', { class: 'pool' }),
+    h('td', { class: 'replica mono', hidden: true }),
     h('td', { class: 'models' }, h('span', { class: 'model-list' }), h('span', { class: 'sub runner' })),
     h('td', { class: 'num load' }, h('span', { class: 'slots' }), h('span', { class: 'sub held' })),
     h('td', { class: 'state' }, h('span', { class: 'badges' })),
@@ -194,12 +199,15 @@ function createWorkerRow(w, actions) {
   return tr;
 }
 
-/** @param {HTMLElement} tr @param {Worker} w @param {number} now */
-function updateWorkerRow(tr, w, now) {
+/** @param {HTMLElement} tr @param {Worker} w @param {number} now @param {boolean} showReplica */
+function updateWorkerRow(tr, w, now, showReplica) {
   rowItems.set(tr, w);
   setText(cell(tr, '.worker-name'), w.name);
   setText(cell(tr, '.worker-id'), w.id);
   setText(cell(tr, '.pool'), w.provider);
+  const replica = cell(tr, '.replica');
+  replica.hidden = !showReplica;
+  setText(replica, w.replica ?? '');
   setText(cell(tr, '.model-list'), w.models.length ? w.models.join(', ') : '(none)');
   setText(cell(tr, '.runner'), w.runner ? `${w.runner.type}${w.runner.version ? ` ${w.runner.version}` : ''}` : '');
   setText(cell(tr, '.slots'), `${fmtInt(w.in_flight)} / ${fmtInt(w.max_concurrent)}`);
