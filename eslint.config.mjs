@@ -45,8 +45,9 @@ export default tseslint.config(
     languageOptions: { sourceType: 'module', globals: { ...globals.browser } },
   },
   {
-    // Node scripts in CommonJS (benchmarks, scripts/*.js, jest configs): `require` is how they import.
-    files: ['bench/**/*.js', 'scripts/**/*.js', '**/jest.config.js'],
+    // Node scripts in CommonJS (benchmarks, scripts/*.js, jest configs, the compose files' mock backend):
+    // `require` is how they import.
+    files: ['bench/**/*.js', 'scripts/**/*.js', '**/jest.config.js', 'docker/**/*.js'],
     languageOptions: { sourceType: 'commonjs' },
     rules: {
       '@typescript-eslint/no-require-imports': 'off',

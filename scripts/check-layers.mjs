@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Dependency-direction check over src/ (issue 17). Plain Node, no dependencies, reads each file once.
+// Dependency-direction check over src/ (issue 17). Plain Node and TypeScript's scanner, reads each file once.
 //
 // Every non-spec .ts file under src/ belongs to a module (its first directory under src/; files at the
 // root of src/ are the top) and to a layer (LAYERS below; docs/architecture.md, "Layers", draws them).
@@ -7,20 +7,34 @@
 //
 // Within one module nothing is checked: a module is one unit.
 //
+// Imports are read with TypeScript's `preProcessFile` (a scanner, not a regex: a `/*` or `//` inside a
+// string is not a comment): `import`, `import type`, `export … from`, `import x = require()`, dynamic
+// `import()` and `require()`. A type-only import counts like any other, for cycles and layers alike:
+// types are a dependency on the module's design even when the compiled code drops them. The one place
+// the difference matters is the daemon's use of common/ (below).
+//
 // Fails (exit 1) when
-//   - the module graph has a cycle (every import counts, wiring and controllers included);
+//   - the module graph has a cycle (every import counts, wiring, controllers and worker/ included);
 //   - more than --max imports (default 20) point at a higher layer than the importing file's;
-//   - worker/ (the daemon, its own program) imports anything but protocol/ and common/;
+//   - worker/ (the daemon, its own program) imports anything but protocol/, or common/ for types only:
+//     the daemon ships as src/worker and src/protocol alone (test/worker/cli.e2e-spec.ts packages it
+//     so), so a common/ import must be one the compiled file drops;
+//   - a file outside worker/ imports worker/ (but for the top-level cli.ts launching the daemon's CLI);
 //   - a directory under src/ is in no layer (add it to LAYERS and to the docs).
 //
 // Usage: node scripts/check-layers.mjs [--max N] [--root DIR] [--quiet]
 import { readdirSync, readFileSync, statSync, existsSync } from 'node:fs';
 import { join, dirname, resolve, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 
 const TOP = 4;
 const APART = 'worker';
-const WORKER_MAY_IMPORT = new Set(['worker', 'protocol', 'common']);
+const WORKER_MAY_IMPORT = new Set(['worker', 'protocol']);
+/** What worker/ may import for types only: the compiled daemon must not load it. */
+const WORKER_MAY_IMPORT_TYPES = new Set(['common']);
+/** The imports into worker/ from outside it that are allowed (file → target, under src/). */
+const INTO_WORKER_ALLOWED = new Set(['cli.ts -> worker/cli.ts']);
 
 /** Module (first directory under src/) → layer. Keep in step with docs/architecture.md, "Layers". */
 export const LAYERS = {
@@ -102,27 +116,22 @@ function listSources(dir, out = []) {
   return out;
 }
 
-// Comments out (so a commented import does not count); strings are left alone, which is why the line
-// comment rule skips `//` right after a colon (`http://…` in a string).
-function stripComments(text) {
-  return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:\\'"`])\/\/.*$/gm, '$1');
+/** The relative specifiers a file imports (type-only ones included), `require()` and `import()` too. */
+function relativeImports(text) {
+  const { importedFiles } = ts.preProcessFile(text, true, true);
+  return [...new Set(importedFiles.map((f) => f.fileName).filter((name) => name.startsWith('.')))];
 }
 
-const SPECIFIERS = [
-  /\bfrom\s*['"]([^'"]+)['"]/g, // import … from, import type … from, export … from
-  /\bimport\s*['"]([^'"]+)['"]/g, // import './side-effect'
-  /\b(?:import|require)\s*\(\s*['"]([^'"]+)['"]\s*\)/g, // await import('./x'), require('./x')
-];
-
-function relativeImports(text) {
-  const clean = stripComments(text);
-  const found = new Set();
-  for (const re of SPECIFIERS) {
-    re.lastIndex = 0;
-    let m;
-    while ((m = re.exec(clean))) if (m[1].startsWith('.')) found.add(m[1]);
-  }
-  return [...found];
+/**
+ * The relative specifiers the compiled file still loads: the file compiled alone, as the daemon's
+ * packaging does (test/worker/cli.e2e-spec.ts), so imports used only as types are dropped.
+ */
+function runtimeImports(text, fileName) {
+  const { outputText } = ts.transpileModule(text, {
+    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
+    fileName,
+  });
+  return relativeImports(outputText);
 }
 
 function resolveImport(fromFile, spec) {
@@ -177,6 +186,7 @@ export function check(srcRoot) {
   const files = listSources(srcRoot).sort();
   const violations = [];
   const workerViolations = [];
+  const intoWorker = [];
   const unknown = new Set();
   const graph = new Map(); // module → Set(module), every import
   const edgeFiles = new Map(); // "a -> b" → example "file -> target"
@@ -186,26 +196,26 @@ export function check(srcRoot) {
     const mod = moduleOf(srcRoot, file);
     if (mod !== '(top)' && mod !== APART && !(mod in LAYERS)) unknown.add(mod);
     const layer = layerOf(mod, file);
-    for (const spec of relativeImports(readFileSync(file, 'utf8'))) {
+    const text = readFileSync(file, 'utf8');
+    let loaded; // runtimeImports, computed when a worker/ file imports common/
+    for (const spec of relativeImports(text)) {
       const target = resolveImport(file, spec);
       const rel = relative(srcRoot, target);
       if (rel.startsWith('..')) continue; // outside src/ (package.json and the like)
       imports++;
       const tmod = moduleOf(srcRoot, target);
       const shown = `${relative(srcRoot, file)} -> ${rel}`;
-      if (mod === APART) {
-        if (!WORKER_MAY_IMPORT.has(tmod)) workerViolations.push(shown);
-        continue;
-      }
-      if (tmod === APART) {
-        if (mod === '(top)') continue; // the cli launches the daemon's own cli
-        violations.push(`${shown}   (worker/ is apart)`);
-        continue;
-      }
-      if (tmod !== '(top)' && !(tmod in LAYERS)) unknown.add(tmod);
-      const tlayer = layerOf(tmod, target);
-      if (tmod !== mod && layer !== undefined && tlayer !== undefined && tlayer > layer) {
-        violations.push(`${shown}   (${layer} -> ${tlayer})`);
+      if (mod === APART && !WORKER_MAY_IMPORT.has(tmod)) {
+        const typesOnly = WORKER_MAY_IMPORT_TYPES.has(tmod) && !(loaded ??= runtimeImports(text, file)).includes(spec);
+        if (!typesOnly) workerViolations.push(shown);
+      } else if (tmod === APART && mod !== APART) {
+        if (!INTO_WORKER_ALLOWED.has(shown)) intoWorker.push(shown);
+      } else if (mod !== APART) {
+        if (tmod !== '(top)' && !(tmod in LAYERS)) unknown.add(tmod);
+        const tlayer = layerOf(tmod, target);
+        if (tmod !== mod && layer !== undefined && tlayer !== undefined && tlayer > layer) {
+          violations.push(`${shown}   (${layer} -> ${tlayer})`);
+        }
       }
       // Cycles count every import, wiring and controllers included: a cycle through a module file is still a cycle.
       if (tmod !== mod && tmod !== '(top)' && mod !== '(top)') {
@@ -216,7 +226,7 @@ export function check(srcRoot) {
       }
     }
   }
-  return { files: files.length, imports, violations, workerViolations, unknown: [...unknown].sort(), cycles: cycles(graph), graph, edgeFiles };
+  return { files: files.length, imports, violations, workerViolations, intoWorker, unknown: [...unknown].sort(), cycles: cycles(graph), graph, edgeFiles };
 }
 
 function main() {
@@ -246,8 +256,13 @@ function main() {
   }
   if (r.workerViolations.length) {
     failed = true;
-    console.log(`worker/ imports beyond protocol/ and common/: ${r.workerViolations.length}`);
+    console.log(`worker/ imports beyond protocol/ (and types from common/): ${r.workerViolations.length}`);
     for (const v of r.workerViolations) console.log(`  ${v}`);
+  }
+  if (r.intoWorker.length) {
+    failed = true;
+    console.log(`imports into worker/ from outside it (the daemon is its own program): ${r.intoWorker.length}`);
+    for (const v of r.intoWorker) console.log(`  ${v}`);
   }
   if (!opts.quiet || r.violations.length > opts.max) for (const v of r.violations) console.log(`  ${v}`);
   const over = r.violations.length > opts.max;

@@ -55,6 +55,8 @@ export async function serve(args: readonly string[], prog = 'switchboard serve',
   // Loaded after the argument check, so --help and --version do not pay for Nest and TypeORM.
   const { ConfigError, loadConfig } = await import('./config');
   const { resolveLogFormat } = await import('./observability/logger');
+  const { envName } = await import('./config/setting');
+  const { SERVER_SETTINGS } = await import('./config/sections/server');
   const problems: string[] = [];
   let config;
   try {
@@ -65,7 +67,7 @@ export async function serve(args: readonly string[], prog = 'switchboard serve',
   }
   let logFormat: 'json' | 'pretty' = 'json';
   try {
-    logFormat = resolveLogFormat(process.env.LOG_FORMAT, process.stdout.isTTY === true);
+    logFormat = resolveLogFormat(process.env[envName(SERVER_SETTINGS.settings.logFormat, process.env)], process.stdout.isTTY === true);
   } catch (e) {
     problems.push((e as Error).message);
   }

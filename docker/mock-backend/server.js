@@ -86,7 +86,8 @@ async function completion(req, res, body, kind) {
   if (!body.stream) {
     await sleep(REPLY_DELAY_MS);
     const text = out.join('');
-    const choice = kind === 'chat' ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: finish } : { index: 0, text, finish_reason: finish };
+    const choice =
+      kind === 'chat' ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: finish } : { index: 0, text, finish_reason: finish };
     return send(res, 200, { id, object, created: CREATED, model: body.model, choices: [choice], usage });
   }
 

@@ -4,7 +4,7 @@ import { APP_CONFIG } from './config-token';
 import { configOrigin, ConfigError, loadConfig } from './load-config';
 import type { Env } from '../common/config-reader';
 import { changedKeys, restartKeys } from './restart-settings';
-import { yamlPath } from './setting';
+import { envName, yamlPath } from './setting';
 import { ROUTING_SETTINGS } from './sections/routing';
 import { SERVER_SETTINGS, WORKER_RECORD_SETTINGS } from './sections/server';
 
@@ -70,6 +70,8 @@ const W = WORKER_RECORD_SETTINGS;
 const INSTANCE_ID = yamlPath(W, W.settings.instanceId)!;
 const MAX_REQUEUES = yamlPath(SERVER_SETTINGS, SERVER_SETTINGS.settings.maxRequeues)!;
 const MAX_RETRIES = yamlPath(ROUTING_SETTINGS, ROUTING_SETTINGS.settings.maxRetries)!;
+const PROVIDER_NAME_SETTING = SERVER_SETTINGS.settings.providerName;
+const PROVIDER_NAME = yamlPath(SERVER_SETTINGS, PROVIDER_NAME_SETTING)!;
 /**
  * The `restart` keys of the declarations (restart-settings.ts), but for the two compared by hand
  * below: the instance id and the requeue limit.
@@ -161,8 +163,8 @@ export class ConfigReloadService {
     let next = this.read(this.env);
     if (next.defaultProviderName !== this.boot.defaultProviderName) {
       // Workers without ?provider= keep joining the boot's default provider: build the provider set as before.
-      restartRequired.push('provider_name');
-      next = this.read({ ...this.env, PROVIDER_NAME: this.boot.defaultProviderName });
+      restartRequired.push(PROVIDER_NAME);
+      next = this.read({ ...this.env, [envName(PROVIDER_NAME_SETTING, this.env)]: this.boot.defaultProviderName });
     }
     for (const key of this.restartOnlyChanges(next)) if (!restartRequired.includes(key)) restartRequired.push(key);
 

@@ -2,6 +2,9 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { isDeepStrictEqual } from 'node:util';
 import { APP_CONFIG, AppConfig } from '../config';
 import { ConfigReloadService, PreparedChange } from '../config/config-reload.service';
+import { fieldAt } from '../config/restart-settings';
+import { Setting } from '../config/setting';
+import { SETTING_GROUPS } from '../config/settings';
 import { ProvidersService } from '../providers/providers.service';
 import { RoutingConfig } from '../config/sections/routing';
 
@@ -11,10 +14,23 @@ type RoutingListener = (next: RoutingConfig, previous: RoutingConfig) => void;
 export type RoutingChanges = Record<string, { from: unknown; to: unknown } | { added: string[]; updated: string[]; removed: string[] }>;
 
 /**
+ * The routing keys, from their declarations (every group whose AppConfig root is `routing`:
+ * routing.ts and routing-affinity.ts): a key added there is compared, applied and reported by a
+ * reload without a list here to forget it in. `name` is its key under `routing:` (`affinity.enabled`).
+ */
+const ROUTING_KEYS = SETTING_GROUPS.filter((g) => g.root === 'routing').flatMap((g) =>
+  Object.values<Setting>(g.settings).map((s) => ({ name: s.yaml ?? s.env!, setting: s })),
+);
+const LIVE_KEYS = ROUTING_KEYS.filter((k) => k.setting.reload === 'live');
+/** RoutingConfig fields of the `restart` keys (`maxRetries`, the watchdog timeouts): a reload keeps the running ones. */
+const RESTART_FIELDS = ROUTING_KEYS.filter((k) => k.setting.reload === 'restart').flatMap((k) => k.setting.fields);
+
+/**
  * The running routing configuration. A reload replaces the whole RoutingConfig at once: the
  * Router keeps a reference to the current one (its hot path reads it as before, at no extra cost)
- * and is told synchronously when it is replaced. `routing.max_retries` is the same setting as
- * MAX_REQUEUES and needs a restart: the running value is kept.
+ * and is told synchronously when it is replaced. Its `restart` keys (`max_retries`, the same
+ * setting as MAX_REQUEUES, and the watchdog timeouts) keep their running values; the reload
+ * lists them in `restart_required` (config-reload.service.ts).
  */
 @Injectable()
 export class RoutingConfigHolder {
@@ -56,7 +72,7 @@ export class RoutingConfigHolder {
       warnings: [...next.warnings, ...shadowed],
       commit: () => {
         const previous = this.routing;
-        const incoming: RoutingConfig = { ...next, maxRetries: previous.maxRetries };
+        const incoming = withFieldsOf(previous, next, RESTART_FIELDS);
         const changes = routingChanges(previous, incoming);
         if (Object.keys(changes).length > 0) this.replace(incoming);
         return changes;
@@ -65,25 +81,33 @@ export class RoutingConfigHolder {
   }
 }
 
-/** What differs between two routing configurations, by the file's key names. */
+/**
+ * What differs between two routing configurations, one entry per live key by its name under
+ * `routing:`. A key differs when any AppConfig field it declares does; the entry shows its first
+ * field (the key's own value; the others are derived from it, as the alias patterns are), seconds
+ * as seconds, and a map as the names added, updated and removed.
+ */
 export function routingChanges(from: RoutingConfig, to: RoutingConfig): RoutingChanges {
   const out: RoutingChanges = {};
-  const scalar = (key: string, a: unknown, b: unknown) => {
-    if (!isDeepStrictEqual(a, b)) out[key] = { from: a, to: b };
-  };
-  scalar('strategy', from.strategy, to.strategy);
-  scalar('weights', from.weights, to.weights);
-  const aliases = mapChanges(from.aliases, to.aliases);
-  if (aliases) out.aliases = aliases;
-  const fallbacks = mapChanges(from.fallbacks, to.fallbacks);
-  if (fallbacks) out.fallbacks = fallbacks;
-  scalar('allow_pinning', from.allowPinning, to.allowPinning);
-  scalar('eject_after_failures', from.ejection.ejectAfterFailures, to.ejection.ejectAfterFailures);
-  scalar('eject_cooldown_secs', from.ejection.cooldownMs / 1000, to.ejection.cooldownMs / 1000);
-  scalar('eject_max_cooldown_secs', from.ejection.maxCooldownMs / 1000, to.ejection.maxCooldownMs / 1000);
-  scalar('affinity', from.affinity, to.affinity);
-  scalar('expose_worker_header', from.exposeWorkerHeader, to.exposeWorkerHeader);
+  for (const { name, setting } of LIVE_KEYS) {
+    if (setting.fields.every((f) => isDeepStrictEqual(fieldAt(from, f), fieldAt(to, f)))) continue;
+    const [a, b] = [fieldAt(from, setting.fields[0]), fieldAt(to, setting.fields[0])];
+    if (a instanceof Map && b instanceof Map) out[name] = mapChanges(a, b) ?? { added: [], updated: [], removed: [] };
+    else out[name] = setting.type === 'seconds' ? { from: (a as number) / 1000, to: (b as number) / 1000 } : { from: a, to: b };
+  }
   return out;
+}
+
+/** `next`, with the values of `fields` (dotted paths) taken from `previous`. */
+function withFieldsOf(previous: RoutingConfig, next: RoutingConfig, fields: string[]): RoutingConfig {
+  const out: Record<string, unknown> = { ...next };
+  for (const path of fields) {
+    const steps = path.split('.');
+    let into = out;
+    for (const step of steps.slice(0, -1)) into = into[step] = { ...(into[step] as object) } as Record<string, unknown>;
+    into[steps[steps.length - 1]] = fieldAt(previous, path);
+  }
+  return out as unknown as RoutingConfig;
 }
 
 function mapChanges<V>(from: ReadonlyMap<string, V>, to: ReadonlyMap<string, V>): { added: string[]; updated: string[]; removed: string[] } | undefined {

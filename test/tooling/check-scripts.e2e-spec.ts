@@ -69,6 +69,42 @@ describe('scripts/check-layers.mjs', () => {
     const daemon = src({ 'fleet/f.ts': 'export const f = 1;\n', 'worker/w.ts': "import { f } from '../fleet/f';\nexport const w = f;\n" });
     expect(run('check-layers.mjs', ['--root', daemon]).code).toBe(1);
   });
+
+  it('reads an import after a string holding `/*` (not a comment): the cycle behind it fails', () => {
+    const root = src({
+      'fleet/a.ts': "export const accept = 'application/*';\nimport { b } from '../routing/b';\n/** b, under another name. */\nexport const a = b;\n",
+      'routing/b.ts': "export const b = 1;\nexport const uses = () => import('../fleet/a');\n",
+    });
+    const r = run('check-layers.mjs', ['--root', root]);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/cycle between modules: fleet, routing/);
+  });
+
+  const daemonTree = (files: Record<string, string>) =>
+    src({
+      'protocol/p.ts': 'export const p = 1;\n',
+      'common/c.ts': 'export interface C {\n  n: number;\n}\nexport const c = 1;\n',
+      'cli.ts': "export const run = () => import('./worker/cli');\n",
+      'worker/cli.ts': "import { p } from '../protocol/p';\nimport { C } from '../common/c';\nexport const w: C = { n: p };\n",
+      ...files,
+    });
+
+  it('passes the daemon importing protocol/, types from common/, and the top-level cli launching it', () => {
+    expect(run('check-layers.mjs', ['--root', daemonTree({})])).toMatchObject({ code: 0 });
+  });
+
+  it('fails on an import into worker/ from outside it, and on the cycle it closes', () => {
+    const r = run('check-layers.mjs', ['--root', daemonTree({ 'common/d.ts': "import { w } from '../worker/cli';\nexport const d = w;\n" })]);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/imports into worker\/ from outside it.*: 1\n {2}common\/d.ts -> worker\/cli.ts/);
+    expect(r.out).toMatch(/cycle between modules: common, worker/);
+  });
+
+  it('fails when the daemon loads common/ at run time (it ships without it)', () => {
+    const r = run('check-layers.mjs', ['--root', daemonTree({ 'worker/v.ts': "import { c } from '../common/c';\nexport const v = c;\n" })]);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/worker\/ imports beyond protocol\/.*: 1\n {2}worker\/v.ts -> common\/c.ts/);
+  });
 });
 
 describe('scripts/check-structure.mjs', () => {

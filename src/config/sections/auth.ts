@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Env, Reader } from '../../common/config-reader';
-import { custom, group, read, secs, str, yamlKeys } from '../setting';
+import { custom, envName, group, read, secs, str, yamlKeys } from '../setting';
 
 export type OidcRole = 'viewer' | 'operator' | 'admin';
 const ROLES: readonly OidcRole[] = ['viewer', 'operator', 'admin'];
@@ -121,7 +121,7 @@ export function readOidcConfig(env: Env, authSection: unknown, problems: string[
   if (!redirectUrl || !/^https?:\/\/[^/]+\/auth\/callback$/.test(redirectUrl)) {
     problems.push(`auth.oidc.redirect_url (OIDC_REDIRECT_URL) must be the gateway's http(s) URL ending in /auth/callback, got '${redirectUrl ?? ''}'`);
   }
-  let clientSecret = env.OIDC_CLIENT_SECRET || undefined;
+  let clientSecret = env[envName(S.clientSecret, env)] || undefined;
   if (!clientSecret && secretFile) {
     try {
       clientSecret = readFileSync(secretFile, 'utf8').replace(/\r?\n$/, '') || undefined;
