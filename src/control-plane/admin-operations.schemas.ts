@@ -142,11 +142,19 @@ export const ADMIN_API = {
   refreshModels: {
     operationId: 'refreshWorkerModels',
     summary: 'Ask a worker to refresh its models',
-    description: 'Sends `models_refresh`; the worker answers with `models_update`.',
+    description:
+      'Sends `models_refresh`; the worker answers with `models_update`. In cluster mode only the replica the worker is connected to ' +
+      "can send it: another answers `409 conflict` naming that replica (the worker's `replica`).",
     tags: [TAGS.providers],
     security: ADMIN_SECURITY,
     parameters: [workerId],
-    responses: { 202: jsonResponse('Asked', ref('Worker')), ...adminErrors(['not_found'], { not_found: notFoundWorker }) },
+    responses: {
+      202: jsonResponse('Asked', ref('Worker')),
+      ...adminErrors(['not_found', 'conflict'], {
+        not_found: notFoundWorker,
+        conflict: Errors.conflict(`Worker '${WORKER_EXAMPLE.id}' is connected to gateway replica 'gw-2': send the request there`),
+      }),
+    },
   },
   cordons: {
     operationId: 'listCordons',

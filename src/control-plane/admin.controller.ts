@@ -18,6 +18,7 @@ import { PoolsService } from './pools.service';
 import { Audited } from '../governance/audited';
 import { ApiDoc } from '../common/api-doc';
 import { CONTROL_PLANE_API } from './control-plane.schemas';
+import { remoteWorkerConflict } from '../lifecycle/target-selection';
 
 const DRAIN_WORKER_BODY = new JsonBodyPipe(DrainWorkerDto);
 const CREATE_PROVIDER_BODY = new JsonBodyPipe(CreateProviderDto);
@@ -170,6 +171,9 @@ export class AdminController {
   @HttpCode(202)
   refreshModels(@Param('id') id: string) {
     const worker = this.pools.workerOr404(id);
+    // `models_refresh` travels on the worker's own link: another replica's worker would never get it
+    // (its channel here carries only forwarded requests), so say where to ask rather than a 202.
+    if (worker.remote) throw remoteWorkerConflict(worker);
     this.fleet.requestModelsRefresh(worker, 'admin');
     return this.describeWorker(worker);
   }

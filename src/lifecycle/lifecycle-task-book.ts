@@ -8,13 +8,20 @@ import type { LoadingModel } from './loading-models';
 import { LoadTaskRecord, LoadTaskStore } from './load-task-store';
 import type { RunningPart, RunningTask } from './running-task';
 
-const PROGRESS_WRITE_MS = 5000;
+/**
+ * Progress alone is written at most this often per load (state changes at once): other replicas
+ * answer `GET /v1/models/load/:taskId` from the row, and cluster mode holds a change on every replica
+ * within a second. A worker may report progress many times a second; one row per load a second,
+ * each write coalescing every report since the last, keeps the load on the database bounded.
+ */
+export const PROGRESS_WRITE_MS = 1000;
 const RESTARTED = 'gateway_restarted: the gateway restarted during the load; the worker may still have finished it (see /v1/capabilities)';
 
 /**
  * The lifecycle tasks this process runs, in memory: which task holds which conflict key on which
  * worker, who listens for changes, and the model loads written behind to the database (progress
- * alone at most every 5 s). Unloads and flushes are never written: they are answered when they end.
+ * alone at most every PROGRESS_WRITE_MS, the last report never later). Unloads and flushes are
+ * never written: they are answered when they end.
  */
 export class LifecycleTaskBook {
   private readonly tasks = new Map<string, RunningTask>();
@@ -121,19 +128,27 @@ export class LifecycleTaskBook {
 
   // ---------------------------------------------------------------- persistence
 
-  /** A task moved: listeners hear of it, and a model load is written (progress alone at most every 5 s). */
+  /**
+   * A task moved: listeners hear of it, and a model load is written. A state change is written at
+   * once; progress alone at most every PROGRESS_WRITE_MS, and never later: a report that comes
+   * sooner is written when the interval ends (one timer per load, taking every report meanwhile).
+   */
   changed(rt: RunningTask, significant: boolean): void {
     for (const listener of this.listeners) listener();
     if (rt.task.operation !== 'model-load') return;
-    const now = this.clock.now();
-    if (!significant && now - rt.persistedAt < PROGRESS_WRITE_MS) return;
-    rt.persistedAt = now;
-    const record = this.recordOf(rt.task);
-    const finished = rt.task.finishedAt !== undefined;
-    this.writes.enqueue(`model load ${rt.task.id}`, async () => {
-      await this.store.save(record);
-      if (finished && this.tasks.get(rt.task.id) === rt) this.tasks.delete(rt.task.id);
-    });
+    if (significant) return this.write(rt);
+    if (rt.progressTimer !== undefined) return;
+    const wait = rt.persistedAt + PROGRESS_WRITE_MS - this.clock.now();
+    if (wait <= 0) return this.write(rt);
+    rt.progressTimer = this.clock.setTimeout(() => {
+      rt.progressTimer = undefined;
+      this.write(rt);
+    }, wait);
+  }
+
+  /** Writes the progress a timer still holds back (the process stops: nothing is left unwritten). */
+  flushProgress(): void {
+    for (const rt of this.tasks.values()) if (rt.progressTimer !== undefined) this.write(rt);
   }
 
   /** Retention: model loads last changed before the cutoff are deleted. */
@@ -141,6 +156,24 @@ export class LifecycleTaskBook {
     const cutoff = now - this.config.lifecycle.taskRetentionMs;
     for (const [id, rt] of this.tasks) if (rt.task.finishedAt !== undefined && rt.task.finishedAt < cutoff) this.tasks.delete(id);
     return this.store.deleteUpdatedBefore(cutoff);
+  }
+
+  /**
+   * Queues the load's row. A row still waiting in the queue is not queued twice: it is built when
+   * its turn comes, from the task as it is then, so a slow database gets one pending write per
+   * load, never a backlog of its progress.
+   */
+  private write(rt: RunningTask): void {
+    if (rt.progressTimer !== undefined) this.clock.clearTimeout(rt.progressTimer);
+    rt.progressTimer = undefined;
+    rt.persistedAt = this.clock.now();
+    if (rt.writeQueued) return;
+    rt.writeQueued = this.writes.enqueue(`model load ${rt.task.id}`, async () => {
+      rt.writeQueued = false;
+      const finished = rt.task.finishedAt !== undefined;
+      await this.store.save(this.recordOf(rt.task));
+      if (finished && this.tasks.get(rt.task.id) === rt) this.tasks.delete(rt.task.id);
+    });
   }
 
   private recordOf(task: LifecycleTask): LoadTaskRecord {

@@ -66,6 +66,7 @@ export class LifecycleService extends LoadingModels implements LifecycleReportHa
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    this.book.flushProgress();
     await this.book.whenIdle();
   }
 

@@ -28,6 +28,10 @@ export interface RunningTask {
   settle: () => void;
   /** When a model load was last written (progress is written at most every PROGRESS_WRITE_MS). */
   persistedAt: number;
+  /** Writes progress reported within PROGRESS_WRITE_MS of the last write once that interval ends. */
+  progressTimer?: TimerHandle;
+  /** Its row waits in the write queue (built when written: later changes join it). */
+  writeQueued?: boolean;
 }
 
 /** What to send one worker, and what to drain on it first. */

@@ -18,6 +18,13 @@ export type RunningTask = (worker: WorkerSession, key: string) => string | undef
 export const modelKey = (model: string) => `model\u0000${model}`;
 export const flushKey = (scope: string, target?: string) => `flush\u0000${scope}\u0000${target ?? ''}`;
 
+/**
+ * 409 for a command that travels on the worker's own link when another replica holds that link
+ * (cluster mode): lifecycle operations and `POST /admin/workers/:id/refresh-models` answer it alike.
+ */
+export const remoteWorkerConflict = (w: WorkerSession): GatewayError =>
+  Errors.conflict(`Worker '${w.id}' is connected to gateway replica '${w.replica}': send the request there`);
+
 export interface LoadTargetRequest extends TargetScope {
   modelId: string;
   replicas: number;
@@ -124,7 +131,7 @@ export class TargetSelector {
     const w = this.registry.get(req.workerId!);
     if (!w) throw Errors.notFound('Worker', req.workerId!);
     // Lifecycle commands travel on the worker's own link, which another replica holds (cluster mode).
-    if (w.remote) throw Errors.conflict(`Worker '${w.id}' is connected to gateway replica '${w.replica}': send the request there`);
+    if (w.remote) throw remoteWorkerConflict(w);
     if (req.pool !== undefined) {
       if (!this.providers.get(req.pool)) throw Errors.notFound('Pool', req.pool);
       if (w.provider !== req.pool) throw Errors.invalidRequest(`Worker '${w.id}' belongs to pool '${w.provider}', not '${req.pool}'`, 'workerId');

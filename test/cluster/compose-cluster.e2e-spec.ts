@@ -9,7 +9,7 @@ import { DEPENDS_ON_CONDITIONS, environmentOf, interpolate, SERVICE_KEYS, TOP_LE
  * docker/compose.cluster.yml, checked without a Docker engine: compose-spec keys, the gateways'
  * environment accepted by the real configuration loader (cluster mode on, PostgreSQL, distinct
  * replica ids), the workers' gateway lists accepted by the daemon's loader, and HAProxy pointing
- * at the replicas with a readiness check.
+ * at the replicas with a readiness check, browsers kept on one replica by a cookie and the API not.
  */
 type Service = Record<string, any>;
 const FILE = join(__dirname, '..', '..', 'docker', 'compose.cluster.yml');
@@ -60,10 +60,48 @@ describe('docker/compose.cluster.yml', () => {
   it('balances over both replicas with a readiness check, keeping WebSockets open', () => {
     const lb = compose.services.lb;
     expect(lb.configs).toEqual([{ source: 'haproxy', target: '/usr/local/etc/haproxy/haproxy.cfg' }]);
-    const cfg = interpolate(compose.configs.haproxy.content, ENV);
-    expect(cfg).toMatch(/option httpchk GET \/health\/ready/);
-    expect(cfg).toMatch(/timeout tunnel \S+/);
-    const servers = [...cfg.matchAll(/^\s*server (\S+) (\S+):(\d+)/gm)].map((m) => `${m[2]}:${m[3]}`);
-    expect(servers).toEqual(['gateway-1:8080', 'gateway-2:8080']);
+    const cfg = haproxySections();
+    expect(cfg.get('defaults')).toMatch(/timeout tunnel \S+/);
+    for (const backend of ['backend gateways', 'backend dashboard']) {
+      const text = cfg.get(backend)!;
+      expect([backend, text]).toEqual([backend, expect.stringMatching(/option httpchk GET \/health\/ready/)]);
+      expect([backend, serversOf(text)]).toEqual([backend, ['gateway-1:8080', 'gateway-2:8080']]);
+    }
+  });
+
+  // Dashboard sign-in sessions live in one replica's memory (docs/cluster.md, "Dashboard sign-in (SSO)").
+  it('keeps a browser on one replica (a cookie for /dashboard, /auth/ and whatever carries it); the API stays on leastconn without stickiness', () => {
+    const cfg = haproxySections();
+    const api = cfg.get('backend gateways')!;
+    expect(api).toMatch(/^\s*balance leastconn$/m);
+    expect(api).not.toMatch(/^\s*(cookie|stick|balance source)/m);
+    const front = cfg.get('frontend switchboard')!;
+    expect(front).toMatch(/^\s*default_backend gateways$/m);
+    expect(front).toMatch(/^\s*acl dashboard path \/dashboard$/m);
+    expect(front).toMatch(/^\s*acl dashboard path_beg \/dashboard\/ \/auth\/$/m);
+    expect(front).toMatch(/^\s*acl pinned req\.cook\(SWITCHBOARD_REPLICA\) -m found$/m);
+    expect(front).toMatch(/^\s*use_backend dashboard if dashboard or pinned$/m);
+    const sticky = cfg.get('backend dashboard')!;
+    expect(sticky).toMatch(/^\s*cookie SWITCHBOARD_REPLICA insert indirect nocache httponly attr "SameSite=Lax"$/m);
+    // Each server names itself in the cookie, distinctly.
+    const ids = [...sticky.matchAll(/^\s*server \S+ \S+ .*\bcookie (\S+)/gm)].map((m) => m[1]);
+    expect(ids).toEqual(['gateway-1', 'gateway-2']);
   });
 });
+
+/** The HAProxy configuration by section (`defaults`, `frontend switchboard`, `backend gateways`, …), comments left out. */
+function haproxySections(): Map<string, string> {
+  const sections = new Map<string, string>();
+  let current = '';
+  for (const line of interpolate(compose.configs.haproxy.content, ENV).split('\n')) {
+    const text = line.replace(/#.*$/, '').trimEnd();
+    if (!text.trim()) continue;
+    if (/^\S/.test(text)) sections.set((current = text.trim()), '');
+    else sections.set(current, `${sections.get(current)}${text.trim()}\n`);
+  }
+  return sections;
+}
+
+function serversOf(section: string): string[] {
+  return [...section.matchAll(/^server (\S+) (\S+):(\d+)/gm)].map((m) => `${m[2]}:${m[3]}`);
+}
