@@ -10,7 +10,12 @@ const TIMEOUT = 9000;
 class SharedBackend {
   readonly records = new Map<string, ReplicaRecord>();
   reachable = true;
+  /** How far the store's clock (Redis TIME) is ahead of the replicas' own. */
+  skewMs = 0;
   constructor(readonly clock: FakeClock) {}
+  now(): number {
+    return this.clock.now() + this.skewMs;
+  }
 }
 
 class FakeStore implements MembershipStore {
@@ -20,12 +25,12 @@ class FakeStore implements MembershipStore {
 
   beat(self: ReplicaAnnouncement, timeoutMs: number): Promise<ReplicaRecord[]> {
     if (!this.backend.reachable) return Promise.reject(new Error('connect ECONNREFUSED'));
-    this.backend.records.set(self.id, { ...self, last_seen: this.backend.clock.now() });
+    this.backend.records.set(self.id, { ...self, last_seen: this.backend.now() });
     return this.list(timeoutMs);
   }
   list(timeoutMs: number): Promise<ReplicaRecord[]> {
     if (!this.backend.reachable) return Promise.reject(new Error('Command timed out'));
-    const now = this.backend.clock.now();
+    const now = this.backend.now();
     for (const [id, r] of this.backend.records) if (r.last_seen < now - timeoutMs) this.backend.records.delete(id);
     return Promise.resolve([...this.backend.records.values()].map((r) => ({ ...r })));
   }
@@ -96,26 +101,50 @@ describe('HeartbeatMembership', () => {
     expect(a.logs).toEqual(['log joined the cluster at Redis at redis:6379 as gw-a (1 replica)']);
   });
 
-  it('drops a replica that stopped heartbeating within the replica timeout, and reports it as left', async () => {
+  for (const skewMs of [0, 3_600_000, -7_000]) {
+    it(`drops a replica that stopped heartbeating once its timeout has passed, between its own heartbeats (store clock ${skewMs} ms off)`, async () => {
+      backend.skewMs = skewMs;
+      const a = replica(backend, 'gw-a');
+      const b = replica(backend, 'gw-b');
+      const changes: MembershipChange[] = [];
+      a.membership.onChange((c) => changes.push(c));
+      // b starts 1 s after a: a's heartbeats fall 1 s (and 2 s) after b's, not at its timeout.
+      a.membership.start('http://a');
+      await clock.advanceAsync(1000);
+      b.membership.start('http://b');
+      await clock.advanceAsync(TIMEOUT / 3);
+      expect(ids(a.membership)).toEqual(['gw-a', 'gw-b']);
+      expect(changes).toEqual([{ joined: ['gw-b'], left: [] }]);
+      // b hangs (a crashed process, a paused VM): its heartbeats never reach the store again.
+      b.store.beat = () => new Promise(() => undefined);
+      const lastSeen = backend.records.get('gw-b')!.last_seen - skewMs;
+      await clock.advanceAsync(lastSeen + TIMEOUT - clock.now());
+      expect(ids(a.membership)).toEqual(['gw-a', 'gw-b']);
+      // The store keeps it while `last_seen >= now - timeout`: a drops it the next millisecond, by itself.
+      await clock.advanceAsync(1);
+      expect(ids(a.membership)).toEqual(['gw-a']);
+      expect(changes).toEqual([
+        { joined: ['gw-b'], left: [] },
+        { joined: [], left: ['gw-b'] },
+      ]);
+      // The store agrees on a's next heartbeat: nothing flaps back.
+      await clock.advanceAsync(TIMEOUT);
+      expect(ids(a.membership)).toEqual(['gw-a']);
+      expect(changes).toHaveLength(2);
+    });
+  }
+
+  it('keeps a live replica whose heartbeats a read has not seen yet (its deadline moves with each read)', async () => {
     const a = replica(backend, 'gw-a');
     const b = replica(backend, 'gw-b');
     const changes: MembershipChange[] = [];
     a.membership.onChange((c) => changes.push(c));
     a.membership.start('http://a');
+    await clock.advanceAsync(TIMEOUT / 3 - 1);
     b.membership.start('http://b');
-    await clock.advanceAsync(0);
-    await clock.advanceAsync(TIMEOUT / 3);
+    await clock.advanceAsync(TIMEOUT * 10);
     expect(ids(a.membership)).toEqual(['gw-a', 'gw-b']);
     expect(changes).toEqual([{ joined: ['gw-b'], left: [] }]);
-    // b hangs (a crashed process, a paused VM): its heartbeats never reach the store again.
-    const lastSeen = clock.now();
-    b.store.beat = () => new Promise(() => undefined);
-    await clock.advanceAsync(TIMEOUT - 1);
-    expect(ids(a.membership)).toEqual(['gw-a', 'gw-b']);
-    await clock.advanceAsync(TIMEOUT / 3 + 1);
-    expect(ids(a.membership)).toEqual(['gw-a']);
-    expect(clock.now() - lastSeen).toBeLessThanOrEqual(TIMEOUT + TIMEOUT / 3);
-    expect(changes[1]).toEqual({ joined: [], left: ['gw-b'] });
   });
 
   it('leaves at once on stop: the others no longer list it on their next read', async () => {
@@ -125,9 +154,11 @@ describe('HeartbeatMembership', () => {
     b.membership.start('http://b');
     await clock.advanceAsync(0);
     await clock.advanceAsync(TIMEOUT / 3);
+    const timers = clock.pendingTimers();
     await b.membership.stop();
     expect(b.store.closed).toBe(true);
-    expect(clock.pendingTimers()).toBe(1);
+    // b's heartbeat and its expiry timer are gone; a's remain.
+    expect(clock.pendingTimers()).toBe(timers - 2);
     await a.membership.refresh();
     expect(ids(a.membership)).toEqual(['gw-a']);
   });

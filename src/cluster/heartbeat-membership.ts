@@ -20,7 +20,9 @@ const CONTEXT = 'Cluster';
  * Membership by heartbeat: every `replicaTimeout / 3` the replica writes its record and reads the
  * live list back in one store call, so the list it holds is never older than a heartbeat. The
  * store drops records older than the timeout by its own clock (Redis TIME), so replicas' clocks
- * need not agree.
+ * need not agree. Between reads, each replica also drops a member itself the moment that member's
+ * `last_seen + timeout` has passed (see `scheduleExpiry`), so a dead replica is gone within the
+ * timeout, not up to a heartbeat later.
  *
  * Store trouble never reaches callers: a failed heartbeat marks the replica degraded (logged once,
  * the list becomes this replica alone: it serves the workers connected to it), the next heartbeat
@@ -40,6 +42,10 @@ export class HeartbeatMembership extends Membership {
   private joinedOnce = false;
   private beating = false;
   private timer: TimerHandle | undefined;
+  /** Fires when the first other member's `last_seen + timeout` passes (by the store's clock). */
+  private expiryTimer: TimerHandle | undefined;
+  /** Store clock minus this replica's clock, as measured at the last heartbeat; unknown before the first. */
+  private storeOffset: number | undefined;
   private stopped = false;
 
   constructor(private readonly options: HeartbeatMembershipOptions) {
@@ -97,6 +103,7 @@ export class HeartbeatMembership extends Membership {
     this.stopped = true;
     if (this.timer) this.clock.clearInterval(this.timer);
     this.timer = undefined;
+    this.clearExpiry();
     if (this.url !== undefined && !this.isDegraded) {
       // Leaving at once spares the others a whole timeout of listing a replica that is gone.
       await this.store.leave(this.replicaId).catch(() => undefined);
@@ -111,6 +118,11 @@ export class HeartbeatMembership extends Membership {
     try {
       const records = await this.store.beat(this.announcement(), this.options.replicaTimeoutMs);
       if (this.stopped) return;
+      // The store stamped this replica's record with its own `now` during this call: compared with
+      // this clock once the answer is here, it gives the offset between the two clocks, short of the
+      // true one by at most the round trip, so a member is dropped that much late, never early.
+      const self = records.find((r) => r.id === this.replicaId);
+      if (self) this.storeOffset = self.last_seen - this.clock.now();
       this.apply(records);
       this.markJoined();
     } catch (e) {
@@ -130,6 +142,7 @@ export class HeartbeatMembership extends Membership {
     const before = new Set(this.list.map((r) => r.id));
     const after = new Set(next.map((r) => r.id));
     this.list = next;
+    this.scheduleExpiry();
     const joined = [...after].filter((id) => !before.has(id));
     const left = [...before].filter((id) => !after.has(id));
     if (joined.length === 0 && left.length === 0) return;
@@ -140,6 +153,47 @@ export class HeartbeatMembership extends Membership {
         // A subscriber's bug must not stop the heartbeat or the other subscribers.
       }
     }
+  }
+
+  /**
+   * Why: the store drops a dead member only when someone reads it, and this replica reads once a
+   * heartbeat, so the member could linger up to `timeout × 4/3` here. Instead, a timer fires when the
+   * earliest other member's `last_seen + timeout` passes. `last_seen` is by the store's clock (Redis
+   * TIME), so it is converted with the offset measured at the last heartbeat rather than timed from
+   * when this replica read it (a read sees a heartbeat up to a third of the timeout after it was
+   * made). A member whose deadline has already passed by that reckoning when the store just listed it
+   * is left to the store (this clock jumped, or the offset is stale): the next heartbeat settles it,
+   * and the list never flaps between a local drop and the store's answer.
+   */
+  private scheduleExpiry(): void {
+    this.clearExpiry();
+    if (this.storeOffset === undefined || this.stopped) return;
+    const now = this.clock.now();
+    const deadlines = this.list
+      .filter((r) => r.id !== this.replicaId)
+      .map((r) => this.deadline(r))
+      .filter((t) => t > now);
+    if (deadlines.length === 0) return;
+    this.expiryTimer = this.clock.setTimeout(() => this.expire(), Math.min(...deadlines) - now);
+  }
+
+  /** Drops the members whose timeout has passed, reported as `left` like the store's own drops. */
+  private expire(): void {
+    this.expiryTimer = undefined;
+    const now = this.clock.now();
+    const kept = this.list.filter((r) => r.id === this.replicaId || this.deadline(r) > now);
+    if (kept.length === this.list.length) this.scheduleExpiry();
+    else this.replace(kept);
+  }
+
+  /** The first instant, by this clock, at which the store would drop `r` (it keeps `last_seen >= now - timeout`). */
+  private deadline(r: ReplicaRecord): number {
+    return r.last_seen + this.options.replicaTimeoutMs + 1 - (this.storeOffset ?? 0);
+  }
+
+  private clearExpiry(): void {
+    if (this.expiryTimer) this.clock.clearTimeout(this.expiryTimer);
+    this.expiryTimer = undefined;
   }
 
   private markJoined(): void {

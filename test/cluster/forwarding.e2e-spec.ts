@@ -138,15 +138,25 @@ describeWithPostgres('cluster mode: one fleet, any request on any replica', () =
     expect(await r.text()).toBe(chunks.join(''));
   });
 
-  it('a client leaving one replica cancels its request on the worker at another', async () => {
+  it('a client leaving one replica cancels its request on the worker at another within 100 ms', async () => {
     const w = await worker('a', ['cancel-model']);
     const abort = new AbortController();
     const pending = post(gw.c.url, '/v1/chat/completions', chat('cancel-model'), {}, abort.signal).catch((e: Error) => e);
     const req = await w.next('request');
+    // Both instants in this process, on one monotonic clock: the abort (which closes the client's
+    // socket to gw-c) and the cancel frame's arrival at the worker (connected to gw-a), both on loopback.
+    let cancelledAt: number | undefined;
+    w.ws.on('message', (data) => {
+      const f = JSON.parse(String(data)) as { type: string; request_id?: string };
+      if (f.type === 'cancel' && f.request_id === req.request_id) cancelledAt ??= performance.now();
+    });
+    const abortedAt = performance.now();
     abort.abort();
     await pending;
     const cancel = await w.next('cancel', (f) => f.request_id === req.request_id);
     expect(cancel.reason).toBe('client_disconnect');
+    // Issue 18: "a client leaving replica B cancels its request on the worker at replica A within 100 ms".
+    expect(cancelledAt! - abortedAt).toBeLessThan(100);
   });
 
   it('no worker ever holds more than max_concurrent requests, whichever replicas send them', async () => {
