@@ -13,14 +13,24 @@ function setup() {
   const elsewhere = new RemoteDepths(AGING, new TenantTurns());
   const offered: WorkerSession[] = [];
   const order = new ClusterOrder(true, elsewhere, clock, (w) => offered.push(w));
-  const worker = { id: 'w', remote: false, wildcard: false, models: new Set(['m']), deferUntil: 0, deferTimer: undefined } as unknown as WorkerSession;
+  const worker = {
+    id: 'w',
+    remote: false,
+    wildcard: false,
+    models: new Set(['m']),
+    freeSlots: 1,
+    deferUntil: 0,
+    deferTimer: undefined,
+  } as unknown as WorkerSession;
+  /** The same worker as connected to replica `replica`, seen here through what that replica publishes. */
+  const remote = (replica: string) => ({ ...worker, remote: true, replica }) as WorkerSession;
   /** Replica b publishes one request of `priority` that has waited `waited` ms (tenant `tenant`). */
   const publish = (waited: number, priority: number, tenant = 't') => {
     const levels: unknown[] = [[], [], []];
     levels[priority] = [[waited, tenant]];
     elsewhere.set('b', readQueueDepths({ providers: { p: 1 }, tenants: { [tenant]: 1 }, heads: { m: levels } }), clock.now());
   };
-  return { clock, elsewhere, order, worker, offered, publish };
+  return { clock, elsewhere, order, worker, remote, offered, publish };
 }
 
 describe('ClusterOrder', () => {
@@ -58,22 +68,74 @@ describe('ClusterOrder', () => {
     expect(offered).toHaveLength(2); // no longer held: nothing offered
   });
 
-  it('does not hold for a low request that has not aged yet, nor for a worker connected elsewhere', () => {
-    const { order, worker, clock, publish } = setup();
+  it('does not hold for a low request that has not aged yet, wherever the worker is connected', () => {
+    const { order, worker, remote, clock, publish } = setup();
     publish(900, 2);
     expect(order.filterFor(worker, clock.now())!(req(clock.now()))).toBe(true);
-    // A worker of replica c: nothing waits at c, so nothing keeps this replica from sending to it.
-    expect(order.filterFor({ ...worker, remote: true, replica: 'c' } as WorkerSession, clock.now())).toBeUndefined();
+    const atC = remote('c');
+    expect(order.filterFor(atC, clock.now())!(req(clock.now()))).toBe(true);
+    expect(order.holds(atC)).toBe(false);
   });
 
-  it('does not send to another replica’s worker a request that one waiting at that replica is clearly ahead of (and holds nothing)', () => {
-    const { order, worker, clock, publish } = setup();
+  it('another replica’s worker: a request waiting at that replica clearly ahead holds the slot for it', () => {
+    const { order, remote, clock, publish } = setup();
     publish(500, 0, 'x'); // a high request waits at b
-    const atB = { ...worker, remote: true, replica: 'b' } as WorkerSession;
+    const atB = remote('b');
     const fair = order.filterFor(atB, clock.now())!;
     expect(fair(req(clock.now(), 1, 'y'))).toBe(false); // b's own queue takes b's worker's slot
     expect(fair(req(clock.now() - 1_000, 0, 'x'))).toBe(true); // x's older request here goes first
-    expect(order.holds(atB)).toBe(false);
+  });
+
+  it('another replica’s worker: a request here waits for an older one at a third replica (not only the worker’s own), then is offered the slot again', () => {
+    // The worker is connected to a, which has nothing waiting; b's request is 300 ms older than this one.
+    const { order, remote, clock, offered, publish } = setup();
+    publish(300, 1, 'x');
+    const atA = remote('a');
+    const mine = req(clock.now(), 1, 'y');
+    const fair = order.filterFor(atA, clock.now())!;
+    expect(fair(mine)).toBe(false); // not forwarded to a: b forwards its own there
+    expect(order.holds(atA)).toBe(true); // nor does a new arrival here take the slot meanwhile
+    expect(fair(req(clock.now() - 300, 1, 'y'))).toBe(true); // one within the slack of b's goes
+    clock.advance(DEFER_MS);
+    expect(offered).toEqual([atA]); // the bound passed: the slot is offered here again
+    // Still free: b could not send its request there (a capability, a limit, no link): held in vain.
+    expect(order.filterFor(atA, clock.now())!(mine)).toBe(true);
+    expect(order.filterFor(atA, clock.now())).toBeUndefined(); // and not held for again by this worker
+  });
+
+  it('another replica’s worker taken by the older request: its next freed slot is held anew, not found past the last deadline', () => {
+    const { order, remote, clock, offered, publish } = setup();
+    publish(300, 1, 'x');
+    const atA = remote('a');
+    expect(order.filterFor(atA, clock.now())!(req(clock.now(), 1, 'y'))).toBe(false);
+    // b's request took the slot: a publishes the worker busy (no reserve of this replica sees it).
+    clock.advance(20);
+    (atA as { freeSlots: number }).freeSlots = 0;
+    clock.advance(DEFER_MS);
+    expect(offered).toEqual([atA]);
+    // A while later the worker frees its slot again; b's next request is again 300 ms older than ours.
+    clock.advance(500);
+    (atA as { freeSlots: number }).freeSlots = 1;
+    publish(300, 1, 'x');
+    expect(order.filterFor(atA, clock.now())!(req(clock.now(), 1, 'y'))).toBe(false);
+    expect(order.holds(atA)).toBe(true);
+  });
+
+  it('another replica’s worker: fresh figures look at the held slot again at once; taken meanwhile, the hold is over', () => {
+    const { order, remote, clock, offered, elsewhere } = setup();
+    const waitsAtB = (waited: number) =>
+      elsewhere.set('b', readQueueDepths({ providers: {}, tenants: {}, heads: { m: [[], [[waited, 'x']], []] } }), clock.now());
+    waitsAtB(300);
+    const atA = remote('a');
+    expect(order.filterFor(atA, clock.now())!(req(clock.now(), 1, 'y'))).toBe(false);
+    clock.advance(10);
+    waitsAtB(310);
+    expect(offered).toEqual([atA]); // looked at again (still held: the pull filters as before)
+    (atA as { freeSlots: number }).freeSlots = 0; // a published it busy
+    clock.advance(10);
+    waitsAtB(320);
+    expect(offered).toEqual([atA]); // nothing to offer
+    expect(order.holds(atA)).toBe(false);
   });
 
   it('does not hold for an older request of a tenant served more recently than the local one’s', () => {

@@ -14,16 +14,17 @@ export const DEFER_MS = 100;
 const IN_VAIN_KEPT = 256;
 
 /**
- * Cluster mode: the order across replicas. A worker connected here offers a freed slot to this
- * replica's queue first; a request of its own that another replica's waiting request (for a model
- * the worker serves) is clearly ahead of in the cluster's order — a higher priority after aging;
- * else, another tenant, served least recently; else an earlier arrival, each by more than
- * CLUSTER_ORDER_SLACK_MS (RemoteDepths.behind) — is held back for up to DEFER_MS, so that replica
- * can forward its request to the slot. One process: never consulted (no other replica publishes
- * anything waiting).
+ * Cluster mode: the order across replicas. A freed slot of a worker is offered to this replica's
+ * queue (the pull path), whether the worker is connected here or to another replica; a request of
+ * this replica that a request waiting at any other replica (for a model the worker serves) is
+ * clearly ahead of in the cluster's order — a higher priority after aging; else, another tenant,
+ * served least recently; else an earlier arrival, each by more than CLUSTER_ORDER_SLACK_MS
+ * (RemoteDepths.behind) — is held back for up to DEFER_MS, so that replica can send its request to
+ * the slot (its own worker: from its own queue; another's: forwarded to the worker's replica, which
+ * grants first come). One process: never consulted (no other replica publishes anything waiting).
  */
 export class ClusterOrder {
-  /** Local workers whose freed slot is held now (each has its recheck timer). */
+  /** Workers (of this replica or another) whose freed slot is held now (each has its recheck timer). */
   private readonly holding = new Set<WorkerSession>();
 
   constructor(
@@ -44,10 +45,20 @@ export class ClusterOrder {
     return this.elsewhere.waiting;
   }
 
-  /** The extra filter of one pull for a worker; undefined when there is nothing to keep in order. */
+  /**
+   * The extra filter of one pull for a worker; undefined when there is nothing to keep in order.
+   * The same for another replica's worker as for one of this replica's: were only the worker's own
+   * replica's requests compared, two replicas that both see its slot free would race for it, and the
+   * worker's replica grants the first to arrive, which may be the newer request.
+   */
   filterFor(worker: WorkerSession | undefined, now: number): ((r: Queueable) => boolean) | undefined {
     if (!this.elsewhere.waiting || !worker) return undefined;
-    if (worker.remote) return this.filterForRemote(worker, now);
+    // Seen with no free slot: a slot held here went to someone (another replica's request, for a worker
+    // of another replica, never passes through this replica's reserve); the next freed one is held anew.
+    if (worker.freeSlots <= 0) {
+      worker.deferUntil = 0;
+      return undefined;
+    }
     // Ranked once per pull: the other replicas' requests this worker could serve, whatever their model.
     const rivals = this.elsewhere.rivalsFor(worker, now, worker.heldInVain);
     if (rivals.length === 0) return undefined;
@@ -57,7 +68,7 @@ export class ClusterOrder {
       if (worker.deferUntil === 0) worker.deferUntil = now + DEFER_MS;
       if (now >= worker.deferUntil) {
         // Held for it in vain: its replica could not send it here (its tenant at a limit, a pool or a
-        // capability this worker lacks). The next slots are not held for it again.
+        // capability this worker lacks, no link to the worker's replica). The next slots are not held for it again.
         this.inVain(worker, ahead);
         return true;
       }
@@ -65,17 +76,6 @@ export class ClusterOrder {
       this.recheck(worker);
       return false;
     };
-  }
-
-  /**
-   * Another replica's worker: a request of this replica is not sent to its free slot while a request
-   * waiting at that replica is clearly ahead of it (that replica's own queue takes the slot). No
-   * hold here: the slot is that replica's to give.
-   */
-  private filterForRemote(worker: WorkerSession, now: number): ((r: Queueable) => boolean) | undefined {
-    const rivals = this.elsewhere.rivalsFor(worker, now, undefined, worker.replica);
-    if (rivals.length === 0) return undefined;
-    return (r) => this.elsewhere.aheadOf(r, rivals, now) === undefined;
   }
 
   private inVain(worker: WorkerSession, rival: Rank): void {
@@ -88,9 +88,9 @@ export class ClusterOrder {
   /** Whether a freed slot of this worker is being held for another replica's older request (a new arrival waits). */
   holds(worker: object): boolean {
     if (!this.elsewhere.waiting) return false;
-    // A local worker is its session (routing reads sessions through the snapshot type).
+    // A worker is its session, local or another replica's (routing reads sessions through the snapshot type).
     const w = worker as Partial<WorkerSession>;
-    return !w.remote && w.deferUntil !== undefined && w.deferUntil > this.clock.now();
+    return w.deferUntil !== undefined && w.deferUntil > this.clock.now();
   }
 
   /** Offers every held slot again, on fresh figures (nothing to do unless a slot is held). */
@@ -98,7 +98,9 @@ export class ClusterOrder {
     if (this.holding.size === 0) return;
     const now = this.clock.now();
     for (const worker of [...this.holding]) {
-      // Taken meanwhile (a forwarded request reserved it), or no longer held: its timer offers it.
+      this.seen(worker);
+      // Taken meanwhile (a forwarded request reserved it, or its replica published it busy), or no
+      // longer held: its timer offers it.
       if (worker.deferUntil === 0 || worker.deferUntil <= now) this.holding.delete(worker);
       else this.offer(worker);
     }
@@ -111,9 +113,20 @@ export class ClusterOrder {
       () => {
         worker.deferTimer = undefined;
         this.holding.delete(worker);
+        this.seen(worker);
         this.offer(worker);
       },
       Math.max(0, worker.deferUntil - this.clock.now()),
     );
+  }
+
+  /**
+   * A held worker looked at again: with no free slot, the hold is over (the slot went to someone), so
+   * a deferral of a later freed slot starts anew rather than finding this one's deadline passed. This
+   * is the one place another replica's worker is seen taken when the pull path is not asked (nothing
+   * waiting elsewhere any more).
+   */
+  private seen(worker: WorkerSession): void {
+    if (worker.freeSlots <= 0) worker.deferUntil = 0;
   }
 }

@@ -106,6 +106,26 @@ describe('RemoteDepths: the cluster order across replicas', () => {
     expect(a.behind(req(a.clock.now() - 100, 'y'), 'm')).toBe(false); // within 50 ms of it
   });
 
+  it('every other replica’s requests are rivals for a slot, not only those of the worker’s replica', () => {
+    // Three replicas: the worker is connected to a (nothing waits there); b and c each hold a request.
+    const { a, b, tick } = twoReplicas();
+    const c = new Replica(new FakeClock(Date.UTC(2026, 0, 1) - 3_600_000));
+    b.queue.admit(req(b.clock.now(), 'x'), 10);
+    tick(300);
+    c.clock.advance(300);
+    const atC = req(c.clock.now(), 'y');
+    c.queue.admit(atC, 10);
+    c.hear('a', a);
+    c.hear('b', b);
+    const now = c.clock.now();
+    const rivals = c.elsewhere.rivalsFor(worker('m'), now);
+    expect(rivals.map((r) => r.key.split('\u0000')[0])).toEqual(['b']);
+    expect(c.elsewhere.aheadOf(atC, rivals, now)?.tenant).toBe('x'); // b's request, 300 ms older
+    // Held for in vain once (b could not send it to this worker): not a rival of that worker again.
+    const inVain = new Map([[rivals[0].key, rivals[0].arrivedAt]]);
+    expect(c.elsewhere.rivalsFor(worker('m'), now, inVain)).toEqual([]);
+  });
+
   it('a replica that leaves, or publishes nothing waiting, is out of the order', () => {
     const { a, b } = twoReplicas();
     b.queue.admit(req(b.clock.now() - 1_000, 'x'), 10);

@@ -124,14 +124,13 @@ export class RemoteDepths {
   }
 
   /**
-   * The other replicas' waiting requests for the models `worker` serves (`only`: those of one
-   * replica), ranked at `now`: gathered once per pull of a worker with a free slot (published figures
-   * only, never a Redis call).
+   * Every other replica's waiting requests for the models `worker` serves, ranked at `now`, wherever
+   * the worker is connected: gathered once per pull of a worker with a free slot (published figures
+   * only, never a Redis call; at most MAX_HEADS per replica).
    */
-  rivalsFor(worker: ServingWorker, now: number, ignored?: ReadonlyMap<string, number>, only?: string): Rank[] {
+  rivalsFor(worker: ServingWorker, now: number, ignored?: ReadonlyMap<string, number>): Rank[] {
     const out: Rank[] = [];
     for (const [replica, byModel] of this.heads) {
-      if (only !== undefined && replica !== only) continue;
       for (const [model, heads] of byModel) {
         if (!worker.wildcard && !worker.models.has(model)) continue;
         for (const h of heads) {
