@@ -93,6 +93,19 @@ export class ClusterOrder {
     return w.deferUntil !== undefined && w.deferUntil > this.clock.now();
   }
 
+  /**
+   * Whether a request that was just routed to this free worker may take it now. A slot freed while
+   * this replica had nothing waiting was offered to no filter: a new arrival must not take it ahead
+   * of another replica's older request either (it waits, and the slot is held for that request as
+   * for the queue's own, within the same bound).
+   */
+  admits(worker: object, req: Queueable): boolean {
+    if (!this.elsewhere.waiting) return true;
+    const now = this.clock.now();
+    const fair = this.filterFor(worker as WorkerSession, now);
+    return fair === undefined || fair(req);
+  }
+
   /** Offers every held slot again, on fresh figures (nothing to do unless a slot is held). */
   private reconsider(): void {
     if (this.holding.size === 0) return;

@@ -8,6 +8,8 @@ import { WorkerSession } from '../fleet/worker-session';
 import { Fleet } from '../fleet/fleet.service';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { Dispatcher } from './dispatcher.service';
+import { DEFER_MS } from './cluster-order';
+import { readQueueDepths } from '../queue/remote-depths';
 import { RelayRequest, RequestTimeouts, RequestTranslator, ResponseSink } from './relay-request';
 
 class RecordingSink implements ResponseSink {
@@ -195,7 +197,8 @@ describe('Dispatcher (fake clock)', () => {
     await done;
   });
 
-  it('cluster mode: a request waiting at shutdown waits through the drain (for other replicas’ workers), then ends with server_shutdown', async () => {
+  /** The same gateway in cluster mode (nothing here talks to Redis: other replicas are what tests publish). */
+  async function clustered(): Promise<void> {
     const config = loadConfig({
       QUEUE_TIMEOUT_SECS: '60',
       PROVIDER_NAME: 'local',
@@ -206,6 +209,22 @@ describe('Dispatcher (fake clock)', () => {
     config.providers[0].models = ['m'];
     h = await dispatchHarness(config, clock);
     ({ providers, fleet, lifecycle, dispatcher } = h);
+  }
+
+  it('cluster mode: a new arrival does not take a free worker ahead of an older request waiting at another replica; it does once the hold ends', async () => {
+    await clustered();
+    const { channel } = addWorker();
+    // Replica gw-b has a request of the same priority, another tenant, waiting 500 ms for model m.
+    h.queue.elsewhere.set('gw-b', readQueueDepths({ providers: { local: 1 }, tenants: { other: 1 }, heads: { m: [[], [[500, 'other']], []] } }), clock.now());
+    const { req } = submit();
+    expect(channel.sent).toEqual([]); // the slot is held for gw-b's request, which forwards to it
+    clock.advance(DEFER_MS);
+    // gw-b did not take it (in this test nothing does): the bound passed and the request here gets it.
+    expect(channel.sent).toEqual([expect.objectContaining({ type: 'request', request_id: req.id })]);
+  });
+
+  it('cluster mode: a request waiting at shutdown waits through the drain (for other replicas’ workers), then ends with server_shutdown', async () => {
+    await clustered();
     addWorker();
     submit();
     const { sink } = submit();

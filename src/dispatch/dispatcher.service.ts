@@ -185,10 +185,11 @@ export class Dispatcher implements LeaseControl {
       // Its own run bound starts when a worker first takes it (see assign); a reroute keeps it.
       else if (!req.assignedAt) req.deadline = Infinity;
     }
-    // A key or tenant at its max_concurrent waits in the queue even when a worker is free.
-    // Nor does it take a slot held for an older request of another replica (cluster mode).
-    if (decision.kind === 'assign' && !this.gate.blocked(req) && !this.order.holds(decision.worker)) this.assign(req, decision.worker, decision.model);
-    else this.enqueue(req, decision.model, requeued);
+    // A key or tenant at its max_concurrent waits in the queue even when a worker is free. Nor does
+    // it take a slot held for, or go ahead of, an older request of another replica (cluster mode).
+    if (decision.kind === 'assign' && !this.gate.blocked(req) && !this.order.holds(decision.worker) && this.order.admits(decision.worker, req)) {
+      this.assign(req, decision.worker, decision.model);
+    } else this.enqueue(req, decision.model, requeued);
   }
 
   /** Queues a request; requeued ones bypass the bound, they were already admitted. */
