@@ -1,11 +1,13 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { ISO_TIME, NULLABLE_ISO_TIME, ref } from '../common/doc-common';
+import { CAPABILITY_FIELDS, CAPABILITY_TYPES } from '../protocol';
 
 /** OpenAPI of the admin providers, workers, cordons and stats routes (admin.controller.ts). */
 
+/** One model's capabilities: the fields and their types as the protocol declares them (one table). */
 const capabilities: SchemaObject = {
   type: 'object',
-  properties: { vision: { type: 'boolean' }, tools: { type: 'boolean' }, json_mode: { type: 'boolean' }, context_length: { type: 'integer', minimum: 1 } },
+  properties: Object.fromEntries(CAPABILITY_FIELDS.map((f) => [f, { ...CAPABILITY_TYPES[f] }])),
   additionalProperties: false,
 };
 

@@ -1,4 +1,4 @@
-import { Features } from '../protocol';
+import { CAPABILITY_FLAGS, Features } from '../protocol';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { CLOCK, Clock } from '../common/clock';
 import { Provider, ProvidersService } from '../providers/providers.service';
@@ -106,7 +106,7 @@ export class CapabilitiesService {
     // Governed load/unload/flush can reach this pool only through workers that negotiated them.
     if (workers.some((w) => !w.draining && w.features.has(Features.MODEL_LIFECYCLE))) features.push('model_lifecycle');
     for (const e of ['/v1/responses', '/v1/embeddings', '/v1/completions']) if (workloads.has(e)) features.push(e.slice(4));
-    for (const c of ['vision', 'tools', 'json_mode']) if ([...loaded.values()].some((m) => m.caps.has(c))) features.push(c);
+    for (const c of CAPABILITY_FLAGS) if ([...loaded.values()].some((m) => m.caps.has(c))) features.push(c);
     if (this.routing.current.allowPinning) features.push('pinning');
     const defaults = this.tenants.defaultSettings();
     return {
@@ -142,7 +142,7 @@ export class CapabilitiesService {
     m.workers++;
     const caps = effectiveCapabilities(model, p.capabilities, w.capabilities);
     if (caps.context_length !== undefined) m.context_length = Math.max(m.context_length ?? 0, caps.context_length);
-    for (const c of ['vision', 'tools', 'json_mode'] as const) if (caps[c] === true) m.caps.add(c);
+    for (const c of CAPABILITY_FLAGS) if (caps[c] === true) m.caps.add(c);
     m.capabilities = [...m.caps].sort();
   }
 }

@@ -1,4 +1,4 @@
-import { ModelCapabilities, RunnerInfo } from '../protocol';
+import { CapabilityBounds, ModelCapabilities, readCapabilities, RunnerInfo } from '../protocol';
 import { clampInt, WorkerNumberBounds } from '../protocol/number-bounds';
 import { optCacheStats } from '../protocol/cache-stats-codec';
 import type { WorkerSession } from './worker-session';
@@ -53,7 +53,7 @@ export function readPublishedWorker(raw: unknown): PublishedWorker | undefined {
     replica,
     models,
     held_out: strings(o.held_out, MAX_MODELS) ?? [],
-    capabilities: readCapabilities(o.capabilities),
+    capabilities: readCapabilityMap(o.capabilities),
     endpoints,
     priority,
     max_concurrent: maxConcurrent,
@@ -84,20 +84,16 @@ function strings(v: unknown, max: number): string[] | undefined {
   return out;
 }
 
-function readCapabilities(v: unknown): Record<string, ModelCapabilities> {
+/** The clamp every published number gets: the publishing replica already read them as hints. */
+const PUBLISHED_CAPABILITIES: CapabilityBounds = { contextLength: WorkerNumberBounds.contextLength, numbers: 'clamped' };
+
+function readCapabilityMap(v: unknown): Record<string, ModelCapabilities> {
   const out: Record<string, ModelCapabilities> = {};
   if (!v || typeof v !== 'object' || Array.isArray(v)) return out;
   let n = 0;
   for (const [model, caps] of Object.entries(v as Record<string, unknown>)) {
     if (++n > MAX_MODELS || !str(model) || model === '__proto__' || !caps || typeof caps !== 'object') continue;
-    const c = caps as Record<string, unknown>;
-    const one: ModelCapabilities = {};
-    if (typeof c.vision === 'boolean') one.vision = c.vision;
-    if (typeof c.tools === 'boolean') one.tools = c.tools;
-    if (typeof c.json_mode === 'boolean') one.json_mode = c.json_mode;
-    const ctx = clampInt(c.context_length, 1, WorkerNumberBounds.contextLength);
-    if (ctx !== undefined) one.context_length = ctx;
-    out[model] = one;
+    out[model] = readCapabilities(caps, PUBLISHED_CAPABILITIES);
   }
   return out;
 }

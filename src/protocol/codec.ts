@@ -13,6 +13,7 @@ import {
   ServerToWorkerMessage,
   WorkerToServerMessage,
 } from './messages';
+import { CapabilityBounds, readCapabilities } from './capabilities';
 import { optCacheStats } from './cache-stats-codec';
 import { readChunkFrame } from './chunk-frame';
 import { clampInt, clampNumber, MAX_DOCUMENT_DEPTH, nestedDeeperThan, optGpuTime, optTokenCounts, WorkerNumberBounds as B } from './number-bounds';
@@ -111,20 +112,21 @@ function optStrMap(o: Json, type: string, field: string): Record<string, string>
   return map as Record<string, string>;
 }
 
-/** Capabilities are a hint: malformed entries are ignored rather than rejected. */
+/** A worker's capability hints (docs/protocol.md#numbers): a context_length below 1 says nothing. */
+const CAPABILITY_HINTS: CapabilityBounds = { contextLength: B.contextLength, numbers: 'hint' };
+
+/**
+ * Capabilities are a hint: malformed entries are ignored rather than rejected. A `__proto__` entry
+ * (an own key after JSON.parse) is skipped: assigned, it would set the map's prototype, through which
+ * lookups by model name would then find declarations that are not the map's own.
+ */
 function optCapabilities(o: Json): Record<string, ModelCapabilities> | undefined {
   const v = o.capabilities;
   if (!v || typeof v !== 'object' || Array.isArray(v)) return undefined;
   const out: Record<string, ModelCapabilities> = {};
   for (const [model, raw] of Object.entries(v as Json)) {
-    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) continue;
-    const c = raw as Json;
-    const caps: ModelCapabilities = {};
-    if (typeof c.vision === 'boolean') caps.vision = c.vision;
-    if (typeof c.tools === 'boolean') caps.tools = c.tools;
-    if (typeof c.json_mode === 'boolean') caps.json_mode = c.json_mode;
-    if (typeof c.context_length === 'number' && c.context_length >= 1) caps.context_length = clampInt(c.context_length, 1, B.contextLength);
-    out[model] = caps;
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw) || model === '__proto__') continue;
+    out[model] = readCapabilities(raw, CAPABILITY_HINTS);
   }
   return out;
 }

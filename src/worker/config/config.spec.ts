@@ -140,6 +140,32 @@ describe('worker configuration', () => {
     expect(c.capabilities).toEqual({ a: { tools: true }, b: { vision: true }, c: { json_mode: true } });
   });
 
+  it('refuses capability values it would otherwise have to guess at, naming each, rather than rounding them', () => {
+    const file = writeTemp(
+      'caps.yaml',
+      'capabilities:\n  a: {context_length: 0}\n  b: {context_length: 1.5}\n  c: {context_length: "8192"}\n  d: {vision: "yes", tools: 1}\n  e: {context_length: -3}\n',
+    );
+    expect(problems(['--config', file], SECRET_ENV)).toEqual([
+      'capabilities (config file) "a".context_length must be a positive integer, got "0"',
+      'capabilities (config file) "b".context_length must be a positive integer, got "1.5"',
+      'capabilities (config file) "c".context_length must be a positive integer, got "8192"',
+      'capabilities (config file) "d".vision must be true or false, got "yes"',
+      'capabilities (config file) "d".tools must be true or false, got "1"',
+      'capabilities (config file) "e".context_length must be a positive integer, got "-3"',
+    ]);
+    const flags = problems(
+      ['--capability', 'a:context_length=0', '--capability', 'b:context_length=1.5', '--capability', 'c:vision=yes', '--capability', 'd:context_length'],
+      SECRET_ENV,
+    );
+    expect(flags).toEqual([
+      expect.stringContaining('context_length needs a positive integer'),
+      expect.stringContaining('context_length needs a positive integer'),
+      expect.stringContaining('vision must be true or false, got "yes"'),
+      expect.stringContaining('context_length needs a positive integer'),
+    ]);
+    expect(load(['--capability', 'big:context_length=1000000000'], SECRET_ENV).capabilities).toEqual({ big: { context_length: 1e9 } });
+  });
+
   it('accepts fractional seconds and booleans in the usual spellings', () => {
     const c = load(['--heartbeat-interval', '0.25', '--reconnect-min', '0.05', '--drain-timeout', '0', '--exit-on-drain'], SECRET_ENV);
     expect(c.heartbeatIntervalMs).toBe(250);

@@ -1,4 +1,4 @@
-import { ModelCapabilities } from '../../protocol';
+import { CAPABILITY_FIELDS, CAPABILITY_TYPES, CapabilityBounds, ModelCapabilities, readCapability } from '../../protocol';
 import { Raw } from './sources';
 
 // ---------------------------------------------------------------------------------------------
@@ -153,30 +153,52 @@ export function asModelList(raw: Raw, problems: string[]): { discover: boolean; 
   return { discover: false, models };
 }
 
+/**
+ * The daemon's own configuration is taken exactly: a context length that is not a whole number >= 1
+ * is refused and reported, not rounded like a worker frame's hint (the operator wrote it; say so).
+ */
+const CONFIGURED: CapabilityBounds = { contextLength: Infinity, numbers: 'exact' };
+
+/** The problem with a refused value, by the field's type. */
+function refusal(field: keyof ModelCapabilities): string {
+  return CAPABILITY_TYPES[field].type === 'boolean' ? 'must be true or false' : 'must be a positive integer';
+}
+
+const KNOWN = CAPABILITY_FIELDS.map((f) => (CAPABILITY_TYPES[f].type === 'boolean' ? f : `${f}=N`)).join(', ');
+
+function capabilityField(name: string): keyof ModelCapabilities | undefined {
+  return CAPABILITY_FIELDS.find((f) => f === name);
+}
+
+/**
+ * The JSON value a `name=value` item stands for, which the shared reader then checks: a bare flag is
+ * true, `true`/`false` are themselves, digits are a number; anything else stays text (and is refused).
+ */
+function fromText(field: keyof ModelCapabilities, value: string | undefined): unknown {
+  if (CAPABILITY_TYPES[field].type === 'boolean') return value === undefined || value === 'true' ? true : value === 'false' ? false : value;
+  return value !== undefined && /^\d+$/.test(value) ? Number(value) : value;
+}
+
 /** Parses "vision,tools,json_mode,context_length=8192" (booleans may be written vision=false). */
 function parseCapabilityList(text: string, where: string, problems: string[]): ModelCapabilities | undefined {
-  const caps: ModelCapabilities = {};
+  const caps: Record<string, unknown> = {};
   let ok = true;
   for (const item of text
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)) {
     const [name, value] = item.split('=', 2).map((s) => s.trim());
-    if (name === 'context_length') {
-      const n = value !== undefined && /^\d+$/.test(value) ? Number(value) : NaN;
-      if (!Number.isInteger(n) || n < 1) {
-        problems.push(`${where}: context_length needs a positive integer, e.g. context_length=8192`);
-        ok = false;
-      } else caps.context_length = n;
-    } else if (name === 'vision' || name === 'tools' || name === 'json_mode') {
-      if (value === undefined || value === 'true') caps[name] = true;
-      else if (value === 'false') caps[name] = false;
-      else {
-        problems.push(`${where}: ${name} must be true or false, got "${value}"`);
-        ok = false;
-      }
-    } else {
-      problems.push(`${where}: unknown capability "${name}" (known: vision, tools, json_mode, context_length=N)`);
+    const field = capabilityField(name);
+    if (field === undefined) {
+      problems.push(`${where}: unknown capability "${name}" (known: ${KNOWN})`);
+      ok = false;
+      continue;
+    }
+    const v = readCapability(field, fromText(field, value), CONFIGURED);
+    if (v !== undefined) caps[field] = v;
+    else {
+      const boolean = CAPABILITY_TYPES[field].type === 'boolean';
+      problems.push(boolean ? `${where}: ${field} must be true or false, got "${value}"` : `${where}: ${field} needs a positive integer, e.g. ${field}=8192`);
       ok = false;
     }
   }
@@ -214,15 +236,13 @@ export function asCapabilities(raw: Raw, problems: string[]): Record<string, Mod
         problems.push(`${where} must be a mapping like {vision: true, context_length: 8192}`);
         continue;
       }
-      const caps: ModelCapabilities = {};
+      const caps: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-        if (k === 'context_length') {
-          if (typeof v === 'number' && Number.isInteger(v) && v > 0) caps.context_length = v;
-          else problems.push(`${where}.context_length must be a positive integer, got "${String(v)}"`);
-        } else if (k === 'vision' || k === 'tools' || k === 'json_mode') {
-          if (typeof v === 'boolean') caps[k] = v;
-          else problems.push(`${where}.${k} must be true or false, got "${String(v)}"`);
-        } else problems.push(`${where}: unknown capability "${k}"`);
+        const field = capabilityField(k);
+        const read = field && readCapability(field, v, CONFIGURED);
+        if (field === undefined) problems.push(`${where}: unknown capability "${k}"`);
+        else if (read === undefined) problems.push(`${where}.${field} ${refusal(field)}, got "${String(v)}"`);
+        else caps[field] = read;
       }
       out[model] = caps;
     }
