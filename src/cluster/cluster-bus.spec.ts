@@ -216,6 +216,33 @@ describe('RedisClusterBus (real redis-server)', () => {
     }
   });
 
+  it('a message published while a send is under way waits behind it: a timed-out cordon that Redis still ran is not sent again after the uncordon', async () => {
+    const a = bus('a');
+    const b = bus('b');
+    await Promise.all([a, b].map(subscribed));
+    const seen: unknown[] = [];
+    b.subscribe('t', (d) => void seen.push(d));
+    await until(() => pubOf(a).status === 'ready', 5000, 'publisher ready');
+    // The cordon reaches Redis (and b), but its answer is late: a's command timeout fails it.
+    const original = Redis.prototype.publish;
+    let timeOut!: () => void;
+    const publish = jest.spyOn(Redis.prototype, 'publish').mockImplementationOnce(function (this: Redis, ...args: unknown[]) {
+      void (original as (...a: unknown[]) => Promise<number>).apply(this, args);
+      return new Promise<number>((_, reject) => (timeOut = () => reject(new Error('Command timed out')))) as never;
+    });
+    try {
+      a.publish('t', 'cordon');
+      a.publish('t', 'uncordon'); // the cordon's answer is not in yet
+      await until(() => seen.includes('cordon'), 5000, 'cordon delivered');
+      timeOut();
+      await until(() => a.pendingCount() === 0 && seen.includes('uncordon'), 5000, 'kept messages sent');
+      await new Promise((r) => setTimeout(r, 300)); // past a retry (the reconnect bound is 100 ms here)
+      expect(seen.at(-1)).toBe('uncordon');
+    } finally {
+      publish.mockRestore();
+    }
+  });
+
   it('a send that times out on a connection that stays up is sent again, and what follows it too', async () => {
     const a = bus('a');
     const b = bus('b');

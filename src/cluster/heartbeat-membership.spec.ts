@@ -147,6 +147,26 @@ describe('HeartbeatMembership', () => {
     expect(changes).toEqual([{ joined: ['gw-b'], left: [] }]);
   });
 
+  it('a replica whose own process stalled past a heartbeat asks the store before dropping anyone', async () => {
+    const a = replica(backend, 'gw-a');
+    const b = replica(backend, 'gw-b');
+    const changes: MembershipChange[] = [];
+    a.membership.onChange((c) => changes.push(c));
+    a.membership.start('http://a');
+    await clock.advanceAsync(1000);
+    b.membership.start('http://b');
+    await clock.advanceAsync(TIMEOUT);
+    expect(ids(a.membership)).toEqual(['gw-a', 'gw-b']);
+    // gw-a's event loop (or VM) stops for 7 s while gw-b keeps beating: when gw-a runs again, its
+    // heartbeat and its expiry timer are due together, and gw-b's last heartbeat is unread here.
+    const stall = 7000;
+    backend.records.get('gw-b')!.last_seen = backend.now() + stall - 1000;
+    clock.advance(stall);
+    await clock.advanceAsync(0);
+    expect(ids(a.membership)).toEqual(['gw-a', 'gw-b']);
+    expect(changes).toEqual([{ joined: ['gw-b'], left: [] }]);
+  });
+
   it('leaves at once on stop: the others no longer list it on their next read', async () => {
     const a = replica(backend, 'gw-a');
     const b = replica(backend, 'gw-b');

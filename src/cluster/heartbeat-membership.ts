@@ -46,6 +46,8 @@ export class HeartbeatMembership extends Membership {
   private expiryTimer: TimerHandle | undefined;
   /** Store clock minus this replica's clock, as measured at the last heartbeat; unknown before the first. */
   private storeOffset: number | undefined;
+  /** When (this clock) the store's list was last read: a local drop trusts only a recent one. */
+  private readAt = 0;
   private stopped = false;
 
   constructor(private readonly options: HeartbeatMembershipOptions) {
@@ -78,7 +80,9 @@ export class HeartbeatMembership extends Membership {
     // Not in the list (yet, or any more): only a heartbeat puts this replica back and ends `degraded`.
     if (this.isDegraded || !this.joinedOnce) return this.beat();
     try {
-      this.apply(await this.store.list(this.options.replicaTimeoutMs));
+      const records = await this.store.list(this.options.replicaTimeoutMs);
+      this.readAt = this.clock.now();
+      this.apply(records);
     } catch (e) {
       this.markDegraded(describe(e));
     }
@@ -93,7 +97,7 @@ export class HeartbeatMembership extends Membership {
     if (this.url !== undefined || this.stopped) return;
     this.url = advertiseUrl;
     this.list = [this.selfRecord(this.clock.now())];
-    this.timer = this.clock.setInterval(() => void this.beat(), Math.max(1, Math.floor(this.options.replicaTimeoutMs / 3)));
+    this.timer = this.clock.setInterval(() => void this.beat(), this.beatEveryMs());
     // Not connected yet (boot): the connection's `up` beats first, else the next tick reports it.
     if (this.store.connected()) void this.beat();
   }
@@ -123,6 +127,7 @@ export class HeartbeatMembership extends Membership {
       // true one by at most the round trip, so a member is dropped that much late, never early.
       const self = records.find((r) => r.id === this.replicaId);
       if (self) this.storeOffset = self.last_seen - this.clock.now();
+      this.readAt = this.clock.now();
       this.apply(records);
       this.markJoined();
     } catch (e) {
@@ -177,13 +182,23 @@ export class HeartbeatMembership extends Membership {
     this.expiryTimer = this.clock.setTimeout(() => this.expire(), Math.min(...deadlines) - now);
   }
 
-  /** Drops the members whose timeout has passed, reported as `left` like the store's own drops. */
+  /**
+   * Drops the members whose timeout has passed, reported as `left` like the store's own drops. Only
+   * on a recent read: when this process itself stalled (its event loop or VM paused past a beat), the
+   * members' heartbeats are merely unread here, so the store is asked first (a beat) and decides.
+   */
   private expire(): void {
     this.expiryTimer = undefined;
     const now = this.clock.now();
+    if (this.beating) return; // the beat under way answers with the store's list, and reschedules
+    if (now - this.readAt > 2 * this.beatEveryMs()) return void this.beat();
     const kept = this.list.filter((r) => r.id === this.replicaId || this.deadline(r) > now);
     if (kept.length === this.list.length) this.scheduleExpiry();
     else this.replace(kept);
+  }
+
+  private beatEveryMs(): number {
+    return Math.max(1, Math.floor(this.options.replicaTimeoutMs / 3));
   }
 
   /** The first instant, by this clock, at which the store would drop `r` (it keeps `last_seen >= now - timeout`). */

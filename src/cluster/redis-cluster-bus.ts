@@ -51,6 +51,8 @@ export class RedisClusterBus extends ClusterBus {
   /** From a flush of kept messages until the second sending: every message sent meanwhile. */
   private replay: Kept[] | undefined;
   private replayTimerSet = false;
+  /** Direct sends not answered yet (one at a time: a later message waits behind it). */
+  private inFlight = 0;
   /** A send failed on a connection still up (a command timeout): no 'ready' will follow to retry. */
   private retryTimer: NodeJS.Timeout | undefined;
   /** The subscriber has been subscribed once; a later subscription follows a lost connection. */
@@ -86,11 +88,19 @@ export class RedisClusterBus extends ClusterBus {
       return;
     }
     const message = { seq: ++this.seq, raw };
-    // Behind earlier unsent messages, so receivers see them in order.
-    if (this.pub.status !== 'ready' || this.pending.length > 0) return this.keep(message);
+    // Behind earlier unsent messages, so receivers see them in order; and behind a send still under
+    // way: one that times out may yet run in Redis and is sent again, which must not put it after
+    // this one. Kept messages go once the send under way is answered (or at 'ready').
+    if (this.pub.status !== 'ready' || this.pending.length > 0 || this.inFlight > 0) return this.keep(message);
+    this.inFlight++;
+    this.sent(message);
     this.pub.publish(this.channel, raw).then(
-      () => this.sent(message),
       () => {
+        this.inFlight--;
+        if (this.pending.length > 0) void this.flushPending(false);
+      },
+      () => {
+        this.inFlight--;
         this.keep(message);
         this.retrySoon();
       },
@@ -148,7 +158,7 @@ export class RedisClusterBus extends ClusterBus {
     if (this.pending.length > this.maxPending) this.pending.shift();
   }
 
-  /** A message reached Redis: while a second sending is due, it is part of it. */
+  /** A message was written to Redis: while a second sending is due, it is part of it. */
   private sent(message: Kept): void {
     const replay = this.replay;
     if (!replay) return;
@@ -181,6 +191,9 @@ export class RedisClusterBus extends ClusterBus {
     try {
       while (this.pending.length > 0 && !this.closed) {
         const message = this.pending[0];
+        if (!this.replay && again) this.replay = [];
+        // Counted in the second sending as it is written (a send that times out may still run in Redis).
+        this.sent(message);
         try {
           await this.pub.publish(this.channel, message.raw);
         } catch {
@@ -189,8 +202,6 @@ export class RedisClusterBus extends ClusterBus {
         }
         const at = this.pending.indexOf(message);
         if (at >= 0) this.pending.splice(at, 1);
-        if (!this.replay && again) this.replay = [];
-        this.sent(message);
         sentNow++;
       }
     } finally {

@@ -34,6 +34,8 @@ export class ClusterOrder {
     private readonly clock: Clock,
     /** Offers the worker's free slots again (the pull path). */
     private readonly offer: (worker: WorkerSession) => void,
+    /** Offers every worker with a free slot (only when a hold ends with its slot taken: not on a request's path). */
+    private readonly offerFree: () => void = () => undefined,
   ) {
     // A slot held on what another replica last published is looked at again when it publishes anew:
     // the request it was held for may have been served meanwhile (its publication is at most 20 ms old).
@@ -65,7 +67,9 @@ export class ClusterOrder {
     return (r) => {
       const ahead = this.elsewhere.aheadOf(r, rivals, now);
       if (ahead === undefined) return true;
-      if (worker.deferUntil === 0) worker.deferUntil = now + DEFER_MS;
+      // A deadline passed more than a hold ago belongs to an earlier hold (its request left, nothing
+      // was pulled when it ended): this is a new one, not one found expired.
+      if (worker.deferUntil === 0 || now - worker.deferUntil > DEFER_MS) worker.deferUntil = now + DEFER_MS;
       if (now >= worker.deferUntil) {
         // Held for it in vain: its replica could not send it here (its tenant at a limit, a pool or a
         // capability this worker lacks, no link to the worker's replica). The next slots are not held for it again.
@@ -126,8 +130,12 @@ export class ClusterOrder {
       () => {
         worker.deferTimer = undefined;
         this.holding.delete(worker);
+        const taken = worker.freeSlots <= 0;
         this.seen(worker);
         this.offer(worker);
+        // Taken, by the request it was held for: what waited here meanwhile (a new arrival routed to
+        // it) may go to another free worker, which no event offers (an idle worker frees nothing).
+        if (taken) this.offerFree();
       },
       Math.max(0, worker.deferUntil - this.clock.now()),
     );

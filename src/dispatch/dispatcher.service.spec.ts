@@ -223,6 +223,36 @@ describe('Dispatcher (fake clock)', () => {
     expect(channel.sent).toEqual([expect.objectContaining({ type: 'request', request_id: req.id })]);
   });
 
+  it('cluster mode: a request held back while the held worker goes to the other replica’s request takes another free worker', async () => {
+    await clustered();
+    const workers = [addWorker(), addWorker()];
+    const rival = () => readQueueDepths({ providers: { local: 1 }, tenants: { other: 1 }, heads: { m: [[], [[500, 'other']], []] } });
+    h.queue.elsewhere.set('gw-b', rival(), clock.now());
+    const { req } = submit();
+    const held = workers.find((w) => w.worker.deferUntil > 0)!;
+    const idle = workers.find((w) => w !== held)!;
+    // gw-b's request is forwarded here and takes the held worker; gw-b then has nothing waiting.
+    expect(fleet.reserve(held.worker, 'from-gw-b', 'm')).not.toBeNull();
+    h.queue.elsewhere.set('gw-b', undefined, clock.now());
+    clock.advance(DEFER_MS);
+    expect(idle.channel.sent).toEqual([expect.objectContaining({ type: 'request', request_id: req.id })]);
+  });
+
+  it('cluster mode: a hold whose request left meanwhile does not leave a stale deadline that skips the next hold', async () => {
+    await clustered();
+    const { worker, channel } = addWorker();
+    const rival = (tenant: string) => readQueueDepths({ providers: { local: 1 }, tenants: { [tenant]: 1 }, heads: { m: [[], [[500, tenant]], []] } });
+    h.queue.elsewhere.set('gw-b', rival('other'), clock.now());
+    dispatcher.clientGone(submit().req); // held, then its client leaves
+    h.queue.elsewhere.set('gw-b', undefined, clock.now());
+    clock.advance(DEFER_MS + 1_000);
+    // A new, older request waits at gw-b: a new arrival here is held for it again, not sent at once.
+    h.queue.elsewhere.set('gw-b', rival('other2'), clock.now());
+    submit();
+    expect(channel.sent).toEqual([]);
+    expect([...(worker.heldInVain?.keys() ?? [])]).toEqual([]);
+  });
+
   it('cluster mode: a request waiting at shutdown waits through the drain (for other replicas’ workers), then ends with server_shutdown', async () => {
     await clustered();
     addWorker();

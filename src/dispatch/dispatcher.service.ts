@@ -63,7 +63,15 @@ export class Dispatcher implements LeaseControl {
     this.gate = new ConcurrencyGate((req) => this.replanner.placeWaiting(req));
     this.end = new RequestEnd(clock, queue, this.buffers, observers, this.gate);
     this.watchdogs = new Watchdogs(config.routing, clock, router, this.end, observers, this);
-    this.order = new ClusterOrder(config.cluster.redisUrl !== undefined, queue.elsewhere, clock, (w) => fleet.offer(w));
+    this.order = new ClusterOrder(
+      config.cluster.redisUrl !== undefined,
+      queue.elsewhere,
+      clock,
+      (w) => fleet.offer(w),
+      () => {
+        for (const w of fleet.sessions.all()) if (w.freeSlots > 0) fleet.offer(w);
+      },
+    );
     this.frames = new ResponseFrames(config, clock, router, fleet, this.buffers, this.end, observers, this, this.onWorkers, this.watchdogs);
     this.replanner = new Replanner(clock, router, queue, fleet, observers, this.log, this.gate, {
       dispatch: (req, requeued) => this.dispatch(req, requeued),
