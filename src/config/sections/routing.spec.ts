@@ -119,6 +119,15 @@ describe('provider capability declarations', () => {
     ]);
   });
 
+  it('refuses "__proto__" as a model name (it would set the mapping’s prototype, not a model)', () => {
+    const problems: string[] = [];
+    const out = parseCapabilityDeclarations(JSON.parse('{"__proto__": {"vision": true}, "m": {"tools": true}}'), 'caps', problems);
+    expect(problems).toEqual(['caps.__proto__: "__proto__" cannot name a model']);
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect((out as Record<string, unknown>).vision).toBeUndefined();
+    expect(out).toEqual({ m: { tools: true } });
+  });
+
   it('watchdogs: first byte 120 s and stream idle 60 s by default; the file, ROUTING_* and per-pool first-byte overrides', () => {
     expect(read(undefined).config).toMatchObject({ firstByteTimeoutMs: 120_000, streamIdleTimeoutMs: 60_000, firstByteTimeoutMsByPool: new Map() });
     const { config, problems } = read(

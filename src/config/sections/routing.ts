@@ -296,6 +296,11 @@ export function parseCapabilityDeclarations(value: unknown, where: string, probl
   for (const [model, raw] of Object.entries(value as Yaml)) {
     const at = `${where}.${model}`;
     if (!modelName(model)) problems.push(`${at}: model names must be non-empty and at most 256 characters`);
+    // Assigned below as a key: this one would set the mapping's prototype instead.
+    if (model.trim() === '__proto__') {
+      problems.push(`${at}: "__proto__" cannot name a model`);
+      continue;
+    }
     if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
       problems.push(`${at} must be a mapping of vision, tools, json_mode, context_length`);
       continue;
