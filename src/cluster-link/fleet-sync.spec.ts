@@ -1,27 +1,16 @@
 import { FakeClock } from '../../test/support/fake-clock';
-import { RecordingChannel } from '../../test/support/dispatch-harness';
+import { NoWorkerRecords, RecordingChannel } from '../../test/support/dispatch-harness';
+import { publishedWorker } from '../../test/support/published-worker';
 import type { FleetBoard, FleetBoardMessage } from '../cluster/fleet-board';
 import type { Membership, MembershipChange, ReplicaRecord } from '../cluster/membership.port';
 import { loadConfig } from '../config';
 import { Fleet } from '../fleet/fleet.service';
-import type { PublishedWorker } from '../fleet/published-worker';
 import { RemoteWorkers } from '../fleet/remote-workers';
-import { WorkerRecords } from '../registry/worker-records.port';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { MetricsService } from '../observability/metrics.service';
 import { AdmissionQueue } from '../queue/admission-queue';
 import { FleetSync } from './fleet-sync';
 import { LINK_VERSION } from './link-protocol';
-
-class NoRecords extends WorkerRecords {
-  recordConnected() {}
-  recordModels() {}
-  recordHeartbeat() {}
-  recordDisconnected() {}
-  recentlyKnowsModel() {
-    return false;
-  }
-}
 
 /** The board's two ends in memory: what this replica published, and a way to deliver the others' messages. */
 class HandBoard implements FleetBoard {
@@ -45,27 +34,7 @@ function member(id: string): ReplicaRecord {
   return { id, advertise_url: `http://${id}`, started_at: 1, last_seen: 1, version: 'x' };
 }
 
-function published(id: string, replica: string): PublishedWorker {
-  return {
-    id,
-    name: `n-${id}`,
-    provider: 'local',
-    replica,
-    models: ['m1'],
-    held_out: [],
-    capabilities: {},
-    endpoints: null,
-    priority: null,
-    max_concurrent: 2,
-    load: 0,
-    draining: false,
-    connected_at: 1,
-    last_seen_at: 1,
-    health: null,
-    features: ['response_start'],
-    seen_ago_ms: 0,
-  };
-}
+const published = (id: string, replica: string) => publishedWorker(id, { replica });
 
 describe('FleetSync: the link version on the fleet board', () => {
   let clock: FakeClock;
@@ -78,7 +47,7 @@ describe('FleetSync: the link version on the fleet board', () => {
   beforeEach(() => {
     clock = new FakeClock();
     const config = loadConfig({ PROVIDER_NAME: 'local', INSTANCE_ID: 'gw-a' });
-    fleet = new Fleet(config, clock, new NoRecords(), new MetricsService(), new LifecycleState());
+    fleet = new Fleet(config, clock, new NoWorkerRecords(), new MetricsService(), new LifecycleState());
     abandoned.length = 0;
     const remote = new RemoteWorkers(
       fleet,

@@ -89,6 +89,17 @@ describe('RedisClusterBus (real redis-server)', () => {
     }
   };
 
+  /** Replica a ready to publish, and what replica b receives on topic 't'. */
+  const sender = async () => {
+    const a = bus('a');
+    const b = bus('b');
+    await Promise.all([a, b].map(subscribed));
+    const seen: unknown[] = [];
+    b.subscribe('t', (d) => void seen.push(d));
+    await until(() => pubOf(a).status === 'ready', 5000, 'publisher ready');
+    return { a, b, seen };
+  };
+
   beforeAll(async () => {
     redis = await TestRedisServer.start();
   });
@@ -165,17 +176,12 @@ describe('RedisClusterBus (real redis-server)', () => {
   });
 
   it('a send under way when the connection drops goes back before the messages kept after it', async () => {
-    const a = bus('a');
-    const b = bus('b');
-    await Promise.all([a, b].map(subscribed));
-    const seen: unknown[] = [];
-    b.subscribe('t', (d) => void seen.push(d));
+    const { a, seen } = await sender();
     // The first send is still on the wire when the loss is noticed: it fails only after the next
     // message has been kept (what CI once saw, by timing; here by holding that send's answer).
     let failFirst!: (e: Error) => void;
     const publish = jest.spyOn(Redis.prototype, 'publish');
     publish.mockImplementationOnce(() => new Promise<number>((_, reject) => (failFirst = reject)) as never);
-    await until(() => pubOf(a).status === 'ready', 5000, 'publisher ready');
     try {
       a.publish('t', 'first');
       await redis.stop();
@@ -217,12 +223,7 @@ describe('RedisClusterBus (real redis-server)', () => {
   });
 
   it('a message published while a send is under way waits behind it: a timed-out cordon that Redis still ran is not sent again after the uncordon', async () => {
-    const a = bus('a');
-    const b = bus('b');
-    await Promise.all([a, b].map(subscribed));
-    const seen: unknown[] = [];
-    b.subscribe('t', (d) => void seen.push(d));
-    await until(() => pubOf(a).status === 'ready', 5000, 'publisher ready');
+    const { a, seen } = await sender();
     // The cordon reaches Redis (and b), but its answer is late: a's command timeout fails it.
     const original = Redis.prototype.publish;
     let timeOut!: () => void;
@@ -244,12 +245,7 @@ describe('RedisClusterBus (real redis-server)', () => {
   });
 
   it('a send that times out on a connection that stays up is sent again, and what follows it too', async () => {
-    const a = bus('a');
-    const b = bus('b');
-    await Promise.all([a, b].map(subscribed));
-    const seen: unknown[] = [];
-    b.subscribe('t', (d) => void seen.push(d));
-    await until(() => pubOf(a).status === 'ready', 5000, 'publisher ready');
+    const { a, seen } = await sender();
     // Redis busy for 600 ms (a script that loops): a's publish times out after 200 ms, the connection stays up.
     const busy = new Redis(redis.url);
     try {

@@ -1,11 +1,12 @@
 import { FakeClock } from '../../test/support/fake-clock';
+import { publishedWorker } from '../../test/support/published-worker';
 import { RecordingChannel, workerSession } from '../../test/support/dispatch-harness';
 import { loadConfig } from '../config';
 import { LifecycleState } from '../observability/lifecycle-state';
 import { MetricsService } from '../observability/metrics.service';
 import { WorkerRecords } from '../registry/worker-records.port';
 import { Fleet } from './fleet.service';
-import { publishWorker, PublishedWorker, readPublishedWorker } from './published-worker';
+import { publishWorker, readPublishedWorker } from './published-worker';
 import { RemoteWorkers } from './remote-workers';
 
 class NoRecords extends WorkerRecords {
@@ -21,28 +22,7 @@ class NoRecords extends WorkerRecords {
   }
 }
 
-function published(id: string, over: Partial<PublishedWorker> = {}): PublishedWorker {
-  return {
-    id,
-    name: `n-${id}`,
-    provider: 'local',
-    replica: 'gw-b',
-    models: ['m1'],
-    held_out: [],
-    capabilities: {},
-    endpoints: null,
-    priority: null,
-    max_concurrent: 2,
-    load: 0,
-    draining: false,
-    connected_at: 1,
-    last_seen_at: 1,
-    health: null,
-    features: ['response_start'],
-    seen_ago_ms: 0,
-    ...over,
-  };
-}
+const published = publishedWorker;
 
 describe('RemoteWorkers: other replicas’ workers in this replica’s fleet', () => {
   let clock: FakeClock;

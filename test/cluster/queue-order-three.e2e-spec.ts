@@ -3,6 +3,7 @@ import { admin, chat, eventually, post, RawResponse, sleep } from '../support/ht
 import { ScriptedWorker } from '../support/scripted-worker';
 import { itWithLogs as it, withGatewayLogs } from './support/gateway-process';
 import { describeWithPostgres } from './support/postgres';
+import { oneSlotWorkerSeenBy } from './support/one-slot-worker';
 import { Replicas, startReplicas } from './support/replicas';
 
 const WAIT = 15_000;
@@ -24,20 +25,8 @@ describeWithPostgres('cluster mode: one queue order across three replicas (the w
 
   /** A worker with one slot on replica A, seen by every replica. */
   async function worker(model: string): Promise<ScriptedWorker> {
-    const { worker: w } = await ScriptedWorker.register(gw.a.workerUrl, {
-      models: [model],
-      max_concurrent: 1,
-      worker_name: model,
-      features: ['response_start'],
-    });
+    const w = await oneSlotWorkerSeenBy(gw.a, Object.values(gw), model, WAIT);
     workers.push(w);
-    for (const g of Object.values(gw)) {
-      await eventually(
-        async () => ((await admin(g.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json.data as Array<{ name: string }>).some((x) => x.name === model),
-        WAIT,
-        `${model} visible on ${g.url}`,
-      );
-    }
     return w;
   }
 

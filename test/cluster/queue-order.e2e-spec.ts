@@ -1,8 +1,9 @@
-import { TEST_ADMIN_TOKEN, TestGateway } from '../support/gateway';
-import { admin, chat, eventually, post, RawResponse, sleep } from '../support/http';
+import { TestGateway } from '../support/gateway';
+import { chat, post, RawResponse, sleep } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { itWithLogs as it, withGatewayLogs } from './support/gateway-process';
 import { describeWithPostgres } from './support/postgres';
+import { oneSlotWorkerSeenBy } from './support/one-slot-worker';
 import { Replicas, startReplicas } from './support/replicas';
 
 const WAIT = 15_000;
@@ -21,20 +22,8 @@ describeWithPostgres('cluster mode: one queue order across replicas (aging, tena
 
   /** A worker with one slot on replica A, seen by both replicas. */
   async function worker(model: string): Promise<ScriptedWorker> {
-    const { worker: w } = await ScriptedWorker.register(gw.a.workerUrl, {
-      models: [model],
-      max_concurrent: 1,
-      worker_name: model,
-      features: ['response_start'],
-    });
+    const w = await oneSlotWorkerSeenBy(gw.a, Object.values(gw), model, WAIT);
     workers.push(w);
-    for (const g of Object.values(gw)) {
-      await eventually(
-        async () => ((await admin(g.url, 'GET', '/admin/workers', TEST_ADMIN_TOKEN)).json.data as Array<{ name: string }>).some((x) => x.name === model),
-        WAIT,
-        `${model} visible on ${g.url}`,
-      );
-    }
     // One request through B first: the link from B to A is warm, as in steady operation (a held
     // slot waits at most 100 ms for the other replica's request; a first connection may take longer).
     const warm = send('b', model, 'warm-up');

@@ -1,5 +1,5 @@
 import { Fleet } from '../../src/fleet/fleet.service';
-import { PublishedWorker } from '../../src/fleet/published-worker';
+import { publishedWorker } from '../support/published-worker';
 import { RemoteWorkers } from '../../src/fleet/remote-workers';
 import { RecordingChannel } from '../support/dispatch-harness';
 import { startGateway, TestGateway } from '../support/gateway';
@@ -7,27 +7,7 @@ import { ScriptedWorker } from '../support/scripted-worker';
 import { call } from './support';
 
 /** A worker as another replica ('gw-b') publishes it on the fleet board. */
-function publishedElsewhere(id: string): PublishedWorker {
-  return {
-    id,
-    name: `n-${id}`,
-    provider: 'default',
-    replica: 'gw-b',
-    models: ['m1'],
-    held_out: [],
-    capabilities: {},
-    endpoints: null,
-    priority: null,
-    max_concurrent: 2,
-    load: 0,
-    draining: false,
-    connected_at: 1,
-    last_seen_at: 1,
-    health: null,
-    features: ['response_start'],
-    seen_ago_ms: 0,
-  };
-}
+const publishedElsewhere = (id: string) => publishedWorker(id, { provider: 'default' });
 
 /**
  * `models_refresh` travels on the worker's own link. A worker connected to another replica is in
