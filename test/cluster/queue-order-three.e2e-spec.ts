@@ -3,7 +3,7 @@ import { admin, chat, eventually, post, RawResponse, sleep } from '../support/ht
 import { ScriptedWorker } from '../support/scripted-worker';
 import { itWithLogs as it, withGatewayLogs } from './support/gateway-process';
 import { describeWithPostgres } from './support/postgres';
-import { oneSlotWorkerSeenBy } from './support/one-slot-worker';
+import { busySeenBy, oneSlotWorkerSeenBy } from './support/one-slot-worker';
 import { Replicas, startReplicas } from './support/replicas';
 
 const WAIT = 15_000;
@@ -81,6 +81,7 @@ describeWithPostgres('cluster mode: one queue order across three replicas (the w
       const [older, newer]: Side[] = round % 2 === 0 ? ['b', 'c'] : ['c', 'b'];
       const busy = send('a', model, `busy-${round}`);
       const busyReq = await w.next('request');
+      await busySeenBy([gw.b, gw.c], model, WAIT);
       const first = send(older, model, `older-at-${older}-${round}`);
       await sleep(300);
       const second = send(newer, model, `newer-at-${newer}-${round}`);
@@ -110,6 +111,7 @@ describeWithPostgres('cluster mode: one queue order across three replicas (the w
     const hogReq = await hog.next('request');
     const busy = send('a', model, 'busy');
     const busyReq = await w.next('request');
+    await busySeenBy([gw.b, gw.c], model, WAIT);
     const capped = send('b', model, 'capped-at-b', { 'x-tenant-id': 'capped' });
     await sleep(300);
     // Another tenant's request, 300 ms newer: B's request is ahead of it in the order, but cannot go.

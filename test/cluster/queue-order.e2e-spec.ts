@@ -3,7 +3,7 @@ import { chat, post, RawResponse, sleep } from '../support/http';
 import { ScriptedWorker } from '../support/scripted-worker';
 import { itWithLogs as it, withGatewayLogs } from './support/gateway-process';
 import { describeWithPostgres } from './support/postgres';
-import { oneSlotWorkerSeenBy } from './support/one-slot-worker';
+import { busySeenBy, oneSlotWorkerSeenBy } from './support/one-slot-worker';
 import { Replicas, startReplicas } from './support/replicas';
 
 const WAIT = 15_000;
@@ -72,6 +72,7 @@ describeWithPostgres('cluster mode: one queue order across replicas (aging, tena
     const w = await worker('aging-model');
     const busy = send('a', 'aging-model', 'busy');
     const busyReq = await w.next('request');
+    await busySeenBy([gw.b], 'aging-model', WAIT);
     const low = send('b', 'aging-model', 'low-at-b', { 'x-priority': 'low' });
     // Past one aging period it competes as normal; then a normal request arrives at A itself.
     await sleep(AGING_MS + 200);
@@ -85,6 +86,7 @@ describeWithPostgres('cluster mode: one queue order across replicas (aging, tena
     const w = await worker('turns-model');
     const busy = send('a', 'turns-model', 'busy');
     const busyReq = await w.next('request');
+    await busySeenBy([gw.b], 'turns-model', WAIT);
     const x = [send('b', 'turns-model', 'x1-at-b', { 'x-tenant-id': 'x' }), send('b', 'turns-model', 'x2-at-b', { 'x-tenant-id': 'x' })];
     await sleep(300);
     const y = send('a', 'turns-model', 'y1-at-a', { 'x-tenant-id': 'y' });
@@ -98,6 +100,7 @@ describeWithPostgres('cluster mode: one queue order across replicas (aging, tena
     const w = await worker('own-queue-model');
     const busy = send('a', 'own-queue-model', 'busy');
     const busyReq = await w.next('request');
+    await busySeenBy([gw.b], 'own-queue-model', WAIT);
     const u1 = send('b', 'own-queue-model', 'u1-at-b', { 'x-tenant-id': 'u' });
     await sleep(100);
     const u2 = send('a', 'own-queue-model', 'u2-at-a', { 'x-tenant-id': 'u' });
