@@ -6,6 +6,7 @@ import { Errors } from '../common/gateway-error';
 import { parseCapabilityDeclarations } from '../config/sections/routing';
 import { AdminGuard } from '../auth/admin.guard';
 import { Provider, ProviderInput, ProvidersService } from '../providers/providers.service';
+import { ADMIN_LIMITS, limitFromApi, limitToApi } from '../providers/provider-limits';
 import { AdmissionQueue } from '../queue/admission-queue';
 import { Router } from '../routing/router.service';
 import { effectiveCapabilities } from '../routing/capabilities';
@@ -214,19 +215,12 @@ export class AdminController {
   private describeProvider(p: Provider) {
     return {
       name: p.name,
-      enabled: p.enabled,
       source: p.source,
       has_secret: p.secretHash !== null,
-      max_queue_len: p.maxQueueLen,
-      queue_timeout_secs: p.queueTimeoutMs / 1000,
-      request_timeout_secs: p.requestTimeoutMs / 1000,
-      first_byte_timeout_secs: p.firstByteTimeoutMs == null ? null : p.firstByteTimeoutMs / 1000,
-      max_models: p.maxModelsPerWorker,
+      ...Object.fromEntries(ADMIN_LIMITS.map((f) => [f.api, limitToApi(f, p[f.key])])),
       models: [...p.models],
-      priority: p.priority,
       capabilities: p.capabilities,
       aliases: p.aliases,
-      translation: p.translation ?? null,
       workers_connected: this.fleet.sessions.ofProvider(p.name).size,
       queue_depth: this.queues.depth(p.name),
     };
@@ -241,19 +235,8 @@ function toInput(dto: UpdateProviderDto): Omit<ProviderInput, 'name'> {
     for (const message of problems) byField.set(problemField(message), [...(byField.get(problemField(message)) ?? []), message]);
     throw Errors.validationFailed([...byField].map(([field, messages]) => ({ field, message: messages.join('; ') })));
   }
-  return {
-    secret: dto.secret,
-    enabled: dto.enabled,
-    maxQueueLen: dto.max_queue_len,
-    queueTimeoutMs: dto.queue_timeout_secs === undefined ? undefined : Math.round(dto.queue_timeout_secs * 1000),
-    requestTimeoutMs: dto.request_timeout_secs === undefined ? undefined : Math.round(dto.request_timeout_secs * 1000),
-    firstByteTimeoutMs: dto.first_byte_timeout_secs == null ? dto.first_byte_timeout_secs : Math.round(dto.first_byte_timeout_secs * 1000),
-    maxModelsPerWorker: dto.max_models,
-    models: dto.models,
-    priority: dto.priority,
-    capabilities,
-    translation: dto.translation,
-  };
+  const limits = Object.fromEntries(ADMIN_LIMITS.map((f) => [f.key, limitFromApi(f, dto[f.api as keyof UpdateProviderDto])]));
+  return { secret: dto.secret, ...limits, models: dto.models, capabilities };
 }
 
 /** The dotted field a capability problem names (`capabilities.m.vision must be …` → `capabilities.m.vision`). */

@@ -1,6 +1,7 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { ISO_TIME, NULLABLE_ISO_TIME, ref } from '../common/doc-common';
 import { CAPABILITY_FIELDS, CAPABILITY_TYPES } from '../protocol';
+import { ADMIN_LIMITS, LimitKind, ProviderLimit } from '../providers/provider-limits';
 
 /** OpenAPI of the admin providers, workers, cordons and stats routes (admin.controller.ts). */
 
@@ -11,28 +12,40 @@ const capabilities: SchemaObject = {
   additionalProperties: false,
 };
 
+/** What the request and answer schemas say of a limit beyond its type and bounds, by API name. */
+const LIMIT_DOCS: Record<string, string> = {
+  enabled: '`false` refuses new workers and answers `503 provider_disabled`.',
+  first_byte_timeout_secs:
+    'Its own first-byte watchdog timeout (a worker that has not answered this long after taking a request is cancelled and the request moves on); `null` clears it: `routing.first_byte_timeout_secs` applies.',
+  translation:
+    'Whether `/v1/messages` and `/v1/responses` requests may reach its workers translated to chat completions (when no worker serves them natively); `null` clears it: `routing.translation` applies.',
+  priority: 'Routing priority of its workers (lower is preferred); `null` clears it.',
+};
+const LIMIT_ANSWER_DOCS: Record<string, string> = {
+  first_byte_timeout_secs: 'Its own first-byte timeout; null = `routing.first_byte_timeout_secs`.',
+  translation: 'Its own translation setting; null = `routing.translation`.',
+};
+
+const LIMIT_TYPES: Record<LimitKind, string> = { count: 'integer', ms: 'number', number: 'number', boolean: 'boolean', enum: 'string' };
+
+/** A limit's schema (providers/provider-limits.ts): bounds only where a body is checked against them. */
+function limitSchema(f: ProviderLimit, bounds: boolean, doc: string | undefined): SchemaObject {
+  return {
+    type: LIMIT_TYPES[f.kind] as SchemaObject['type'],
+    ...(f.values && { enum: [...f.values] }),
+    ...(bounds && f.min !== undefined && { minimum: f.min }),
+    ...(bounds && f.max !== undefined && { maximum: f.max }),
+    ...(f.nullable && { nullable: true }),
+    ...(doc !== undefined && { description: doc }),
+  };
+}
+
+const limitFields = (bounds: boolean, docs: Record<string, string>): Record<string, SchemaObject> =>
+  Object.fromEntries(ADMIN_LIMITS.map((f) => [f.api, limitSchema(f, bounds, docs[f.api])]));
+
 const providerFields: Record<string, SchemaObject> = {
   secret: { type: 'string', minLength: 8, writeOnly: true, description: 'The secret its workers present; only a hash is stored.' },
-  enabled: { type: 'boolean', description: '`false` refuses new workers and answers `503 provider_disabled`.' },
-  max_queue_len: { type: 'integer', minimum: 0 },
-  queue_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
-  request_timeout_secs: { type: 'number', minimum: 0.001, maximum: 2147483 },
-  first_byte_timeout_secs: {
-    type: 'number',
-    minimum: 0.001,
-    maximum: 2147483,
-    nullable: true,
-    description:
-      'Its own first-byte watchdog timeout (a worker that has not answered this long after taking a request is cancelled and the request moves on); `null` clears it: `routing.first_byte_timeout_secs` applies.',
-  },
-  max_models: { type: 'integer', minimum: 1 },
-  translation: {
-    type: 'string',
-    enum: ['auto', 'never'],
-    nullable: true,
-    description:
-      'Whether `/v1/messages` and `/v1/responses` requests may reach its workers translated to chat completions (when no worker serves them natively); `null` clears it: `routing.translation` applies.',
-  },
+  ...limitFields(true, LIMIT_DOCS),
   models: {
     type: 'array',
     maxItems: 10000,
@@ -40,7 +53,6 @@ const providerFields: Record<string, SchemaObject> = {
     description:
       "Exact names and `*` globs: the models this provider's workers may serve (its allow-list; a model a provider lists belongs to the providers that list it). Exact names are declared even while no worker serves them. Empty = any model no provider lists.",
   },
-  priority: { type: 'integer', minimum: 0, nullable: true, description: 'Routing priority of its workers (lower is preferred); `null` clears it.' },
   capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities'), description: 'Per model; overrides what the workers declare.' },
 };
 
@@ -96,16 +108,11 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
     type: 'object',
     required: [
       'name',
-      'enabled',
       'source',
       'has_secret',
-      'max_queue_len',
-      'queue_timeout_secs',
-      'request_timeout_secs',
-      'first_byte_timeout_secs',
-      'max_models',
+      // `translation` came later and was left optional in the document; it is always answered.
+      ...ADMIN_LIMITS.filter((f) => f.key !== 'translation').map((f) => f.api),
       'models',
-      'priority',
       'capabilities',
       'aliases',
       'workers_connected',
@@ -113,19 +120,12 @@ export const ADMIN_SCHEMAS: Record<string, SchemaObject> = {
     ],
     properties: {
       name: { type: 'string' },
-      enabled: { type: 'boolean' },
       source: { type: 'string', enum: ['config', 'admin'], description: '`config` providers are rewritten at every boot.' },
       has_secret: { type: 'boolean' },
-      max_queue_len: { type: 'integer' },
-      queue_timeout_secs: { type: 'number' },
-      request_timeout_secs: { type: 'number' },
-      first_byte_timeout_secs: { type: 'number', nullable: true, description: 'Its own first-byte timeout; null = `routing.first_byte_timeout_secs`.' },
-      max_models: { type: 'integer' },
+      ...limitFields(false, LIMIT_ANSWER_DOCS),
       models: { type: 'array', items: { type: 'string' } },
-      priority: { type: 'integer', nullable: true },
       capabilities: { type: 'object', additionalProperties: ref('ModelCapabilities') },
       aliases: { type: 'object', additionalProperties: { type: 'string' }, description: 'Pool aliases (`POST /v1/pools/{id}/reload`).' },
-      translation: { type: 'string', enum: ['auto', 'never'], nullable: true, description: 'Its own translation setting; null = `routing.translation`.' },
       workers_connected: { type: 'integer' },
       queue_depth: { type: 'integer' },
     },

@@ -4,26 +4,10 @@ import { Repository } from 'typeorm';
 import { CLOCK, Clock } from '../common/clock';
 import { ProviderEntity } from './provider.entity';
 import { ProviderRecord, ProviderStore } from './provider-store';
+import { limitFromRow, PROVIDER_LIMITS } from './provider-limits';
 
 /** Columns rewritten when a provider is saved again; `created_at` keeps the first save's time. */
-const UPDATED_ON_SAVE = [
-  'secret_hash',
-  'enabled',
-  'max_queue_len',
-  'queue_timeout_ms',
-  'request_timeout_ms',
-  'first_byte_timeout_ms',
-  'max_models_per_worker',
-  'models',
-  'priority',
-  'capabilities',
-  'aliases',
-  'cost_per_gpu_hour',
-  'gpus_per_worker',
-  'translation',
-  'source',
-  'updated_at',
-];
+const UPDATED_ON_SAVE = ['secret_hash', ...PROVIDER_LIMITS.map((f) => f.column), 'models', 'capabilities', 'aliases', 'source', 'updated_at'];
 
 @Injectable()
 export class TypeOrmProviderStore extends ProviderStore {
@@ -61,44 +45,29 @@ export class TypeOrmProviderStore extends ProviderStore {
   }
 }
 
+// The limits are copied by the table (provider-limits.ts); the rest are not scalars, or not limits.
 function toRow(r: ProviderRecord): Omit<ProviderEntity, 'createdAt' | 'updatedAt'> {
-  return {
+  const row: Record<string, unknown> = {
     name: r.name,
     secretHash: r.secretHash,
-    enabled: r.enabled,
-    maxQueueLen: r.maxQueueLen,
-    queueTimeoutMs: r.queueTimeoutMs,
-    requestTimeoutMs: r.requestTimeoutMs,
-    firstByteTimeoutMs: r.firstByteTimeoutMs ?? null,
-    maxModelsPerWorker: r.maxModelsPerWorker,
     models: [...r.models],
-    priority: r.priority,
     capabilities: r.capabilities,
     aliases: r.aliases,
-    costPerGpuHour: r.costPerGpuHour ?? null,
-    gpusPerWorker: r.gpusPerWorker ?? null,
-    translation: r.translation ?? null,
     source: r.source,
   };
+  for (const f of PROVIDER_LIMITS) row[f.key] = f.nullable ? (r[f.key] ?? null) : r[f.key];
+  return row as unknown as Omit<ProviderEntity, 'createdAt' | 'updatedAt'>;
 }
 
 function toRecord(row: ProviderEntity): ProviderRecord {
-  return {
+  const record: Record<string, unknown> = {
     name: row.name,
     secretHash: row.secretHash,
-    enabled: row.enabled,
-    maxQueueLen: row.maxQueueLen,
-    queueTimeoutMs: row.queueTimeoutMs,
-    requestTimeoutMs: row.requestTimeoutMs,
-    firstByteTimeoutMs: row.firstByteTimeoutMs ?? null,
-    maxModelsPerWorker: row.maxModelsPerWorker,
     models: row.models,
-    priority: row.priority,
     capabilities: row.capabilities ?? {},
     aliases: row.aliases ?? {},
-    costPerGpuHour: row.costPerGpuHour ?? null,
-    gpusPerWorker: row.gpusPerWorker ?? null,
-    translation: row.translation === 'auto' || row.translation === 'never' ? row.translation : null,
     source: row.source,
   };
+  for (const f of PROVIDER_LIMITS) record[f.key] = limitFromRow(f, row[f.key as keyof ProviderEntity]);
+  return record as unknown as ProviderRecord;
 }

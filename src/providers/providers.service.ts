@@ -16,6 +16,7 @@ import {
   toRecord,
   WorkerAuthResult,
 } from './provider';
+import { ADMIN_LIMITS } from './provider-limits';
 import { configPatch, indexPoolAliases, recordFromConfig, storedPatch } from './provider-config';
 import { BUS_TOPICS, ClusterBus } from '../cluster/cluster-bus.port';
 import { WorkerSecrets } from './worker-secrets';
@@ -226,16 +227,12 @@ export class ProvidersService implements OnModuleInit {
     if (!p) return undefined;
     const changes: Partial<ProviderRecord> = {};
     if (patch.secret) changes.secretHash = await hashSecret(patch.secret);
-    if (patch.enabled !== undefined) changes.enabled = patch.enabled;
-    if (patch.maxQueueLen !== undefined) changes.maxQueueLen = patch.maxQueueLen;
-    if (patch.queueTimeoutMs !== undefined) changes.queueTimeoutMs = patch.queueTimeoutMs;
-    if (patch.requestTimeoutMs !== undefined) changes.requestTimeoutMs = patch.requestTimeoutMs;
-    if (patch.firstByteTimeoutMs !== undefined) changes.firstByteTimeoutMs = patch.firstByteTimeoutMs;
-    if (patch.maxModelsPerWorker !== undefined) changes.maxModelsPerWorker = patch.maxModelsPerWorker;
-    if (patch.priority !== undefined) changes.priority = patch.priority;
+    for (const { key } of ADMIN_LIMITS) {
+      const value = patch[key as keyof typeof patch];
+      if (value !== undefined) (changes as Record<string, unknown>)[key] = value;
+    }
     if (patch.capabilities !== undefined) changes.capabilities = patch.capabilities;
     if (patch.models !== undefined) changes.models = patch.models;
-    if (patch.translation !== undefined) changes.translation = patch.translation;
     // Stored first: a failed write must not leave a rotated secret or a disable live in memory only.
     await this.store.save({ ...toRecord(p), ...changes });
     this.assign(p, changes);

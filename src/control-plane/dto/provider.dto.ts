@@ -1,7 +1,8 @@
 import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
+import { MAX_TIMER_SECS } from '../../providers/provider-limits';
 
-/** Node timers overflow past 2^31-1 ms (about 24.8 days). */
-const MAX_TIMER_SECS = 2147483;
+// The limits here are declared again as validation (providers/provider-limits.ts is the table);
+// provider-limits.spec.ts fails when the two disagree on names, nullability or bounds.
 
 export class UpdateProviderDto {
   @IsOptional()
