@@ -1,6 +1,6 @@
 import { checkNumber, Env, Reader, TIMER, Yaml } from '../../common/config-reader';
 import { bool, custom, group, num, read, secs, str, yamlKeys } from '../setting';
-import { ModelCapabilities } from '../../protocol';
+import { CAPABILITY_FIELDS, CAPABILITY_FLAGS, CapabilityFlag, ModelCapabilities } from '../../protocol';
 import { AffinityConfig, readAffinityConfig, readExposeWorkerHeader } from './routing-affinity';
 import { AliasTable, aliasPatternsOf, checkAliasesAndFallbacks, modelName, readAliases, readFallbacks } from './routing-aliases';
 
@@ -280,7 +280,8 @@ function readWeights(value: unknown, problems: string[]): ScoringWeights {
   return weights;
 }
 
-const CAPABILITY_FLAGS = ['vision', 'tools', 'json_mode'] as const;
+/** `vision, tools, json_mode, context_length`: the declared fields, as the messages below name them. */
+const KNOWN = CAPABILITY_FIELDS.join(', ');
 
 /**
  * Per-model capability declarations of a provider (config file or admin API), which override what
@@ -290,7 +291,7 @@ export function parseCapabilityDeclarations(value: unknown, where: string, probl
   const out: Record<string, ModelCapabilities> = {};
   if (value === undefined || value === null) return out;
   if (typeof value !== 'object' || Array.isArray(value)) {
-    problems.push(`${where} must be a mapping of model: {vision, tools, json_mode, context_length}`);
+    problems.push(`${where} must be a mapping of model: {${KNOWN}}`);
     return out;
   }
   for (const [model, raw] of Object.entries(value as Yaml)) {
@@ -302,18 +303,18 @@ export function parseCapabilityDeclarations(value: unknown, where: string, probl
       continue;
     }
     if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
-      problems.push(`${at} must be a mapping of vision, tools, json_mode, context_length`);
+      problems.push(`${at} must be a mapping of ${KNOWN}`);
       continue;
     }
     const caps: ModelCapabilities = {};
     for (const [key, v] of Object.entries(raw as Yaml)) {
       if ((CAPABILITY_FLAGS as readonly string[]).includes(key)) {
-        if (typeof v === 'boolean') caps[key as (typeof CAPABILITY_FLAGS)[number]] = v;
+        if (typeof v === 'boolean') caps[key as CapabilityFlag] = v;
         else problems.push(`${at}.${key} must be true or false`);
       } else if (key === 'context_length') {
         if (typeof v === 'number' && Number.isInteger(v) && v > 0) caps.context_length = v;
         else problems.push(`${at}.context_length must be a positive integer`);
-      } else problems.push(`${at}.${key} is not a capability (known: vision, tools, json_mode, context_length)`);
+      } else problems.push(`${at}.${key} is not a capability (known: ${KNOWN})`);
     }
     out[model.trim()] = caps;
   }
