@@ -78,6 +78,18 @@ describe('HeartbeatMembership', () => {
     backend = new SharedBackend(clock);
   });
 
+  /** gw-a, then gw-b `laterMs` after it; gw-a's membership changes are recorded. */
+  async function aThenB(laterMs: number) {
+    const a = replica(backend, 'gw-a');
+    const b = replica(backend, 'gw-b');
+    const changes: MembershipChange[] = [];
+    a.membership.onChange((c) => changes.push(c));
+    a.membership.start('http://a');
+    await clock.advanceAsync(laterMs);
+    b.membership.start('http://b');
+    return { a, b, changes };
+  }
+
   it('announces itself with plain data and learns the others within one heartbeat (timeout / 3)', async () => {
     const a = replica(backend, 'gw-a');
     const b = replica(backend, 'gw-b');
@@ -104,14 +116,8 @@ describe('HeartbeatMembership', () => {
   for (const skewMs of [0, 3_600_000, -7_000]) {
     it(`drops a replica that stopped heartbeating once its timeout has passed, between its own heartbeats (store clock ${skewMs} ms off)`, async () => {
       backend.skewMs = skewMs;
-      const a = replica(backend, 'gw-a');
-      const b = replica(backend, 'gw-b');
-      const changes: MembershipChange[] = [];
-      a.membership.onChange((c) => changes.push(c));
       // b starts 1 s after a: a's heartbeats fall 1 s (and 2 s) after b's, not at its timeout.
-      a.membership.start('http://a');
-      await clock.advanceAsync(1000);
-      b.membership.start('http://b');
+      const { a, b, changes } = await aThenB(1000);
       await clock.advanceAsync(TIMEOUT / 3);
       expect(ids(a.membership)).toEqual(['gw-a', 'gw-b']);
       expect(changes).toEqual([{ joined: ['gw-b'], left: [] }]);
@@ -135,26 +141,14 @@ describe('HeartbeatMembership', () => {
   }
 
   it('keeps a live replica whose heartbeats a read has not seen yet (its deadline moves with each read)', async () => {
-    const a = replica(backend, 'gw-a');
-    const b = replica(backend, 'gw-b');
-    const changes: MembershipChange[] = [];
-    a.membership.onChange((c) => changes.push(c));
-    a.membership.start('http://a');
-    await clock.advanceAsync(TIMEOUT / 3 - 1);
-    b.membership.start('http://b');
+    const { a, changes } = await aThenB(TIMEOUT / 3 - 1);
     await clock.advanceAsync(TIMEOUT * 10);
     expect(ids(a.membership)).toEqual(['gw-a', 'gw-b']);
     expect(changes).toEqual([{ joined: ['gw-b'], left: [] }]);
   });
 
   it('a replica whose own process stalled past a heartbeat asks the store before dropping anyone', async () => {
-    const a = replica(backend, 'gw-a');
-    const b = replica(backend, 'gw-b');
-    const changes: MembershipChange[] = [];
-    a.membership.onChange((c) => changes.push(c));
-    a.membership.start('http://a');
-    await clock.advanceAsync(1000);
-    b.membership.start('http://b');
+    const { a, changes } = await aThenB(1000);
     await clock.advanceAsync(TIMEOUT);
     expect(ids(a.membership)).toEqual(['gw-a', 'gw-b']);
     // gw-a's event loop (or VM) stops for 7 s while gw-b keeps beating: when gw-a runs again, its

@@ -19,7 +19,7 @@ import { PoolsService } from './pools.service';
 import { Audited } from '../governance/audited';
 import { ApiDoc } from '../common/api-doc';
 import { CONTROL_PLANE_API } from './control-plane.schemas';
-import { remoteWorkerConflict } from '../lifecycle/target-selection';
+import { remoteWorkerConflict } from '../fleet/remote-worker-conflict';
 
 const DRAIN_WORKER_BODY = new JsonBodyPipe(DrainWorkerDto);
 const CREATE_PROVIDER_BODY = new JsonBodyPipe(CreateProviderDto);

@@ -2,6 +2,7 @@ import { Errors, GatewayError } from '../common/gateway-error';
 import { Features } from '../protocol';
 import { ProvidersService } from '../providers/providers.service';
 import { WorkerSession } from '../fleet/worker-session';
+import { remoteWorkerConflict } from '../fleet/remote-worker-conflict';
 import { WorkerIndex } from '../fleet/worker-index';
 import { gpuMemoryFreeMB, knownModels, loadedModelMemoryMB } from './runner-document';
 
@@ -17,13 +18,6 @@ export type RunningTask = (worker: WorkerSession, key: string) => string | undef
 /** Conflict keys: loads and unloads of one model exclude each other on a worker; flushes of one target too. */
 export const modelKey = (model: string) => `model\u0000${model}`;
 export const flushKey = (scope: string, target?: string) => `flush\u0000${scope}\u0000${target ?? ''}`;
-
-/**
- * 409 for a command that travels on the worker's own link when another replica holds that link
- * (cluster mode): lifecycle operations and `POST /admin/workers/:id/refresh-models` answer it alike.
- */
-export const remoteWorkerConflict = (w: WorkerSession): GatewayError =>
-  Errors.conflict(`Worker '${w.id}' is connected to gateway replica '${w.replica}': send the request there`);
 
 export interface LoadTargetRequest extends TargetScope {
   modelId: string;
